@@ -1,0 +1,30 @@
+"""cuprims: CUB-speed device-wide algorithms with your own Python operators and types.
+
+Quick start::
+
+    import cupy as cp, numpy as np, cuprims
+    x = cp.arange(1 << 20, dtype=np.float32)
+    out = cp.empty(1, np.float32)
+    cuprims.reduce_into(d_in=x, d_out=out, num_items=x.size, op=lambda a, b: a + b,
+                        h_init=np.float32(0))
+
+Importing cuprims does not import numba; it is loaded the first time a Python operator
+needs compiling.
+"""
+
+from __future__ import annotations
+
+from . import errors
+from ._caching import cache_info, clear_all_caches
+from ._enums import Determinism, SortOrder
+from ._proxy import ProxyArray, ProxyValue
+from .algorithms.reduce import make_reduce_into, reduce_into
+from .op import OpKind, RawOp
+from .struct import gpu_struct
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Determinism", "OpKind", "ProxyArray", "ProxyValue", "RawOp", "SortOrder",
+    "cache_info", "clear_all_caches", "errors", "gpu_struct", "make_reduce_into", "reduce_into",
+]

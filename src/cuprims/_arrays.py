@@ -1,0 +1,186 @@
+"""Device arrays from any producer: CuPy, PyTorch, numba, ``__cuda_array_interface__``, DLPack.
+
+``array_info(x)`` returns ``(device_pointer, dtype, size)``. The way to read an array is
+chosen once per Python type and remembered, so the per-call cost is a dict lookup and
+a few attribute reads (the CUDA Array Interface builds a dict on every access, which
+costs microseconds on some producers; CuPy and PyTorch have cheaper direct paths).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any, Callable
+
+import numpy as np
+
+from .errors import ArgumentError, ArgumentTypeError
+
+Info = tuple  # (ptr: int, dtype: np.dtype, size: int)
+
+_readers: dict[type, Callable[[Any, str], Info]] = {}
+
+
+def _not_contiguous(name: str, x: Any) -> ArgumentError:
+    return ArgumentError(name, "a contiguous device array", f"a non-contiguous {type(x).__name__}")
+
+
+def _read_cupy(x: Any, name: str) -> Info:
+    if not x.flags.c_contiguous:
+        raise _not_contiguous(name, x)
+    return x.data.ptr, x.dtype, x.size
+
+
+_TORCH_DTYPES: dict[Any, np.dtype] = {}
+
+
+def _torch_dtype(tdt: Any, name: str) -> np.dtype:
+    try:
+        return _TORCH_DTYPES[tdt]
+    except KeyError:
+        pass
+    text = str(tdt).replace("torch.", "")
+    try:
+        dt = np.dtype({"bool": "bool"}.get(text, text))
+    except TypeError:
+        raise ArgumentError(name, "a tensor of a numpy-representable dtype", f"a torch tensor of {tdt}") from None
+    _TORCH_DTYPES[tdt] = dt
+    return dt
+
+
+def _read_torch(x: Any, name: str) -> Info:
+    if not x.is_cuda:
+        raise ArgumentTypeError(name, "a CUDA tensor", f"a torch tensor on {x.device}")
+    if not x.is_contiguous():
+        raise _not_contiguous(name, x)
+    return x.data_ptr(), _torch_dtype(x.dtype, name), x.numel()
+
+
+def _read_cai(x: Any, name: str) -> Info:
+    iface = x.__cuda_array_interface__
+    shape = tuple(iface.get("shape", ()))
+    descr = iface.get("descr")
+    typestr = iface["typestr"]
+    if descr and len(descr) > 1 or (descr and descr[0][0]):
+        dt = np.dtype(descr, align=True) if not isinstance(descr, str) else np.dtype(typestr)
+        if dt.itemsize != np.dtype(typestr).itemsize:
+            dt = np.dtype(descr)
+    else:
+        dt = np.dtype(typestr)
+    size = 1
+    for s in shape:
+        size *= s
+    strides = iface.get("strides")
+    if strides is not None and size > 1:
+        expected = dt.itemsize
+        for extent, stride in zip(reversed(shape), reversed(strides)):
+            if extent != 1 and stride != expected:
+                raise _not_contiguous(name, x)
+            expected *= extent
+    ptr = iface["data"][0] or 0
+    return ptr, dt, size
+
+
+# --- DLPack (consumed through the C struct; no extra dependency) --------------------
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+class _DLManagedTensor(ctypes.Structure):
+    pass
+
+
+_DLManagedTensor._fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p),
+                             ("deleter", ctypes.CFUNCTYPE(None, ctypes.POINTER(_DLManagedTensor)))]
+
+_get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_get_pointer.restype = ctypes.c_void_p
+_get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_set_name = ctypes.pythonapi.PyCapsule_SetName
+_set_name.restype = ctypes.c_int
+_set_name.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+_DL_CODES = {0: "i", 1: "u", 2: "f", 5: "c", 6: "b"}
+_DL_CUDA_DEVICES = (2, 3, 13)  # kDLCUDA, kDLCUDAHost, kDLCUDAManaged
+
+
+def _read_dlpack(x: Any, name: str) -> Info:
+    capsule = x.__dlpack__()
+    managed = ctypes.cast(_get_pointer(capsule, b"dltensor"), ctypes.POINTER(_DLManagedTensor))
+    try:
+        t = managed.contents.dl_tensor
+        if t.device.device_type not in _DL_CUDA_DEVICES:
+            raise ArgumentTypeError(name, "a device array", f"a DLPack tensor on device type {t.device.device_type}")
+        kind = _DL_CODES.get(t.dtype.code)
+        if kind is None or t.dtype.lanes != 1:
+            raise ArgumentError(name, "a tensor of a numpy-representable dtype", f"DLPack dtype code {t.dtype.code}")
+        dt = np.dtype("bool") if kind == "b" else np.dtype(f"{kind}{t.dtype.bits // 8}")
+        shape = [t.shape[i] for i in range(t.ndim)]
+        size = 1
+        for s in shape:
+            size *= s
+        if t.strides and size > 1:
+            expected = 1
+            for i in reversed(range(t.ndim)):
+                if shape[i] != 1 and t.strides[i] != expected:
+                    raise _not_contiguous(name, x)
+                expected *= shape[i]
+        ptr = (t.data or 0) + t.byte_offset
+    finally:
+        # We consumed the capsule: mark it used and release the producer's export record.
+        # The memory itself stays owned by ``x``, which the caller keeps alive.
+        _set_name(capsule, b"used_dltensor")
+        deleter = managed.contents.deleter
+        if deleter:
+            deleter(managed)
+    return ptr, dt, size
+
+
+def _reader_for(tp: type) -> Callable[[Any, str], Info] | None:
+    mod = tp.__module__ or ""
+    if mod.startswith("cupy") and tp.__name__ == "ndarray":
+        return _read_cupy
+    if mod.startswith("torch") and hasattr(tp, "data_ptr"):
+        return _read_torch
+    if hasattr(tp, "__cuda_array_interface__"):
+        return _read_cai
+    if hasattr(tp, "__dlpack__"):
+        return _read_dlpack
+    return None
+
+
+def array_info(x: Any, name: str) -> Info:
+    """(device pointer, numpy dtype, number of items) of device array ``x``."""
+    tp = type(x)
+    reader = _readers.get(tp)
+    if reader is None:
+        reader = _reader_for(tp)
+        if reader is None:
+            if isinstance(x, np.ndarray):
+                raise ArgumentTypeError(name, "a device array (CuPy, PyTorch, numba, CUDA Array Interface "
+                                        "or DLPack)", "a numpy array in host memory")
+            raise ArgumentTypeError(name, "a device array (CuPy, PyTorch, numba, CUDA Array Interface "
+                                    "or DLPack)", x)
+        _readers[tp] = reader
+    return reader(x, name)
+
+
+def array_dtype(x: Any, name: str) -> np.dtype:
+    """dtype only (works for ProxyArray placeholders too)."""
+    proxy = getattr(x, "_cuprims_proxy_dtype", None)
+    if proxy is not None:
+        return proxy
+    dt = getattr(x, "dtype", None)
+    if isinstance(dt, np.dtype):
+        return dt
+    return array_info(x, name)[1]

@@ -1,0 +1,51 @@
+"""``clear_all_caches()`` and ``cache_info()``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import config
+
+
+def clear_all_caches(*, disk: bool = False) -> None:
+    """Forget every compiled algorithm held in memory (and, with ``disk=True``, on disk).
+
+    Example::
+
+        cuprims.clear_all_caches()            # the next make_* rebuilds or reads the disk cache
+        cuprims.clear_all_caches(disk=True)   # also delete this cache directory's entries
+    """
+    from ._jit import build
+    from .algorithms import reduce as _reduce
+
+    build.clear_memory()
+    for mod in (_reduce,):
+        cache = getattr(mod._tls, "reduce", None)
+        if cache is not None:
+            cache.clear()
+    _reduce._tls.__dict__.clear()
+    if disk:
+        cache = build.disk_cache()
+        if cache is not None:
+            cache.clear()
+
+
+def cache_info() -> dict[str, Any]:
+    """Counters of this process's compiles and cache hits, and where the disk cache lives.
+
+    Keys: ``numba_compiles``, ``nvrtc_compiles``, ``links``, ``memory_hits``,
+    ``memory_misses``, ``disk_hits``, ``disk_misses``, ``disk_writes``,
+    ``disk_corrupt_discarded``, ``memory_entries``, ``cache_dir``, ``disk_enabled``.
+
+    Example::
+
+        info = cuprims.cache_info()
+        assert info["nvrtc_compiles"] == 0   # in a second process with a warm disk cache
+    """
+    from ._jit import build, stats
+
+    info: dict[str, Any] = stats.snapshot()
+    info["memory_entries"] = len(build.memory_cache())
+    info["cache_dir"] = str(config.cache_dir())
+    info["disk_enabled"] = config.disk_cache_enabled()
+    return info

@@ -1,0 +1,173 @@
+"""The one module that runs the stages: codegen output -> NVRTC -> numba ops -> link -> cache.
+
+A build request is a generated :class:`Source`, a target arch and the operators that
+must be linked beside it. Keys:
+
+* ``kernel`` entries (NVRTC output) are keyed by the source text, arch, options and
+  toolchain: a Python operator is referenced only as an external symbol, so one kernel
+  LTO-IR serves every Python operator over the same types.
+* ``cubin`` entries (final linked code plus metadata) add each operator's recipe.
+
+Operators whose recipe is not persistent (it names an object identity) are built
+without any caching.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from .. import config
+from ..op import OpSpec, RawOp
+from ..types import ValueType
+from . import stats
+from .cache import DiskCache, SingleFlightLRU
+from .codegen import META_SYMBOL, Source
+from .elfmeta import read_meta
+from .nvrtc import BASE_OPTIONS, compile_to_ltoir, write_source
+from .toolchain import toolchain_fingerprint
+
+
+@dataclass(frozen=True)
+class OpInput:
+    """An operator to link: the symbol the kernel calls and the types it is called with."""
+
+    symbol: str
+    spec: OpSpec
+    arg_types: tuple[ValueType, ...]
+    result_type: ValueType | None
+
+
+@dataclass
+class BuildResult:
+    """Compiled, device-independent payload for one compute capability."""
+
+    arch: int
+    cubin: bytes
+    kernels: dict[str, str]           # name expression -> lowered (mangled) name
+    meta: dict[str, int]
+    loaded: dict[int, Any] = field(default_factory=dict, repr=False)   # device ordinal -> Module
+    load_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+
+_memory = SingleFlightLRU(config.memory_cache_size())
+_kernel_memory = SingleFlightLRU(64)
+
+
+def memory_cache() -> SingleFlightLRU:
+    return _memory
+
+
+def disk_cache() -> DiskCache | None:
+    if not config.disk_cache_enabled():
+        return None
+    return DiskCache(config.cache_dir())
+
+
+def _digest(*parts: str) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p.encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def kernel_key(source: Source, arch: int) -> str:
+    return _digest("kernel", toolchain_fingerprint(), f"sm_{arch}", " ".join(BASE_OPTIONS),
+                   source.text, "\n".join(source.name_expressions))
+
+
+def build_key(source: Source, arch: int, ops: Sequence[OpInput]) -> str:
+    parts = [kernel_key(source, arch)]
+    for op in ops:
+        parts.append(f"{op.symbol}|{op.spec.kind}|{op.spec.key}|"
+                     + ",".join(vt.code for vt in op.arg_types) + "->"
+                     + (op.result_type.code if op.result_type else "flag"))
+    if any(op.spec.kind == "python" for op in ops):
+        from .numba_ops import numba_version
+
+        parts.append("numba-cuda=" + numba_version())
+    return _digest("cubin", *parts)
+
+
+def _kernel_ltoir(source: Source, arch: int, disk: DiskCache | None) -> tuple[bytes, dict[str, str]]:
+    key = kernel_key(source, arch)
+
+    def build() -> tuple[bytes, dict[str, str]]:
+        if disk is not None:
+            hit = disk.get("kernel", key)
+            if hit is not None:
+                meta, blobs = hit
+                return blobs["ltoir"], meta["symbols"]
+        ltoir, symbols = compile_to_ltoir(source, arch)
+        if disk is not None:
+            disk.put("kernel", key, {"symbols": symbols}, {"ltoir": ltoir})
+        return ltoir, symbols
+
+    return _kernel_memory.get_or_build(key, build)
+
+
+def _op_ltoir(op: OpInput, obj: Any, arch: int) -> list[bytes]:
+    if op.spec.kind == "raw":
+        assert isinstance(obj, RawOp)
+        return [obj.ltoir, *obj.extra_ltoirs]
+    from .numba_ops import compile_python_op
+
+    stats.bump("numba_compiles")
+    return [compile_python_op(obj, op.arg_types, op.result_type, op.symbol, (arch // 10, arch % 10),
+                              op_name=op.spec.name)]
+
+
+def _compile_and_link(source: Source, arch: int, ops: Sequence[OpInput], objs: Sequence[Any],
+                      disk: DiskCache | None) -> BuildResult:
+    from .link import link_cubin
+
+    needs_numba = any(op.spec.kind == "python" for op in ops)
+    if needs_numba:
+        # NVRTC (native, releases the GIL) runs beside numba's Python-heavy compile.
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cuprims-nvrtc") as pool:
+            kernel_future = pool.submit(_kernel_ltoir, source, arch, disk)
+            op_codes = [code for op, obj in zip(ops, objs) for code in _op_ltoir(op, obj, arch)]
+            kernel_ltoir, symbols = kernel_future.result()
+    else:
+        kernel_ltoir, symbols = _kernel_ltoir(source, arch, disk)
+        op_codes = [code for op, obj in zip(ops, objs) for code in _op_ltoir(op, obj, arch)]
+    source_path = write_source(source.text) if config.dump_dir() is not None else None
+    cubin = link_cubin(kernel_ltoir, op_codes, arch, source_path=source_path)
+    meta = read_meta(cubin, META_SYMBOL, source.meta_fields)
+    return BuildResult(arch=arch, cubin=cubin, kernels=dict(symbols), meta=meta)
+
+
+def build(source: Source, arch: int, ops: Sequence[OpInput] = (), objs: Sequence[Any] = ()) -> BuildResult:
+    """Compiled code for ``source`` on ``sm_<arch>`` with ``ops`` linked in, from cache if possible."""
+    persistent = all(op.spec.persistent for op in ops)
+    if not persistent:
+        return _compile_and_link(source, arch, ops, objs, None)
+    key = build_key(source, arch, ops)
+    disk = disk_cache()
+
+    def from_disk_or_compile() -> BuildResult:
+        if disk is None:
+            return _compile_and_link(source, arch, ops, objs, None)
+        hit = disk.get("cubin", key)
+        if hit is None:
+            with disk.lock("cubin", key):
+                hit = disk.get("cubin", key)  # another process may have built it meanwhile
+                if hit is None:
+                    result = _compile_and_link(source, arch, ops, objs, disk)
+                    disk.put("cubin", key, {"arch": arch, "kernels": result.kernels, "meta": result.meta},
+                             {"cubin": result.cubin})
+                    return result
+        meta, blobs = hit
+        return BuildResult(arch=meta["arch"], cubin=blobs["cubin"], kernels=meta["kernels"],
+                           meta={k: int(v) for k, v in meta["meta"].items()})
+
+    return _memory.get_or_build(("cubin", key), from_disk_or_compile)
+
+
+def clear_memory() -> None:
+    _memory.clear()
+    _kernel_memory.clear()

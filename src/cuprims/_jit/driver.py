@@ -1,0 +1,224 @@
+"""The CUDA driver: contexts, loading cubins, occupancy, and fast kernel launches.
+
+Cold paths (loading, attributes) go through cuda.bindings; the per-call path
+(current device, launch) calls libcuda through ctypes with pre-declared argument types,
+which costs well under the ~5 us of a cuda.core ``launch``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+import sys
+import threading
+from typing import Any, Sequence
+
+from ..errors import CudaError, NoDeviceError
+
+_lib = None
+_init_lock = threading.Lock()
+_device_props: dict[int, tuple[tuple[int, int], int]] = {}
+
+CUDA_ERROR_INVALID_CONTEXT = 201
+CUDA_ERROR_NOT_INITIALIZED = 3
+
+
+def _libcuda():
+    global _lib
+    if _lib is None:
+        with _init_lock:
+            if _lib is None:
+                name = "nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1"
+                try:
+                    lib = ctypes.CDLL(name)
+                except OSError as exc:
+                    raise NoDeviceError(
+                        "no CUDA driver found: run on a machine with an NVIDIA GPU, or build ahead of "
+                        "time with compute_capability= and ProxyArray/ProxyValue placeholders") from exc
+                lib.cuLaunchKernel.argtypes = [ctypes.c_void_p, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint,
+                                               ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint,
+                                               ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+                lib.cuLaunchKernel.restype = ctypes.c_int
+                lib.cuCtxGetDevice.argtypes = [ctypes.POINTER(ctypes.c_int)]
+                lib.cuCtxGetDevice.restype = ctypes.c_int
+                lib.cuMemAllocAsync.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t, ctypes.c_void_p]
+                lib.cuMemAllocAsync.restype = ctypes.c_int
+                lib.cuMemFreeAsync.argtypes = [ctypes.c_uint64, ctypes.c_void_p]
+                lib.cuMemFreeAsync.restype = ctypes.c_int
+                lib.cuGetErrorName.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
+                lib.cuGetErrorName.restype = ctypes.c_int
+                rc = lib.cuInit(0)
+                if rc != 0:
+                    raise NoDeviceError(f"cuInit failed with CUDA error {rc}: no usable GPU")
+                _lib = lib
+    return _lib
+
+
+def error_name(code: int) -> str:
+    out = ctypes.c_char_p()
+    if _libcuda().cuGetErrorName(code, ctypes.byref(out)) == 0 and out.value:
+        return out.value.decode()
+    return f"CUDA error {code}"
+
+
+def check(call: str, code: int) -> None:
+    if code:
+        raise CudaError(call, error_name(code))
+
+
+_tls = threading.local()
+
+
+def current_device() -> int:
+    """Ordinal of the current context's device, making device 0's primary context current if none is."""
+    lib = _libcuda()
+    box = getattr(_tls, "box", None)
+    if box is None:
+        box = _tls.box = ctypes.c_int()
+    rc = lib.cuCtxGetDevice(ctypes.byref(box))
+    if rc == 0:
+        return box.value
+    if rc in (CUDA_ERROR_INVALID_CONTEXT, CUDA_ERROR_NOT_INITIALIZED):
+        from cuda.core import Device
+
+        try:
+            Device(0).set_current()
+        except Exception as exc:
+            raise NoDeviceError(f"no CUDA device could be made current: {exc}") from exc
+        rc = lib.cuCtxGetDevice(ctypes.byref(box))
+    check("cuCtxGetDevice", rc)
+    return box.value
+
+
+def _properties(device: int) -> tuple[tuple[int, int], int]:
+    props = _device_props.get(device)
+    if props is None:
+        from cuda.bindings import driver as drv
+
+        def attr(a):
+            err, value = drv.cuDeviceGetAttribute(a, device)
+            if err != drv.CUresult.CUDA_SUCCESS:
+                raise CudaError("cuDeviceGetAttribute", err)
+            return value
+
+        A = drv.CUdevice_attribute
+        cc = (attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR), attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR))
+        props = (cc, attr(A.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT))
+        _device_props[device] = props
+    return props
+
+
+def compute_capability(device: int) -> tuple[int, int]:
+    return _properties(device)[0]
+
+
+def sm_count(device: int) -> int:
+    return _properties(device)[1]
+
+
+class Module:
+    """A cubin loaded as a context-independent CUDA library, with kernel handles by name."""
+
+    def __init__(self, cubin: bytes, lowered: dict[str, str]):
+        from cuda.bindings import driver as drv
+
+        _libcuda()
+        err, self._library = drv.cuLibraryLoadData(cubin, None, None, 0, None, None, 0)
+        if err != drv.CUresult.CUDA_SUCCESS:
+            raise CudaError("cuLibraryLoadData", err)
+        self.kernels: dict[str, int] = {}
+        self._handles: dict[str, Any] = {}
+        for expr, name in lowered.items():
+            err, kernel = drv.cuLibraryGetKernel(self._library, name.encode())
+            if err != drv.CUresult.CUDA_SUCCESS:
+                raise CudaError("cuLibraryGetKernel", err, name)
+            self._handles[expr] = kernel
+            self.kernels[expr] = int(kernel)
+
+    def max_active_blocks(self, expr: str, block: int, dynamic_smem: int = 0) -> int:
+        """Occupancy of kernel ``expr`` on the current device."""
+        from cuda.bindings import driver as drv
+
+        err, func = drv.cuKernelGetFunction(self._handles[expr])
+        if err != drv.CUresult.CUDA_SUCCESS:
+            raise CudaError("cuKernelGetFunction", err)
+        err, blocks = drv.cuOccupancyMaxActiveBlocksPerMultiprocessor(func, block, dynamic_smem)
+        if err != drv.CUresult.CUDA_SUCCESS:
+            raise CudaError("cuOccupancyMaxActiveBlocksPerMultiprocessor", err)
+        return blocks
+
+    def __del__(self):  # pragma: no cover - depends on interpreter shutdown order
+        try:
+            from cuda.bindings import driver as drv
+
+            drv.cuLibraryUnload(self._library)
+        except Exception:
+            pass
+
+
+class ParamPack:
+    """Kernel arguments laid out once; each launch rewrites the values in place.
+
+    ``kinds`` holds one entry per kernel parameter: "ptr" (device pointer), "i64",
+    "i32", or an int N for N raw bytes (a by-value struct such as an init value).
+    Buffers are per thread, so one algorithm object may be called from several threads.
+    """
+
+    def __init__(self, kinds: Sequence[Any]):
+        fmt, offset, offsets = "<", 0, []
+        for kind in kinds:
+            offset = (offset + 15) & ~15
+            offsets.append(offset)
+            if kind in ("ptr", "i64"):
+                code, size = ("Q" if kind == "ptr" else "q"), 8
+            elif kind == "i32":
+                code, size = "i", 4
+            else:
+                code, size = f"{max(int(kind), 1)}s", max(int(kind), 1)
+            fmt_pad = offset - _fmt_size(fmt)
+            fmt += (f"{fmt_pad}x" if fmt_pad else "") + code
+            offset += size
+        self._struct = struct.Struct(fmt)
+        self._offsets = offsets
+        self._count = len(kinds)
+        self._tls = threading.local()
+
+    def _buffers(self):
+        bufs = getattr(self._tls, "bufs", None)
+        if bufs is None:
+            storage = ctypes.create_string_buffer(max(self._struct.size, 1) + 16)
+            base = ctypes.addressof(storage)
+            pointers = (ctypes.c_void_p * max(self._count, 1))(*[base + o for o in self._offsets])
+            bufs = self._tls.bufs = (storage, pointers, ctypes.addressof(pointers))
+        return bufs
+
+    def pack(self, *values: Any) -> int:
+        """Write ``values`` and return the address of the ``void*[]`` for cuLaunchKernel."""
+        storage, _, address = self._buffers()
+        self._struct.pack_into(storage, 0, *values)
+        return address
+
+
+def _fmt_size(fmt: str) -> int:
+    return struct.calcsize(fmt)
+
+
+def launch(kernel: int, grid: int, block: int, stream: int, params: int, shared: int = 0) -> None:
+    rc = _lib.cuLaunchKernel(kernel, grid, 1, 1, block, 1, 1, shared, stream, params, None)
+    if rc:
+        raise CudaError("cuLaunchKernel", error_name(rc), f"grid={grid}, block={block}")
+
+
+def alloc_async(nbytes: int, stream: int) -> int:
+    lib = _libcuda()
+    out = ctypes.c_uint64()
+    rc = lib.cuMemAllocAsync(ctypes.byref(out), nbytes, stream)
+    if rc:
+        raise CudaError("cuMemAllocAsync", error_name(rc), f"{nbytes} bytes")
+    return out.value
+
+
+def free_async(ptr: int, stream: int) -> None:
+    rc = _lib.cuMemFreeAsync(ptr, stream)
+    if rc:
+        raise CudaError("cuMemFreeAsync", error_name(rc))

@@ -1,0 +1,24 @@
+"""Kernel LTO-IR + operator LTO-IR -> cubin through nvJitLink (link-time optimised)."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..errors import LinkError
+from . import stats
+
+
+def link_cubin(kernel_ltoir: bytes, extra_ltoirs: Sequence[bytes], arch: int, *,
+               source_path: str | None = None) -> bytes:
+    from cuda.core import Linker, LinkerOptions, ObjectCode
+
+    objects = [ObjectCode.from_ltoir(kernel_ltoir, name="kernels")]
+    objects += [ObjectCode.from_ltoir(code, name=f"op{i}") for i, code in enumerate(extra_ltoirs)]
+    stats.bump("links")
+    try:
+        # options must be passed by keyword: positionally it would be taken as an input.
+        linker = Linker(*objects, options=LinkerOptions(arch=f"sm_{arch}", link_time_optimization=True))
+        return bytes(linker.link("cubin").code)
+    except Exception as exc:
+        raise LinkError(f"nvJitLink could not link the kernels for sm_{arch}", log=str(exc),
+                        source_path=source_path) from None

@@ -1,0 +1,179 @@
+"""Python callables -> LTO-IR through numba-cuda. The only module that imports numba.
+
+The user's function is wrapped in a generated ``extern "C"`` device function with a
+pointer ABI (``void name(T* a, T* b, R* out)``): values are loaded through pointers,
+the user's function is called, and the result is stored through the last pointer.
+Passing pointers keeps struct layouts byte-exact (numba's C ABI flattens structs passed
+by value) and costs nothing once nvJitLink's LTO has inlined the call.
+
+Plain Python functions the operator calls (by global name or through a closure) are
+made device functions too, recursively, so users need not decorate helpers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import types as pytypes
+from typing import Any, Callable, Sequence
+
+from ..errors import OperatorCompileError
+from ..types import ValueType, numba_type_name
+
+_lock = threading.RLock()
+_numba = None
+
+
+def _import_numba():
+    global _numba
+    if _numba is None:
+        import numba  # noqa: F401
+        from numba import cuda, types
+        import numba.cuda.dispatcher as dispatcher_module
+
+        _numba = (cuda, types, dispatcher_module)
+    return _numba
+
+
+class _TargetDevice:
+    """Stands in for the current device while compiling, so no driver is needed."""
+
+    def __init__(self, cc: tuple[int, int]):
+        self.compute_capability = cc
+
+
+@contextlib.contextmanager
+def _target_capability(cc: tuple[int, int]):
+    """numba-cuda compiles called device functions for ``get_current_device()``'s
+    capability, which needs a driver. For ahead-of-time builds (and to make the callee
+    match the caller's target) we answer that lookup with the build's target."""
+    cuda, _, dispatcher_module = _import_numba()
+    with _lock:
+        original = dispatcher_module.get_current_device
+        dispatcher_module.get_current_device = lambda: _TargetDevice(cc)
+        try:
+            yield
+        finally:
+            dispatcher_module.get_current_device = original
+
+
+def _device_function(fn: Callable, memo: dict[int, Any]):
+    """A numba device dispatcher for ``fn`` whose plain-Python callees are device functions too."""
+    cuda, _, _ = _import_numba()
+    py_func = getattr(fn, "py_func", None)
+    if py_func is not None and isinstance(py_func, pytypes.FunctionType):
+        fn = py_func
+    if not isinstance(fn, pytypes.FunctionType):
+        raise TypeError(f"operator {fn!r} is not a Python function")
+    if id(fn) in memo:
+        return memo[id(fn)]
+    placeholder = object()
+    memo[id(fn)] = placeholder
+
+    globs = fn.__globals__
+    replaced: dict[str, Any] = {}
+    for name in fn.__code__.co_names:
+        value = globs.get(name)
+        if _needs_wrapping(value):
+            replaced[name] = _device_function(value, memo)
+    new_globals = globs if not replaced else {**globs, **replaced}
+    closure = fn.__closure__
+    if closure:
+        cells = []
+        for cell in closure:
+            try:
+                value = cell.cell_contents
+            except ValueError:
+                cells.append(cell)
+                continue
+            cells.append(pytypes.CellType(_device_function(value, memo)) if _needs_wrapping(value) else cell)
+        closure = tuple(cells)
+    clone = pytypes.FunctionType(fn.__code__, new_globals, fn.__name__, fn.__defaults__, closure)
+    clone.__kwdefaults__ = fn.__kwdefaults__
+    clone.__qualname__ = fn.__qualname__
+    dispatcher = cuda.jit(device=True)(clone)
+    memo[id(fn)] = dispatcher
+    return dispatcher
+
+
+def _needs_wrapping(value: Any) -> bool:
+    if isinstance(value, pytypes.FunctionType):
+        return True
+    py_func = getattr(value, "py_func", None)
+    # A numba CPU-jitted function: recompile its Python for the device.
+    return isinstance(py_func, pytypes.FunctionType) and not hasattr(value, "compile_device")
+
+
+def _loader(vt: ValueType, ptr: str) -> str:
+    if vt.is_struct:
+        from .numba_structs import load_expression
+
+        return load_expression(vt, ptr)
+    if vt.code == "b1":
+        return f"({ptr}[0] != 0)"
+    return f"{ptr}[0]"
+
+
+def _storer(vt: ValueType, ptr: str, value: str) -> str:
+    if vt.is_struct:
+        from .numba_structs import store_statement
+
+        return store_statement(vt, ptr, value)
+    if vt.code == "b1":
+        return f"{ptr}[0] = 1 if {value} else 0"
+    return f"{ptr}[0] = {value}"
+
+
+def _pointer_type(vt: ValueType):
+    _, types, _ = _import_numba()
+    if vt.is_struct:
+        return types.voidptr
+    if vt.code == "b1":
+        return types.CPointer(types.uint8)
+    return types.CPointer(getattr(types, numba_type_name(vt)))
+
+
+def compile_python_op(fn: Callable, arg_types: Sequence[ValueType], result_type: ValueType | None,
+                      abi_name: str, cc: tuple[int, int], *, op_name: str = "op") -> bytes:
+    """LTO-IR of ``void abi_name(A0* a0, ..., R* out)`` that stores ``fn(*a)`` in ``*out``.
+
+    ``result_type`` None means the result is stored as a bool flag byte (predicates).
+    """
+    cuda, types, _ = _import_numba()
+    args = [f"p{i}" for i in range(len(arg_types))]
+    out_vt = result_type
+    loads = ", ".join(_loader(vt, p) for vt, p in zip(arg_types, args))
+    if out_vt is None:
+        store = "pr[0] = 1 if __user(%s) else 0" % loads
+    else:
+        store = _storer(out_vt, "pr", f"__user({loads})")
+    src = f"def __cuprims_wrapper({', '.join(args + ['pr'])}):\n    {store}\n"
+    signature_text = f"({', '.join(str(vt.dtype) for vt in arg_types)}) -> " + (
+        str(out_vt.dtype) if out_vt is not None else "bool")
+    try:
+        with _target_capability(tuple(cc)):
+            namespace: dict[str, Any] = {"__user": _device_function(fn, {})}
+            if any(vt.is_struct for vt in list(arg_types) + ([out_vt] if out_vt else [])):
+                from .numba_structs import wrapper_namespace
+
+                namespace.update(wrapper_namespace())
+            exec(compile(src, f"<cuprims wrapper of {op_name}>", "exec"), namespace)
+            wrapper = namespace["__cuprims_wrapper"]
+            ptr_types = [_pointer_type(vt) for vt in arg_types]
+            ptr_types.append(_pointer_type(out_vt) if out_vt is not None else types.CPointer(types.uint8))
+            ltoir, _ = cuda.compile(wrapper, types.void(*ptr_types), device=True, abi="c",
+                                    abi_info={"abi_name": abi_name}, output="ltoir", cc=tuple(cc))
+    except OperatorCompileError:
+        raise
+    except Exception as exc:  # numba raises many kinds; all mean "your operator did not compile"
+        raise OperatorCompileError(op_name, signature_text, exc) from exc
+    return bytes(ltoir)
+
+
+def numba_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("numba-cuda")
+    except Exception:  # pragma: no cover - metadata missing in odd installs
+        return "unknown"

@@ -1,0 +1,115 @@
+"""The recipe of a Python callable: everything that decides the code numba will generate.
+
+The digest covers the bytecode, constants, default arguments, the values of closure
+cells and of the globals the code names, recursively for the functions it calls. It
+never covers object identities or device pointers, so the same lambda written in two
+processes has the same digest and the on-disk cache can serve the second one. A
+captured device array contributes its dtype and shape only.
+
+Values we cannot describe by content (arbitrary objects) make the recipe
+"non-persistent": it then contains an object identity, is good for this process only,
+and is never used as an on-disk key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+import types
+from typing import Any
+
+import numpy as np
+
+_PY = f"py{sys.version_info[0]}.{sys.version_info[1]}"
+
+
+class _Walker:
+    def __init__(self) -> None:
+        self.persistent = True
+        self._seen: dict[int, int] = {}
+
+    def code(self, co: types.CodeType) -> tuple:
+        consts = tuple(self.code(c) if isinstance(c, types.CodeType) else self.const(c) for c in co.co_consts)
+        return ("code", co.co_code, consts, co.co_names, co.co_varnames, co.co_freevars, co.co_cellvars,
+                co.co_argcount, co.co_posonlyargcount, co.co_kwonlyargcount, co.co_flags)
+
+    def const(self, c: Any) -> tuple:
+        if isinstance(c, (tuple, frozenset)):
+            return (type(c).__name__, tuple(self.const(x) for x in c))
+        return (type(c).__name__, repr(c))
+
+    def function(self, fn: types.FunctionType) -> tuple:
+        key = id(fn)
+        if key in self._seen:  # recursion: refer to the earlier visit
+            return ("recursive", self._seen[key])
+        self._seen[key] = len(self._seen)
+        co = fn.__code__
+        globs = fn.__globals__
+        referenced = []
+        for name in co.co_names:
+            if name in globs:
+                referenced.append((name, self.value(globs[name])))
+        closure = ()
+        if fn.__closure__:
+            cells = []
+            for name, cell in zip(co.co_freevars, fn.__closure__):
+                try:
+                    cells.append((name, self.value(cell.cell_contents)))
+                except ValueError:  # empty cell
+                    cells.append((name, ("empty",)))
+            closure = tuple(cells)
+        defaults = tuple(self.value(d) for d in (fn.__defaults__ or ()))
+        return ("function", self.code(co), tuple(referenced), closure, defaults)
+
+    def value(self, v: Any) -> tuple:
+        if v is None or isinstance(v, (bool, int, float, complex, str, bytes)):
+            return (type(v).__name__, repr(v))
+        if isinstance(v, np.generic):
+            return ("np", v.dtype.str, v.tobytes())
+        if isinstance(v, np.ndarray):
+            return ("ndarray", v.dtype.str, v.shape, hashlib.sha256(np.ascontiguousarray(v).tobytes()).hexdigest())
+        if isinstance(v, np.dtype):
+            return ("dtype", str(v.descr))
+        if isinstance(v, (tuple, list)):
+            return (type(v).__name__, tuple(self.value(x) for x in v))
+        if isinstance(v, types.FunctionType):
+            return self.function(v)
+        if isinstance(v, types.ModuleType):
+            return ("module", v.__name__)
+        if isinstance(v, (types.BuiltinFunctionType, type)) and getattr(v, "__module__", None) in (
+                "builtins", "math", "cmath", "operator"):
+            return ("builtin", v.__module__, v.__qualname__)
+        struct_dtype = getattr(v, "_cuprims_dtype", None)
+        if struct_dtype is not None and isinstance(v, type):
+            return ("gpu_struct", str(struct_dtype.descr), v.__name__)
+        py_func = getattr(v, "py_func", None)  # a numba dispatcher: describe the Python it wraps
+        if isinstance(py_func, types.FunctionType):
+            return ("jitted", type(v).__name__, self.function(py_func))
+        cai = getattr(type(v), "__cuda_array_interface__", None)
+        if cai is not None:
+            iface = v.__cuda_array_interface__
+            return ("device_array", iface.get("typestr"), tuple(iface.get("shape", ())))
+        mod = getattr(v, "__module__", "") or getattr(type(v), "__module__", "")
+        if mod.split(".")[0] in ("numba", "numpy", "math", "cmath") and hasattr(v, "__qualname__"):
+            return ("lib", mod, v.__qualname__)
+        # Unknown object: its identity goes into the key, and the key stays in this process.
+        self.persistent = False
+        return ("object", type(v).__module__, type(v).__qualname__, id(v))
+
+
+def callable_recipe(fn: Any) -> tuple[str, bool]:
+    """(hex digest, persistent) of a Python callable's recipe."""
+    walker = _Walker()
+    if isinstance(fn, types.FunctionType):
+        described = walker.function(fn)
+    else:
+        py_func = getattr(fn, "py_func", None)
+        if isinstance(py_func, types.FunctionType):
+            described = walker.function(py_func)
+        elif isinstance(fn, types.MethodType) or callable(fn):
+            walker.persistent = False
+            described = ("callable", type(fn).__qualname__, id(fn))
+        else:  # pragma: no cover - guarded by the caller
+            raise TypeError(fn)
+    digest = hashlib.sha256(repr((_PY, described)).encode()).hexdigest()
+    return digest, walker.persistent

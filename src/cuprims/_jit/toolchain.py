@@ -1,0 +1,81 @@
+"""Where the compilers and headers are, and their versions (all part of cache keys)."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+from pathlib import Path
+
+KERNELS_DIR = Path(__file__).resolve().parent.parent / "kernels"
+
+
+@functools.lru_cache(maxsize=None)
+def cccl_include_dir() -> str:
+    import cuda.pathfinder as pf
+
+    found = pf.locate_nvidia_header_directory("cccl")
+    if found is None:
+        from ..errors import CuprimsError
+
+        raise CuprimsError("the CCCL headers were not found: install the 'nvidia-cuda-cccl' wheel")
+    return found.abs_path
+
+
+@functools.lru_cache(maxsize=None)
+def cuda_include_dir() -> str | None:
+    """The CUDA runtime headers (cuda_fp16.h and friends) shipped beside CCCL in the wheels."""
+    cccl = Path(cccl_include_dir())
+    parent = cccl.parent
+    if (parent / "cuda_fp16.h").exists():
+        return str(parent)
+    try:
+        import cuda.pathfinder as pf
+
+        found = pf.locate_nvidia_header_directory("cudart")
+        return found.abs_path if found else None
+    except Exception:
+        return None
+
+
+@functools.lru_cache(maxsize=None)
+def cccl_version() -> str:
+    text = (Path(cccl_include_dir()) / "cuda" / "std" / "__cccl" / "version.h").read_text()
+    m = re.search(r"#define\s+CCCL_VERSION\s+(\d+)", text)
+    return m.group(1) if m else "unknown"
+
+
+@functools.lru_cache(maxsize=None)
+def nvrtc_version() -> str:
+    from cuda.bindings import nvrtc
+
+    err, major, minor = nvrtc.nvrtcVersion()
+    return f"{major}.{minor}"
+
+
+@functools.lru_cache(maxsize=None)
+def nvjitlink_version() -> str:
+    from cuda.bindings import nvjitlink
+
+    major, minor = nvjitlink.version()
+    return f"{major}.{minor}"
+
+
+@functools.lru_cache(maxsize=None)
+def own_sources_digest() -> str:
+    """Hash of our kernel templates and code generator: a change to either changes every key."""
+    h = hashlib.sha256()
+    here = Path(__file__).resolve().parent
+    for path in sorted(KERNELS_DIR.glob("*.cuh")) + [here / "codegen.py"]:
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:24]
+
+
+@functools.lru_cache(maxsize=None)
+def toolchain_fingerprint() -> str:
+    """Versions of everything that turns our source into a cubin."""
+    from .codegen import CODEGEN_VERSION
+
+    return (f"codegen={CODEGEN_VERSION};own={own_sources_digest()};cccl={cccl_version()};"
+            f"nvrtc={nvrtc_version()};nvjitlink={nvjitlink_version()}")

@@ -1,0 +1,47 @@
+"""Placeholders for building ahead of time, with no GPU and no data."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .types import value_type
+
+
+class ProxyArray:
+    """Stands for a device array of ``dtype`` when building with ``compute_capability=``.
+
+    Example::
+
+        import numpy as np, cuprims
+        reducer = cuprims.make_reduce_into(d_in=cuprims.ProxyArray(np.float32),
+                                           d_out=cuprims.ProxyArray(np.float32),
+                                           op=cuprims.OpKind.PLUS,
+                                           h_init=cuprims.ProxyValue(np.float32),
+                                           compute_capability=90)
+    """
+
+    def __init__(self, dtype: Any):
+        self._cuprims_proxy_dtype = value_type(dtype, argument="dtype").dtype
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._cuprims_proxy_dtype
+
+    def __repr__(self) -> str:
+        return f"ProxyArray({self.dtype})"
+
+
+class ProxyValue:
+    """Stands for a host value (such as ``h_init``) of ``dtype`` when building ahead of time."""
+
+    def __init__(self, dtype: Any):
+        self._cuprims_proxy_dtype = value_type(dtype, argument="dtype").dtype
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._cuprims_proxy_dtype
+
+    def __repr__(self) -> str:
+        return f"ProxyValue({self.dtype})"

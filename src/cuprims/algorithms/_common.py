@@ -1,0 +1,163 @@
+"""Plumbing shared by every algorithm: targets, builds per arch, loaded state per device."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable, Sequence
+
+from ..errors import ArgumentError, NoDeviceError
+from .._jit import driver
+from .._jit.build import BuildResult, OpInput, build
+from .._jit.codegen import Source
+
+
+def parse_compute_capability(cc: Any, argument: str = "compute_capability") -> list[int] | None:
+    """None, 90, (9, 0), "9.0", "sm_90" or a list of those -> [90, ...]."""
+    if cc is None:
+        return None
+    if isinstance(cc, list):
+        if not cc:
+            raise ArgumentError(argument, "a compute capability or a non-empty list of them", cc)
+        out: list[int] = []
+        for item in cc:
+            for arch in parse_compute_capability(item, argument) or ():
+                if arch not in out:
+                    out.append(arch)
+        return out
+    try:
+        if isinstance(cc, bool):
+            raise ValueError
+        if isinstance(cc, int):
+            arch = cc
+        elif isinstance(cc, tuple) and len(cc) == 2:
+            arch = int(cc[0]) * 10 + int(cc[1])
+        elif isinstance(cc, str):
+            text = cc.strip().lower().removeprefix("sm_").removeprefix("compute_")
+            if "." in text:
+                major, minor = text.split(".")
+                arch = int(major) * 10 + int(minor)
+            else:
+                arch = int(text)
+        else:
+            raise ValueError
+    except (ValueError, TypeError):
+        raise ArgumentError(argument, "an int like 90, a tuple (9, 0), a string '9.0' or a list of them",
+                            cc) from None
+    if not 50 <= arch <= 200:
+        raise ArgumentError(argument, "a compute capability between 5.0 and 20.0", cc)
+    return [arch]
+
+
+class Loaded:
+    """A build result loaded on one device, with per-device launch facts."""
+
+    __slots__ = ("module", "handles", "names", "meta", "device", "arch", "extra")
+
+    def __init__(self, result: BuildResult, source: Source, device: int):
+        self.module = driver.Module(result.cubin, result.kernels)
+        self.names = source.name_expressions
+        # kernel handles in the order the code generator listed the name expressions
+        self.handles = tuple(self.module.kernels[n] for n in self.names)
+        self.meta = result.meta
+        self.device = device
+        self.arch = result.arch
+        self.extra: dict[str, Any] = {}
+
+
+class Builds:
+    """Build results per compute capability and loaded state per device for one algorithm object.
+
+    ``make_source(arch)`` gives the translation unit for an arch; ``ops`` the operators
+    to link. Operator objects (Python callables, RawOps) are used while building and
+    never stored here, so this object keeps no user data alive.
+    """
+
+    def __init__(self, make_source: Callable[[int], Source], ops: Sequence[OpInput]):
+        self._make_source = make_source
+        self._ops = tuple(ops)
+        self._by_arch: dict[int, BuildResult] = {}
+        self._sources: dict[int, Source] = {}
+        self._by_device: dict[int, Loaded] = {}
+        self._lock = threading.Lock()
+
+    def build_for(self, archs: Sequence[int], objs: Sequence[Any]) -> None:
+        for arch in archs:
+            if arch not in self._by_arch:
+                self._by_arch[arch] = build(self.source(arch), arch, self._ops, objs)
+
+    def source(self, arch: int) -> Source:
+        src = self._sources.get(arch)
+        if src is None:
+            src = self._sources[arch] = self._make_source(arch)
+        return src
+
+    @property
+    def archs(self) -> list[int]:
+        return sorted(self._by_arch)
+
+    def result(self, arch: int) -> BuildResult:
+        return self._by_arch[arch]
+
+    def loaded(self, device: int, objs: Sequence[Any] | None = None) -> Loaded:
+        """Loaded state for ``device`` (building for its capability first if needed)."""
+        hit = self._by_device.get(device)
+        if hit is not None:
+            return hit
+        with self._lock:
+            hit = self._by_device.get(device)
+            if hit is not None:
+                return hit
+            major, minor = driver.compute_capability(device)
+            arch = major * 10 + minor
+            if arch not in self._by_arch:
+                if objs is None or any(o is None for o, op in zip(objs, self._ops) if op.spec.kind != "builtin"):
+                    raise NoDeviceError(f"this object was built for {self.archs} but device {device} is sm_{arch}; "
+                                        "pass the operator again or build for that capability")
+                self.build_for([arch], objs)
+            result = self._by_arch[arch]
+            with result.load_lock:
+                loaded = result.loaded.get(device)
+                if loaded is None:
+                    loaded = Loaded(result, self.source(arch), device)
+                    result.loaded[device] = loaded
+            self._by_device[device] = loaded
+            return loaded
+
+
+def current_arch() -> int:
+    device = driver.current_device()
+    major, minor = driver.compute_capability(device)
+    return major * 10 + minor
+
+
+def targets(compute_capability: Any) -> list[int]:
+    archs = parse_compute_capability(compute_capability)
+    if archs is not None:
+        return archs
+    try:
+        return [current_arch()]
+    except NoDeviceError as exc:
+        raise NoDeviceError(f"{exc}. To build without a GPU pass compute_capability= (for example 90) "
+                            "and ProxyArray/ProxyValue placeholders") from None
+
+
+def check_num_items(num_items: Any) -> int:
+    if type(num_items) is int and num_items >= 0:
+        return num_items
+    try:
+        import operator
+
+        value = operator.index(num_items)
+    except TypeError:
+        raise ArgumentError("num_items", "a non-negative integer", num_items) from None
+    if value < 0:
+        raise ArgumentError("num_items", "a non-negative integer", num_items)
+    return value
+
+
+def temp_storage_info(temp_storage: Any) -> tuple[int, int]:
+    """(pointer, size in bytes) of a temporary-storage device array."""
+    from .._arrays import array_info
+
+    ptr, dt, size = array_info(temp_storage, "temp_storage")
+    return ptr, size * dt.itemsize

@@ -1,0 +1,117 @@
+"""Exceptions raised by cuprims. Every one derives from :class:`CuprimsError`.
+
+Example::
+
+    import cuprims
+    try:
+        cuprims.reduce_into(d_in=x, d_out=y, op="plus", num_items=-1)
+    except cuprims.errors.CuprimsError as exc:
+        print(exc)
+"""
+
+from __future__ import annotations
+
+
+class CuprimsError(Exception):
+    """Root of every exception cuprims raises on purpose."""
+
+
+class ArgumentError(CuprimsError, ValueError):
+    """A bad argument. The message names the argument, what was expected and what came.
+
+    It is also a :class:`ValueError`, so code written against other libraries that
+    catches ``ValueError`` or ``TypeError`` keeps working.
+    """
+
+    def __init__(self, name: str, expected: str, given: object):
+        self.argument = name
+        self.expected = expected
+        self.given = given
+        super().__init__(f"argument '{name}': expected {expected}, got {_describe(given)}")
+
+
+class ArgumentTypeError(ArgumentError, TypeError):
+    """An argument of the wrong kind (for example a host array where a device array is needed)."""
+
+
+def _describe(value: object) -> str:
+    if isinstance(value, str):
+        return repr(value)
+    text = repr(value)
+    if len(text) > 120:
+        text = text[:117] + "..."
+    kind = type(value).__module__ + "." + type(value).__qualname__
+    if text.startswith("<"):
+        return text
+    return f"{text} (a {kind})"
+
+
+class CompileError(CuprimsError):
+    """NVRTC rejected generated source. Carries the log, the options and where the source lies."""
+
+    def __init__(self, message: str, *, log: str = "", source_path: str | None = None,
+                 options: tuple[str, ...] = ()):
+        self.log = log
+        self.source_path = source_path
+        self.options = tuple(options)
+        parts = [message]
+        if source_path:
+            parts.append(f"generated source written to: {source_path}")
+        if options:
+            parts.append("options: " + " ".join(self.options))
+        if log:
+            parts.append("compiler log:\n" + log.rstrip())
+        super().__init__("\n".join(parts))
+
+
+class LinkError(CuprimsError):
+    """nvJitLink failed to link the kernel with the operator code."""
+
+    def __init__(self, message: str, *, log: str = "", source_path: str | None = None):
+        self.log = log
+        self.source_path = source_path
+        parts = [message]
+        if source_path:
+            parts.append(f"generated source written to: {source_path}")
+        if log:
+            parts.append("linker log:\n" + log.rstrip())
+        super().__init__("\n".join(parts))
+
+
+class OperatorCompileError(CuprimsError):
+    """numba-cuda could not type or compile the user's operator."""
+
+    def __init__(self, op_name: str, signature: str, cause: BaseException):
+        self.op_name = op_name
+        self.signature = signature
+        self.cause = cause
+        super().__init__(
+            f"could not compile operator '{op_name}' for {signature}: "
+            f"{type(cause).__name__}: {str(cause).strip()}"
+        )
+
+
+class NoDeviceError(CuprimsError, RuntimeError):
+    """A GPU was needed (to run, or to learn the compute capability) and none is usable."""
+
+
+class CudaError(CuprimsError, RuntimeError):
+    """A CUDA driver call failed."""
+
+    def __init__(self, call: str, code: object, detail: str = ""):
+        self.call = call
+        self.code = code
+        msg = f"{call} failed: {code}"
+        if detail:
+            msg += f" ({detail})"
+        super().__init__(msg)
+
+
+class CacheError(CuprimsError):
+    """The on-disk cache could not be used (reported only when it cannot be worked around)."""
+
+
+__all__ = [
+    "CuprimsError", "ArgumentError", "ArgumentTypeError", "CompileError", "LinkError",
+    "OperatorCompileError", "NoDeviceError", "CudaError", "CacheError",
+]

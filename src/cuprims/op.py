@@ -1,0 +1,151 @@
+"""Operators: the built-in :class:`OpKind` values, :class:`RawOp`, and Python callables.
+
+Every public algorithm takes ``op=`` as one of
+
+* an :class:`OpKind` built-in (``OpKind.PLUS``), compiled straight into the C++ kernel;
+* a Python callable (function, lambda, closure over scalars), compiled by numba-cuda to
+  LTO-IR and inlined into the kernel at link time;
+* a :class:`RawOp` holding LTO-IR you compiled yourself.
+
+Example::
+
+    import cuprims
+    from cuprims import OpKind
+    cuprims.reduce_into(d_in=x, d_out=out, op=OpKind.MAXIMUM, num_items=x.size)
+    cuprims.reduce_into(d_in=x, d_out=out, op=lambda a, b: a if a > b else b, num_items=x.size)
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any, Callable, Union
+
+from .errors import ArgumentError, ArgumentTypeError
+
+
+class OpKind(enum.Enum):
+    """Built-in operators, compiled directly into the generated C++."""
+
+    STATELESS = "stateless"
+    STATEFUL = "stateful"
+    PLUS = "plus"
+    MINUS = "minus"
+    MULTIPLIES = "multiplies"
+    DIVIDES = "divides"
+    MODULUS = "modulus"
+    EQUAL_TO = "equal_to"
+    NOT_EQUAL_TO = "not_equal_to"
+    GREATER = "greater"
+    LESS = "less"
+    GREATER_EQUAL = "greater_equal"
+    LESS_EQUAL = "less_equal"
+    LOGICAL_AND = "logical_and"
+    LOGICAL_OR = "logical_or"
+    LOGICAL_NOT = "logical_not"
+    BIT_AND = "bit_and"
+    BIT_OR = "bit_or"
+    BIT_XOR = "bit_xor"
+    BIT_NOT = "bit_not"
+    IDENTITY = "identity"
+    NEGATE = "negate"
+    MINIMUM = "minimum"
+    MAXIMUM = "maximum"
+
+
+UNARY_KINDS = frozenset({OpKind.LOGICAL_NOT, OpKind.BIT_NOT, OpKind.IDENTITY, OpKind.NEGATE})
+COMPARISON_KINDS = frozenset({OpKind.EQUAL_TO, OpKind.NOT_EQUAL_TO, OpKind.GREATER, OpKind.LESS,
+                              OpKind.GREATER_EQUAL, OpKind.LESS_EQUAL})
+
+
+def _as_bytes(code: Any, argument: str) -> bytes:
+    if isinstance(code, (bytes, bytearray, memoryview)):
+        return bytes(code)
+    inner = getattr(code, "code", None)  # cuda.core ObjectCode and similar holders
+    if isinstance(inner, (bytes, bytearray, memoryview)):
+        return bytes(inner)
+    raise ArgumentTypeError(argument, "LTO-IR as bytes (or an object with a .code bytes attribute)", code)
+
+
+class RawOp:
+    """An operator given as LTO-IR that you compiled yourself.
+
+    ``name`` is the ``extern "C" __device__`` symbol to call. A stateless binary operator
+    has the signature ``void name(void* lhs, void* rhs, void* result)`` (a unary one
+    ``void name(void* in, void* result)``); with ``state`` the state's address comes
+    first: ``void name(void* state, void* lhs, void* rhs, void* result)``.
+
+    Example::
+
+        op = cuprims.RawOp(ltoir=my_ltoir_bytes, name="my_add")
+        cuprims.reduce_into(d_in=x, d_out=out, op=op, num_items=n, h_init=np.float32(0))
+    """
+
+    def __init__(self, *, ltoir: Any, name: str, state: bytes = b"", state_alignment: int = 1,
+                 extra_ltoirs: list[Any] | None = None):
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ArgumentError("name", "a C identifier naming the operator's symbol", name)
+        self.ltoir = _as_bytes(ltoir, "ltoir")
+        self.name = name
+        self.state = bytes(state)
+        if not isinstance(state_alignment, int) or state_alignment < 1 or state_alignment & (state_alignment - 1):
+            raise ArgumentError("state_alignment", "a power of two >= 1", state_alignment)
+        self.state_alignment = state_alignment
+        self.extra_ltoirs = tuple(_as_bytes(x, "extra_ltoirs") for x in (extra_ltoirs or ()))
+
+    def digest(self) -> str:
+        h = hashlib.sha256()
+        for part in (self.ltoir, self.name.encode(), len(self.state).to_bytes(8, "little"),
+                     str(self.state_alignment).encode(), *self.extra_ltoirs):
+            h.update(hashlib.sha256(part).digest())
+        return h.hexdigest()
+
+    def __repr__(self) -> str:
+        return f"RawOp(name={self.name!r}, ltoir=<{len(self.ltoir)} bytes>, state=<{len(self.state)} bytes>)"
+
+
+Operator = Union[OpKind, Callable[..., Any], RawOp]
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """What the code generator needs to know of an operator (hashable; no user objects).
+
+    ``kind`` is "builtin", "python" or "raw". ``key`` identifies the operator's code:
+    the OpKind name, the Python recipe digest, or the RawOp digest.
+    """
+
+    kind: str
+    key: str
+    builtin: OpKind | None = None
+    state_size: int = 0
+    state_alignment: int = 1
+    persistent: bool = True  # False: the key holds an object identity; never stored on disk
+    name: str = field(default="op", compare=False)
+
+
+def op_spec(op: Any, *, argument: str = "op") -> OpSpec:
+    """Describe ``op`` (an OpKind, a Python callable or a RawOp) for the code generator."""
+    if isinstance(op, OpKind):
+        if op in (OpKind.STATELESS, OpKind.STATEFUL):
+            raise ArgumentError(argument, "a built-in operator such as OpKind.PLUS, a Python callable "
+                                "or a RawOp (STATELESS/STATEFUL only label raw operators)", op)
+        return OpSpec("builtin", op.name, builtin=op, name=op.name.lower())
+    if isinstance(op, str):
+        try:
+            return op_spec(OpKind[op.upper()], argument=argument)
+        except KeyError:
+            raise ArgumentError(argument, "an OpKind name such as 'plus'", op) from None
+    if isinstance(op, RawOp):
+        return OpSpec("raw", op.digest(), state_size=len(op.state), state_alignment=op.state_alignment,
+                      name=op.name)
+    if callable(op):
+        from ._jit.recipe import callable_recipe
+
+        digest, persistent = callable_recipe(op)
+        return OpSpec("python", digest, persistent=persistent, name=getattr(op, "__name__", "op"))
+    raise ArgumentTypeError(argument, "an OpKind, a Python callable or a RawOp", op)
+
+
+__all__ = ["OpKind", "RawOp", "Operator", "OpSpec", "op_spec"]

@@ -1,0 +1,145 @@
+"""Value types: numpy dtype <-> C++ type <-> numba type.
+
+A :class:`ValueType` is the frozen, hashable description of one element type that
+flows through the pipeline. Scalars map to C++ built-in types; structs (from
+:func:`cuprims.gpu_struct` or a structured numpy dtype) map to a storage struct of the
+same size and alignment, so C++ never needs to know the fields.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .errors import ArgumentError
+
+# numpy kind+itemsize -> (C++ type, numba type name)
+_SCALARS: dict[str, tuple[str, str]] = {
+    "b1": ("bool", "boolean"),
+    "i1": ("signed char", "int8"),
+    "i2": ("short", "int16"),
+    "i4": ("int", "int32"),
+    "i8": ("long long", "int64"),
+    "u1": ("unsigned char", "uint8"),
+    "u2": ("unsigned short", "uint16"),
+    "u4": ("unsigned int", "uint32"),
+    "u8": ("unsigned long long", "uint64"),
+    "f2": ("__half", "float16"),
+    "f4": ("float", "float32"),
+    "f8": ("double", "float64"),
+    "c8": ("::cuda::std::complex<float>", "complex64"),
+    "c16": ("::cuda::std::complex<double>", "complex128"),
+}
+
+SUPPORTED_SCALARS = tuple(np.dtype(k) for k in _SCALARS)
+
+
+@dataclass(frozen=True)
+class ValueType:
+    """One element type. ``code`` is its canonical text, used in cache keys."""
+
+    code: str            # "f4", "i8", ... or "struct:<name>:<hash>"
+    dtype: np.dtype
+    cpp: str             # C++ spelling used in generated code
+    size: int
+    alignment: int
+
+    @property
+    def is_struct(self) -> bool:
+        return self.dtype.names is not None
+
+    @property
+    def kind(self) -> str:
+        """numpy kind letter: 'b', 'i', 'u', 'f', 'c' or 'V' for structs."""
+        return self.dtype.kind
+
+    def storage_decl(self) -> str:
+        """C++ declaration of the storage struct (structs only)."""
+        return (f"struct __align__({self.alignment}) {self.cpp} "
+                f"{{ unsigned char bytes[{self.size}]; }};")
+
+    def __repr__(self) -> str:  # short, for error messages
+        return f"ValueType({self.dtype!r})" if not self.is_struct else f"ValueType({self.cpp})"
+
+
+_cache: dict[Any, ValueType] = {}
+
+
+def _struct_alignment(dt: np.dtype) -> int:
+    if dt.names is None:
+        if dt.subdtype is not None:
+            return _struct_alignment(dt.subdtype[0])
+        return dt.alignment
+    return max([_struct_alignment(dt.fields[n][0]) for n in dt.names] + [1])
+
+
+def struct_code(dt: np.dtype) -> str:
+    return hashlib.sha256(repr(dt.descr).encode() + str(dt.itemsize).encode()).hexdigest()[:16]
+
+
+def value_type(dtype: Any, *, argument: str = "dtype") -> ValueType:
+    """The :class:`ValueType` of a numpy dtype (or anything ``np.dtype`` accepts, or a gpu_struct)."""
+    try:
+        return _cache[dtype]
+    except (KeyError, TypeError):
+        pass
+    struct_dtype = getattr(dtype, "_cuprims_dtype", None)
+    try:
+        dt = struct_dtype if struct_dtype is not None else np.dtype(dtype)
+    except TypeError as exc:
+        raise ArgumentError(argument, "a numpy dtype or a gpu_struct type", dtype) from exc
+    if dt.names is not None:
+        align = _struct_alignment(dt)
+        if dt.itemsize % align:
+            raise ArgumentError(argument, "a struct dtype whose size is a multiple of its alignment "
+                                "(build it with gpu_struct or np.dtype(..., align=True))", dt)
+        h = struct_code(dt)
+        vt = ValueType(code=f"struct:{h}", dtype=dt, cpp=f"cuprims_struct_{h}",
+                       size=dt.itemsize, alignment=align)
+    else:
+        key = f"{dt.kind}{dt.itemsize}"
+        if key not in _SCALARS or dt.byteorder == ">":
+            raise ArgumentError(argument, "one of bool, int8..int64, uint8..uint64, float16/32/64, "
+                                "complex64/128 or a gpu_struct", dt)
+        cpp, _ = _SCALARS[key]
+        vt = ValueType(code=key, dtype=dt.newbyteorder("=") if dt.byteorder != "|" else dt,
+                       cpp=cpp, size=dt.itemsize, alignment=dt.alignment)
+    try:
+        _cache[dtype] = vt
+    except TypeError:
+        pass
+    return vt
+
+
+def numba_type_name(vt: ValueType) -> str:
+    """numba's name for a scalar type (structs are handled by the operator compiler)."""
+    return _SCALARS[vt.code][1]
+
+
+def host_bytes(value: Any, vt: ValueType, *, argument: str) -> bytes:
+    """The bytes of a host value converted to ``vt`` (used for init values passed at launch)."""
+    data = getattr(value, "_cuprims_data", None)
+    if data is not None:
+        value = data
+    try:
+        arr = np.asarray(value)
+        if vt.is_struct:
+            if arr.dtype != vt.dtype:
+                if arr.dtype.names is None or arr.dtype.itemsize != vt.size:
+                    raise ArgumentError(argument, f"a value of struct type {vt.dtype}", value)
+                arr = arr.view(vt.dtype)
+        else:
+            if arr.size != 1:
+                raise ArgumentError(argument, f"one {vt.dtype} value", value)
+            arr = arr.astype(vt.dtype, copy=False)
+    except ArgumentError:
+        raise
+    except (TypeError, ValueError) as exc:
+        raise ArgumentError(argument, f"a value convertible to {vt.dtype}", value) from exc
+    raw = arr.reshape(-1)[:1].tobytes()
+    if len(raw) != vt.size:
+        raise ArgumentError(argument, f"one {vt.dtype} value", value)
+    return raw
