@@ -1,0 +1,73 @@
+"""Timing helpers shared by the benchmarks: CUDA-event medians and host time per call."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+
+def add_extra_path() -> None:
+    """Make cuda.compute importable when the runner installed it in a side directory."""
+    extra = os.environ.get("CUPRIMS_BENCH_EXTRA_PATH")
+    if extra and extra not in sys.path:
+        sys.path.append(extra)
+
+
+def device_ms(fn: Callable[[], Any], *, inner: int = 20, repeats: int = 15, warmup: int = 3) -> float:
+    """Median device milliseconds per call: events around `inner` back-to-back calls."""
+    import cupy as cp
+
+    for _ in range(warmup):
+        fn()
+    cp.cuda.get_current_stream().synchronize()
+    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    samples = []
+    for _ in range(repeats):
+        start.record()
+        for _ in range(inner):
+            fn()
+        stop.record()
+        stop.synchronize()
+        samples.append(cp.cuda.get_elapsed_time(start, stop) / inner)
+    return statistics.median(samples)
+
+
+def host_us(fn: Callable[[], Any], *, calls: int = 2000, repeats: int = 7) -> float:
+    """Median host microseconds per call (launches are asynchronous; the queue drains between repeats)."""
+    import cupy as cp
+
+    for _ in range(200):
+        fn()
+    cp.cuda.Device().synchronize()
+    samples = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        samples.append((time.perf_counter() - t0) / calls * 1e6)
+        cp.cuda.Device().synchronize()
+    return statistics.median(samples)
+
+
+def write_results(name: str, rows: list[dict[str, Any]], extra: dict[str, Any], out_dirs: list[Path]) -> str:
+    """Write JSON and a markdown table; returns the markdown."""
+    lines = [f"# {name}", ""]
+    for key, value in extra.items():
+        lines.append(f"- {key}: {value}")
+    lines += ["", "| work | variant | value | unit | ratio | note |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        ratio = r.get("ratio")
+        lines.append(f"| {r['work']} | {r['variant']} | {r['value']:.4g} | {r['unit']} | "
+                     f"{'' if ratio is None else f'{ratio:.3f}'} | {r.get('note', '')} |")
+    md = "\n".join(lines) + "\n"
+    payload = {"name": name, "rows": rows, **extra}
+    for d in out_dirs:
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"{name}.json").write_text(json.dumps(payload, indent=2, default=str))
+        (d / f"{name}.md").write_text(md)
+    return md
