@@ -45,8 +45,9 @@ def _probe(cache_dir: str, aot: bool) -> dict:
         code = BUILD_PROBE.format(setup="import cupy as cp; x = cp.ones(1024, np.float32); "
                                   "o = cp.empty(1, np.float32); cp.cuda.Device().synchronize()",
                                   args="d_in=x, d_out=o", init="np.float32(0)", cc="")
-    env = dict(os.environ, CUPRIMS_CACHE_DIR=cache_dir)
+    env = dict(os.environ, CUPRIMS_CACHE_DIR=cache_dir, CUPRIMS_TRACE="1")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    print(out.stderr.strip())
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

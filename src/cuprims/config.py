@@ -6,6 +6,7 @@
 ``CUPRIMS_DISK_CACHE``     ``0`` turns the on-disk cache off
 ``CUPRIMS_DUMP_DIR``       when set, every generated ``.cu`` file is written there
 ``CUPRIMS_MEMORY_CACHE``   how many build results the in-process cache keeps (default 256)
+``CUPRIMS_TRACE``          ``1`` prints each build stage and its duration to stderr
 =========================  =============================================================
 
 Values are read when asked for, so tests and long-lived programs can change them.
@@ -40,3 +41,7 @@ def memory_cache_size() -> int:
         return max(1, int(os.environ.get("CUPRIMS_MEMORY_CACHE", "256")))
     except ValueError:
         return 256
+
+
+def trace_enabled() -> bool:
+    return os.environ.get("CUPRIMS_TRACE", "0").strip().lower() in ("1", "true", "yes", "on")

