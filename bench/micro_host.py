@@ -38,10 +38,11 @@ def main():
         "current_device": driver.current_device,
         "init bytes": lambda: r._init_bytes(init),
         "device plan": lambda: r._device_plan(0, None),
-        "pack": lambda: r._single_params.pack(1, 2, 1024, b"\0", b"\0\0\0\0", b"\0"),
     }
     plan = r._device_plan(0, None)
-    params = r._single_params.pack(x.data.ptr, out.data.ptr, 1024, b"\0", init.tobytes(), b"\0")
+    pack = driver.ParamPack(("ptr", "ptr", "i64", 1, 4, 1))
+    params = pack.pack(x.data.ptr, out.data.ptr, 1024, b"\0", init.tobytes(), b"\0")
+    rows["pack"] = lambda: pack.pack(x.data.ptr, out.data.ptr, 1024, b"\0", init.tobytes(), b"\0")
     rows["raw ctypes launch"] = lambda: driver.launch(plan[1], 1, plan[7], 0, params)
     from cuda.bindings import driver as drv
     kern = drv.CUkernel(plan[1])

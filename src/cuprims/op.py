@@ -95,11 +95,15 @@ class RawOp:
         self.extra_ltoirs = tuple(_as_bytes(x, "extra_ltoirs") for x in (extra_ltoirs or ()))
 
     def digest(self) -> str:
+        cached = self.__dict__.get("_digest")
+        if cached is not None:
+            return cached
         h = hashlib.sha256()
         for part in (self.ltoir, self.name.encode(), len(self.state).to_bytes(8, "little"),
                      str(self.state_alignment).encode(), *self.extra_ltoirs):
             h.update(hashlib.sha256(part).digest())
-        return h.hexdigest()
+        self._digest = h.hexdigest()
+        return self._digest
 
     def __repr__(self) -> str:
         return f"RawOp(name={self.name!r}, ltoir=<{len(self.ltoir)} bytes>, state=<{len(self.state)} bytes>)"
@@ -125,13 +129,20 @@ class OpSpec:
     name: str = field(default="op", compare=False)
 
 
+_BUILTIN_SPECS: dict[OpKind, OpSpec] = {}
+
+
 def op_spec(op: Any, *, argument: str = "op") -> OpSpec:
     """Describe ``op`` (an OpKind, a Python callable or a RawOp) for the code generator."""
     if isinstance(op, OpKind):
+        spec = _BUILTIN_SPECS.get(op)
+        if spec is not None:
+            return spec
         if op in (OpKind.STATELESS, OpKind.STATEFUL):
             raise ArgumentError(argument, "a built-in operator such as OpKind.PLUS, a Python callable "
                                 "or a RawOp (STATELESS/STATEFUL only label raw operators)", op)
-        return OpSpec("builtin", op.name, builtin=op, name=op.name.lower())
+        spec = _BUILTIN_SPECS[op] = OpSpec("builtin", op.name, builtin=op, name=op.name.lower())
+        return spec
     if isinstance(op, str):
         try:
             return op_spec(OpKind[op.upper()], argument=argument)
@@ -141,9 +152,9 @@ def op_spec(op: Any, *, argument: str = "op") -> OpSpec:
         return OpSpec("raw", op.digest(), state_size=len(op.state), state_alignment=op.state_alignment,
                       name=op.name)
     if callable(op):
-        from ._jit.recipe import callable_recipe
+        from ._jit.recipe import callable_recipe_cached
 
-        digest, persistent = callable_recipe(op)
+        digest, persistent = callable_recipe_cached(op)
         return OpSpec("python", digest, persistent=persistent, name=getattr(op, "__name__", "op"))
     raise ArgumentTypeError(argument, "an OpKind, a Python callable or a RawOp", op)
 

@@ -26,7 +26,8 @@ field order (nested tuples for nested structs), or a value built by calling the 
     def brighter(a, b):
         return Pixel(a.r + b.r, max(a.g, b.g))
 
-Every field is converted to its declared type when the result is stored.
+Every field is converted to its declared type when the result is stored. Instances
+made on the host may be used in operators too (as constants captured by the function).
 
 This module does not import numba; device support lives in
 ``cuprims._jit.numba_structs`` and is loaded with the operator compiler.
@@ -94,6 +95,16 @@ class _StructBase:
         if dtype is not None and np.dtype(dtype) != data.dtype:
             return data.astype(dtype)
         return data.copy() if copy else data
+
+    def __iter__(self):
+        """The field values in order (nested structs as instances), like a named tuple."""
+        data = self._cuprims_data
+        for name, ftype in type(self)._cuprims_fields.items():
+            if _is_struct_class(ftype):
+                yield ftype._from_data(data[name])
+            else:
+                value = data[name]
+                yield value.tolist() if value.ndim else value[()].item()
 
     def __bytes__(self) -> bytes:
         return self._cuprims_data.tobytes()

@@ -15,7 +15,8 @@ import pytest
 import cuprims
 from cuprims._jit import stats
 
-_ENV_VARS = ("CUPRIMS_CACHE_DIR", "CUPRIMS_DISK_CACHE", "CUPRIMS_DUMP_DIR", "CUPRIMS_MEMORY_CACHE")
+_ENV_VARS = ("CUPRIMS_CACHE_DIR", "CUPRIMS_DISK_CACHE", "CUPRIMS_DUMP_DIR", "CUPRIMS_MEMORY_CACHE",
+             "CUPRIMS_TRACE")
 
 
 @pytest.fixture(autouse=True)

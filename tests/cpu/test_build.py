@@ -69,7 +69,10 @@ def test_cold_python_op_build_compiles_each_stage_once():
     (OpKind.MAXIMUM, np.int64, False),
     (OpKind.BIT_XOR, np.uint32, True),
     (OpKind.MINIMUM, np.float64, True),
-], ids=["i8-max-noinit", "u4-xor-init", "f8-min-init"])
+    (OpKind.PLUS, np.float16, True),
+    (OpKind.PLUS, np.complex64, True),
+    (OpKind.LOGICAL_OR, np.bool_, False),
+], ids=["i8-max-noinit", "u4-xor-init", "f8-min-init", "f2-plus-init", "c8-plus-init", "b1-or-noinit"])
 def test_builtin_builds(shared_cache, op, dtype, h_init):
     obj = make_f4(op, dtype=dtype, h_init=h_init)
     assert obj.cubin()[:4] == ELF
@@ -171,10 +174,16 @@ def test_closure_values_give_different_builds(shared_cache):
     assert _key(o1b) == _key(o1)
 
 
-def test_int_python_op_builds(shared_cache):
-    obj = make_f4(lambda a, b: a ^ b, dtype=np.int64)
+@pytest.mark.parametrize("op,dtype", [
+    (lambda a, b: a ^ b, np.int64),
+    (lambda a, b: a + b, np.float16),
+    (lambda a, b: a or b, np.bool_),
+    (lambda a, b: a * b, np.complex128),
+], ids=["i8-xor", "f2-plus", "b1-or", "c16-times"])
+def test_python_op_other_types_build(shared_cache, op, dtype):
+    obj = make_f4(op, dtype=dtype)
     assert obj.cubin()[:4] == ELF
-    _check_meta(obj, 90, np.int64)
+    _check_meta(obj, 90, dtype)
 
 
 def op_returns_string(a, b):

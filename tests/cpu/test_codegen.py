@@ -36,6 +36,12 @@ SPECS = {
                                        deterministic_across_gpus=False, arch=90),
     "reduce_f4_plus_init_gpu_to_gpu_sm90": dict(in_type="f4", accum="f4", op=op_spec(OpKind.PLUS), has_init=True,
                                                 deterministic_across_gpus=True, arch=90),
+    "reduce_c8_plus_init_sm90": dict(in_type="c8", accum="c8", op=op_spec(OpKind.PLUS), has_init=True,
+                                     deterministic_across_gpus=False, arch=90),
+    "reduce_f2_maximum_init_sm90": dict(in_type="f2", accum="f2", op=op_spec(OpKind.MAXIMUM), has_init=True,
+                                        deterministic_across_gpus=False, arch=90),
+    "reduce_f4_raw_init_sm90": dict(in_type="f4", accum="f4", op=OpSpec("raw", "1" * 64, name="my_raw_add"),
+                                    has_init=True, deterministic_across_gpus=False, arch=90),
     "reduce_f8_to_f4_minimum_init_sm80": dict(in_type="f8", accum="f4", op=op_spec(OpKind.MINIMUM), has_init=True,
                                               deterministic_across_gpus=False, arch=80),
 }
@@ -94,6 +100,20 @@ def test_source_shape():
     assert "long long" in noinit.text
     portable = _generate(SPECS["reduce_f4_plus_init_gpu_to_gpu_sm90"])
     assert "__gpu_to_gpu" in portable.text and "fixed_arch_selector" in portable.text
+
+
+def test_headers_only_where_types_need_them():
+    plain = _generate(SPECS["reduce_f4_plus_init_sm90"]).text
+    assert "cuda_fp16.h" not in plain and "complex" not in plain
+    assert "#include <cuda/std/complex>" in _generate(SPECS["reduce_c8_plus_init_sm90"]).text
+    assert "#include <cuda_fp16.h>" in _generate(SPECS["reduce_f2_maximum_init_sm90"]).text
+
+
+def test_raw_op_is_called_by_its_own_symbol():
+    src = _generate(SPECS["reduce_f4_raw_init_sm90"])
+    assert src.extern_symbols == ("my_raw_add",)
+    assert 'extern "C" __device__ void my_raw_add(void*, void*, void*);' in src.text
+    assert "cuprims_op_0" not in src.text
 
 
 def test_python_op_key_is_not_in_the_source():

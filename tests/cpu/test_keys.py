@@ -26,7 +26,8 @@ def _src_and_ops(*, in_dt="f4", out_dt="f4", op=OpKind.PLUS, has_init=True, port
     spec = op_spec(op)
     src = codegen.reduce_source(in_type=in_vt, accum=accum, op=spec, has_init=has_init,
                                 deterministic_across_gpus=portable, arch=arch)
-    ops = [] if spec.kind == "builtin" else [OpInput("cuprims_op_0", spec, (accum, accum), accum)]
+    ops = [] if spec.kind == "builtin" else [
+        OpInput(codegen.op_symbol(spec, "cuprims_op_0"), spec, (accum, accum), accum)]
     return src, ops, arch
 
 

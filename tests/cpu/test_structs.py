@@ -18,9 +18,19 @@ from cuprims.types import host_bytes, value_type
 
 @pytest.fixture(scope="module", autouse=True)
 def _private_cache_dir(tmp_path_factory):
+    # A cache directory of our own (the suite's conftest, when present, sets a fresh one per test).
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("CUPRIMS_CACHE_DIR", str(tmp_path_factory.mktemp("cuprims-cache-structs")))
         yield
+
+
+@pytest.fixture
+def warm_builds(request):
+    """Share NVRTC output between the build tests (the conftest's session-wide disk cache)."""
+    try:
+        request.getfixturevalue("shared_cache")
+    except pytest.FixtureLookupError:
+        pass  # no conftest: the module-wide directory above is shared already
 
 
 Pixel = cuprims.gpu_struct({"r": np.int32, "g": np.float32}, name="Pixel")
@@ -63,6 +73,26 @@ def test_instances_positional_keyword_attributes_eq_repr():
         p.other = 1
     assert isinstance(p._cuprims_data, np.ndarray) and p._cuprims_data.shape == ()
     assert p._cuprims_data.dtype == Pixel.dtype
+
+
+def test_copy_and_pickle():
+    import copy
+    import pickle
+
+    p = Pixel(3, 4.0)
+    q = copy.copy(p)
+    q.r = 9
+    assert p.r == 3 and q.r == 9
+    assert copy.deepcopy(p) == p
+    assert pickle.loads(pickle.dumps(p)) == p        # Pixel is importable from this module
+
+
+def test_iteration_gives_field_values():
+    assert list(Pixel(1, 2.5)) == [1, 2.5]
+    r, g = Pixel(3, 4.0)
+    assert (r, g) == (3, 4.0)
+    o = Outer(True, (2, 3.0), [1.0, 2.0], [[1, 2], [3, 4]])
+    assert list(o) == [True, Pixel(2, 3.0), [1.0, 2.0], [[1, 2], [3, 4]]]
 
 
 def test_host_bytes_are_exact():
@@ -151,6 +181,9 @@ def test_value_type_of_struct_classes(struct, size, align):
     {"x": np.datetime64},
     {"dtype": np.int32},
     {"not valid": np.int32},
+    {"__init__": np.int32},
+    {"_from_data": np.int32},
+    {"_cuprims_x": np.int32},
     np.dtype(np.float32),
     42,
     type("NoFields", (), {}),
@@ -224,10 +257,15 @@ _PIXEL_OPS = [_op_record, _op_tuple, _op_ctor, _op_ctor_keywords, _op_mixed, _op
 
 
 def _compile(op, args, result, cc=(9, 0)):
+    """The operator's own code (the first of the codes compile_python_op returns)."""
     from cuprims._jit.numba_ops import compile_python_op
 
-    return compile_python_op(op, [value_type(t) for t in args], value_type(result) if result is not None else None,
-                             "cuprims_op_0", cc)
+    codes = compile_python_op(op, [value_type(t) for t in args], value_type(result) if result is not None else None,
+                              "cuprims_op_0", cc)
+    if isinstance(codes, (bytes, bytearray)):
+        return bytes(codes)
+    assert all(isinstance(c, bytes) and c for c in codes)
+    return codes[0]
 
 
 @pytest.mark.parametrize("cc", [(8, 0), (9, 0)])
@@ -253,15 +291,35 @@ def _outer_mixed_fields(a, b):
     return Outer(flag=1, p=a.p, v=b.v, m=((0, 0), (0, 0)))
 
 
+def _outer_record_fields(a, b):
+    # record fields (nested struct, 1-d and 2-d arrays) passed to the constructor
+    return Outer(a.flag, b.p, a.v, b.m)
+
+
 def _outer_attributes(a, b):
     x = Outer(False, (1, 2.5), (1.0, 2.0), ((1, 2), (3, 4)))
     return (x.flag, x.p, x.v, x.m)
 
 
-@pytest.mark.parametrize("op", [_outer_record, _outer_ctor, _outer_tuple, _outer_mixed_fields, _outer_attributes],
+@pytest.mark.parametrize("op", [_outer_record, _outer_ctor, _outer_tuple, _outer_mixed_fields, _outer_record_fields,
+                                _outer_attributes],
                          ids=lambda f: f.__name__)
 def test_compile_nested_struct_ops(op):
     assert len(_compile(op, (Outer, Outer), Outer)) > 0
+
+
+_LOWEST = Pixel(-1, -np.inf)
+_OUTER_DEFAULT = Outer(True, Pixel(5, 1.5), (1.0, 2.0), ((1, 2), (3, 4)))
+
+
+@pytest.mark.parametrize("op, struct", [
+    (lambda a, b: Pixel(max(a.r, b.r, _LOWEST.r), max(a.g, _LOWEST.g)), Pixel),
+    (lambda a, b: _LOWEST, Pixel),
+    (lambda a, b: _LOWEST if a.r < 0 else b, Pixel),
+    (lambda a, b: _OUTER_DEFAULT if a.flag else b, Outer),
+], ids=["fields", "whole", "merged-with-record", "nested"])
+def test_host_instances_as_device_constants(op, struct):
+    assert len(_compile(op, (struct, struct), struct)) > 0
 
 
 def test_compile_struct_to_scalar_and_back():
@@ -283,14 +341,18 @@ def _ptx(monkeypatch, op, args, result):
     """The operator's PTX (compile_python_op with numba told to emit PTX instead of LTO-IR)."""
     from numba import cuda
 
-    original = cuda.compile
+    def force_ptx(original):
+        def as_ptx(*a, **k):
+            k["output"] = "ptx"
+            code, restype = original(*a, **k)
+            if isinstance(code, list):          # compile_all: the operator's PTX comes first
+                return [c.encode() if isinstance(c, str) else c for c in code], restype
+            return code.encode(), restype
+        return as_ptx
 
-    def as_ptx(*a, **k):
-        k["output"] = "ptx"
-        code, restype = original(*a, **k)
-        return code.encode(), restype
-
-    monkeypatch.setattr(cuda, "compile", as_ptx)
+    for name in ("compile", "compile_all"):
+        if hasattr(cuda, name):
+            monkeypatch.setattr(cuda, name, force_ptx(getattr(cuda, name)))
     ptx = _compile(op, args, result).decode()
     return ptx[ptx.index("cuprims_op_0("):]
 
@@ -308,6 +370,20 @@ def test_nested_record_copy_skips_padding(monkeypatch):
     offsets = sorted(int(off or 0) for off in re.findall(r"st\.\w+\s+\[%rd\d+\+?(\d*)\]", body))
     # flag, p.r, p.g, v[0], v[1], m (4 x int16): never the padding bytes 1..3 or 12..15
     assert offsets == [0, 4, 8, 16, 24, 32, 34, 36, 38]
+
+
+def test_constructor_copies_record_fields_with_typed_loads(monkeypatch):
+    body = _ptx(monkeypatch, _outer_record_fields, (Outer, Outer), Outer)
+    assert "call" not in body
+    assert not re.search(r"ld\.u8\s+%\w+, \[%rd\d+\+(1[6-9]|[23]\d)\]", body)   # no byte-wise array copies
+    offsets = sorted(int(off or 0) for off in re.findall(r"st\.\w+\s+\[%rd\d+\+?(\d*)\]", body))
+    assert offsets == [0, 4, 8, 16, 24, 32, 34, 36, 38]
+
+
+def test_record_inside_returned_tuple_is_explained():
+    with pytest.raises(OperatorCompileError) as info:
+        _compile(lambda a, b: (a.flag, b.p, a.v, a.m), (Outer, Outer), Outer)
+    assert "record inside a tuple" in str(info.value)
 
 
 @pytest.mark.parametrize("op, message", [
@@ -333,7 +409,7 @@ def _make(op, cc, h_init=None):
 
 
 @pytest.mark.parametrize("cc", [90, 80])
-def test_ahead_of_time_struct_reduce(cc):
+def test_ahead_of_time_struct_reduce(cc, warm_builds):
     obj = _make(_op_ctor, cc)
     assert obj.compute_capabilities == [cc]
     cubin = obj.cubin()
@@ -342,20 +418,20 @@ def test_ahead_of_time_struct_reduce(cc):
 
 
 @pytest.mark.parametrize("op", [_op_record, _op_tuple, _op_mixed], ids=lambda f: f.__name__)
-def test_ahead_of_time_other_result_styles(op):
+def test_ahead_of_time_other_result_styles(op, warm_builds):
     # same kernel source as the cc=90 build above: NVRTC output comes from the cache
     cubin = _make(op, 90, h_init=Pixel(0, -np.inf)).cubin()
     assert cubin.startswith(b"\x7fELF")
     assert b"cuprims_op_0" not in cubin
 
 
-def test_linked_code_inlines_struct_operator():
+def test_linked_code_inlines_struct_operator(warm_builds):
     from cuda.core import Linker, LinkerOptions, ObjectCode
 
     from cuprims._jit import build
 
     obj = _make(_op_ctor, 90)
-    kernel_ltoir, _ = build._kernel_ltoir(obj._builds.source(90), 90, None)
+    kernel_ltoir, _ = build._kernel_ltoir(obj._builds.source(90), 90, build.disk_cache())
     op_ltoir = _compile(_op_ctor, (Pixel, Pixel), Pixel)
     linker = Linker(ObjectCode.from_ltoir(kernel_ltoir, name="kernels"), ObjectCode.from_ltoir(op_ltoir, name="op"),
                     options=LinkerOptions(arch="sm_90", link_time_optimization=True, ptx=True))

@@ -50,8 +50,14 @@ def _libcuda():
                 rc = lib.cuInit(0)
                 if rc != 0:
                     raise NoDeviceError(f"cuInit failed with CUDA error {rc}: no usable GPU")
+                global _launch_kernel
+                _launch_kernel = lib.cuLaunchKernel
                 _lib = lib
     return _lib
+
+
+def _launch_kernel(*args):  # replaced by libcuda's cuLaunchKernel once the driver is loaded
+    return _libcuda().cuLaunchKernel(*args)
 
 
 def error_name(code: int) -> str:
@@ -204,7 +210,7 @@ def _fmt_size(fmt: str) -> int:
 
 
 def launch(kernel: int, grid: int, block: int, stream: int, params: int, shared: int = 0) -> None:
-    rc = _lib.cuLaunchKernel(kernel, grid, 1, 1, block, 1, 1, shared, stream, params, None)
+    rc = _launch_kernel(kernel, grid, 1, 1, block, 1, 1, shared, stream, params, None)
     if rc:
         raise CudaError("cuLaunchKernel", error_name(rc), f"grid={grid}, block={block}")
 

@@ -32,10 +32,11 @@ from numba.cuda import types
 from numba.cuda.core.errors import TypingError
 from numba.cuda.extending import intrinsic, lower_builtin, lower_cast, typeof_impl
 from numba.cuda.typeconv import Conversion
+from numba.cuda.typeconv.rules import default_type_manager
 from numba.cuda.np.numpy_support import from_dtype
 from numba.cuda.typing.templates import AbstractTemplate, signature
 
-from ..struct import GpuStructType
+from ..struct import GpuStructType, _StructBase
 from ..types import ValueType
 
 _lock = threading.RLock()
@@ -51,11 +52,12 @@ _I64 = ir.IntType(64)
 # ------------------------------------------------------------------ layout of a dtype
 
 class _Node:
-    """Where one part of a struct lives: a scalar, a struct or a fixed-size array.
+    """The layout of one part of a struct: a scalar, a struct or a fixed-size array.
 
-    ``offset`` is relative to the enclosing node; ``align`` is the alignment a store at
-    this place may assume (the whole value's storage is aligned to the struct's
-    alignment, so natural alignment holds wherever numpy's layout put it aligned).
+    Struct fields carry their byte offsets; arrays their item count and stride. Code
+    that walks a node also tracks the absolute offset into the stored value: the value's
+    storage is aligned to the struct's alignment, so a scalar whose absolute offset is a
+    multiple of its natural alignment may be accessed with that alignment.
     """
 
     __slots__ = ("kind", "dtype", "scalar", "record", "fields", "element", "count", "stride")
@@ -141,8 +143,15 @@ def _tuple_type(node: _Node, struct_cls: Any = None) -> Any:
     name = struct_cls.__name__ if struct_cls is not None else "Struct"
     helper = _helper_class(name, node.dtype)
     if all(m == members[0] for m in members):
-        return types.NamedUniTuple(members[0], len(members), helper)
-    return types.NamedTuple(members, helper)
+        result = types.NamedUniTuple(members[0], len(members), helper)
+    else:
+        result = types.NamedTuple(members, helper)
+    # A record of the dtype converts to this type, so that merging the two
+    # (``Pixel(...) if c else a``) type-checks; the cast is _cast_record_to_constructed.
+    tm = default_type_manager
+    if tm.check_compatible(node.record, result) is None:
+        tm.set_compatible(node.record, result, Conversion.safe)
+    return result
 
 
 # ------------------------------------------------------------------ typing checks
@@ -247,8 +256,9 @@ def _copy_raw(context: Any, builder: Any, node: _Node, dst: Any, src: Any, offse
 
 
 def _aligned_source(src: Any) -> bool:
-    """Whether the fields of ``src`` sit at their natural alignment (numba's rule for records)."""
-    return isinstance(src, types.Record) and src.aligned
+    """Whether the parts of ``src`` sit at their natural alignment (numba's own rule for
+    records and arrays, which its field and item loads follow too)."""
+    return bool(getattr(src, "aligned", False))
 
 
 def _raw_pointer(context: Any, builder: Any, src: Any, value: Any) -> Any:
@@ -351,21 +361,10 @@ def _make_constructor_type(cls: Any) -> Any:
                 err = _check(child, ty, self.context, name)
                 if err:
                     raise TypingError(f"{cls.__name__}(...): {err}")
-            _allow_record_conversion(self.context, node, result)
             return signature(result, *ordered).replace(pysig=pysig)
 
     Constructor.__name__ = f"{cls.__name__}_constructor"
     return types.Function(Constructor)
-
-
-def _allow_record_conversion(ctx: Any, node: _Node, result: Any) -> None:
-    """Let a record of the struct's dtype convert to its constructed type, so that
-    ``Pixel(...) if c else a`` (and similar merges of the two) type-check."""
-    if ctx.tm.check_compatible(node.record, result) is None:
-        ctx.tm.set_compatible(node.record, result, Conversion.safe)
-    for (_, _, child), ty in zip(node.fields, result.types):
-        if child.kind == "struct":
-            _allow_record_conversion(ctx, child, ty)
 
 
 @lower_cast(types.Record, types.BaseNamedTuple)
@@ -381,6 +380,14 @@ def _typeof_struct_class(val: Any, c: Any) -> Any:
     return _constructor_type(val)
 
 
+@typeof_impl.register(_StructBase)
+def _typeof_struct_value(val: Any, c: Any) -> Any:
+    # a host instance used in device code (a captured constant): its constructed type;
+    # numba's tuple constants read it by iterating, which instances support
+    cls = type(val)
+    return _tuple_type(_layout(cls._cuprims_dtype), cls)
+
+
 @lower_builtin(_CTOR_KEY, types.VarArg(types.Any))
 def _lower_constructor(context: Any, builder: Any, sig: Any, args: Any) -> Any:
     target = sig.return_type
@@ -392,6 +399,12 @@ def _lower_constructor(context: Any, builder: Any, sig: Any, args: Any) -> Any:
 
 
 # ------------------------------------------------------------------ pointer loads and stores
+
+def _holds_record(ty: Any) -> bool:
+    if isinstance(ty, types.Record):
+        return True
+    return isinstance(ty, types.BaseTuple) and any(_holds_record(t) for t in ty.types)
+
 
 def _suffix(vt: ValueType) -> str:
     return vt.code.rsplit(":", 1)[-1]
@@ -421,6 +434,9 @@ def _store_intrinsic(vt: ValueType) -> Any:
         if not isinstance(ptr, (types.RawPointer, types.CPointer)):
             return None
         err = _check(node, value, typingctx, "")
+        if not err and isinstance(value, types.BaseTuple) and _holds_record(value):
+            err = ("numba cannot return a record inside a tuple (such as a.p in (x, a.p)); call the "
+                   "gpu_struct class instead, which copies record fields (Outer(x, a.p))")
         if err:
             raise TypingError(f"the operator returned {value}, which cannot be stored as {what}: {err}. "
                               "Return a record of the struct type, a tuple of field values in field "

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import sys
 import types
+import weakref
 from typing import Any
 
 import numpy as np
@@ -113,3 +114,56 @@ def callable_recipe(fn: Any) -> tuple[str, bool]:
             raise TypeError(fn)
     digest = hashlib.sha256(repr((_PY, described)).encode()).hexdigest()
     return digest, walker.persistent
+
+
+def _snapshot(fn: types.FunctionType, out: list, seen: set) -> None:
+    """Identities of everything the recipe reads, recursively through plain functions.
+
+    Cheap to compute; equal snapshots mean the recipe cannot have changed, unless an
+    object the code reads was mutated in place (numba freezes such values at compile time
+    too, so this matches how the compiled code behaves)."""
+    if id(fn) in seen:
+        return
+    seen.add(id(fn))
+    out.append(id(fn.__code__))
+    globs = fn.__globals__
+    for name in fn.__code__.co_names:
+        value = globs.get(name)
+        out.append(id(value))
+        if isinstance(value, types.FunctionType):
+            _snapshot(value, out, seen)
+    for cell in fn.__closure__ or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:
+            out.append(None)
+            continue
+        out.append(id(value))
+        if isinstance(value, types.FunctionType):
+            _snapshot(value, out, seen)
+    for value in fn.__defaults__ or ():
+        out.append(id(value))
+
+
+_memo: "weakref.WeakKeyDictionary[Any, tuple]" = weakref.WeakKeyDictionary()
+
+
+def callable_recipe_cached(fn: Any) -> tuple[str, bool]:
+    """:func:`callable_recipe`, remembered per function object while what it reads is unchanged."""
+    if not isinstance(fn, types.FunctionType):
+        return callable_recipe(fn)
+    snap: list = []
+    _snapshot(fn, snap, set())
+    snapshot = tuple(snap)
+    try:
+        hit = _memo.get(fn)
+    except TypeError:
+        hit = None
+    if hit is not None and hit[0] == snapshot:
+        return hit[1], hit[2]
+    digest, persistent = callable_recipe(fn)
+    try:
+        _memo[fn] = (snapshot, digest, persistent)
+    except TypeError:
+        pass
+    return digest, persistent

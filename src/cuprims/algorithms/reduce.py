@@ -25,7 +25,7 @@ from .._jit import driver
 from .._jit.build import OpInput
 from .._jit.codegen import check_binary_builtin, op_symbol, reduce_source
 from .._streams import stream_handle
-from ..errors import ArgumentError
+from ..errors import ArgumentError, CudaError
 from ..op import OpSpec, RawOp, op_spec
 from ..types import ValueType, host_bytes, value_type
 from ._common import Builds, check_num_items, targets, temp_storage_info
@@ -112,7 +112,8 @@ class _Reduce:
         init_size = accum.size if self._has_init else 1
         self._tiles_params = driver.ParamPack(("ptr", "ptr", "i64", functor_size))
         self._single_params = driver.ParamPack(("ptr", "ptr", "i64", functor_size, init_size, 1))
-        self._no_init = b"\0"
+        self._plan: tuple | None = None
+        self._init_scalar_type = self._out_dtype.type if self._has_init and not accum.is_struct else None
 
     # -- per device facts (computed once per device) ---------------------------------
     def _device_plan(self, device: int, op: Any) -> tuple:
@@ -132,40 +133,40 @@ class _Reduce:
                 occupancy = loaded.module.max_active_blocks(loaded.names[0], meta["multi_threads"])
                 max_grid = max(1, occupancy) * driver.sm_count(device) * _SUBSCRIPTION_FACTOR
             plan = (tiles_k, single_in_k, single_partials_k, tile_items, single_items, max_grid,
-                    meta["multi_threads"], meta["single_threads"], meta["accum_size"])
+                    meta["multi_threads"], meta["single_threads"], meta["accum_size"], device)
             loaded.extra["plan"] = plan
+        self._plan = plan
         return plan
 
-    def _temp_bytes(self, plan: tuple, n: int) -> tuple[int, int]:
-        tile_items, single_items, max_grid = plan[3], plan[4], plan[5]
-        if n <= single_items:
-            return 0, 1
-        tiles = -(-n // tile_items)
-        grid = min(tiles, max_grid)
-        return grid, grid * plan[8]
-
     def _init_bytes(self, h_init: Any) -> bytes:
+        if type(h_init) is self._init_scalar_type:  # the common case: a numpy scalar of the output type
+            return h_init.tobytes()
         if not self._has_init:
             if h_init is not None:
                 raise ArgumentError("h_init", "None (this reducer was built without an initial value)", h_init)
-            return self._no_init
+            return b"\0"
         if h_init is None:
             raise ArgumentError("h_init", f"a {self._accum.dtype} value (this reducer was built with one)", None)
-        if type(h_init) is np.ndarray or isinstance(h_init, np.generic):
-            if h_init.dtype == self._out_dtype and h_init.size == 1:
-                return h_init.tobytes()
         return host_bytes(h_init, self._accum, argument="h_init")
+
+    def _launch(self, plan: tuple, grid: int, stream: int, p_in: int, p_out: int, temp_ptr: int, n: int,
+                state: bytes, init: bytes) -> None:
+        if grid == 0:
+            driver.launch(plan[1], 1, plan[7], stream, self._single_params.pack(p_in, p_out, n, state, init, b"\0"))
+            return
+        driver.launch(plan[0], grid, plan[6], stream, self._tiles_params.pack(p_in, temp_ptr, n, state))
+        driver.launch(plan[2], 1, plan[7], stream, self._single_params.pack(temp_ptr, p_out, grid, state, init, b"\0"))
 
     def _run(self, temp_storage: Any, d_in: Any, d_out: Any, num_items: Any, op: Any, h_init: Any,
              stream: Any, one_shot: bool) -> int | None:
         n = num_items if type(num_items) is int and num_items >= 0 else check_num_items(num_items)
         p_in, dt_in, size_in = _arrays.array_info(d_in, "d_in")
-        if dt_in != self._in_dtype:
+        if dt_in is not self._in_dtype and dt_in != self._in_dtype:
             raise ArgumentError("d_in", f"an array of {self._in_dtype} (as at build time)", f"an array of {dt_in}")
         if size_in < n:
             raise ArgumentError("d_in", f"at least num_items={n} items", f"an array of {size_in}")
         p_out, dt_out, size_out = _arrays.array_info(d_out, "d_out")
-        if dt_out != self._out_dtype:
+        if dt_out is not self._out_dtype and dt_out != self._out_dtype:
             raise ArgumentError("d_out", f"an array of {self._out_dtype} (as at build time)", f"an array of {dt_out}")
         if size_out < 1:
             raise ArgumentError("d_out", "an array with at least one element", "an empty array")
@@ -173,30 +174,42 @@ class _Reduce:
         state = self._state
         if self._spec.state_size and isinstance(op, RawOp):
             state = op.state.ljust(self._functor_size, b"\0")
-        device = driver.current_device()
-        plan = self._device_plan(device, op)
-        grid, needed = self._temp_bytes(plan, n)
+        # The plan of the last device used: kernel handles of a CUDA library are valid in
+        # every context, so only a launch failure (another architecture) needs a fresh look.
+        plan = self._plan or self._device_plan(driver.current_device(), op)
+        if n <= plan[4]:
+            grid, needed = 0, 1
+        else:
+            grid = min(-(-n // plan[3]), plan[5])
+            needed = grid * plan[8]
         if temp_storage is None and not one_shot:
             return needed
         s = stream_handle(stream) if stream is not None else 0
-        if grid == 0:
-            driver.launch(plan[1], 1, plan[7], s,
-                          self._single_params.pack(p_in, p_out, n, state, init, b"\0"))
-            return None
-        owned = 0
-        if one_shot:
-            owned = temp_ptr = driver.alloc_async(needed, s)
-        else:
-            temp_ptr, temp_size = temp_storage_info(temp_storage)
-            if temp_size < needed:
-                raise ArgumentError("temp_storage", f"at least {needed} bytes", f"{temp_size} bytes")
-            if temp_ptr % self._accum.alignment:
-                raise ArgumentError("temp_storage", f"an address aligned to {self._accum.alignment} bytes",
-                                    hex(temp_ptr))
+        owned = temp_ptr = 0
+        if grid:
+            if one_shot:
+                owned = temp_ptr = driver.alloc_async(needed, s)
+            else:
+                temp_ptr, temp_size = temp_storage_info(temp_storage)
+                if temp_size < needed:
+                    raise ArgumentError("temp_storage", f"at least {needed} bytes", f"{temp_size} bytes")
+                if temp_ptr % self._accum.alignment:
+                    raise ArgumentError("temp_storage", f"an address aligned to {self._accum.alignment} bytes",
+                                        hex(temp_ptr))
         try:
-            driver.launch(plan[0], grid, plan[6], s, self._tiles_params.pack(p_in, temp_ptr, n, state))
-            driver.launch(plan[2], 1, plan[7], s,
-                          self._single_params.pack(temp_ptr, p_out, grid, state, init, b"\0"))
+            try:
+                self._launch(plan, grid, s, p_in, p_out, temp_ptr, n, state, init)
+            except CudaError:
+                device = driver.current_device()
+                if device == plan[9]:
+                    raise
+                # Another device (possibly another architecture) is current: use its build.
+                self._plan = None
+                fresh = self._device_plan(device, op)
+                if grid and fresh[5] != plan[5] and not one_shot:
+                    raise ArgumentError("temp_storage", "storage sized on the device it is used with "
+                                        "(query the size again after switching devices)", "a stale size")
+                self._launch(fresh, grid, s, p_in, p_out, temp_ptr, n, state, init)
         finally:
             if owned:
                 driver.free_async(owned, s)
