@@ -17,7 +17,7 @@ from .errors import ArgumentError, ArgumentTypeError
 
 Info = tuple  # (ptr: int, dtype: np.dtype, size: int)
 
-_readers: dict[type, Callable[[Any, str], Info]] = {}
+readers: dict[type, Callable[[Any, str], Info]] = {}  # type -> reader, filled on first sight
 
 
 def _not_contiguous(name: str, x: Any) -> ArgumentError:
@@ -162,7 +162,7 @@ def _reader_for(tp: type) -> Callable[[Any, str], Info] | None:
 def array_info(x: Any, name: str) -> Info:
     """(device pointer, numpy dtype, number of items) of device array ``x``."""
     tp = type(x)
-    reader = _readers.get(tp)
+    reader = readers.get(tp)
     if reader is None:
         reader = _reader_for(tp)
         if reader is None:
@@ -171,7 +171,7 @@ def array_info(x: Any, name: str) -> Info:
                                         "or DLPack)", "a numpy array in host memory")
             raise ArgumentTypeError(name, "a device array (CuPy, PyTorch, numba, CUDA Array Interface "
                                     "or DLPack)", x)
-        _readers[tp] = reader
+        readers[tp] = reader
     return reader(x, name)
 
 

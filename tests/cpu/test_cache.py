@@ -177,6 +177,16 @@ def test_memory_cache_bound_from_environment(warm_cache_dir):
     assert last_json(proc.stdout)["memory_entries"] == 2
 
 
+@pytest.mark.xfail(strict=True, reason="build.py creates _memory = SingleFlightLRU(config.memory_cache_size()) "
+                   "at import, so CUPRIMS_MEMORY_CACHE set later is ignored, although config.py promises "
+                   "'Values are read when asked for, so tests and long-lived programs can change them'")
+def test_memory_cache_bound_read_when_asked(shared_cache, monkeypatch):
+    monkeypatch.setenv("CUPRIMS_MEMORY_CACHE", "1")
+    make_f4(OpKind.PLUS, cc=90)
+    make_f4(OpKind.PLUS, cc=80)
+    assert cuprims.cache_info()["memory_entries"] == 1
+
+
 # ----------------------------------------------------------------- threads and processes
 
 def test_threads_racing_on_make_reduce_into_compile_once():
@@ -295,9 +305,8 @@ def _damaged(raw: bytes):
     yield "flipped digest", bytes(flipped), "checksum"
 
 
-@pytest.mark.parametrize("case", [c[0] for c in _damaged(b"")] if False else
-                         ["empty", "short", "bad magic", "truncated", "appended", "flipped payload",
-                          "flipped digest"])
+@pytest.mark.parametrize("case", ["empty", "short", "bad magic", "truncated", "appended", "flipped payload",
+                                  "flipped digest"])
 def test_decode_rejects_damage(case):
     raw = encode_entry({"k": 1}, {"blob": b"0123456789" * 10})
     cases = {name: (data, msg) for name, data, msg in _damaged(raw)}

@@ -96,8 +96,9 @@ def test_errors_module_has_one_root():
     assert issubclass(errors.ArgumentTypeError, TypeError)
 
 
-def test_cache_info_keys():
+def test_cache_info_keys(fresh_caches):
     info = cuprims.cache_info()
+    assert info["cache_dir"] == str(fresh_caches)
     for key in ("numba_compiles", "nvrtc_compiles", "links", "memory_hits", "memory_misses", "disk_hits",
                 "disk_misses", "disk_writes", "disk_corrupt_discarded", "memory_entries", "cache_dir",
                 "disk_enabled"):
