@@ -55,17 +55,42 @@ def _read_torch(x: Any, name: str) -> Info:
     return x.data_ptr(), _torch_dtype(x.dtype, name), x.numel()
 
 
+def _dtype_from_descr(descr: Any, itemsize: int) -> np.dtype:
+    """A structured dtype from an array-interface ``descr``, whose unnamed entries are padding."""
+    names, formats, offsets, off = [], [], [], 0
+    for entry in descr:
+        name, fmt = entry[0], entry[1]
+        if isinstance(fmt, list):
+            inner = np.dtype(_dtype_from_descr(fmt, sum(np.dtype(_descr_format(e)).itemsize for e in fmt)))
+        else:
+            inner = np.dtype(fmt)
+        if len(entry) > 2:
+            inner = np.dtype((inner, entry[2]))
+        if name:
+            names.append(name)
+            formats.append(inner)
+            offsets.append(off)
+        off += inner.itemsize
+    return np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": itemsize})
+
+
+def _descr_format(entry: Any) -> Any:
+    fmt = entry[1]
+    if isinstance(fmt, list):
+        fmt = _dtype_from_descr(fmt, sum(np.dtype(_descr_format(e)).itemsize for e in fmt))
+    return (fmt, entry[2]) if len(entry) > 2 else fmt
+
+
 def _read_cai(x: Any, name: str) -> Info:
     iface = x.__cuda_array_interface__
     shape = tuple(iface.get("shape", ()))
     descr = iface.get("descr")
     typestr = iface["typestr"]
-    if descr and len(descr) > 1 or (descr and descr[0][0]):
-        dt = np.dtype(descr, align=True) if not isinstance(descr, str) else np.dtype(typestr)
-        if dt.itemsize != np.dtype(typestr).itemsize:
-            dt = np.dtype(descr)
+    base = np.dtype(typestr)
+    if descr and (len(descr) > 1 or descr[0][0]):
+        dt = _dtype_from_descr(descr, base.itemsize)
     else:
-        dt = np.dtype(typestr)
+        dt = base
     size = 1
     for s in shape:
         size *= s

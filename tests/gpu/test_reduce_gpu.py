@@ -402,3 +402,70 @@ def test_bad_arguments_on_device():
     with pytest.raises(cuprims.errors.ArgumentError, match="d_in"):
         reducer(temp_storage=None, d_in=cp.arange(10, dtype=cp.float64), d_out=out, num_items=10,
                 h_init=np.float32(0))
+
+
+# ------------------------------------------------------------------ structs
+
+P_STRUCT = cuprims.gpu_struct({"r": np.int32, "g": np.float32}, name="P")
+Q_STRUCT = cuprims.gpu_struct({"c": np.int8, "d": np.float64, "p": P_STRUCT}, name="Q")  # padding after c
+
+
+def _struct_op(a, b):
+    return Q_STRUCT(a.c + b.c, a.d + b.d, P_STRUCT(a.p.r + b.p.r, max(a.p.g, b.p.g)))
+
+
+def _struct_data(n):
+    rng = np.random.default_rng(n)
+    h = np.zeros(n, Q_STRUCT.dtype)
+    h["c"] = rng.integers(-3, 3, n)
+    h["d"] = rng.random(n)
+    h["p"]["r"] = rng.integers(-50, 50, n)
+    h["p"]["g"] = rng.random(n, dtype=np.float32)
+    return h
+
+
+def _check_struct(r, h):
+    assert r["c"] == h["c"].sum(dtype=np.int8)  # int8 wraps the same way on both sides
+    assert np.isclose(r["d"], h["d"].sum())
+    assert r["p"]["r"] == h["p"]["r"].sum(dtype=np.int32)
+    assert r["p"]["g"] == h["p"]["g"].max()
+
+
+@pytest.mark.parametrize("n", [0, 1, 1000, (1 << 20) + 7])
+def test_struct_reduce_matches_numpy(n):
+    h = _struct_data(max(n, 1))[:n]
+    d_in = cp.asarray(h) if n else cp.zeros(0, Q_STRUCT.dtype)
+    d_out = cp.empty(1, Q_STRUCT.dtype)
+    init = Q_STRUCT(0, 0.0, (0, -np.inf))
+    cuprims.reduce_into(d_in=d_in, d_out=d_out, num_items=n, op=_struct_op, h_init=init)
+    r = d_out.get()[0]
+    if n == 0:
+        assert r["c"] == 0 and r["d"] == 0.0 and r["p"]["r"] == 0 and r["p"]["g"] == -np.inf
+    else:
+        _check_struct(r, h)
+
+
+def test_struct_reduce_through_cuda_array_interface():
+    from numba import cuda as ncuda
+
+    h = _struct_data(5000)
+    d_in = ncuda.to_device(h)  # read through __cuda_array_interface__ (descr with padding entries)
+    d_out = ncuda.device_array(1, Q_STRUCT.dtype)
+    cuprims.reduce_into(d_in=d_in, d_out=d_out, num_items=h.size, op=_struct_op,
+                        h_init=Q_STRUCT(0, 0.0, (0, -np.inf)))
+    _check_struct(d_out.copy_to_host()[0], h)
+
+
+def test_cuda_stream_protocol_object():
+    s = cp.cuda.Stream()
+
+    class ProtocolStream:
+        def __cuda_stream__(self):
+            return (0, s.ptr)
+
+    x = cp.ones(10_000, np.int64)
+    out = cp.zeros(1, np.int64)
+    cuprims.reduce_into(d_in=x, d_out=out, num_items=x.size, op=OpKind.PLUS, h_init=np.int64(1),
+                        stream=ProtocolStream())
+    s.synchronize()
+    assert int(out[0]) == 10_001

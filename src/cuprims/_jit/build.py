@@ -146,6 +146,8 @@ def _compile_and_link(source: Source, arch: int, ops: Sequence[OpInput], objs: S
 
 def build(source: Source, arch: int, ops: Sequence[OpInput] = (), objs: Sequence[Any] = ()) -> BuildResult:
     """Compiled code for ``source`` on ``sm_<arch>`` with ``ops`` linked in, from cache if possible."""
+    if config.dump_dir() is not None:
+        write_source(source.text)  # every generated unit lands there, cache hit or not
     persistent = all(op.spec.persistent for op in ops)
     if not persistent:
         return _compile_and_link(source, arch, ops, objs, None)
