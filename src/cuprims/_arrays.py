@@ -171,7 +171,9 @@ def _read_dlpack(x: Any, name: str) -> Info:
     return ptr, dt, size
 
 
-def _reader_for(tp: type) -> Callable[[Any, str], Info] | None:
+def _reader_for(tp: type, x: Any = None) -> Callable[[Any, str], Info] | None:
+    if issubclass(tp, np.ndarray):
+        return None  # host memory (numpy arrays also speak DLPack, for the CPU)
     mod = tp.__module__ or ""
     if mod.startswith("cupy") and tp.__name__ == "ndarray":
         return _read_cupy
@@ -181,6 +183,8 @@ def _reader_for(tp: type) -> Callable[[Any, str], Info] | None:
         return _read_cai
     if hasattr(tp, "__dlpack__"):
         return _read_dlpack
+    if x is not None and hasattr(x, "__cuda_array_interface__"):  # set on the instance only
+        return _read_cai
     return None
 
 
@@ -189,7 +193,7 @@ def array_info(x: Any, name: str) -> Info:
     tp = type(x)
     reader = readers.get(tp)
     if reader is None:
-        reader = _reader_for(tp)
+        reader = _reader_for(tp, x)
         if reader is None:
             if isinstance(x, np.ndarray):
                 raise ArgumentTypeError(name, "a device array (CuPy, PyTorch, numba, CUDA Array Interface "
@@ -205,6 +209,9 @@ def array_dtype(x: Any, name: str) -> np.dtype:
     proxy = getattr(x, "_cuprims_proxy_dtype", None)
     if proxy is not None:
         return proxy
+    if isinstance(x, np.ndarray):
+        raise ArgumentTypeError(name, "a device array (CuPy, PyTorch, numba, CUDA Array Interface or DLPack) "
+                                "or a ProxyArray", "a numpy array in host memory")
     dt = getattr(x, "dtype", None)
     if isinstance(dt, np.dtype):
         return dt

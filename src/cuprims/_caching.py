@@ -19,11 +19,8 @@ def clear_all_caches(*, disk: bool = False) -> None:
     from .algorithms import reduce as _reduce
 
     build.clear_memory()
-    for mod in (_reduce,):
-        cache = getattr(mod._tls, "reduce", None)
-        if cache is not None:
-            cache.clear()
-    _reduce._tls.__dict__.clear()
+    # Per-thread caches of algorithm objects notice this on their next lookup.
+    _reduce.wrapper_caches.invalidate()
     if disk:
         cache = build.disk_cache()
         if cache is not None:

@@ -105,8 +105,10 @@ def value_type(dtype: Any, *, argument: str = "dtype") -> ValueType:
             raise ArgumentError(argument, "one of bool, int8..int64, uint8..uint64, float16/32/64, "
                                 "complex64/128 or a gpu_struct", dt)
         cpp, _ = _SCALARS[key]
+        # cuda::std::complex<T> is aligned to its whole size; numpy's complex only to T's
+        alignment = dt.itemsize if dt.kind == "c" else dt.alignment
         vt = ValueType(code=key, dtype=dt.newbyteorder("=") if dt.byteorder != "|" else dt,
-                       cpp=cpp, size=dt.itemsize, alignment=dt.alignment)
+                       cpp=cpp, size=dt.itemsize, alignment=alignment)
     try:
         _cache[dtype] = vt
     except TypeError:

@@ -17,9 +17,6 @@ from cpu_helpers import counters, delta, make_f4
 
 ELF = b"\x7fELF"
 
-ALIGN_BUG = ("types.py gives complex64/complex128 numpy's alignment (4/8) but the kernels use "
-             "cuda::std::complex<float/double> (alignof 8/16, exported as meta accum_align); reduce.py "
-             "validates temp_storage against the numpy value, so a misaligned buffer passes the check")
 
 
 def _key(obj, arch=90):
@@ -121,8 +118,6 @@ def test_compute_capability_list_builds_each(shared_cache):
     assert make_f4(OpKind.PLUS, cc=80).cubin() == c80
 
 
-@pytest.mark.xfail(strict=True, reason="reduce.py _Reduce.cubin(): an arch that was not built raises a bare "
-                   "KeyError from Builds.result() instead of an ArgumentError naming compute_capability")
 def test_cubin_for_unbuilt_arch_names_the_argument(shared_cache):
     obj = make_f4(OpKind.PLUS, cc=90)
     with pytest.raises(cuprims.errors.ArgumentError, match="compute_capability"):
@@ -131,8 +126,8 @@ def test_cubin_for_unbuilt_arch_names_the_argument(shared_cache):
 
 @pytest.mark.parametrize("dtype", [
     np.float32, np.int64, np.float16,
-    pytest.param(np.complex64, marks=pytest.mark.xfail(strict=True, reason=ALIGN_BUG)),
-    pytest.param(np.complex128, marks=pytest.mark.xfail(strict=True, reason=ALIGN_BUG)),
+    np.complex64,
+    np.complex128,
 ])
 def test_host_alignment_agrees_with_compiled_code(shared_cache, dtype):
     obj = make_f4(OpKind.PLUS, dtype=dtype)
@@ -300,9 +295,6 @@ def _module_attribute_op():
     return ns["op"], (lambda v: setattr(cfg, "K", v))
 
 
-@pytest.mark.xfail(strict=True, reason="recipe.py: globals read by a nested function, and attributes of a "
-                   "user module, are not in the operator's recipe; after the value changes, "
-                   "make_reduce_into serves the code compiled for the old value")
 @pytest.mark.parametrize("factory", [_nested_global_op, _module_attribute_op], ids=["nested-global", "module-attr"])
 def test_changed_constant_is_recompiled(shared_cache, factory):
     op, set_k = factory()

@@ -177,9 +177,6 @@ def test_memory_cache_bound_from_environment(warm_cache_dir):
     assert last_json(proc.stdout)["memory_entries"] == 2
 
 
-@pytest.mark.xfail(strict=True, reason="build.py creates _memory = SingleFlightLRU(config.memory_cache_size()) "
-                   "at import, so CUPRIMS_MEMORY_CACHE set later is ignored, although config.py promises "
-                   "'Values are read when asked for, so tests and long-lived programs can change them'")
 def test_memory_cache_bound_read_when_asked(shared_cache, monkeypatch):
     monkeypatch.setenv("CUPRIMS_MEMORY_CACHE", "1")
     make_f4(OpKind.PLUS, cc=90)
@@ -428,9 +425,6 @@ def test_clear_all_caches_memory_only_keeps_disk(pristine_copy):
     assert delta(before) == {"numba_compiles": 0, "nvrtc_compiles": 0, "links": 0}
 
 
-@pytest.mark.xfail(strict=True, reason="_caching.clear_all_caches() clears only the calling thread's "
-                   "wrapper cache (algorithms/reduce.py _tls is thread-local): another thread's "
-                   "make_reduce_into keeps returning its old object and build")
 def test_clear_all_caches_reaches_other_threads(shared_cache):
     op = lambda a, b: a + b * 0.125  # noqa: E731
     with ThreadPoolExecutor(1) as worker:

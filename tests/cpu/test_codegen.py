@@ -131,11 +131,13 @@ ACCEPTED = [
     (OpKind.MINIMUM, "f4"), (OpKind.MAXIMUM, "i8"), (OpKind.MAXIMUM, "u1"),
     (OpKind.BIT_XOR, "i4"), (OpKind.BIT_AND, "u2"), (OpKind.BIT_OR, "i8"),
     (OpKind.BIT_XOR, "b1"), (OpKind.BIT_AND, "b1"), (OpKind.LOGICAL_AND, "b1"), (OpKind.LOGICAL_OR, "b1"),
-    (OpKind.MINIMUM, "b1"), (OpKind.MODULUS, "i4"),
+    (OpKind.MINIMUM, "b1"),
 ]
 
 REJECTED = [
     (OpKind.MODULUS, "f4"), (OpKind.MODULUS, "f8"),
+    # not associative: a reduction's result would depend on the order
+    (OpKind.MODULUS, "i4"), (OpKind.MINUS, "i4"), (OpKind.MINUS, "f4"), (OpKind.DIVIDES, "f8"),
     (OpKind.LESS, "f4"), (OpKind.GREATER, "i4"), (OpKind.LESS_EQUAL, "i8"),
     (OpKind.IDENTITY, "f4"), (OpKind.NEGATE, "i4"), (OpKind.BIT_NOT, "u4"), (OpKind.LOGICAL_NOT, "b1"),
     (OpKind.PLUS, "b1"), (OpKind.MULTIPLIES, "b1"),

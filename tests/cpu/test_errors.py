@@ -192,9 +192,6 @@ def test_host_array_at_call_time_is_rejected(reducer):
     _names(info.value, "d_out")
 
 
-@pytest.mark.xfail(strict=True, reason="_arrays.array_info(): numpy arrays have __dlpack__, so _reader_for() "
-                   "picks _read_dlpack and the message says 'a DLPack tensor on device type 1'; the intended "
-                   "'a numpy array in host memory' branch is unreachable")
 def test_host_array_message_says_host(reducer):
     with pytest.raises(ArgumentTypeError) as info:
         _call(reducer, d_in=np.zeros(100, np.float32))
@@ -231,9 +228,6 @@ def test_init_given_to_reducer_built_without_one(shared_cache):
 
 # ----------------------------------------------------------------- known gaps
 
-@pytest.mark.xfail(strict=True, reason="algorithms/reduce.py make_reduce_into()/_arrays.array_dtype() take "
-                   "the dtype of any object with a .dtype: a numpy host array is accepted as d_in at build "
-                   "time and rejected only when the reducer is called")
 def test_host_array_rejected_at_build_time(shared_cache):
     with pytest.raises(ArgumentTypeError) as info:
         _make(d_in=np.zeros(10, np.float32))
@@ -249,18 +243,11 @@ class InstanceAttributeCAI:
                                          "version": 3, "strides": None}
 
 
-@pytest.mark.xfail(strict=True, reason="_arrays._reader_for() checks hasattr(type(x), '__cuda_array_interface__'); "
-                   "objects that expose the interface as an instance attribute are rejected as "
-                   "'not a device array'")
 def test_instance_attribute_cuda_array_interface_accepted(shared_cache):
     r = _make(d_in=InstanceAttributeCAI(10), d_out=InstanceAttributeCAI(1), h_init=np.float32(0))
     assert r.cubin()[:4] == b"\x7fELF"
 
 
-@pytest.mark.xfail(strict=True, reason="make_reduce_into() looks up its per-thread wrapper cache before "
-                   "validating compute_capability; a list key [80, 90] is stored as the tuple (80, 90), "
-                   "so a later invalid compute_capability=(80, 90) returns the cached object instead of "
-                   "raising ArgumentError")
 def test_invalid_compute_capability_not_masked_by_cache(shared_cache):
     _make(compute_capability=[80, 90])
     with pytest.raises(ArgumentError) as info:

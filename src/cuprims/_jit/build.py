@@ -172,6 +172,7 @@ def build(source: Source, arch: int, ops: Sequence[OpInput] = (), objs: Sequence
         return BuildResult(arch=meta["arch"], cubin=blobs["cubin"], kernels=meta["kernels"],
                            meta={k: int(v) for k, v in meta["meta"].items()})
 
+    _memory.max_entries = config.memory_cache_size()  # read when asked for, like every setting
     return _memory.get_or_build(("cubin", key), from_disk_or_compile)
 
 

@@ -69,10 +69,7 @@ def _reduction_kinds_allowed(vt: ValueType) -> frozenset:
     if k in "iuf":
         allowed |= {OpKind.MINIMUM, OpKind.MAXIMUM}
     if k in _INTEGER:
-        allowed |= {OpKind.BIT_AND, OpKind.BIT_OR, OpKind.BIT_XOR, OpKind.LOGICAL_AND, OpKind.LOGICAL_OR,
-                    OpKind.MODULUS, OpKind.MINUS, OpKind.DIVIDES}
-    if k in "fc":
-        allowed |= {OpKind.MINUS, OpKind.DIVIDES}
+        allowed |= {OpKind.BIT_AND, OpKind.BIT_OR, OpKind.BIT_XOR, OpKind.LOGICAL_AND, OpKind.LOGICAL_OR}
     if k == "b":
         allowed |= {OpKind.LOGICAL_AND, OpKind.LOGICAL_OR, OpKind.BIT_AND, OpKind.BIT_OR, OpKind.BIT_XOR,
                     OpKind.EQUAL_TO, OpKind.NOT_EQUAL_TO, OpKind.MINIMUM, OpKind.MAXIMUM}
@@ -91,6 +88,8 @@ def check_binary_builtin(op: OpSpec, vt: ValueType, argument: str = "op") -> Non
         hint = ""
         if kind in COMPARISON_KINDS:
             hint = " (comparison operators are comparators, for sorting and searching)"
+        elif kind in (OpKind.MINUS, OpKind.DIVIDES, OpKind.MODULUS):
+            hint = f" that is associative ({kind.name} is not, so its reduction would depend on the order)"
         raise ArgumentError(argument, f"an operator defined on {vt.dtype} values{hint}", kind)
 
 

@@ -13,8 +13,10 @@ from . import stats
 from .codegen import Source
 from .toolchain import KERNELS_DIR, cccl_include_dir, cuda_include_dir
 
-# Options besides arch and include paths; part of every kernel cache key.
-BASE_OPTIONS = ("-std=c++17", "-rdc=true", "-dlto")
+# NVRTC options besides arch and include paths. They build the ProgramOptions below and
+# their repr is part of every kernel cache key, so the key always matches the compile.
+COMPILE_OPTIONS = {"std": "c++17", "relocatable_device_code": True, "link_time_optimization": True}
+BASE_OPTIONS = tuple(f"{k}={v}" for k, v in sorted(COMPILE_OPTIONS.items()))
 
 
 def _include_dirs() -> list[str]:
@@ -49,8 +51,7 @@ def compile_to_ltoir(source: Source, arch: int) -> tuple[bytes, dict[str, str]]:
     dump = config.dump_dir()
     if dump is not None:
         write_source(source.text, dump)
-    options = ProgramOptions(arch=f"sm_{arch}", relocatable_device_code=True, link_time_optimization=True,
-                             std="c++17", include_path=_include_dirs())
+    options = ProgramOptions(arch=f"sm_{arch}", include_path=_include_dirs(), **COMPILE_OPTIONS)
     stats.bump("nvrtc_compiles")
     try:
         program = Program(source.text, "c++", options)

@@ -23,6 +23,24 @@ import numpy as np
 
 _PY = f"py{sys.version_info[0]}.{sys.version_info[1]}"
 
+# Modules whose attributes are library functions, not user state: named, not walked.
+_LIBRARY_MODULES = frozenset({"builtins", "math", "cmath", "operator", "numpy", "numba", "cuprims", "cupy",
+                              "torch", "cuda"})
+
+
+def all_names(co: types.CodeType) -> tuple[str, ...]:
+    """Global and attribute names used by ``co`` and the code objects nested in it
+    (inner functions, lambdas and comprehensions, which numba compiles too)."""
+    names = list(co.co_names)
+    for const in co.co_consts:
+        if isinstance(const, types.CodeType):
+            names.extend(all_names(const))
+    return tuple(dict.fromkeys(names))
+
+
+def _is_library_module(mod: types.ModuleType) -> bool:
+    return mod.__name__.split(".")[0] in _LIBRARY_MODULES
+
 
 class _Walker:
     def __init__(self) -> None:
@@ -46,10 +64,15 @@ class _Walker:
         self._seen[key] = len(self._seen)
         co = fn.__code__
         globs = fn.__globals__
+        names = all_names(co)
         referenced = []
-        for name in co.co_names:
+        for name in names:
             if name in globs:
-                referenced.append((name, self.value(globs[name])))
+                value = globs[name]
+                if isinstance(value, types.ModuleType) and not _is_library_module(value):
+                    referenced.append((name, self.module(value, names)))
+                else:
+                    referenced.append((name, self.value(value)))
         closure = ()
         if fn.__closure__:
             cells = []
@@ -61,6 +84,11 @@ class _Walker:
             closure = tuple(cells)
         defaults = tuple(self.value(d) for d in (fn.__defaults__ or ()))
         return ("function", self.code(co), tuple(referenced), closure, defaults)
+
+    def module(self, mod: types.ModuleType, names: tuple[str, ...]) -> tuple:
+        """A user module: numba freezes the attributes the code reads, so their values count."""
+        attrs = tuple((n, self.value(getattr(mod, n))) for n in names if hasattr(mod, n))
+        return ("user_module", mod.__name__, attrs)
 
     def value(self, v: Any) -> tuple:
         if v is None or isinstance(v, (bool, int, float, complex, str, bytes)):
@@ -83,13 +111,18 @@ class _Walker:
         struct_dtype = getattr(v, "_cuprims_dtype", None)
         if struct_dtype is not None and isinstance(v, type):
             return ("gpu_struct", str(struct_dtype.descr), v.__name__)
+        data = getattr(v, "_cuprims_data", None)
+        if struct_dtype is not None and isinstance(data, np.ndarray):  # a gpu_struct value
+            return ("gpu_struct_value", str(struct_dtype.descr), data.tobytes())
         py_func = getattr(v, "py_func", None)  # a numba dispatcher: describe the Python it wraps
         if isinstance(py_func, types.FunctionType):
             return ("jitted", type(v).__name__, self.function(py_func))
-        cai = getattr(type(v), "__cuda_array_interface__", None)
-        if cai is not None:
+        if hasattr(v, "__cuda_array_interface__"):
+            # numba bakes a captured device array's address into the code, so the code is
+            # only good for this array in this process: keyed by pointer, never stored.
             iface = v.__cuda_array_interface__
-            return ("device_array", iface.get("typestr"), tuple(iface.get("shape", ())))
+            self.persistent = False
+            return ("device_array", iface.get("typestr"), tuple(iface.get("shape", ())), iface["data"][0])
         mod = getattr(v, "__module__", "") or getattr(type(v), "__module__", "")
         if mod.split(".")[0] in ("numba", "numpy", "math", "cmath") and hasattr(v, "__qualname__"):
             return ("lib", mod, v.__qualname__)
@@ -127,11 +160,14 @@ def _snapshot(fn: types.FunctionType, out: list, seen: set) -> None:
     seen.add(id(fn))
     out.append(id(fn.__code__))
     globs = fn.__globals__
-    for name in fn.__code__.co_names:
+    names = all_names(fn.__code__)
+    for name in names:
         value = globs.get(name)
         out.append(id(value))
         if isinstance(value, types.FunctionType):
             _snapshot(value, out, seen)
+        elif isinstance(value, types.ModuleType) and not _is_library_module(value):
+            out.extend(id(getattr(value, n, None)) for n in names)
     for cell in fn.__closure__ or ():
         try:
             value = cell.cell_contents

@@ -110,11 +110,12 @@ def nvjitlink_version() -> str:
 
 @functools.lru_cache(maxsize=None)
 def own_sources_digest() -> str:
-    """Hash of our kernel templates and code generator: a change to either changes every key."""
+    """Hash of this package's Python sources and kernel templates: any change to how we
+    generate, compile, wrap or link code changes every key (a few ms, once per process)."""
     h = hashlib.sha256()
-    here = Path(__file__).resolve().parent
-    for path in sorted(KERNELS_DIR.glob("*.cuh")) + [here / "codegen.py"]:
-        h.update(path.name.encode())
+    package = Path(__file__).resolve().parent.parent
+    for path in sorted(package.rglob("*.py")) + sorted(KERNELS_DIR.glob("*.cuh")):
+        h.update(str(path.relative_to(package)).encode())
         h.update(path.read_bytes())
     return h.hexdigest()[:24]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from typing import Any, Callable, Sequence
 
 from ..errors import ArgumentError, NoDeviceError
@@ -139,6 +140,44 @@ def targets(compute_capability: Any) -> list[int]:
     except NoDeviceError as exc:
         raise NoDeviceError(f"{exc}. To build without a GPU pass compute_capability= (for example 90) "
                             "and ProxyArray/ProxyValue placeholders") from None
+
+
+class PerThreadCache:
+    """Algorithm objects cached per thread (so concurrent calls never share mutable
+    wrapper state), bounded, and all invalidated at once by ``clear_all_caches()``."""
+
+    def __init__(self, max_entries: int = 128):
+        self.max_entries = max_entries
+        self._tls = threading.local()
+        self._generation = 0
+
+    def _cache(self) -> "OrderedDict":
+        tls = self._tls
+        if getattr(tls, "generation", -1) != self._generation:
+            tls.cache = OrderedDict()
+            tls.generation = self._generation
+        return tls.cache
+
+    def get(self, key: Any) -> Any:
+        cache = self._cache()
+        try:
+            obj = cache[key]
+        except (KeyError, TypeError):
+            return None
+        cache.move_to_end(key)
+        return obj
+
+    def put(self, key: Any, obj: Any) -> None:
+        cache = self._cache()
+        try:
+            cache[key] = obj
+        except TypeError:
+            return
+        if len(cache) > self.max_entries:
+            cache.popitem(last=False)
+
+    def invalidate(self) -> None:
+        self._generation += 1
 
 
 def check_num_items(num_items: Any) -> int:

@@ -13,8 +13,6 @@ with ``h_init``. Tile sizes come from the compiled code's exported policy.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from typing import Any
 
 import numpy as np
@@ -28,7 +26,8 @@ from .._streams import stream_handle
 from ..errors import ArgumentError, CudaError
 from ..op import OpSpec, RawOp, op_spec
 from ..types import ValueType, host_bytes, value_type
-from ._common import Builds, check_num_items, targets, temp_storage_info
+from ._common import (Builds, PerThreadCache, check_num_items, parse_compute_capability, targets,
+                      temp_storage_info)
 
 # CUB launches this many blocks per SM-occupancy slot for reductions.
 _SUBSCRIPTION_FACTOR = 5
@@ -113,6 +112,9 @@ class _Reduce:
         self._tiles_params = driver.ParamPack(("ptr", "ptr", "i64", functor_size))
         self._single_params = driver.ParamPack(("ptr", "ptr", "i64", functor_size, init_size, 1))
         self._plan: tuple | None = None
+        # cuda::std::complex<T> is aligned to its full size, numpy's complex only to T's
+        self._in_align_mask = in_vt.size - 1 if in_vt.kind == "c" else 0
+        self._out_align_mask = accum.size - 1 if accum.kind == "c" else 0
         self._init_scalar_type = self._out_dtype.type if self._has_init and not accum.is_struct else None
 
     # -- per device facts (computed once per device) ---------------------------------
@@ -133,7 +135,7 @@ class _Reduce:
                 occupancy = loaded.module.max_active_blocks(loaded.names[0], meta["multi_threads"])
                 max_grid = max(1, occupancy) * driver.sm_count(device) * _SUBSCRIPTION_FACTOR
             plan = (tiles_k, single_in_k, single_partials_k, tile_items, single_items, max_grid,
-                    meta["multi_threads"], meta["single_threads"], meta["accum_size"], device)
+                    meta["multi_threads"], meta["single_threads"], meta["accum_size"], device, meta["accum_align"])
             loaded.extra["plan"] = plan
         self._plan = plan
         return plan
@@ -172,6 +174,10 @@ class _Reduce:
             raise ArgumentError("d_out", f"an array of {self._out_dtype} (as at build time)", f"an array of {dt_out}")
         if size_out < 1:
             raise ArgumentError("d_out", "an array with at least one element", "an empty array")
+        if p_in & self._in_align_mask or p_out & self._out_align_mask:
+            name, ptr, mask = (("d_in", p_in, self._in_align_mask) if p_in & self._in_align_mask
+                               else ("d_out", p_out, self._out_align_mask))
+            raise ArgumentError(name, f"data aligned to {mask + 1} bytes (as its C++ type needs)", hex(ptr))
         init = self._init_bytes(h_init)
         state = self._state
         if self._spec.state_size and isinstance(op, RawOp):
@@ -201,9 +207,8 @@ class _Reduce:
                 temp_ptr, temp_size = temp_storage_info(temp_storage)
                 if temp_size < needed:
                     raise ArgumentError("temp_storage", f"at least {needed} bytes", f"{temp_size} bytes")
-                if temp_ptr % self._accum.alignment:
-                    raise ArgumentError("temp_storage", f"an address aligned to {self._accum.alignment} bytes",
-                                        hex(temp_ptr))
+                if temp_ptr % plan[10]:
+                    raise ArgumentError("temp_storage", f"an address aligned to {plan[10]} bytes", hex(temp_ptr))
         try:
             try:
                 self._launch(plan, grid, s, p_in, p_out, temp_ptr, n, state, init)
@@ -234,24 +239,17 @@ class _Reduce:
         return self._builds.archs
 
     def cubin(self, compute_capability: Any = None) -> bytes:
-        """The compiled code for one architecture (the only one if not given)."""
-        from ._common import parse_compute_capability
-
+        """The compiled code for one architecture (the first built if not given)."""
         archs = parse_compute_capability(compute_capability) or self._builds.archs[:1]
+        if archs[0] not in self._builds.archs:
+            raise ArgumentError("compute_capability", f"one of the built architectures {self._builds.archs}",
+                                compute_capability)
         return self._builds.result(archs[0]).cubin
 
 
 # ------------------------------------------------------------------- public functions
 
-_tls = threading.local()
-_WRAPPERS_PER_THREAD = 128
-
-
-def _wrapper_cache() -> OrderedDict:
-    cache = getattr(_tls, "reduce", None)
-    if cache is None:
-        cache = _tls.reduce = OrderedDict()
-    return cache
+wrapper_caches = PerThreadCache()
 
 
 def _key_dtype(x: Any, name: str) -> np.dtype:
@@ -291,24 +289,13 @@ def make_reduce_into(*, d_in: Any, d_out: Any, op: Any, h_init: Any = None, **kw
     spec = op_spec(op)
     if not spec.persistent:
         return _Reduce(d_in, d_out, op, h_init, determinism, compute_capability, spec)
-    init_dt = _init_dtype(h_init)
-    cc_key = tuple(compute_capability) if isinstance(compute_capability, list) else compute_capability
-    key = (_key_dtype(d_in, "d_in"), _key_dtype(d_out, "d_out"), spec.key, init_dt, determinism, cc_key,
-           spec.state_size, spec.state_alignment)
-    cache = _wrapper_cache()
-    try:
-        obj = cache[key]
-        cache.move_to_end(key)
-        return obj
-    except (KeyError, TypeError):
-        pass
-    obj = _Reduce(d_in, d_out, op, h_init, determinism, compute_capability, spec)
-    try:
-        cache[key] = obj
-        if len(cache) > _WRAPPERS_PER_THREAD:
-            cache.popitem(last=False)
-    except TypeError:
-        pass
+    archs = parse_compute_capability(compute_capability)
+    key = (_key_dtype(d_in, "d_in"), _key_dtype(d_out, "d_out"), spec.key, _init_dtype(h_init), determinism,
+           None if archs is None else tuple(archs), spec.state_size, spec.state_alignment)
+    obj = wrapper_caches.get(key)
+    if obj is None:
+        obj = _Reduce(d_in, d_out, op, h_init, determinism, archs, spec)
+        wrapper_caches.put(key, obj)
     return obj
 
 
