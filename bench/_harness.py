@@ -37,11 +37,15 @@ def device_ms(fn: Callable[[], Any], *, inner: int = 20, repeats: int = 15, warm
     return statistics.median(samples)
 
 
-def host_us(fn: Callable[[], Any], *, calls: int = 2000, repeats: int = 7) -> float:
-    """Median host microseconds per call (launches are asynchronous; the queue drains between repeats)."""
+def host_us(fn: Callable[[], Any], *, calls: int = 200, repeats: int = 40) -> float:
+    """Median host microseconds per call.
+
+    Calls go in bursts of ``calls`` with the device drained between bursts (not timed):
+    a longer burst fills the launch queue, after which every launch waits for the GPU
+    and the figure becomes the GPU's kernel rate, not the host's cost per call."""
     import cupy as cp
 
-    for _ in range(200):
+    for _ in range(100):
         fn()
     cp.cuda.Device().synchronize()
     samples = []

@@ -91,6 +91,10 @@ def _read_cai(x: Any, name: str) -> Info:
         dt = _dtype_from_descr(descr, base.itemsize)
     else:
         dt = base
+        if dt.kind == "V":  # some producers (numba) export records as plain bytes: ask the array
+            own = getattr(x, "dtype", None)
+            if isinstance(own, np.dtype) and own.itemsize == dt.itemsize:
+                dt = own
     size = 1
     for s in shape:
         size *= s

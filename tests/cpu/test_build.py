@@ -27,13 +27,13 @@ def _check_meta(obj, arch, dtype=np.float32):
     result = obj._builds.result(arch)
     assert result.arch == arch
     meta = result.meta
-    for name in ("multi_threads", "multi_items", "single_threads", "single_items"):
+    for name in ("threads", "items"):
         assert meta[name] > 0, (name, meta)
-    assert meta["multi_threads"] % 32 == 0 and meta["single_threads"] % 32 == 0
+    assert meta["threads"] % 32 == 0
     assert meta["accum_size"] == np.dtype(dtype).itemsize
     align = meta["accum_align"]
     assert align > 0 and align & (align - 1) == 0 and meta["accum_size"] % align == 0
-    assert len(result.kernels) >= 2
+    assert len(result.kernels) >= 1  # one kernel template serves both passes when the types agree
     for lowered in result.kernels.values():
         assert lowered.encode() in result.cubin, lowered
 

@@ -273,7 +273,7 @@ def test_warm_disk_in_process_compiles_nothing(pristine_copy):
     assert cuprims.cache_info()["disk_hits"] >= 1
     assert obj.cubin() == cubin
     meta = obj._builds.result(90).meta
-    assert meta["multi_threads"] > 0 and meta["accum_size"] == 4
+    assert meta["threads"] > 0 and meta["accum_size"] == 4
 
 
 # ----------------------------------------------------------------- disk entries

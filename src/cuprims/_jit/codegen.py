@@ -166,34 +166,24 @@ def reduce_source(*, in_type: ValueType, accum: ValueType, op: OpSpec, has_init:
                     ", ::cuda::execution::determinism::__determinism_t::__gpu_to_gpu" + ", 6, 0>")
     else:
         selector = base_selector % ""
-    init_t = t if has_init else "CUB_NS_QUALIFIER::detail::reduce::no_init_t"
+    init_t = t if has_init else "cuprims::reduce::no_init"
     text = (
         preamble((in_type, accum), arch)
         + "#include <cuprims_reduce.cuh>\n\n"
         + functor
         + f"\nusing cuprims_selector_t = {selector};\n"
-        + "using cuprims_policy_t = decltype(cuprims_selector_t{}(::cuda::compute_capability{"
-        + f"{arch // 10}, {arch % 10}" + "}));\n"
         + "constexpr auto cuprims_policy = cuprims_selector_t{}(::cuda::compute_capability{"
         + f"{arch // 10}, {arch % 10}" + "});\n"
         + meta_export((
-            ("multi_threads", "cuprims_policy.multi_tile.threads_per_block"),
-            ("multi_items", "cuprims_policy.multi_tile.items_per_thread"),
-            ("single_threads", "cuprims_policy.single_tile.threads_per_block"),
-            ("single_items", "cuprims_policy.single_tile.items_per_thread"),
+            ("threads", "cuprims_policy.multi_tile.threads_per_block"),
+            ("items", "cuprims_policy.multi_tile.items_per_thread"),
             ("accum_size", f"sizeof({t})"),
             ("accum_align", f"alignof({t})"),
         ))
     )
-    in_ptr = f"const {in_type.cpp}*"
-    names = (
-        f"cuprims::reduce::tiles_kernel<cuprims_selector_t, {in_ptr}, {t}, cuprims_op_t>",
-        # single tile over the input (small problems) and over the partials (second pass)
-        f"CUB_NS_QUALIFIER::detail::reduce::DeviceReduceSingleTileKernel<cuprims_selector_t, {in_ptr}, {t}*, "
-        f"long long, cuprims_op_t, {init_t}, {t}>",
-        f"CUB_NS_QUALIFIER::detail::reduce::DeviceReduceSingleTileKernel<cuprims_selector_t, const {t}*, {t}*, "
-        f"long long, cuprims_op_t, {init_t}, {t}>",
-    )
+    kernel = "cuprims::reduce::reduce_kernel<cuprims_selector_t, const {}*, " + f"{t}, cuprims_op_t, {init_t}>"
+    # first: over the input (every pass when the input is of the accumulator's type);
+    # second: over the per-block partials (the same kernel when the types agree)
+    names = (kernel.format(in_type.cpp), kernel.format(t))
     return Source(text=text, name_expressions=names, extern_symbols=externs,
-                  meta_fields=("multi_threads", "multi_items", "single_threads", "single_items",
-                               "accum_size", "accum_align"))
+                  meta_fields=("threads", "items", "accum_size", "accum_align"))

@@ -36,6 +36,18 @@ _SUBSCRIPTION_FACTOR = 5
 _PORTABLE_GRID = 2048
 
 
+class _Plan:
+    """How to launch on one device: kernel handles (over the input, over the partials),
+    block size, items per tile, grid cap, accumulator size and alignment."""
+
+    __slots__ = ("first", "second", "threads", "tile_items", "max_grid", "accum_size", "accum_align", "device")
+
+    def __init__(self, first: Any, second: Any, threads: int, tile_items: int, max_grid: int, accum_size: int,
+                 accum_align: int, device: int):
+        self.first, self.second, self.threads, self.tile_items = first, second, threads, tile_items
+        self.max_grid, self.accum_size, self.accum_align, self.device = max_grid, accum_size, accum_align, device
+
+
 def _init_dtype(h_init: Any) -> np.dtype | None:
     if h_init is None:
         return None
@@ -109,33 +121,35 @@ class _Reduce:
         self._functor_size = functor_size
         self._state = op.state.ljust(functor_size, b"\0") if isinstance(op, RawOp) and spec.state_size else b"\0"
         init_size = accum.size if self._has_init else 1
-        self._tiles_params = driver.ParamPack(("ptr", "ptr", "i64", functor_size))
-        self._single_params = driver.ParamPack(("ptr", "ptr", "i64", functor_size, init_size, 1))
-        self._plan: tuple | None = None
+        # reduce_kernel(d_in, d_out, num_items, op, init, finalize); one pack per pass so the
+        # two launches of a large problem never share a parameter block
+        self._first_params = driver.ParamPack(("ptr", "ptr", "i64", functor_size, init_size, "i32"))
+        self._second_params = driver.ParamPack(("ptr", "ptr", "i64", functor_size, init_size, "i32"))
+        self._plan: _Plan | None = None
         # cuda::std::complex<T> is aligned to its full size, numpy's complex only to T's
         self._in_align_mask = in_vt.size - 1 if in_vt.kind == "c" else 0
         self._out_align_mask = accum.size - 1 if accum.kind == "c" else 0
         self._init_scalar_type = self._out_dtype.type if self._has_init and not accum.is_struct else None
 
     # -- per device facts (computed once per device) ---------------------------------
-    def _device_plan(self, device: int, op: Any) -> tuple:
+    def _device_plan(self, device: int, op: Any) -> "_Plan":
         loaded = self._builds._by_device.get(device)
         if loaded is None:
             loaded = self._builds.loaded(device, [op] if self._spec.kind != "builtin" else [])
         plan = loaded.extra.get("plan")
         if plan is None:
             meta = loaded.meta
-            # handles follow codegen order: tiles, single tile over input, single tile over partials
-            tiles_k, single_in_k, single_partials_k = loaded.handles
-            tile_items = meta["multi_threads"] * meta["multi_items"]
-            single_items = meta["single_threads"] * meta["single_items"]
+            # handles follow codegen order: over the input, over the partials
+            first_k, second_k = loaded.handles
+            threads = meta["threads"]
+            tile_items = threads * meta["items"]
             if self._portable:
                 max_grid = _PORTABLE_GRID
             else:
-                occupancy = loaded.module.max_active_blocks(loaded.names[0], meta["multi_threads"])
+                occupancy = loaded.module.max_active_blocks(loaded.names[0], threads)
                 max_grid = max(1, occupancy) * driver.sm_count(device) * _SUBSCRIPTION_FACTOR
-            plan = (tiles_k, single_in_k, single_partials_k, tile_items, single_items, max_grid,
-                    meta["multi_threads"], meta["single_threads"], meta["accum_size"], device, meta["accum_align"])
+            plan = _Plan(first_k, second_k, threads, tile_items, max_grid, meta["accum_size"],
+                         meta["accum_align"], device)
             loaded.extra["plan"] = plan
         self._plan = plan
         return plan
@@ -151,13 +165,13 @@ class _Reduce:
             raise ArgumentError("h_init", f"a {self._accum.dtype} value (this reducer was built with one)", None)
         return host_bytes(h_init, self._accum, argument="h_init")
 
-    def _launch(self, plan: tuple, grid: int, stream: int, p_in: int, p_out: int, temp_ptr: int, n: int,
+    def _launch(self, plan: "_Plan", grid: int, stream: int, p_in: int, p_out: int, temp_ptr: int, n: int,
                 state: bytes, init: bytes) -> None:
         if grid == 0:
-            driver.launch(plan[1], 1, plan[7], stream, self._single_params.pack(p_in, p_out, n, state, init, b"\0"))
+            driver.launch(plan.first, 1, plan.threads, stream, self._first_params.pack(p_in, p_out, n, state, init, 1))
             return
-        driver.launch(plan[0], grid, plan[6], stream, self._tiles_params.pack(p_in, temp_ptr, n, state))
-        driver.launch(plan[2], 1, plan[7], stream, self._single_params.pack(temp_ptr, p_out, grid, state, init, b"\0"))
+        driver.launch(plan.first, grid, plan.threads, stream, self._first_params.pack(p_in, temp_ptr, n, state, init, 0))
+        driver.launch(plan.second, 1, plan.threads, stream, self._second_params.pack(temp_ptr, p_out, grid, state, init, 1))
 
     def _run(self, temp_storage: Any, d_in: Any, d_out: Any, num_items: Any, op: Any, h_init: Any,
              stream: Any, one_shot: bool) -> int | None:
@@ -185,17 +199,17 @@ class _Reduce:
         # The plan of the last device used: kernel handles of a CUDA library are valid in
         # every context, so only a launch failure (another architecture) needs a fresh look.
         plan = self._plan or self._device_plan(driver.current_device(), op)
-        if n <= plan[4]:
+        if n <= plan.tile_items:  # one tile: a single block does it all, no temporary storage
             grid, needed = 0, 1
         else:
-            grid = min(-(-n // plan[3]), plan[5])
-            needed = grid * plan[8]
+            grid = min(-(-n // plan.tile_items), plan.max_grid)
+            needed = grid * plan.accum_size
         if temp_storage is None and not one_shot:
             return needed
         s = stream_handle(stream) if stream is not None else 0
         if grid == 0 and self._plan is plan:  # the common small case, kept short
             try:
-                driver.launch(plan[1], 1, plan[7], s, self._single_params.pack(p_in, p_out, n, state, init, b"\0"))
+                driver.launch(plan.first, 1, plan.threads, s, self._first_params.pack(p_in, p_out, n, state, init, 1))
                 return None
             except CudaError:
                 pass  # fall through: another device may be current
@@ -207,19 +221,19 @@ class _Reduce:
                 temp_ptr, temp_size = temp_storage_info(temp_storage)
                 if temp_size < needed:
                     raise ArgumentError("temp_storage", f"at least {needed} bytes", f"{temp_size} bytes")
-                if temp_ptr % plan[10]:
-                    raise ArgumentError("temp_storage", f"an address aligned to {plan[10]} bytes", hex(temp_ptr))
+                if temp_ptr % plan.accum_align:
+                    raise ArgumentError("temp_storage", f"an address aligned to {plan.accum_align} bytes", hex(temp_ptr))
         try:
             try:
                 self._launch(plan, grid, s, p_in, p_out, temp_ptr, n, state, init)
             except CudaError:
                 device = driver.current_device()
-                if device == plan[9]:
+                if device == plan.device:
                     raise
                 # Another device (possibly another architecture) is current: use its build.
                 self._plan = None
                 fresh = self._device_plan(device, op)
-                if grid and fresh[5] != plan[5] and not one_shot:
+                if grid and fresh.max_grid != plan.max_grid and not one_shot:
                     raise ArgumentError("temp_storage", "storage sized on the device it is used with "
                                         "(query the size again after switching devices)", "a stale size")
                 self._launch(fresh, grid, s, p_in, p_out, temp_ptr, n, state, init)

@@ -1,19 +1,30 @@
-// cuprims device-wide reduction kernels, built on CUB's AgentReduce.
+// cuprims device-wide reduction kernel, built on CUB's AgentReduce.
 //
-// The first pass is our own thin kernel so that every launch argument is a plain
-// pointer or integer (CUB's own multi-block kernel takes a GridEvenShare struct whose
-// layout the host would otherwise have to restate); the tile mapping is computed in the
-// kernel from gridDim.x exactly as CUB's host dispatch would. The second pass is CUB's
-// DeviceReduceSingleTileKernel, instantiated directly.
+// One kernel template serves every pass, so a build instantiates (and NVRTC compiles)
+// as little as possible:
+//   * finalize == 0: each block reduces an even share of tiles (the mapping is computed
+//     from gridDim.x exactly as CUB's host dispatch would) into d_out[blockIdx.x];
+//   * finalize == 1: one block reduces all num_items items, combines init, and writes
+//     d_out[0] (small problems, and the second pass over the per-block partials).
+// Every launch argument is a pointer, an integer, the operator or the init value.
 #pragma once
 
-#include <cub/device/dispatch/kernels/kernel_reduce.cuh>
+#include <cub/agent/agent_reduce.cuh>
+#include <cub/device/dispatch/tuning/tuning_reduce.cuh>
+#include <cub/grid/grid_even_share.cuh>
+#include <cub/util_arch.cuh>
+
 #include <cuda/std/functional>
+#include <cuda/std/type_traits>
 
 namespace cuprims
 {
 namespace reduce
 {
+
+// Marks a reduction without an initial value: an empty input leaves the output alone.
+struct no_init
+{};
 
 // Evaluate a CUB reduce policy selector for one fixed compute capability. Used to make
 // GPU-to-GPU deterministic builds tile the same way on every architecture.
@@ -26,11 +37,14 @@ struct fixed_arch_selector
   }
 };
 
-template <class Selector, class InputT, class AccumT, class OpT>
+template <class Selector, class InputT, class AccumT, class OpT, class InitT>
 __global__ __launch_bounds__(int(CUB_NS_QUALIFIER::detail::current_policy<Selector>().multi_tile.threads_per_block))
-void tiles_kernel(InputT d_in, AccumT* d_partials, long long num_items, OpT op)
+void reduce_kernel(InputT d_in, AccumT* d_out, long long num_items, OpT op, InitT init, int finalize)
 {
   constexpr auto policy = CUB_NS_QUALIFIER::detail::current_policy<Selector>().multi_tile;
+  // The host launches this one kernel for both passes, at one block size.
+  static_assert(policy == CUB_NS_QUALIFIER::detail::current_policy<Selector>().single_tile,
+                "cuprims assumes CUB's single-tile and multi-tile reduce policies agree");
   using agent_policy_t = CUB_NS_QUALIFIER::detail::agent_reduce_policy<
     0, 0, AccumT, policy.vec_size, policy.reduce_algorithm, policy.load_modifier,
     CUB_NS_QUALIFIER::detail::NoScaling<policy.threads_per_block, policy.items_per_thread, AccumT>>;
@@ -38,16 +52,44 @@ void tiles_kernel(InputT d_in, AccumT* d_partials, long long num_items, OpT op)
     AgentReduce<agent_policy_t, InputT, long long, OpT, AccumT, ::cuda::std::identity>;
   __shared__ typename agent_t::TempStorage temp_storage;
 
+  if (finalize)
+  {
+    if (num_items == 0)
+    {
+      if constexpr (!::cuda::std::is_same_v<InitT, no_init>)
+      {
+        if (threadIdx.x == 0)
+        {
+          *d_out = init;
+        }
+      }
+      return;
+    }
+    AccumT aggregate = agent_t(temp_storage, d_in, op, ::cuda::std::identity{}).ConsumeRange(0ll, num_items);
+    if (threadIdx.x == 0)
+    {
+      if constexpr (::cuda::std::is_same_v<InitT, no_init>)
+      {
+        *d_out = aggregate;
+      }
+      else
+      {
+        *d_out = op(init, aggregate);
+      }
+    }
+    return;
+  }
+
   CUB_NS_QUALIFIER::GridEvenShare<long long> even_share;
   even_share.DispatchInit(num_items, int(gridDim.x), policy.threads_per_block * policy.items_per_thread);
   if (int(blockIdx.x) >= even_share.grid_size)
   {
     return;
   }
-  AccumT block_aggregate = agent_t(temp_storage, d_in, op, ::cuda::std::identity{}).ConsumeTiles(even_share);
+  AccumT aggregate = agent_t(temp_storage, d_in, op, ::cuda::std::identity{}).ConsumeTiles(even_share);
   if (threadIdx.x == 0)
   {
-    d_partials[blockIdx.x] = block_aggregate;
+    d_out[blockIdx.x] = aggregate;
   }
 }
 

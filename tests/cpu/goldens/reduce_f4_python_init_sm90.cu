@@ -20,26 +20,20 @@ struct cuprims_op_t
 };
 
 using cuprims_selector_t = CUB_NS_QUALIFIER::detail::reduce::policy_selector_from_types<float, long long, cuprims_op_t>;
-using cuprims_policy_t = decltype(cuprims_selector_t{}(::cuda::compute_capability{9, 0}));
 constexpr auto cuprims_policy = cuprims_selector_t{}(::cuda::compute_capability{9, 0});
-extern "C" __device__ __attribute__((used)) const long long cuprims_meta[6] = {
-  (long long)(cuprims_policy.multi_tile.threads_per_block) /* multi_threads */,
-  (long long)(cuprims_policy.multi_tile.items_per_thread) /* multi_items */,
-  (long long)(cuprims_policy.single_tile.threads_per_block) /* single_threads */,
-  (long long)(cuprims_policy.single_tile.items_per_thread) /* single_items */,
+extern "C" __device__ __attribute__((used)) const long long cuprims_meta[4] = {
+  (long long)(cuprims_policy.multi_tile.threads_per_block) /* threads */,
+  (long long)(cuprims_policy.multi_tile.items_per_thread) /* items */,
   (long long)(sizeof(float)) /* accum_size */,
   (long long)(alignof(float)) /* accum_align */};
 
 // ---- name_expressions ----
-// cuprims::reduce::tiles_kernel<cuprims_selector_t, const float*, float, cuprims_op_t>
-// CUB_NS_QUALIFIER::detail::reduce::DeviceReduceSingleTileKernel<cuprims_selector_t, const float*, float*, long long, cuprims_op_t, float, float>
-// CUB_NS_QUALIFIER::detail::reduce::DeviceReduceSingleTileKernel<cuprims_selector_t, const float*, float*, long long, cuprims_op_t, float, float>
+// cuprims::reduce::reduce_kernel<cuprims_selector_t, const float*, float, cuprims_op_t, float>
+// cuprims::reduce::reduce_kernel<cuprims_selector_t, const float*, float, cuprims_op_t, float>
 // ---- extern_symbols ----
 // cuprims_op_0
 // ---- meta_fields ----
-// multi_threads
-// multi_items
-// single_threads
-// single_items
+// threads
+// items
 // accum_size
 // accum_align

@@ -15,25 +15,19 @@ struct cuprims_op_t
 };
 
 using cuprims_selector_t = CUB_NS_QUALIFIER::detail::reduce::policy_selector_from_types<long long, long long, cuprims_op_t>;
-using cuprims_policy_t = decltype(cuprims_selector_t{}(::cuda::compute_capability{9, 0}));
 constexpr auto cuprims_policy = cuprims_selector_t{}(::cuda::compute_capability{9, 0});
-extern "C" __device__ __attribute__((used)) const long long cuprims_meta[6] = {
-  (long long)(cuprims_policy.multi_tile.threads_per_block) /* multi_threads */,
-  (long long)(cuprims_policy.multi_tile.items_per_thread) /* multi_items */,
-  (long long)(cuprims_policy.single_tile.threads_per_block) /* single_threads */,
-  (long long)(cuprims_policy.single_tile.items_per_thread) /* single_items */,
+extern "C" __device__ __attribute__((used)) const long long cuprims_meta[4] = {
+  (long long)(cuprims_policy.multi_tile.threads_per_block) /* threads */,
+  (long long)(cuprims_policy.multi_tile.items_per_thread) /* items */,
   (long long)(sizeof(long long)) /* accum_size */,
   (long long)(alignof(long long)) /* accum_align */};
 
 // ---- name_expressions ----
-// cuprims::reduce::tiles_kernel<cuprims_selector_t, const long long*, long long, cuprims_op_t>
-// CUB_NS_QUALIFIER::detail::reduce::DeviceReduceSingleTileKernel<cuprims_selector_t, const long long*, long long*, long long, cuprims_op_t, CUB_NS_QUALIFIER::detail::reduce::no_init_t, long long>
-// CUB_NS_QUALIFIER::detail::reduce::DeviceReduceSingleTileKernel<cuprims_selector_t, const long long*, long long*, long long, cuprims_op_t, CUB_NS_QUALIFIER::detail::reduce::no_init_t, long long>
+// cuprims::reduce::reduce_kernel<cuprims_selector_t, const long long*, long long, cuprims_op_t, cuprims::reduce::no_init>
+// cuprims::reduce::reduce_kernel<cuprims_selector_t, const long long*, long long, cuprims_op_t, cuprims::reduce::no_init>
 // ---- extern_symbols ----
 // ---- meta_fields ----
-// multi_threads
-// multi_items
-// single_threads
-// single_items
+// threads
+// items
 // accum_size
 // accum_align
