@@ -51,6 +51,15 @@ def _probe(cache_dir: str, aot: bool) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def _dist_version(name: str) -> str | None:
+    try:
+        from importlib.metadata import version
+
+        return version(name)
+    except Exception:  # noqa: BLE001
+        return None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default=None)
@@ -161,7 +170,7 @@ def main() -> None:
 
     extra = {"device": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(),
              "cupy": cp.__version__, "torch": torch.__version__,
-             "cuda.compute": getattr(ccomp, "__version__", None) if ccomp else None}
+             "cuda.compute": _dist_version("cuda-cccl") if ccomp else None}
     dirs = [ROOT / "bench" / "results"]
     if args.out:
         dirs.append(Path(args.out))

@@ -16,11 +16,11 @@ def clear_all_caches(*, disk: bool = False) -> None:
         cuprims.clear_all_caches(disk=True)   # also delete this cache directory's entries
     """
     from ._jit import build
-    from .algorithms import reduce as _reduce
+    from .algorithms._common import invalidate_wrapper_caches
 
     build.clear_memory()
     # Per-thread caches of algorithm objects notice this on their next lookup.
-    _reduce.wrapper_caches.invalidate()
+    invalidate_wrapper_caches()
     if disk:
         cache = build.disk_cache()
         if cache is not None:

@@ -9,7 +9,19 @@ import numpy as np
 from .types import value_type
 
 
-class ProxyArray:
+class _Proxy:
+    def __init__(self, dtype: Any):
+        self._cuprims_proxy_dtype = value_type(dtype, argument="dtype").dtype
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._cuprims_proxy_dtype
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.dtype})"
+
+
+class ProxyArray(_Proxy):
     """Stands for a device array of ``dtype`` when building with ``compute_capability=``.
 
     Example::
@@ -22,26 +34,6 @@ class ProxyArray:
                                            compute_capability=90)
     """
 
-    def __init__(self, dtype: Any):
-        self._cuprims_proxy_dtype = value_type(dtype, argument="dtype").dtype
 
-    @property
-    def dtype(self) -> np.dtype:
-        return self._cuprims_proxy_dtype
-
-    def __repr__(self) -> str:
-        return f"ProxyArray({self.dtype})"
-
-
-class ProxyValue:
+class ProxyValue(_Proxy):
     """Stands for a host value (such as ``h_init``) of ``dtype`` when building ahead of time."""
-
-    def __init__(self, dtype: Any):
-        self._cuprims_proxy_dtype = value_type(dtype, argument="dtype").dtype
-
-    @property
-    def dtype(self) -> np.dtype:
-        return self._cuprims_proxy_dtype
-
-    def __repr__(self) -> str:
-        return f"ProxyValue({self.dtype})"

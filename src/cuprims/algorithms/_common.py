@@ -142,14 +142,19 @@ def targets(compute_capability: Any) -> list[int]:
                             "and ProxyArray/ProxyValue placeholders") from None
 
 
+_ALL_WRAPPER_CACHES: list["PerThreadCache"] = []
+
+
 class PerThreadCache:
     """Algorithm objects cached per thread (so concurrent calls never share mutable
-    wrapper state), bounded, and all invalidated at once by ``clear_all_caches()``."""
+    wrapper state), bounded, and all invalidated at once by ``clear_all_caches()``.
+    Each algorithm module keeps one at module level."""
 
     def __init__(self, max_entries: int = 128):
         self.max_entries = max_entries
         self._tls = threading.local()
         self._generation = 0
+        _ALL_WRAPPER_CACHES.append(self)
 
     def _cache(self) -> "OrderedDict":
         tls = self._tls
@@ -178,6 +183,12 @@ class PerThreadCache:
 
     def invalidate(self) -> None:
         self._generation += 1
+
+
+def invalidate_wrapper_caches() -> None:
+    """Make every algorithm's per-thread object cache start afresh (all threads)."""
+    for cache in _ALL_WRAPPER_CACHES:
+        cache.invalidate()
 
 
 def check_num_items(num_items: Any) -> int:
