@@ -18,7 +18,10 @@ from . import errors
 from ._caching import cache_info, clear_all_caches
 from ._enums import Determinism, SortOrder
 from ._proxy import ProxyArray, ProxyValue
+from .algorithms.binary_search import lower_bound, make_lower_bound, make_upper_bound, upper_bound
 from .algorithms.reduce import make_reduce_into, reduce_into
+from .algorithms.scan import exclusive_scan, inclusive_scan, make_exclusive_scan, make_inclusive_scan
+from .algorithms.transform import binary_transform, make_binary_transform, make_unary_transform, unary_transform
 from .op import OpKind, RawOp
 from .struct import gpu_struct
 
@@ -26,5 +29,9 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Determinism", "OpKind", "ProxyArray", "ProxyValue", "RawOp", "SortOrder",
-    "cache_info", "clear_all_caches", "errors", "gpu_struct", "make_reduce_into", "reduce_into",
+    "cache_info", "clear_all_caches", "errors", "gpu_struct",
+    "make_reduce_into", "reduce_into",
+    "make_inclusive_scan", "inclusive_scan", "make_exclusive_scan", "exclusive_scan",
+    "make_unary_transform", "unary_transform", "make_binary_transform", "binary_transform",
+    "make_lower_bound", "make_upper_bound", "lower_bound", "upper_bound",
 ]

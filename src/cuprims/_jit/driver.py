@@ -14,6 +14,7 @@ import threading
 from typing import Any, Sequence
 
 from ..errors import CudaError, NoDeviceError
+from . import lazy
 
 _lib = None
 _init_lock = threading.Lock()
@@ -75,7 +76,7 @@ def current_device() -> int:
     if rc == 0:
         return box.value
     if rc in (CUDA_ERROR_INVALID_CONTEXT, CUDA_ERROR_NOT_INITIALIZED):
-        from cuda.core import Device
+        Device = lazy.cuda_core().Device
 
         try:
             Device(0).set_current()
@@ -89,7 +90,7 @@ def current_device() -> int:
 def _properties(device: int) -> tuple[tuple[int, int], int]:
     props = _device_props.get(device)
     if props is None:
-        from cuda.bindings import driver as drv
+        drv = lazy.driver_bindings()
 
         def attr(a):
             err, value = drv.cuDeviceGetAttribute(a, device)
@@ -116,7 +117,7 @@ class Module:
     """A cubin loaded as a context-independent CUDA library, with kernel handles by name."""
 
     def __init__(self, cubin: bytes, lowered: dict[str, str]):
-        from cuda.bindings import driver as drv
+        drv = lazy.driver_bindings()
 
         _libcuda()
         err, self._library = drv.cuLibraryLoadData(cubin, None, None, 0, None, None, 0)
@@ -133,7 +134,7 @@ class Module:
 
     def max_active_blocks(self, expr: str, block: int, dynamic_smem: int = 0) -> int:
         """Occupancy of kernel ``expr`` on the current device."""
-        from cuda.bindings import driver as drv
+        drv = lazy.driver_bindings()
 
         err, func = drv.cuKernelGetFunction(self._handles[expr])
         if err != drv.CUresult.CUDA_SUCCESS:
@@ -145,7 +146,7 @@ class Module:
 
     def __del__(self):  # pragma: no cover - depends on interpreter shutdown order
         try:
-            from cuda.bindings import driver as drv
+            drv = lazy.driver_bindings()
 
             drv.cuLibraryUnload(self._library)
         except Exception:
@@ -211,7 +212,7 @@ def launch(kernel: Any, grid: int, block: int, stream: int, params: int, shared:
 
 def _cu_launch(*args):  # bound to cuda.bindings' cuLaunchKernel on first use
     global _cu_launch
-    from cuda.bindings import driver as drv
+    drv = lazy.driver_bindings()
 
     _libcuda()
     _cu_launch = drv.cuLaunchKernel

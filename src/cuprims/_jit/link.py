@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..errors import LinkError
-from . import stats
+from . import lazy, stats
 
 
 def link_cubin(kernel_ltoir: bytes, extra_ltoirs: Sequence[bytes], arch: int, *,
                source_path: str | None = None) -> bytes:
-    from cuda.core import Linker, LinkerOptions, ObjectCode
+    core = lazy.cuda_core()
+    Linker, LinkerOptions, ObjectCode = core.Linker, core.LinkerOptions, core.ObjectCode
 
     objects = [ObjectCode.from_ltoir(kernel_ltoir, name="kernels")]
     objects += [ObjectCode.from_ltoir(code, name=f"op{i}") for i, code in enumerate(extra_ltoirs)]

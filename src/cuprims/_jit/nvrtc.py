@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .. import config
 from ..errors import CompileError
-from . import stats
+from . import lazy, stats
 from .codegen import Source
 from .toolchain import KERNELS_DIR, cccl_include_dir, cuda_include_dir
 
@@ -46,7 +46,8 @@ def write_source(text: str, directory: Path | None = None) -> str:
 
 def compile_to_ltoir(source: Source, arch: int) -> tuple[bytes, dict[str, str]]:
     """Compile ``source`` for ``sm_<arch>``; returns (LTO-IR, name expression -> lowered name)."""
-    from cuda.core import Program, ProgramOptions
+    core = lazy.cuda_core()
+    Program, ProgramOptions = core.Program, core.ProgramOptions
 
     dump = config.dump_dir()
     if dump is not None:

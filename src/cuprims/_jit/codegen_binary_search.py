@@ -1,0 +1,90 @@
+"""Generated source for vectorised binary search (lower / upper bound). Pure strings.
+
+The kernel template is ours (``kernels/cuprims_binary_search.cuh``; CUB's find-bound
+kernels live in a dispatch header NVRTC cannot compile, and they expect sorted values).
+One kernel serves both bounds, so the source depends only on the data type, the output
+(index) type and the comparator.
+
+The comparator is a strict weak order ``comp(a, b) -> bool`` ("a goes before b"):
+
+* ``None`` / ``OpKind.LESS``: ascending data. On floating-point data NaN sorts last
+  (numpy's order), so ``comp(a, b) = a < b || (isnan(b) && !isnan(a))``;
+* ``OpKind.GREATER``: descending data (NaN first, the reverse of the above);
+* a Python callable, compiled by numba with a bool result stored as a flag byte;
+* a ``RawOp`` ``void name([void* state,] void* a, void* b, void* result)`` that writes one
+  byte (nonzero = true).
+"""
+
+from __future__ import annotations
+
+from ..errors import ArgumentError
+from ..op import OpKind, OpSpec
+from ..types import ValueType
+from .codegen import Source, meta_export, op_symbol, preamble
+
+META_FIELDS = ("threads", "value_size", "out_size")
+
+INDEX_CODES = ("i4", "i8", "u4", "u8")
+
+
+def check_comparator_builtin(op: OpSpec, data: ValueType, argument: str = "comp") -> None:
+    """Raise ArgumentError unless built-in ``op`` is a strict weak order on ``data``."""
+    if op.builtin not in (OpKind.LESS, OpKind.GREATER):
+        raise ArgumentError(argument, "None, OpKind.LESS (ascending data), OpKind.GREATER (descending data), "
+                            "a Python callable comp(a, b) -> bool or a RawOp", op.builtin)
+    if data.is_struct:
+        raise ArgumentError(argument, f"a Python callable or RawOp for struct values ({data.cpp}); built-in "
+                            "comparators work on scalars", op.builtin)
+    if data.kind == "c":
+        raise ArgumentError(argument, "a Python callable or RawOp (complex numbers have no built-in order)",
+                            op.builtin)
+
+
+def _less_expr(t: ValueType, a: str, b: str) -> str:
+    """``a`` before ``b`` in ascending order with NaN last (numpy's sort order)."""
+    if t.kind != "f":
+        return f"({a} < {b})"
+    if t.code == "f2":
+        return f"(({a} < {b}) || (__hisnan({b}) && !__hisnan({a})))"
+    return f"(({a} < {b}) || ({b} != {b} && {a} == {a}))"
+
+
+def comparator_functor(name: str, op: OpSpec, data: ValueType, symbol: str) -> tuple[str, tuple[str, ...]]:
+    """C++ functor ``name`` with ``bool operator()(const T& a, const T& b)``; returns
+    (text, extern symbols)."""
+    t = data.cpp
+    head = (f"struct {name}\n{{\n")
+    sig = f"  __device__ __forceinline__ bool operator()(const {t}& a, const {t}& b) const\n  {{\n    "
+    if op.kind == "builtin":
+        expr = _less_expr(data, "a", "b") if op.builtin is OpKind.LESS else _less_expr(data, "b", "a")
+        return head + sig + f"return {expr};\n  }}\n}};\n", ()
+    if op.state_size:
+        decl = f'extern "C" __device__ void {symbol}(void*, void*, void*, void*);'
+        state = f"  struct __align__({op.state_alignment}) {{ unsigned char bytes[{op.state_size}]; }} state;\n"
+        call = f"{symbol}(const_cast<void*>(static_cast<const void*>(&state)), &lhs, &rhs, &flag);"
+    else:
+        decl = f'extern "C" __device__ void {symbol}(void*, void*, void*);'
+        state = ""
+        call = f"{symbol}(&lhs, &rhs, &flag);"
+    body = f"{t} lhs = a;\n    {t} rhs = b;\n    unsigned char flag = 0;\n    {call}\n    return flag != 0;"
+    return f"{decl}\n{head}{state}{sig}{body}\n  }}\n}};\n", (symbol,)
+
+
+def binary_search_source(*, data: ValueType, out: ValueType, op: OpSpec, arch: int) -> Source:
+    """Source for lower/upper-bound searches of ``data`` values writing ``out`` indices."""
+    if out.code not in INDEX_CODES:
+        raise ValueError(f"index type {out.code} is not one of {INDEX_CODES}")
+    functor, externs = comparator_functor("cuprims_comp_t", op, data, op_symbol(op, "cuprims_op_0"))
+    text = (
+        preamble((data, out), arch)
+        + "#include <cuprims_binary_search.cuh>\n\n"
+        + functor
+        + "\n"
+        + meta_export((
+            ("threads", "cuprims::binary_search::policy::threads_per_block"),
+            ("value_size", f"sizeof({data.cpp})"),
+            ("out_size", f"sizeof({out.cpp})"),
+        ))
+    )
+    name = f"cuprims::binary_search::binary_search_kernel<{data.cpp}, {out.cpp}, cuprims_comp_t>"
+    return Source(text=text, name_expressions=(name,), extern_symbols=externs, meta_fields=META_FIELDS)

@@ -1,0 +1,70 @@
+"""Scan spec -> CUDA C++ source (pure strings: no CUDA, no numba; golden-tested).
+
+The unit instantiates the two kernels of ``kernels/cuprims_scan.cuh`` (tile-state init
+and the decoupled look-back scan) and exports, through ``cuprims_meta``, everything the
+host dispatch needs: block size, items per thread, init-kernel block size, tile-state
+bytes per tile and fixed bytes, the largest tile count, accumulator size and alignment.
+"""
+
+from __future__ import annotations
+
+from ..op import OpSpec
+from ..types import ValueType
+from .codegen import Source, binary_functor, meta_export, op_symbol, preamble
+
+# What the init value is, as the kernel sees it.
+INIT_KINDS = ("none", "value", "device")
+
+SCAN_META_FIELDS = ("threads", "items", "init_threads", "tile_bytes_per_tile", "tile_fixed_bytes", "max_tiles",
+                    "accum_size", "accum_align")
+
+
+def scan_source(*, in_type: ValueType, accum: ValueType, op: OpSpec, init_kind: str, inclusive: bool,
+                arch: int) -> Source:
+    """Source for a device-wide scan of ``in_type`` items into ``accum`` outputs.
+
+    ``init_kind`` is "none" (inclusive only), "value" (passed at launch) or "device" (a
+    pointer to one ``accum`` value, read by the kernel when it runs).
+
+    Tuning: CUB's scan policy selector is asked with ``::cuda::std::plus<>`` standing in
+    for the operator, so every operator over a primitive accumulator (built-in or
+    LTO-inlined Python/raw code) gets CUB's tuned policy for cheap operators; CUB gives
+    an operator it cannot classify its generic 128x15 policy, which is slower for
+    memory-bound scans like ``a + b``. Structs and complex values get CUB's generic
+    policy either way (their accumulator is not primitive).
+    """
+    if init_kind not in INIT_KINDS:
+        raise ValueError(f"init_kind must be one of {INIT_KINDS}, not {init_kind!r}")
+    if init_kind == "none" and not inclusive:
+        raise ValueError("an exclusive scan needs an init value")
+    functor, externs = binary_functor("cuprims_op_t", op, accum, op_symbol(op, "cuprims_op_0"))
+    t = accum.cpp
+    selector = (f"CUB_NS_QUALIFIER::detail::scan::policy_selector_from_types<const {in_type.cpp}*, {t}*, {t}, "
+                "unsigned long long, ::cuda::std::plus<>>")
+    init_t = {"none": "cuprims::scan::no_init", "value": t, "device": f"cuprims::scan::device_init<{t}>"}[init_kind]
+    layout = f"cuprims::scan::tile_layout<{t}>"
+    text = (
+        preamble((in_type, accum), arch)
+        + "#include <cuprims_scan.cuh>\n\n"
+        + functor
+        + f"\nusing cuprims_selector_t = {selector};\n"
+        + "constexpr auto cuprims_policy = cuprims::scan::lookback_policy<cuprims_selector_t>("
+        + f"::cuda::compute_capability{{{arch // 10}, {arch % 10}}});\n"
+        + "static_assert(cuprims_selector_t{}(::cuda::compute_capability{"
+        + f"{arch // 10}, {arch % 10}" + "}).algorithm == CUB_NS_QUALIFIER::ScanAlgorithm::lookback);\n"
+        + meta_export((
+            ("threads", "cuprims_policy.threads_per_block"),
+            ("items", "cuprims_policy.items_per_thread"),
+            ("init_threads", "cuprims::scan::init_threads"),
+            ("tile_bytes_per_tile", f"{layout}::bytes_per_tile"),
+            ("tile_fixed_bytes", f"{layout}::fixed_bytes"),
+            ("max_tiles", f"{layout}::max_tiles"),
+            ("accum_size", f"sizeof({t})"),
+            ("accum_align", f"alignof({t})"),
+        ))
+    )
+    init_kernel = f"cuprims::scan::scan_init_kernel<{t}>"
+    scan_kernel = (f"cuprims::scan::scan_kernel<cuprims_selector_t, {in_type.cpp}, {t}, {t}, cuprims_op_t, {init_t}, "
+                   f"{'true' if inclusive else 'false'}>")
+    return Source(text=text, name_expressions=(init_kernel, scan_kernel), extern_symbols=externs,
+                  meta_fields=SCAN_META_FIELDS)

@@ -1,0 +1,330 @@
+"""Vectorised binary search: ``make_lower_bound``, ``make_upper_bound``, ``lower_bound``,
+``upper_bound``.
+
+For each of ``num_values`` values of ``d_values``, the index of the first element of the
+sorted ``d_data[:num_items]`` that is not less than the value (lower bound) or that is
+greater than it (upper bound) is written to ``d_out``, like ``numpy.searchsorted`` with
+``side="left"`` / ``side="right"``. The values need not be sorted.
+
+``comp`` is the order ``d_data`` is sorted by: None or ``OpKind.LESS`` (ascending; NaN
+last on floating-point data, as numpy sorts), ``OpKind.GREATER`` (descending), a Python
+callable ``comp(a, b) -> bool`` ("a goes before b") or a ``RawOp``.
+
+``d_out`` holds the indices: int32, int64, uint32 or uint64 (cuda.compute requires a
+pointer-sized unsigned type; cuprims accepts those four and checks at each call that
+``num_items`` fits the chosen type). ``d_values`` has the dtype of ``d_data``.
+
+Iterators as ``d_values`` are not supported yet (cuprims has no iterators yet).
+
+Host dispatch: one thread per value (grid = ceil(num_values / block)); the number of
+search-tree levels read through the cache-friendly path (``hot_levels``) is chosen per
+device from its L2 size, and the last levels (a range of at most 128 bytes) are
+prefetched together, see ``kernels/cuprims_binary_search.cuh``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import _arrays
+from .._jit import driver
+from .._jit.build import OpInput
+from .._jit.codegen import op_symbol
+from .._jit.codegen_binary_search import INDEX_CODES, binary_search_source, check_comparator_builtin
+from .._streams import stream_handle
+from ..errors import ArgumentError, CudaError
+from ..op import OpKind, OpSpec, RawOp, op_spec
+from ..types import value_type
+from ._common import Builds, PerThreadCache, check_num_items, parse_compute_capability, targets
+
+_MAX_GRID = (1 << 31) - 1
+# Memory is fetched into L2 in sectors of this many bytes: a probe costs at least one.
+_SECTOR = 32
+_ALL_LEVELS = 64
+# Once the range left spans at most this many bytes, its lines are prefetched together.
+_WINDOW_BYTES = 128
+_l2_sizes: dict[int, int] = {}
+
+
+def _l2_bytes(device: int) -> int:
+    size = _l2_sizes.get(device)
+    if size is None:
+        from cuda.bindings import driver as drv
+
+        err, size = drv.cuDeviceGetAttribute(drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, device)
+        if err != drv.CUresult.CUDA_SUCCESS:
+            raise CudaError("cuDeviceGetAttribute", err, "L2 cache size")
+        _l2_sizes[device] = size
+    return size
+
+
+def hot_levels(num_items: int, value_size: int, l2_bytes: int) -> int:
+    """How many top levels of the search tree to read through the caching path.
+
+    The first k levels probe at most 2^k - 1 distinct elements, whichever values are
+    searched; they are kept cached while they fit in half of L2. Deeper levels are read
+    evict-first. A range that fits in half of L2 is read entirely through the cache."""
+    budget = l2_bytes // 2
+    if num_items * value_size <= budget:
+        return _ALL_LEVELS
+    probe = max(_SECTOR, -(-value_size // _SECTOR) * _SECTOR)
+    levels = 0
+    while (2 << levels) * probe <= budget:
+        levels += 1
+    return levels
+
+
+class _Plan:
+    __slots__ = ("kernel", "threads", "device", "l2")
+
+    def __init__(self, kernel: Any, threads: int, device: int, l2: int):
+        self.kernel, self.threads, self.device, self.l2 = kernel, threads, device, l2
+
+
+class _BinarySearch:
+    """A lower- or upper-bound search built for fixed types and comparator; call it to run."""
+
+    _UPPER = 0
+
+    def __init__(self, d_data: Any, d_values: Any, d_out: Any, comp: Any, compute_capability: Any,
+                 spec: OpSpec | None = None):
+        self._data_dtype = _arrays.array_dtype(d_data, "d_data")
+        values_dtype = _arrays.array_dtype(d_values, "d_values")
+        self._out_dtype = _arrays.array_dtype(d_out, "d_out")
+        data_vt = value_type(self._data_dtype, argument="d_data")
+        if values_dtype != self._data_dtype:
+            raise ArgumentError("d_values", f"an array of d_data's dtype {self._data_dtype}", f"an array of {values_dtype}")
+        out_vt = value_type(self._out_dtype, argument="d_out")
+        if out_vt.code not in INDEX_CODES:
+            raise ArgumentError("d_out", "an array of int32, int64, uint32 or uint64 indices", self._out_dtype)
+        if spec is None:
+            spec = op_spec(OpKind.LESS if comp is None else comp, argument="comp")
+        self._spec = spec
+        if spec.kind == "builtin":
+            check_comparator_builtin(spec, data_vt)
+
+        def make_source(arch: int):
+            return binary_search_source(data=data_vt, out=out_vt, op=spec, arch=arch)
+
+        ops = [] if spec.kind == "builtin" else [
+            OpInput(op_symbol(spec, "cuprims_op_0"), spec, (data_vt, data_vt), None)]
+        self._builds = Builds(make_source, ops)
+        self._builds.build_for(targets(compute_capability), [comp] if ops else [])
+        functor_size = 1
+        if spec.state_size:
+            functor_size = -(-spec.state_size // spec.state_alignment) * spec.state_alignment
+        self._functor_size = functor_size
+        self._state = comp.state.ljust(functor_size, b"\0") if isinstance(comp, RawOp) and spec.state_size else b"\0"
+        # binary_search_kernel(data, num_items, values, num_values, out, comp, hot_levels, window, upper)
+        self._params = driver.ParamPack(("ptr", "i64", "ptr", "i64", "ptr", functor_size, "i32", "i64", "i32"))
+        self._plan: _Plan | None = None
+        self._mask = data_vt.alignment - 1
+        self._value_size = data_vt.size
+        self._max_index = int(np.iinfo(self._out_dtype).max)
+        # For experiments: a fixed number of cached levels instead of the L2-based choice,
+        # and the prefetch window in bytes (0: no prefetch).
+        self._hot_levels_override: int | None = None
+        self._window_bytes = _WINDOW_BYTES
+
+    def _device_plan(self, device: int, comp: Any) -> _Plan:
+        loaded = self._builds._by_device.get(device)
+        if loaded is None:
+            loaded = self._builds.loaded(device, [comp] if self._spec.kind != "builtin" else [])
+        plan = loaded.extra.get("plan")
+        if plan is None:
+            plan = loaded.extra["plan"] = _Plan(loaded.handles[0], loaded.meta["threads"], device, _l2_bytes(device))
+        self._plan = plan
+        return plan
+
+    def _read(self, x: Any, name: str, n: int, dtype: np.dtype, mask: int) -> int:
+        reader = _arrays.readers.get(type(x))
+        ptr, dt, size = reader(x, name) if reader else _arrays.array_info(x, name)
+        if dt is not dtype and dt != dtype:
+            raise ArgumentError(name, f"an array of {dtype} (as at build time)", f"an array of {dt}")
+        if size < n:
+            what = "num_items" if name == "d_data" else "num_values"
+            raise ArgumentError(name, f"at least {what}={n} items", f"an array of {size}")
+        if ptr & mask:
+            raise ArgumentError(name, f"data aligned to {mask + 1} bytes (as its C++ type needs)", hex(ptr))
+        return ptr
+
+    def _run(self, d_data: Any, num_items: Any, d_values: Any, num_values: Any, d_out: Any, comp: Any,
+             stream: Any) -> None:
+        n = num_items if type(num_items) is int and num_items >= 0 else check_num_items(num_items)
+        if type(num_values) is int and num_values >= 0:
+            nv = num_values
+        else:
+            try:
+                nv = check_num_items(num_values)
+            except ArgumentError:
+                raise ArgumentError("num_values", "a non-negative integer", num_values) from None
+        if n > self._max_index:
+            raise ArgumentError("num_items", f"at most {self._max_index} items (the largest index d_out's "
+                                f"{self._out_dtype} holds)", n)
+        p_data = self._read(d_data, "d_data", n, self._data_dtype, self._mask)
+        p_values = self._read(d_values, "d_values", nv, self._data_dtype, self._mask)
+        p_out = self._read(d_out, "d_out", nv, self._out_dtype, 0)
+        s = stream_handle(stream) if stream is not None else 0
+        if nv == 0:
+            return
+        state = self._state
+        if self._spec.state_size and isinstance(comp, RawOp):
+            state = comp.state.ljust(self._functor_size, b"\0")
+        plan = self._plan or self._device_plan(driver.current_device(), comp)
+        try:
+            self._launch(plan, p_data, n, p_values, nv, p_out, state, s)
+        except CudaError:
+            device = driver.current_device()
+            if device == plan.device:
+                raise
+            self._plan = None
+            self._launch(self._device_plan(device, comp), p_data, n, p_values, nv, p_out, state, s)
+
+    def _launch(self, plan: _Plan, p_data: int, n: int, p_values: int, nv: int, p_out: int, state: bytes,
+                s: int) -> None:
+        grid = -(-nv // plan.threads)
+        if grid > _MAX_GRID:
+            raise ArgumentError("num_values", f"at most {_MAX_GRID * plan.threads} values for one launch", nv)
+        hot = self._hot_levels_override
+        if hot is None:
+            hot = hot_levels(n, self._value_size, plan.l2)
+        window = self._window_bytes // self._value_size
+        params = self._params.pack(p_data, n, p_values, nv, p_out, state, hot, window, self._UPPER)
+        driver.launch(plan.kernel, grid, plan.threads, s, params)
+
+    def __call__(self, *, d_data: Any, num_items: int, d_values: Any, num_values: int, d_out: Any,
+                 comp: Any = None, stream: Any = None) -> None:
+        """Search ``num_values`` values of ``d_values`` in ``d_data[:num_items]``, writing indices to ``d_out``."""
+        self._run(d_data, num_items, d_values, num_values, d_out, comp, stream)
+
+    @property
+    def compute_capabilities(self) -> list[int]:
+        """The architectures this object holds compiled code for (e.g. [90])."""
+        return self._builds.archs
+
+    def cubin(self, compute_capability: Any = None) -> bytes:
+        """The compiled code for one architecture (the first built if not given)."""
+        archs = parse_compute_capability(compute_capability) or self._builds.archs[:1]
+        if archs[0] not in self._builds.archs:
+            raise ArgumentError("compute_capability", f"one of the built architectures {self._builds.archs}",
+                                compute_capability)
+        return self._builds.result(archs[0]).cubin
+
+
+class _LowerBound(_BinarySearch):
+    """Lower-bound search object: see :func:`make_lower_bound`."""
+
+    _UPPER = 0
+
+
+class _UpperBound(_BinarySearch):
+    """Upper-bound search object: see :func:`make_upper_bound`."""
+
+    _UPPER = 1
+
+
+# ------------------------------------------------------------------- public functions
+
+wrapper_caches = PerThreadCache()
+
+
+def _key_dtype(x: Any, name: str) -> np.dtype:
+    dt = getattr(x, "dtype", None)
+    if isinstance(dt, np.dtype):
+        return dt
+    return _arrays.array_dtype(x, name)
+
+
+def _make(cls: type, d_data: Any, d_values: Any, d_out: Any, comp: Any, compute_capability: Any) -> _BinarySearch:
+    spec = op_spec(OpKind.LESS if comp is None else comp, argument="comp")
+    if not spec.persistent:
+        return cls(d_data, d_values, d_out, comp, compute_capability, spec)
+    archs = parse_compute_capability(compute_capability)
+    key = (cls.__name__, _key_dtype(d_data, "d_data"), _key_dtype(d_values, "d_values"), _key_dtype(d_out, "d_out"),
+           spec.key, None if archs is None else tuple(archs), spec.state_size, spec.state_alignment)
+    obj = wrapper_caches.get(key)
+    if obj is None:
+        obj = cls(d_data, d_values, d_out, comp, archs, spec)
+        wrapper_caches.put(key, obj)
+    return obj
+
+
+def make_lower_bound(*, d_data: Any, d_values: Any, d_out: Any, comp: Any = None,
+                     compute_capability: Any = None) -> _LowerBound:
+    """Build (or fetch from cache) a lower-bound search: for each value, the index of the
+    first element of sorted ``d_data`` that is not less than it (``np.searchsorted(side="left")``).
+
+    Args:
+        d_data: device array (or ``ProxyArray``) of the sorted range.
+        d_values: device array of the values to look up (same dtype as ``d_data``).
+        d_out: device array of int32, int64, uint32 or uint64 receiving the indices.
+        comp: None / ``OpKind.LESS`` (ascending), ``OpKind.GREATER`` (descending), a Python
+            callable ``comp(a, b) -> bool`` or a ``RawOp``.
+        compute_capability: build ahead of time for these targets (no GPU needed).
+
+    Example::
+
+        import cupy as cp, numpy as np, cuprims
+        data = cp.asarray([1, 3, 3, 7], dtype=np.int32); values = cp.asarray([3, 8], dtype=np.int32)
+        out = cp.empty(2, np.uint64)
+        search = cuprims.make_lower_bound(d_data=data, d_values=values, d_out=out)
+        search(d_data=data, num_items=4, d_values=values, num_values=2, d_out=out, comp=None)
+        assert out.tolist() == [1, 4]
+    """
+    return _make(_LowerBound, d_data, d_values, d_out, comp, compute_capability)  # type: ignore[return-value]
+
+
+def make_upper_bound(*, d_data: Any, d_values: Any, d_out: Any, comp: Any = None,
+                     compute_capability: Any = None) -> _UpperBound:
+    """Build (or fetch from cache) an upper-bound search: for each value, the index of the
+    first element of sorted ``d_data`` that is greater than it (``np.searchsorted(side="right")``).
+
+    Arguments as for :func:`make_lower_bound`.
+
+    Example::
+
+        import cupy as cp, numpy as np, cuprims
+        data = cp.asarray([1, 3, 3, 7], dtype=np.int32); values = cp.asarray([3, 0], dtype=np.int32)
+        out = cp.empty(2, np.int64)
+        search = cuprims.make_upper_bound(d_data=data, d_values=values, d_out=out)
+        search(d_data=data, num_items=4, d_values=values, num_values=2, d_out=out, comp=None)
+        assert out.tolist() == [3, 0]
+    """
+    return _make(_UpperBound, d_data, d_values, d_out, comp, compute_capability)  # type: ignore[return-value]
+
+
+def lower_bound(*, d_data: Any, num_items: int, d_values: Any, num_values: int, d_out: Any, comp: Any = None,
+                stream: Any = None) -> None:
+    """For each of ``num_values`` values, write the index of the first element of the sorted
+    ``d_data[:num_items]`` not less than it to ``d_out`` (on ``stream``).
+
+    Example::
+
+        import cupy as cp, numpy as np, cuprims
+        data = cp.arange(0, 100, 10, dtype=np.float32); values = cp.asarray([15.0, -1.0], np.float32)
+        out = cp.empty(2, np.int32)
+        cuprims.lower_bound(d_data=data, num_items=10, d_values=values, num_values=2, d_out=out)
+        assert out.tolist() == [2, 0]
+    """
+    obj = make_lower_bound(d_data=d_data, d_values=d_values, d_out=d_out, comp=comp)
+    obj._run(d_data, num_items, d_values, num_values, d_out, comp, stream)
+
+
+def upper_bound(*, d_data: Any, num_items: int, d_values: Any, num_values: int, d_out: Any, comp: Any = None,
+                stream: Any = None) -> None:
+    """For each of ``num_values`` values, write the index of the first element of the sorted
+    ``d_data[:num_items]`` greater than it to ``d_out`` (on ``stream``).
+
+    Example::
+
+        import cupy as cp, numpy as np, cuprims
+        data = cp.asarray([5, 4, 4, 1], dtype=np.int64); values = cp.asarray([4], np.int64)
+        out = cp.empty(1, np.uint64)
+        cuprims.upper_bound(d_data=data, num_items=4, d_values=values, num_values=1, d_out=out,
+                            comp=cuprims.OpKind.GREATER)
+        assert out.tolist() == [3]
+    """
+    obj = make_upper_bound(d_data=d_data, d_values=d_values, d_out=d_out, comp=comp)
+    obj._run(d_data, num_items, d_values, num_values, d_out, comp, stream)
