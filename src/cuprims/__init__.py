@@ -18,6 +18,9 @@ from . import errors
 from ._caching import cache_info, clear_all_caches
 from ._enums import Determinism, SortOrder
 from ._proxy import ProxyArray, ProxyValue
+from .algorithms.merge_sort import make_merge_sort, merge_sort
+from .algorithms.radix_sort import make_radix_sort, radix_sort
+from .algorithms.sort_common import DoubleBuffer
 from .algorithms.binary_search import lower_bound, make_lower_bound, make_upper_bound, upper_bound
 from .algorithms.reduce import make_reduce_into, reduce_into
 from .algorithms.scan import exclusive_scan, inclusive_scan, make_exclusive_scan, make_inclusive_scan
@@ -34,4 +37,5 @@ __all__ = [
     "make_inclusive_scan", "inclusive_scan", "make_exclusive_scan", "exclusive_scan",
     "make_unary_transform", "unary_transform", "make_binary_transform", "binary_transform",
     "make_lower_bound", "make_upper_bound", "lower_bound", "upper_bound",
+    "DoubleBuffer", "make_radix_sort", "radix_sort", "make_merge_sort", "merge_sort",
 ]

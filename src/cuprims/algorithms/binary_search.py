@@ -51,7 +51,8 @@ _l2_sizes: dict[int, int] = {}
 def _l2_bytes(device: int) -> int:
     size = _l2_sizes.get(device)
     if size is None:
-        from cuda.bindings import driver as drv
+        from .._jit.lazy import driver_bindings
+        drv = driver_bindings()
 
         err, size = drv.cuDeviceGetAttribute(drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, device)
         if err != drv.CUresult.CUDA_SUCCESS:

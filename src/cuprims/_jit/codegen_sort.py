@@ -1,0 +1,226 @@
+"""Sorting: CUDA C++ source for device-wide radix sort and merge sort (pure string work).
+
+Both generators instantiate CUB's own kernel templates (``kernel_radix_sort.cuh``,
+``kernel_merge_sort.cuh``) with CUB's policy selectors and export, through
+``cuprims_meta``, every policy value the Python host dispatch needs (block sizes, items
+per thread, radix bits, virtual shared memory per block, type sizes). Agreements the
+host relies on are pinned with ``static_assert`` in the generated unit.
+
+Types:
+* radix-sort keys are the real C++ arithmetic type (CUB's radix traits twiddle their
+  bits); values are moved as opaque bytes: an unsigned integer of the same size where
+  size == alignment (1, 2, 4, 8), else a storage struct of that size and alignment, so
+  every value type of one shape shares one build;
+* merge-sort keys are the real type for scalars (built-in comparisons need it) and a
+  storage struct for structs; merge-sort values are opaque bytes like radix-sort values.
+"""
+
+from __future__ import annotations
+
+from ..errors import ArgumentError
+from ..op import OpKind, OpSpec
+from ..types import ValueType
+from .codegen import Source, meta_export, op_symbol, preamble
+
+_CUB = "CUB_NS_QUALIFIER"
+
+_UNSIGNED_BY_SIZE = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsigned long long"}
+
+RADIX_META = (
+    "key_size", "value_size", "offset_size", "key_bits", "algorithm",
+    "single_tile_threads", "single_tile_items",
+    "histogram_threads", "exclusive_sum_threads",
+    "onesweep_threads", "onesweep_items", "radix_bits",
+)
+
+MERGE_META = (
+    "key_size", "value_size", "offset_size", "threads", "items", "block_sort_vsmem", "merge_vsmem",
+    "partition_threads",
+)
+
+# DeviceMergeSortPartitionKernel has no launch bounds; CUB's host dispatch launches it
+# with this many threads per block (a host-side constant of CUB's dispatch, mirrored here).
+MERGE_PARTITION_THREADS = 256
+
+
+def carrier_alignment(vt: ValueType) -> int:
+    """Alignment of the opaque carrier of ``vt`` values: what numpy guarantees for an
+    array of them (complex128 arrays are 8-aligned, though cuda::std::complex wants 16)."""
+    return vt.alignment if vt.is_struct else vt.dtype.alignment
+
+
+def bytes_type(vt: ValueType) -> tuple[str, str]:
+    """(C++ type name, declaration or "") of an opaque carrier for values of ``vt``."""
+    align = carrier_alignment(vt)
+    if vt.size == align and vt.size in _UNSIGNED_BY_SIZE:
+        return _UNSIGNED_BY_SIZE[vt.size], ""
+    name = f"cuprims_bytes_{vt.size}_{align}"
+    decl = (f"struct __align__({align}) {name} {{ unsigned char bytes[{vt.size}]; }};\n"
+            f"static_assert(sizeof({name}) == {vt.size} && alignof({name}) == {align});\n")
+    return name, decl
+
+
+RADIX_KEY_KINDS = frozenset("biuf")
+
+
+def check_radix_key(vt: ValueType, argument: str = "d_in_keys") -> None:
+    if vt.is_struct or vt.kind not in RADIX_KEY_KINDS:
+        raise ArgumentError(argument, "keys of a bool, integer or floating-point dtype (radix sort orders "
+                            "keys by their bits; sort structs with merge_sort)", vt.dtype)
+
+
+def radix_sort_source(*, key: ValueType, value: ValueType | None, descending: bool, wide_offsets: bool,
+                      arch: int) -> Source:
+    """Source for CUB's onesweep radix sort of ``key`` keys (and ``value`` values, if given).
+
+    Kernels, in this order (the host relies on it):
+      0 single tile, 1 histogram, 2 exclusive sum, 3 zero-fill (counters, bins, look-back),
+      4 onesweep pass.
+    """
+    check_radix_key(key)
+    offset_t = "unsigned long long" if wide_offsets else "unsigned int"
+    if value is None:
+        value_t, value_decl = f"{_CUB}::NullType", ""
+    else:
+        value_t, value_decl = bytes_type(value)
+    order = "Descending" if descending else "Ascending"
+    text = (
+        preamble((key,), arch)
+        + "#include <cub/device/dispatch/kernels/kernel_radix_sort.cuh>\n\n"
+        + value_decl
+        + f"using cuprims_key_t = {key.cpp};\n"
+        + f"using cuprims_value_t = {value_t};\n"
+        + f"using cuprims_offset_t = {offset_t};\n"
+        + "using cuprims_selector_t = " + _CUB
+        + "::detail::radix_sort::policy_selector_from_types<cuprims_key_t, cuprims_value_t, cuprims_offset_t>;\n"
+        + "namespace cuprims_radix = " + _CUB + "::detail::radix_sort;\n"
+        + "constexpr auto cuprims_policy = cuprims_selector_t{}(::cuda::compute_capability{"
+        + f"{arch // 10}, {arch % 10}" + "});\n"
+        # The onesweep pipeline computes every pass's digit histogram at once with one bit
+        # width; the host walks the bit range in steps of that width.
+        + "static_assert(cuprims_policy.histogram.radix_bits == cuprims_policy.onesweep.radix_bits &&\n"
+        + "              cuprims_policy.exclusive_sum.radix_bits == cuprims_policy.onesweep.radix_bits,\n"
+        + "              \"cuprims assumes one digit width across CUB's onesweep kernels\");\n"
+        # the host sizes look-back flags and counters as int (CUB's PortionOffsetT)
+        + "static_assert(sizeof(int) == 4, \"cuprims sizes onesweep look-back words as 4 bytes\");\n"
+        + meta_export((
+            ("key_size", "sizeof(cuprims_key_t)"),
+            ("value_size", "0" if value is None else "sizeof(cuprims_value_t)"),
+            ("offset_size", "sizeof(cuprims_offset_t)"),
+            ("key_bits", "8 * sizeof(cuprims_key_t)"),
+            ("algorithm", "static_cast<int>(cuprims_policy.algorithm)"),
+            ("single_tile_threads", "cuprims_policy.single_tile.threads_per_block"),
+            ("single_tile_items", "cuprims_policy.single_tile.items_per_thread"),
+            ("histogram_threads", "cuprims_policy.histogram.threads_per_block"),
+            ("exclusive_sum_threads", "cuprims_policy.exclusive_sum.threads_per_block"),
+            ("onesweep_threads", "cuprims_policy.onesweep.threads_per_block"),
+            ("onesweep_items", "cuprims_policy.onesweep.items_per_thread"),
+            ("radix_bits", "cuprims_policy.onesweep.radix_bits"),
+        ))
+    )
+    o = f"cub::SortOrder::{order}"
+    k, v, off = "cuprims_key_t", "cuprims_value_t", "cuprims_offset_t"
+    names = (
+        f"cuprims_radix::DeviceRadixSortSingleTileKernel<cuprims_selector_t, {o}, {k}, {v}, {off}>",
+        f"cuprims_radix::DeviceRadixSortHistogramKernel<cuprims_selector_t, {o}, {k}, {off}>",
+        f"cuprims_radix::DeviceRadixSortExclusiveSumKernel<cuprims_selector_t, {off}>",
+        f"cuprims_radix::DeviceRadixSortInitKernel<cuprims_selector_t, int, {off}>",
+        f"cuprims_radix::DeviceRadixSortOnesweepKernel<cuprims_selector_t, {o}, {k}, {v}, {off}, int, int>",
+    )
+    return Source(text=text, name_expressions=names, extern_symbols=(), meta_fields=RADIX_META)
+
+
+# ------------------------------------------------------------------------ merge sort
+
+_COMPARATORS = {OpKind.LESS: "a < b", OpKind.GREATER: "a > b"}
+
+
+def check_comparator_builtin(op: OpSpec, key: ValueType, argument: str = "op") -> None:
+    if op.builtin not in _COMPARATORS:
+        raise ArgumentError(argument, "a strict weak ordering: OpKind.LESS, OpKind.GREATER, a Python "
+                            "callable op(a, b) -> bool meaning a < b, or a RawOp", op.builtin)
+    if key.is_struct:
+        raise ArgumentError(argument, f"a Python callable or RawOp comparing struct keys ({key.cpp}); "
+                            "built-in comparisons work on scalar keys", op.builtin)
+    if key.kind == "c":
+        raise ArgumentError(argument, "a Python callable or RawOp for complex keys (complex numbers "
+                            "have no built-in order)", op.builtin)
+
+
+def comparator_functor(name: str, op: OpSpec, key: ValueType, symbol: str) -> tuple[str, tuple[str, ...]]:
+    """C++ functor ``name`` with ``bool operator()(const K&, const K&)`` meaning a < b."""
+    t = key.cpp
+    if op.kind == "builtin":
+        expr = _COMPARATORS[op.builtin]
+        return (f"struct {name}\n{{\n  __device__ __forceinline__ bool operator()(const {t}& a, const {t}& b) const\n"
+                f"  {{\n    return {expr};\n  }}\n}};\n"), ()
+    if op.state_size:
+        decl = f'extern "C" __device__ void {symbol}(void*, void*, void*, void*);'
+        state = f"  struct __align__({op.state_alignment}) {{ unsigned char bytes[{op.state_size}]; }} state;\n"
+        call = f"{symbol}(const_cast<void*>(static_cast<const void*>(&state)), &lhs, &rhs, &flag);"
+    else:
+        decl = f'extern "C" __device__ void {symbol}(void*, void*, void*);'
+        state = ""
+        call = f"{symbol}(&lhs, &rhs, &flag);"
+    text = (f"{decl}\nstruct {name}\n{{\n{state}"
+            f"  __device__ __forceinline__ bool operator()(const {t}& a, const {t}& b) const\n  {{\n"
+            f"    {t} lhs = a;\n    {t} rhs = b;\n    unsigned char flag;\n    {call}\n    return flag != 0;\n"
+            f"  }}\n}};\n")
+    return text, (symbol,)
+
+
+def merge_sort_source(*, key: ValueType, value: ValueType | None, op: OpSpec, wide_offsets: bool,
+                      arch: int) -> Source:
+    """Source for CUB's merge sort of ``key`` keys (and ``value`` values) ordered by ``op``.
+
+    Kernels, in this order: 0 block sort, 1 partition, 2 merge.
+    """
+    if op.kind == "builtin":
+        check_comparator_builtin(op, key)
+    functor, externs = comparator_functor("cuprims_compare_t", op, key, op_symbol(op, "cuprims_op_0"))
+    offset_t = "unsigned long long" if wide_offsets else "unsigned int"
+    if value is None:
+        value_t, value_decl = f"{_CUB}::NullType", ""
+    else:
+        value_t, value_decl = bytes_type(value)
+    agents = ("cuprims_merge::merge_sort_vsmem_helper_t<cuprims_policy_getter_t, cuprims_key_t*, cuprims_value_t*, "
+              "cuprims_key_t*, cuprims_value_t*, cuprims_offset_t, cuprims_compare_t, cuprims_key_t, cuprims_value_t>")
+    text = (
+        preamble((key,), arch)
+        + "#include <cub/device/dispatch/kernels/kernel_merge_sort.cuh>\n\n"
+        + value_decl
+        + functor
+        + f"using cuprims_key_t = {key.cpp};\n"
+        + f"using cuprims_value_t = {value_t};\n"
+        + f"using cuprims_offset_t = {offset_t};\n"
+        + "using cuprims_selector_t = " + _CUB + "::detail::merge_sort::policy_selector_from_types<cuprims_key_t*>;\n"
+        + "namespace cuprims_merge = " + _CUB + "::detail::merge_sort;\n"
+        # the policy the kernels use on this arch, after CUB's fallback for large types
+        + "using cuprims_policy_getter_t = " + _CUB + "::detail::device_policy_getter<cuprims_selector_t, "
+        + f"{arch}>;\n"
+        + f"using cuprims_agents_t = {agents};\n"
+        + "constexpr auto cuprims_policy = cuprims_agents_t::policy;\n"
+        + "using cuprims_block_sort_vsmem_t = " + _CUB
+        + "::detail::vsmem_helper_impl<typename cuprims_agents_t::block_sort_agent_t>;\n"
+        + "using cuprims_merge_vsmem_t = " + _CUB
+        + "::detail::vsmem_helper_impl<typename cuprims_agents_t::merge_agent_t>;\n"
+        + meta_export((
+            ("key_size", "sizeof(cuprims_key_t)"),
+            ("value_size", "0" if value is None else "sizeof(cuprims_value_t)"),
+            ("offset_size", "sizeof(cuprims_offset_t)"),
+            ("threads", "cuprims_policy.threads_per_block"),
+            ("items", "cuprims_policy.items_per_thread"),
+            ("block_sort_vsmem", "cuprims_block_sort_vsmem_t::vsmem_per_block"),
+            ("merge_vsmem", "cuprims_merge_vsmem_t::vsmem_per_block"),
+            ("partition_threads", str(MERGE_PARTITION_THREADS)),
+        ))
+    )
+    args = ("cuprims_selector_t, cuprims_key_t*, cuprims_value_t*, cuprims_key_t*, cuprims_value_t*, "
+            "cuprims_offset_t, cuprims_compare_t, cuprims_key_t, cuprims_value_t")
+    names = (
+        f"cuprims_merge::DeviceMergeSortBlockSortKernel<{args}>",
+        "cuprims_merge::DeviceMergeSortPartitionKernel<cuprims_key_t*, cuprims_offset_t, cuprims_compare_t, "
+        "cuprims_key_t>",
+        f"cuprims_merge::DeviceMergeSortMergeKernel<{args}>",
+    )
+    return Source(text=text, name_expressions=names, extern_symbols=externs, meta_fields=MERGE_META)

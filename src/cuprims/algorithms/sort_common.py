@@ -1,0 +1,159 @@
+"""Pieces shared by the sorting algorithms: :class:`DoubleBuffer`, the sort order, CUB's
+temporary-storage layout, offset-width variants, and a device-to-device copy."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .._enums import SortOrder
+from .._jit import driver
+from .._jit.build import OpInput
+from .._jit.codegen import Source
+from ..errors import ArgumentError, CudaError
+from ..types import ValueType, value_type
+from ._common import Builds
+
+__all__ = ["DoubleBuffer", "SortOrder"]
+
+# Problems up to this many items run on kernels built with 32-bit offsets (faster index
+# arithmetic, and CUB's tunings for 4-byte offsets); larger ones on a second build with
+# 64-bit offsets, made the first time such a problem comes.
+NARROW_MAX_ITEMS = (1 << 31) - 1
+
+# CUB's alias_temporaries(): every allocation starts on this boundary.
+TEMP_ALIGN = 256
+
+
+class DoubleBuffer:
+    """Two device buffers of one dtype, one of which is "current" (CUB's ``DoubleBuffer``).
+
+    Passing a DoubleBuffer as ``d_in_keys`` (and ``d_in_values``) lets the sort use both
+    buffers as scratch instead of allocating a copy: it starts from ``current()``, may
+    ping-pong between the two, and leaves the sorted data in whichever buffer
+    ``current()`` names afterwards (``selector`` is updated by the call).
+
+    Example::
+
+        import cupy as cp, numpy as np, cuprims
+        keys = cp.asarray(np.random.randint(0, 100, 1000, dtype=np.int32))
+        db = cuprims.DoubleBuffer(keys, cp.empty_like(keys))
+        cuprims.radix_sort(d_in_keys=db, d_out_keys=None, num_items=keys.size,
+                           order=cuprims.SortOrder.ASCENDING)
+        sorted_keys = db.current()
+    """
+
+    __slots__ = ("d_buffers", "selector")
+
+    def __init__(self, d_current: Any, d_alternate: Any):
+        if d_current is None or d_alternate is None:
+            raise ArgumentError("d_current" if d_current is None else "d_alternate", "a device array", None)
+        self.d_buffers = [d_current, d_alternate]
+        self.selector = 0
+
+    def current(self) -> Any:
+        """The buffer holding the data (the input before a sort, the result after)."""
+        return self.d_buffers[self.selector]
+
+    def alternate(self) -> Any:
+        """The other buffer."""
+        return self.d_buffers[self.selector ^ 1]
+
+    @property
+    def dtype(self) -> Any:
+        from .._arrays import array_dtype
+
+        return array_dtype(self.current(), "d_current")
+
+    def __repr__(self) -> str:
+        return f"DoubleBuffer(selector={self.selector}, buffers={self.d_buffers!r})"
+
+
+def parse_order(order: Any) -> SortOrder:
+    if isinstance(order, SortOrder):
+        return order
+    if isinstance(order, str):
+        try:
+            return SortOrder[order.strip().upper()]
+        except KeyError:
+            pass
+    elif isinstance(order, int) and not isinstance(order, bool):
+        try:
+            return SortOrder(order)
+        except ValueError:
+            pass
+    elif getattr(order, "name", None) in ("ASCENDING", "DESCENDING"):  # another library's SortOrder enum
+        return SortOrder[order.name]
+    raise ArgumentError("order", "SortOrder.ASCENDING or SortOrder.DESCENDING", order)
+
+
+def opaque_value_type(dtype: Any, argument: str) -> ValueType:
+    """The value type of sort values, which the kernels only move: any numpy dtype works,
+    packed structs too (carried as bytes with the alignment numpy gives them)."""
+    try:
+        return value_type(dtype, argument=argument)
+    except ArgumentError:
+        dt = np.dtype(getattr(dtype, "_cuprims_dtype", dtype))
+        if dt.itemsize == 0 or dt.hasobject:
+            raise
+        return ValueType(code=f"bytes:{dt.itemsize}:{dt.alignment}", dtype=dt, cpp=f"cuprims_bytes_{dt.itemsize}",
+                         size=dt.itemsize, alignment=dt.alignment)
+
+
+def round_up(x: int, m: int) -> int:
+    return -(-x // m) * m
+
+
+def temp_layout(sizes: Sequence[int]) -> tuple[list[int], int]:
+    """CUB's alias_temporaries(): (offsets from the 256-aligned base, bytes to allocate)."""
+    offsets, total = [], 0
+    for size in sizes:
+        offsets.append(total)
+        total += round_up(size, TEMP_ALIGN)
+    return offsets, total + TEMP_ALIGN - 1
+
+
+def align_base(ptr: int) -> int:
+    return round_up(ptr, TEMP_ALIGN)
+
+
+def overlaps(p0: int, n0: int, p1: int, n1: int) -> bool:
+    return n0 > 0 and n1 > 0 and p0 < p1 + n1 and p1 < p0 + n0
+
+
+class OffsetVariants:
+    """One :class:`Builds` per offset width: the 32-bit build is made eagerly (for the
+    architectures asked for), the 64-bit one on first use by a problem too large for it."""
+
+    def __init__(self, make_source: Callable[[int, bool], Source], ops: Sequence[OpInput]):
+        self._make_source = make_source
+        self._ops = tuple(ops)
+        self._builds: dict[bool, Builds] = {}
+
+    def builds(self, wide: bool) -> Builds:
+        b = self._builds.get(wide)
+        if b is None:
+            b = self._builds[wide] = Builds(lambda arch, w=wide: self._make_source(arch, w), self._ops)
+        return b
+
+    def built(self, wide: bool) -> bool:
+        return wide in self._builds
+
+
+_memcpy = None
+
+
+def memcpy_async(dst: int, src: int, nbytes: int, stream: int) -> None:
+    """Stream-ordered device-to-device copy (CUB copies when the bit range is empty)."""
+    global _memcpy
+    if nbytes <= 0 or dst == src:
+        return
+    if _memcpy is None:
+        from .._jit.lazy import driver_bindings
+        drv = driver_bindings()
+
+        _memcpy = drv.cuMemcpyAsync
+    err = _memcpy(dst, src, nbytes, stream)[0]
+    if err:
+        raise CudaError("cuMemcpyAsync", driver.error_name(int(err)), f"{nbytes} bytes")
