@@ -77,7 +77,7 @@ def _digest(*parts: str) -> str:
 
 def kernel_key(source: Source, arch: int) -> str:
     return _digest("kernel", toolchain_fingerprint(), f"sm_{arch}", " ".join(BASE_OPTIONS),
-                   source.text, "\n".join(source.name_expressions))
+                   repr(source.compile_options), source.text, "\n".join(source.name_expressions))
 
 
 def build_key(source: Source, arch: int, ops: Sequence[OpInput]) -> str:

@@ -33,6 +33,8 @@ class Source:
     name_expressions: tuple[str, ...]
     extern_symbols: tuple[str, ...]
     meta_fields: tuple[str, ...]
+    # extra cuda.core ProgramOptions for this unit, as (name, value) pairs (part of the key)
+    compile_options: tuple[tuple[str, object], ...] = ()
 
 
 _BINARY_EXPR = {

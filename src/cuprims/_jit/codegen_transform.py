@@ -215,4 +215,7 @@ def transform_source(*, inputs: tuple[ValueType, ...], out: ValueType, op: OpSpe
     )
     name = ("CUB_NS_QUALIFIER::detail::transform::transform_kernel<cuprims_selector_t, ::cuda::std::int64_t, "
             f"::cuda::always_true, cuprims_op_t, {out.cpp}*, {in_ptrs}>")
-    return Source(text=text, name_expressions=(name,), extern_symbols=externs, meta_fields=META_FIELDS)
+    # CUB's transform kernel defines lambdas inside the kernel body; NVRTC before 13.5
+    # treats those as host functions unless unannotated code defaults to device code.
+    return Source(text=text, name_expressions=(name,), extern_symbols=externs, meta_fields=META_FIELDS,
+                  compile_options=(("device_as_default_execution_space", True),))

@@ -52,7 +52,8 @@ def compile_to_ltoir(source: Source, arch: int) -> tuple[bytes, dict[str, str]]:
     dump = config.dump_dir()
     if dump is not None:
         write_source(source.text, dump)
-    options = ProgramOptions(arch=f"sm_{arch}", include_path=_include_dirs(), **COMPILE_OPTIONS)
+    options = ProgramOptions(arch=f"sm_{arch}", include_path=_include_dirs(), **COMPILE_OPTIONS,
+                             **dict(source.compile_options))
     stats.bump("nvrtc_compiles")
     try:
         program = Program(source.text, "c++", options)
