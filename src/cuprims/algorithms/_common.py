@@ -96,6 +96,14 @@ class Builds:
     def archs(self) -> list[int]:
         return sorted(self._by_arch)
 
+    def cubin(self, compute_capability: Any = None) -> bytes:
+        """The compiled code for one built architecture (the first if not given)."""
+        archs = parse_compute_capability(compute_capability) or self.archs[:1]
+        if not archs or archs[0] not in self._by_arch:
+            raise ArgumentError("compute_capability", f"one of the built architectures {self.archs}",
+                                compute_capability)
+        return self._by_arch[archs[0]].cubin
+
     def result(self, arch: int) -> BuildResult:
         return self._by_arch[arch]
 
@@ -123,6 +131,22 @@ class Builds:
                     result.loaded[device] = loaded
             self._by_device[device] = loaded
             return loaded
+
+
+class CompiledAlgorithm:
+    """What every algorithm object offers for inspection: its architectures and cubins."""
+
+    def _inspected_builds(self) -> Builds:
+        return self._builds  # type: ignore[attr-defined]
+
+    @property
+    def compute_capabilities(self) -> list[int]:
+        """The architectures this object holds compiled code for (e.g. [90])."""
+        return self._inspected_builds().archs
+
+    def cubin(self, compute_capability: Any = None) -> bytes:
+        """The compiled code for one architecture (the first built if not given)."""
+        return self._inspected_builds().cubin(compute_capability)
 
 
 def current_arch() -> int:

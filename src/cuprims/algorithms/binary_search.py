@@ -40,7 +40,7 @@ from .._streams import stream_handle
 from ..errors import ArgumentError, CudaError
 from ..op import OpKind, OpSpec, RawOp, op_spec
 from ..types import value_type
-from ._common import Builds, PerThreadCache, check_num_items, parse_compute_capability, targets
+from ._common import (Builds, CompiledAlgorithm, PerThreadCache, check_num_items, parse_compute_capability, targets)
 
 _MAX_GRID = (1 << 31) - 1
 # Memory is fetched into L2 in sectors of this many bytes: a probe costs at least one.
@@ -87,7 +87,7 @@ class _Plan:
         self.kernel, self.threads, self.device, self.l2 = kernel, threads, device, l2
 
 
-class _BinarySearch:
+class _BinarySearch(CompiledAlgorithm):
     """A lower- or upper-bound search built for fixed types and comparator; call it to run."""
 
     _UPPER = 0
@@ -203,18 +203,6 @@ class _BinarySearch:
         """Search ``num_values`` values of ``d_values`` in ``d_data[:num_items]``, writing indices to ``d_out``."""
         self._run(d_data, num_items, d_values, num_values, d_out, comp, stream)
 
-    @property
-    def compute_capabilities(self) -> list[int]:
-        """The architectures this object holds compiled code for (e.g. [90])."""
-        return self._builds.archs
-
-    def cubin(self, compute_capability: Any = None) -> bytes:
-        """The compiled code for one architecture (the first built if not given)."""
-        archs = parse_compute_capability(compute_capability) or self._builds.archs[:1]
-        if archs[0] not in self._builds.archs:
-            raise ArgumentError("compute_capability", f"one of the built architectures {self._builds.archs}",
-                                compute_capability)
-        return self._builds.result(archs[0]).cubin
 
 
 class _LowerBound(_BinarySearch):
@@ -234,19 +222,13 @@ class _UpperBound(_BinarySearch):
 wrapper_caches = PerThreadCache()
 
 
-def _key_dtype(x: Any, name: str) -> np.dtype:
-    dt = getattr(x, "dtype", None)
-    if isinstance(dt, np.dtype):
-        return dt
-    return _arrays.array_dtype(x, name)
-
 
 def _make(cls: type, d_data: Any, d_values: Any, d_out: Any, comp: Any, compute_capability: Any) -> _BinarySearch:
     spec = op_spec(OpKind.LESS if comp is None else comp, argument="comp")
     if not spec.persistent:
         return cls(d_data, d_values, d_out, comp, compute_capability, spec)
     archs = parse_compute_capability(compute_capability)
-    key = (cls.__name__, _key_dtype(d_data, "d_data"), _key_dtype(d_values, "d_values"), _key_dtype(d_out, "d_out"),
+    key = (cls.__name__, _arrays.array_dtype(d_data, "d_data"), _arrays.array_dtype(d_values, "d_values"), _arrays.array_dtype(d_out, "d_out"),
            spec.key, None if archs is None else tuple(archs), spec.state_size, spec.state_alignment)
     obj = wrapper_caches.get(key)
     if obj is None:

@@ -32,7 +32,8 @@ from .._streams import stream_handle
 from ..errors import ArgumentError
 from ..op import OpSpec, RawOp, op_spec
 from ..types import value_type
-from ._common import PerThreadCache, check_num_items, parse_compute_capability, targets, temp_storage_info
+from ._common import (Builds, CompiledAlgorithm, PerThreadCache, check_num_items, parse_compute_capability, targets,
+                     temp_storage_info)
 from .sort_common import NARROW_MAX_ITEMS, OffsetVariants, align_base, opaque_value_type, overlaps, temp_layout
 
 _TRUE, _FALSE = b"\1", b"\0"
@@ -75,7 +76,7 @@ def param_kinds(offset_size: int, functor_size: int) -> tuple[tuple, ...]:
     )
 
 
-class _MergeSort:
+class _MergeSort(CompiledAlgorithm):
     """A merge sort built for fixed key/value dtypes and comparator; call it to run.
 
     ``sorter(temp_storage=None, ...)`` returns the temporary bytes needed and launches
@@ -223,19 +224,8 @@ class _MergeSort:
         return self._run(temp_storage, d_in_keys, d_in_values, d_out_keys, d_out_values, num_items, op, stream,
                          False)
 
-    @property
-    def compute_capabilities(self) -> list[int]:
-        """The architectures this object holds compiled code for (e.g. [90])."""
-        return self._variants.builds(False).archs
-
-    def cubin(self, compute_capability: Any = None) -> bytes:
-        """The compiled code for one architecture (the first built if not given)."""
-        builds = self._variants.builds(False)
-        archs = parse_compute_capability(compute_capability) or builds.archs[:1]
-        if archs[0] not in builds.archs:
-            raise ArgumentError("compute_capability", f"one of the built architectures {builds.archs}",
-                                compute_capability)
-        return builds.result(archs[0]).cubin
+    def _inspected_builds(self) -> Builds:
+        return self._variants.builds(False)
 
 
 # ------------------------------------------------------------------- public functions

@@ -38,7 +38,8 @@ from .._jit.codegen_sort import carrier_alignment, check_radix_key, radix_sort_s
 from .._streams import stream_handle
 from ..errors import ArgumentError
 from ..types import ValueType, value_type
-from ._common import PerThreadCache, check_num_items, parse_compute_capability, targets, temp_storage_info
+from ._common import (Builds, CompiledAlgorithm, PerThreadCache, check_num_items, parse_compute_capability, targets,
+                     temp_storage_info)
 from .sort_common import (NARROW_MAX_ITEMS, DoubleBuffer, OffsetVariants, align_base, memcpy_async,
                           opaque_value_type, overlaps, parse_order, temp_layout)
 
@@ -114,7 +115,7 @@ def _is_double_buffer(x: Any) -> bool:
     return isinstance(x, DoubleBuffer)
 
 
-class _RadixSort:
+class _RadixSort(CompiledAlgorithm):
     """A radix sort built for fixed key and value dtypes and order; call it to run.
 
     ``sorter(temp_storage=None, ...)`` returns the temporary bytes needed and launches
@@ -377,22 +378,19 @@ class _RadixSort:
         return self._run(temp_storage, d_in_keys, d_out_keys, d_in_values, d_out_values, num_items, begin_bit,
                          end_bit, stream, False)
 
-    @property
-    def compute_capabilities(self) -> list[int]:
-        """The architectures this object holds compiled code for (e.g. [90])."""
-        return self._variants.builds(False).archs
+    def _inspected_builds(self) -> Builds:
+        return self._variants.builds(False)
 
     def cubin(self, compute_capability: Any = None, *, wide_offsets: bool = False) -> bytes:
-        """The compiled code for one architecture (the first built if not given)."""
-        builds = self._variants.builds(wide_offsets)
+        """The compiled code for one architecture (the first built if not given); with
+        ``wide_offsets`` the 64-bit-offset variant used past 2^31 - 1 items (built on demand)."""
+        if not wide_offsets:
+            return super().cubin(compute_capability)
+        builds = self._variants.builds(True)
         archs = parse_compute_capability(compute_capability) or self.compute_capabilities[:1]
         if archs[0] not in builds.archs:
-            if wide_offsets:
-                builds.build_for(archs[:1], [])
-            else:
-                raise ArgumentError("compute_capability", f"one of the built architectures {builds.archs}",
-                                    compute_capability)
-        return builds.result(archs[0]).cubin
+            builds.build_for(archs[:1], [])
+        return builds.cubin(archs[0])
 
 
 # ------------------------------------------------------------------- public functions

@@ -26,8 +26,8 @@ from .._streams import stream_handle
 from ..errors import ArgumentError, CudaError
 from ..op import OpSpec, RawOp, op_spec
 from ..types import ValueType, host_bytes, value_type
-from ._common import (Builds, PerThreadCache, check_num_items, parse_compute_capability, targets,
-                      temp_storage_info)
+from ._common import (Builds, CompiledAlgorithm, PerThreadCache, check_num_items, parse_compute_capability, targets,
+                     temp_storage_info)
 
 # CUB launches this many blocks per SM-occupancy slot for reductions.
 _SUBSCRIPTION_FACTOR = 5
@@ -74,7 +74,7 @@ def _check_init_compatible(init_dt: np.dtype, accum: ValueType) -> None:
         raise ArgumentError("h_init", f"a real value for a {accum.dtype} output", init_dt)
 
 
-class _Reduce:
+class _Reduce(CompiledAlgorithm):
     """A reduction built for fixed types and operator; call it to run.
 
     ``reducer(temp_storage=None, ...)`` returns the temporary bytes needed and launches
@@ -247,30 +247,12 @@ class _Reduce:
         """Run the reduction (or, with ``temp_storage=None``, return the temporary bytes needed)."""
         return self._run(temp_storage, d_in, d_out, num_items, op, h_init, stream, False)
 
-    @property
-    def compute_capabilities(self) -> list[int]:
-        """The architectures this object holds compiled code for (e.g. [90])."""
-        return self._builds.archs
-
-    def cubin(self, compute_capability: Any = None) -> bytes:
-        """The compiled code for one architecture (the first built if not given)."""
-        archs = parse_compute_capability(compute_capability) or self._builds.archs[:1]
-        if archs[0] not in self._builds.archs:
-            raise ArgumentError("compute_capability", f"one of the built architectures {self._builds.archs}",
-                                compute_capability)
-        return self._builds.result(archs[0]).cubin
 
 
 # ------------------------------------------------------------------- public functions
 
 wrapper_caches = PerThreadCache()
 
-
-def _key_dtype(x: Any, name: str) -> np.dtype:
-    dt = getattr(x, "dtype", None)
-    if isinstance(dt, np.dtype):
-        return dt
-    return _arrays.array_dtype(x, name)
 
 
 def make_reduce_into(*, d_in: Any, d_out: Any, op: Any, h_init: Any = None, **kwargs: Any) -> _Reduce:
@@ -304,7 +286,7 @@ def make_reduce_into(*, d_in: Any, d_out: Any, op: Any, h_init: Any = None, **kw
     if not spec.persistent:
         return _Reduce(d_in, d_out, op, h_init, determinism, compute_capability, spec)
     archs = parse_compute_capability(compute_capability)
-    key = (_key_dtype(d_in, "d_in"), _key_dtype(d_out, "d_out"), spec.key, _init_dtype(h_init), determinism,
+    key = (_arrays.array_dtype(d_in, "d_in"), _arrays.array_dtype(d_out, "d_out"), spec.key, _init_dtype(h_init), determinism,
            None if archs is None else tuple(archs), spec.state_size, spec.state_alignment)
     obj = wrapper_caches.get(key)
     if obj is None:

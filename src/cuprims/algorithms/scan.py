@@ -35,7 +35,8 @@ from .._streams import stream_handle
 from ..errors import ArgumentError, ArgumentTypeError, CudaError
 from ..op import OpSpec, RawOp, op_spec
 from ..types import ValueType, host_bytes, value_type
-from ._common import Builds, PerThreadCache, check_num_items, parse_compute_capability, targets, temp_storage_info
+from ._common import (Builds, CompiledAlgorithm, PerThreadCache, check_num_items, parse_compute_capability, targets,
+                     temp_storage_info)
 
 _HOST_SCALARS = (bool, int, float, complex, np.generic, np.ndarray)
 
@@ -160,7 +161,7 @@ class _Plan:
         self.max_tiles = meta["max_tiles"]
 
 
-class _Scan:
+class _Scan(CompiledAlgorithm):
     """A prefix scan built for fixed types, operator, init kind and direction; call it to run.
 
     ``scan(temp_storage=None, ...)`` returns the temporary bytes needed and launches
@@ -347,30 +348,12 @@ class _Scan:
         """
         return self._run(temp_storage, d_in, d_out, num_items, op, init_value, stream, False)
 
-    @property
-    def compute_capabilities(self) -> list[int]:
-        """The architectures this object holds compiled code for (e.g. [90])."""
-        return self._builds.archs
-
-    def cubin(self, compute_capability: Any = None) -> bytes:
-        """The compiled code for one architecture (the first built if not given)."""
-        archs = parse_compute_capability(compute_capability) or self._builds.archs[:1]
-        if archs[0] not in self._builds.archs:
-            raise ArgumentError("compute_capability", f"one of the built architectures {self._builds.archs}",
-                                compute_capability)
-        return self._builds.result(archs[0]).cubin
 
 
 # ------------------------------------------------------------------- public functions
 
 wrapper_caches = PerThreadCache()
 
-
-def _key_dtype(x: Any, name: str) -> np.dtype:
-    dt = getattr(x, "dtype", None)
-    if isinstance(dt, np.dtype):
-        return dt
-    return _arrays.array_dtype(x, name)
 
 
 def _make(d_in: Any, d_out: Any, op: Any, init_value: Any, inclusive: bool, compute_capability: Any) -> _Scan:
@@ -379,7 +362,7 @@ def _make(d_in: Any, d_out: Any, op: Any, init_value: Any, inclusive: bool, comp
         return _Scan(d_in, d_out, op, init_value, inclusive, compute_capability, spec)
     archs = parse_compute_capability(compute_capability)
     kind, init_dt = _init_info(init_value)
-    key = (_key_dtype(d_in, "d_in"), _key_dtype(d_out, "d_out"), spec.key, kind, init_dt, inclusive,
+    key = (_arrays.array_dtype(d_in, "d_in"), _arrays.array_dtype(d_out, "d_out"), spec.key, kind, init_dt, inclusive,
            None if archs is None else tuple(archs), spec.state_size, spec.state_alignment)
     obj = wrapper_caches.get(key)
     if obj is None:

@@ -40,7 +40,7 @@ from .._streams import stream_handle
 from ..errors import ArgumentError, CudaError
 from ..op import OpSpec, RawOp, op_spec
 from ..types import value_type
-from ._common import Builds, PerThreadCache, check_num_items, parse_compute_capability, targets
+from ._common import (Builds, CompiledAlgorithm, PerThreadCache, check_num_items, parse_compute_capability, targets)
 
 # One 16-byte kernel argument per input: {pointer, int head padding, 4 bytes of padding}
 # (CUB's kernel_arg union; its layout is pinned by static_asserts in cuprims_transform.cuh).
@@ -119,7 +119,7 @@ def _plan_for(loaded: Any, device: int) -> _Plan:
                  out_vec_mask=meta["out_size"] * vec - 1, in_vec_masks=tuple(s * vec - 1 for s in in_sizes))
 
 
-class _Transform:
+class _Transform(CompiledAlgorithm):
     """Shared machinery of the unary and binary transform objects."""
 
     _IN_NAMES: tuple[str, ...] = ()
@@ -206,18 +206,6 @@ class _Transform:
         params = self._params.pack(n, ipt, flag, b"\0", state, p_out, *args)
         driver.launch(plan.kernel, grid, plan.threads, s, params, smem)
 
-    @property
-    def compute_capabilities(self) -> list[int]:
-        """The architectures this object holds compiled code for (e.g. [90])."""
-        return self._builds.archs
-
-    def cubin(self, compute_capability: Any = None) -> bytes:
-        """The compiled code for one architecture (the first built if not given)."""
-        archs = parse_compute_capability(compute_capability) or self._builds.archs[:1]
-        if archs[0] not in self._builds.archs:
-            raise ArgumentError("compute_capability", f"one of the built architectures {self._builds.archs}",
-                                compute_capability)
-        return self._builds.result(archs[0]).cubin
 
 
 class _UnaryTransform(_Transform):
@@ -254,19 +242,13 @@ class _BinaryTransform(_Transform):
 wrapper_caches = PerThreadCache()
 
 
-def _key_dtype(x: Any, name: str) -> np.dtype:
-    dt = getattr(x, "dtype", None)
-    if isinstance(dt, np.dtype):
-        return dt
-    return _arrays.array_dtype(x, name)
-
 
 def _make(cls: type, d_ins: tuple[Any, ...], d_out: Any, op: Any, compute_capability: Any) -> _Transform:
     spec = op_spec(op)
     if not spec.persistent:
         return cls(d_ins, d_out, op, compute_capability, spec)
     archs = parse_compute_capability(compute_capability)
-    key = (cls.__name__, tuple(_key_dtype(x, n) for x, n in zip(d_ins, cls._IN_NAMES)), _key_dtype(d_out, "d_out"),
+    key = (cls.__name__, tuple(_arrays.array_dtype(x, n) for x, n in zip(d_ins, cls._IN_NAMES)), _arrays.array_dtype(d_out, "d_out"),
            spec.key, None if archs is None else tuple(archs), spec.state_size, spec.state_alignment)
     obj = wrapper_caches.get(key)
     if obj is None:
