@@ -220,3 +220,19 @@ def array_dtype(x: Any, name: str) -> np.dtype:
     if isinstance(dt, np.dtype):
         return dt
     return array_info(x, name)[1]
+
+
+def checked_pointer(x: Any, name: str, dtype: np.dtype, min_items: int, align_mask: int = 0,
+                    count_name: str | None = "num_items") -> int:
+    """Device pointer of ``x`` after checking it holds at least ``min_items`` items of ``dtype``
+    (the build's type) at an address its C++ type can be loaded from."""
+    reader = readers.get(type(x))
+    ptr, dt, size = reader(x, name) if reader else array_info(x, name)
+    if dt is not dtype and dt != dtype:
+        raise ArgumentError(name, f"an array of {dtype} (as at build time)", f"an array of {dt}")
+    if size < min_items:
+        need = f"at least {count_name}={min_items} items" if count_name else f"at least {min_items} item(s)"
+        raise ArgumentError(name, need, f"an array of {size}")
+    if ptr & align_mask:
+        raise ArgumentError(name, f"data aligned to {align_mask + 1} bytes (as its C++ type needs)", hex(ptr))
+    return ptr

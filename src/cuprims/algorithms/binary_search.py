@@ -143,16 +143,7 @@ class _BinarySearch(CompiledAlgorithm):
         return plan
 
     def _read(self, x: Any, name: str, n: int, dtype: np.dtype, mask: int) -> int:
-        reader = _arrays.readers.get(type(x))
-        ptr, dt, size = reader(x, name) if reader else _arrays.array_info(x, name)
-        if dt is not dtype and dt != dtype:
-            raise ArgumentError(name, f"an array of {dtype} (as at build time)", f"an array of {dt}")
-        if size < n:
-            what = "num_items" if name == "d_data" else "num_values"
-            raise ArgumentError(name, f"at least {what}={n} items", f"an array of {size}")
-        if ptr & mask:
-            raise ArgumentError(name, f"data aligned to {mask + 1} bytes (as its C++ type needs)", hex(ptr))
-        return ptr
+        return _arrays.checked_pointer(x, name, dtype, n, mask, "num_items" if name == "d_data" else "num_values")
 
     def _run(self, d_data: Any, num_items: Any, d_values: Any, num_values: Any, d_out: Any, comp: Any,
              stream: Any) -> None:

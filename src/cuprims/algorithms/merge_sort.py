@@ -121,15 +121,7 @@ class _MergeSort(CompiledAlgorithm):
         return plan
 
     def _read(self, x: Any, name: str, dtype: np.dtype, n: int, align: int) -> int:
-        reader = _arrays.readers.get(type(x))
-        ptr, dt, size = reader(x, name) if reader else _arrays.array_info(x, name)
-        if dt is not dtype and dt != dtype:
-            raise ArgumentError(name, f"an array of {dtype} (as at build time)", f"an array of {dt}")
-        if size < n:
-            raise ArgumentError(name, f"at least num_items={n} items", f"an array of {size}")
-        if ptr % align:
-            raise ArgumentError(name, f"data aligned to {align} bytes (as its C++ type needs)", hex(ptr))
-        return ptr
+        return _arrays.checked_pointer(x, name, dtype, n, align - 1)
 
     def _pointers(self, d_in_keys: Any, d_in_values: Any, d_out_keys: Any, d_out_values: Any,
                   n: int) -> tuple[int, int, int, int]:

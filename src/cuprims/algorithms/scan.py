@@ -269,22 +269,8 @@ class _Scan(CompiledAlgorithm):
     def _run(self, temp_storage: Any, d_in: Any, d_out: Any, num_items: Any, op: Any, init_value: Any,
              stream: Any, one_shot: bool) -> int | None:
         n = num_items if type(num_items) is int and num_items >= 0 else check_num_items(num_items)
-        reader = _arrays.readers.get(type(d_in))
-        p_in, dt_in, size_in = reader(d_in, "d_in") if reader else _arrays.array_info(d_in, "d_in")
-        if dt_in is not self._in_dtype and dt_in != self._in_dtype:
-            raise ArgumentError("d_in", f"an array of {self._in_dtype} (as at build time)", f"an array of {dt_in}")
-        if size_in < n:
-            raise ArgumentError("d_in", f"at least num_items={n} items", f"an array of {size_in}")
-        reader = _arrays.readers.get(type(d_out))
-        p_out, dt_out, size_out = reader(d_out, "d_out") if reader else _arrays.array_info(d_out, "d_out")
-        if dt_out is not self._out_dtype and dt_out != self._out_dtype:
-            raise ArgumentError("d_out", f"an array of {self._out_dtype} (as at build time)", f"an array of {dt_out}")
-        if size_out < n:
-            raise ArgumentError("d_out", f"room for num_items={n} results", f"an array of {size_out}")
-        if p_in & self._in_align_mask or p_out & self._out_align_mask:
-            name, ptr, mask = (("d_in", p_in, self._in_align_mask) if p_in & self._in_align_mask
-                               else ("d_out", p_out, self._out_align_mask))
-            raise ArgumentError(name, f"data aligned to {mask + 1} bytes (as its C++ type needs)", hex(ptr))
+        p_in = _arrays.checked_pointer(d_in, "d_in", self._in_dtype, n, self._in_align_mask)
+        p_out = _arrays.checked_pointer(d_out, "d_out", self._out_dtype, n, self._out_align_mask)
         init = self._init_arg(init_value)
         state = self._state
         if self._spec.state_size and isinstance(op, RawOp):

@@ -165,15 +165,7 @@ class _Transform(CompiledAlgorithm):
         return plan
 
     def _read(self, x: Any, name: str, dtype: np.dtype, n: int, mask: int) -> int:
-        reader = _arrays.readers.get(type(x))
-        ptr, dt, size = reader(x, name) if reader else _arrays.array_info(x, name)
-        if dt is not dtype and dt != dtype:
-            raise ArgumentError(name, f"an array of {dtype} (as at build time)", f"an array of {dt}")
-        if size < n:
-            raise ArgumentError(name, f"at least num_items={n} items", f"an array of {size}")
-        if ptr & mask:
-            raise ArgumentError(name, f"data aligned to {mask + 1} bytes (as its C++ type needs)", hex(ptr))
-        return ptr
+        return _arrays.checked_pointer(x, name, dtype, n, mask)
 
     def _run(self, d_ins: tuple[Any, ...], d_out: Any, num_items: Any, op: Any, stream: Any) -> None:
         n = num_items if type(num_items) is int and num_items >= 0 else check_num_items(num_items)
