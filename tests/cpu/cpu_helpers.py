@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 
@@ -48,3 +49,48 @@ def last_json(stdout: str) -> dict:
     lines = [ln for ln in stdout.splitlines() if ln.startswith("{")]
     assert lines, f"no JSON line in output:\n{stdout}"
     return json.loads(lines[-1])
+
+
+# ------------------------------------------------------------------ golden sources and cubin layouts
+
+GOLDENS = Path(__file__).parent / "goldens"
+
+
+def render_source(src) -> str:
+    """A generated unit as golden text: the source, then its name expressions, external
+    symbols and exported metadata fields as comments."""
+    parts = [src.text.rstrip("\n"), "", "// ---- name_expressions ----"]
+    parts += [f"// {n}" for n in src.name_expressions]
+    parts += ["// ---- extern_symbols ----"] + [f"// {s}" for s in src.extern_symbols]
+    parts += ["// ---- meta_fields ----"] + [f"// {m}" for m in src.meta_fields]
+    return "\n".join(parts) + "\n"
+
+
+def check_golden(name: str, text: str) -> None:
+    """Compare ``text`` with goldens/<name>.cu (CUPRIMS_UPDATE_GOLDENS=1 rewrites it)."""
+    import difflib
+
+    import pytest
+
+    path = GOLDENS / f"{name}.cu"
+    if os.environ.get("CUPRIMS_UPDATE_GOLDENS") == "1":
+        GOLDENS.mkdir(exist_ok=True)
+        path.write_text(text)
+    assert path.exists(), f"missing golden {path}; run with CUPRIMS_UPDATE_GOLDENS=1 to create it"
+    expected = path.read_text()
+    if text != expected:
+        diff = "".join(difflib.unified_diff(expected.splitlines(True), text.splitlines(True),
+                                            "golden/" + path.name, "generated"))
+        pytest.fail(f"generated source differs from {path.name} (CUPRIMS_UPDATE_GOLDENS=1 regenerates it):\n{diff}")
+
+
+def kernel_param_sizes(cubin: bytes, lowered: str) -> list[int]:
+    """Byte size of each parameter of kernel ``lowered``, in order, read from the cubin."""
+    from cuprims._jit.elfmeta import kernel_param_layout
+
+    return [size for _, size in kernel_param_layout(cubin, lowered)]
+
+
+def pack_sizes(kinds) -> list[int]:
+    """The parameter sizes a cuprims ParamPack with these kinds writes."""
+    return [8 if k in ("ptr", "i64") else 4 if k == "i32" else max(int(k), 1) for k in kinds]

@@ -9,9 +9,6 @@ Regenerate the golden sources after an intended codegen change with::
 
 from __future__ import annotations
 
-import difflib
-import os
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,10 +23,9 @@ from cuprims.errors import ArgumentError, CuprimsError, NoDeviceError
 from cuprims.op import OpSpec, op_spec
 from cuprims.types import value_type
 from cpu_helpers import counters, delta
-from test_transform import FakeDeviceArray, kernel_param_sizes, pack_sizes
+from test_transform import FakeDeviceArray
+from cpu_helpers import check_golden, kernel_param_sizes, pack_sizes, render_source
 
-GOLDENS = Path(__file__).parent / "goldens"
-UPDATE = os.environ.get("CUPRIMS_UPDATE_GOLDENS") == "1"
 ELF = b"\x7fELF"
 
 Pair = cuprims.gpu_struct({"key": np.int64, "weight": np.float32}, name="Pair")
@@ -53,29 +49,6 @@ SPECS = {
 
 def _generate(spec: dict) -> Source:
     return cgb.binary_search_source(data=vt(spec["data"]), out=vt(spec["out"]), op=spec["op"], arch=spec["arch"])
-
-
-def _render(src: Source) -> str:
-    parts = [src.text.rstrip("\n"), "", "// ---- name_expressions ----"]
-    parts += [f"// {n}" for n in src.name_expressions]
-    parts += ["// ---- extern_symbols ----"] + [f"// {s}" for s in src.extern_symbols]
-    parts += ["// ---- meta_fields ----"] + [f"// {m}" for m in src.meta_fields]
-    return "\n".join(parts) + "\n"
-
-
-@pytest.mark.parametrize("name", sorted(SPECS))
-def test_golden_source(name):
-    text = _render(_generate(SPECS[name]))
-    path = GOLDENS / f"{name}.cu"
-    if UPDATE:
-        GOLDENS.mkdir(exist_ok=True)
-        path.write_text(text)
-    assert path.exists(), f"missing golden {path}; run with CUPRIMS_UPDATE_GOLDENS=1 to create it"
-    expected = path.read_text()
-    if text != expected:
-        diff = "".join(difflib.unified_diff(expected.splitlines(True), text.splitlines(True),
-                                            "golden/" + path.name, "generated"))
-        pytest.fail(f"generated source differs from {path.name} (CUPRIMS_UPDATE_GOLDENS=1 regenerates it):\n{diff}")
 
 
 def test_source_shape():
@@ -274,3 +247,10 @@ def test_largest_index_that_fits(shared_cache):
     obj(**dict(CALL, d_data=FakeDeviceArray(n, "<i4"), num_items=n, num_values=0))
     with pytest.raises(NoDeviceError):
         obj(**dict(CALL, d_data=FakeDeviceArray(n, "<i4"), num_items=n))
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_golden_source(name):
+    src = _generate(SPECS[name])
+    assert _generate(SPECS[name]) == src  # deterministic
+    check_golden(name, render_source(src))

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import cuprims
-from cuprims import Determinism, OpKind, ProxyArray, ProxyValue
+from cuprims import Determinism, OpKind
 from cuprims.errors import CompileError, CuprimsError, OperatorCompileError
 from cuprims._jit import build as jit_build
 from cuprims._jit import codegen, nvrtc

@@ -4,11 +4,8 @@ corruption, switches, and that caches keep no user objects alive."""
 from __future__ import annotations
 
 import gc
-import hashlib
-import json
 import os
 import shutil
-import struct
 import subprocess
 import sys
 import threading
@@ -23,7 +20,6 @@ import pytest
 import cuprims
 from cuprims import OpKind, ProxyArray, ProxyValue
 from cuprims.errors import OperatorCompileError
-from cuprims._jit import build as jit_build
 from cuprims._jit import stats
 from cuprims._jit.cache import MAGIC, DiskCache, SingleFlightLRU, decode_entry, encode_entry
 from cpu_helpers import counters, delta, last_json, make_f4, run_python

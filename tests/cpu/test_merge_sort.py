@@ -25,8 +25,8 @@ from cuprims.algorithms.merge_sort import make_merge_sort, merge_sort
 from cuprims.errors import ArgumentError
 from cuprims.op import OpSpec, op_spec
 from cuprims.types import value_type
-from test_radix_sort import (ELF, FakeArray, FakeMemory, FakePack, check_golden, check_param_layout,
-                             render)
+from cpu_helpers import check_golden, render_source
+from test_radix_sort import ELF, FakeArray, FakeMemory, FakePack, check_param_layout
 
 KEY_STRUCT = np.dtype([("a", np.int32), ("b", np.float32)], align=True)
 
@@ -94,7 +94,7 @@ def _generate(spec):
 def test_golden_source(name):
     src = _generate(GOLDEN_SPECS[name])
     assert _generate(GOLDEN_SPECS[name]) == src
-    check_golden(name, render(src))
+    check_golden(name, render_source(src))
 
 
 def test_source_shape():

@@ -10,10 +10,6 @@ Regenerate the golden sources after an intended codegen change with::
 
 from __future__ import annotations
 
-import difflib
-import os
-import struct
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -28,57 +24,18 @@ from cuprims.algorithms.radix_sort import make_radix_sort, radix_sort
 from cuprims.algorithms.sort_common import DoubleBuffer
 from cuprims.errors import ArgumentError
 from cuprims.types import value_type
+from cpu_helpers import check_golden, kernel_param_sizes, pack_sizes, render_source
 
-GOLDENS = Path(__file__).parent / "goldens"
-UPDATE = os.environ.get("CUPRIMS_UPDATE_GOLDENS") == "1"
 ELF = b"\x7fELF"
 
 
 # --------------------------------------------------------------------- cubin helpers
 
-def _elf_sections(elf: bytes) -> dict[str, bytes]:
-    (shoff,) = struct.unpack_from("<Q", elf, 0x28)
-    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", elf, 0x3A)
-    secs = [struct.unpack_from("<IIQQQQIIQQ", elf, shoff + i * shentsize) for i in range(shnum)]
-    names = secs[shstrndx]
-    out = {}
-    for s in secs:
-        start = names[4] + s[0]
-        out[elf[start:elf.index(b"\0", start)].decode()] = elf[s[4]:s[4] + s[5]]
-    return out
-
-
-def kernel_param_sizes(cubin: bytes, lowered: str) -> list[int]:
-    """Sizes of a kernel's parameters in order, from its EIATTR_KPARAM_INFO records."""
-    data = _elf_sections(cubin)[".nv.info." + lowered]
-    i, params = 0, {}
-    while i < len(data):
-        fmt, attr = data[i], data[i + 1]
-        if fmt == 4:  # EIFMT_SVAL: u16 length, payload
-            (size,) = struct.unpack_from("<H", data, i + 2)
-            payload = data[i + 4:i + 4 + size]
-            i += 4 + size
-        elif fmt in (2, 3):  # EIFMT_BVAL / EIFMT_HVAL
-            payload = b""
-            i += 4
-        else:  # EIFMT_NVAL
-            payload = b""
-            i += 2
-        if attr == 0x17:  # EIATTR_KPARAM_INFO
-            _index, ordinal, _offset, flags = struct.unpack("<IHHI", payload)
-            params[ordinal] = flags >> 18
-    return [params[k] for k in sorted(params)]
-
-
-def kind_sizes(kinds) -> list[int]:
-    return [8 if k in ("ptr", "i64") else 4 if k == "i32" else int(k) for k in kinds]
-
-
 def check_param_layout(builds_result, source, kinds_per_kernel) -> None:
     assert len(source.name_expressions) == len(kinds_per_kernel)
     for name, kinds in zip(source.name_expressions, kinds_per_kernel):
         got = kernel_param_sizes(builds_result.cubin, builds_result.kernels[name])
-        assert got == kind_sizes(kinds), (name, got, kinds)
+        assert got == pack_sizes(kinds), (name, got, kinds)
 
 
 # ------------------------------------------------------------------- AOT builds
@@ -165,34 +122,6 @@ def _generate(spec):
     args["key"] = value_type(np.dtype(args["key"]))
     args["value"] = None if args["value"] is None else value_type(np.dtype(args["value"]))
     return radix_sort_source(**args)
-
-
-def render(src) -> str:
-    parts = [src.text.rstrip("\n"), "", "// ---- name_expressions ----"]
-    parts += [f"// {n}" for n in src.name_expressions]
-    parts += ["// ---- extern_symbols ----"] + [f"// {s}" for s in src.extern_symbols]
-    parts += ["// ---- meta_fields ----"] + [f"// {m}" for m in src.meta_fields]
-    return "\n".join(parts) + "\n"
-
-
-def check_golden(name: str, text: str) -> None:
-    path = GOLDENS / f"{name}.cu"
-    if UPDATE:
-        GOLDENS.mkdir(exist_ok=True)
-        path.write_text(text)
-    assert path.exists(), f"missing golden {path}; run with CUPRIMS_UPDATE_GOLDENS=1 to create it"
-    expected = path.read_text()
-    if text != expected:
-        diff = "".join(difflib.unified_diff(expected.splitlines(True), text.splitlines(True),
-                                            "golden/" + path.name, "generated"))
-        pytest.fail(f"generated source differs from {path.name} (CUPRIMS_UPDATE_GOLDENS=1 regenerates it):\n{diff}")
-
-
-@pytest.mark.parametrize("name", sorted(GOLDEN_SPECS))
-def test_golden_source(name):
-    src = _generate(GOLDEN_SPECS[name])
-    assert _generate(GOLDEN_SPECS[name]) == src  # deterministic
-    check_golden(name, render(src))
 
 
 def test_value_carriers():
@@ -839,3 +768,10 @@ def test_fake_device_packed_and_odd_values(fake_radix):
     got_k, got_v, _, _ = _run_object(obj, fake_radix.mem, keys, values, n, double_buffer=False)
     want_k, want_v = reference(keys, values, True)
     assert np.array_equal(got_k, want_k) and np.array_equal(got_v, want_v)
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN_SPECS))
+def test_golden_source(name):
+    src = _generate(GOLDEN_SPECS[name])
+    assert _generate(GOLDEN_SPECS[name]) == src  # deterministic
+    check_golden(name, render_source(src))

@@ -10,11 +10,8 @@ intended codegen change with::
 
 from __future__ import annotations
 
-import difflib
 import inspect
-import os
 import struct
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -27,10 +24,10 @@ from cuprims.algorithms.scan import exclusive_scan, inclusive_scan, make_exclusi
 from cuprims.errors import ArgumentError, ArgumentTypeError, CuprimsError, NoDeviceError
 from cuprims.op import OpSpec, op_spec
 from cuprims.types import value_type
+from cpu_helpers import check_golden, render_source
+from cuprims._jit.elfmeta import kernel_param_layout
 
 ELF = b"\x7fELF"
-GOLDENS = Path(__file__).parent / "goldens"
-UPDATE = os.environ.get("CUPRIMS_UPDATE_GOLDENS") == "1"
 
 S16 = cuprims.gpu_struct({"a": np.int32, "b": np.float64}, name="ScanPair")  # 16 bytes: multi-word tile state
 
@@ -76,38 +73,6 @@ BUILDS = ["i4-plus-incl-noinit-sm90", "i4-plus-excl-value-sm90", "i4-python-incl
           "struct-python-excl-value-sm90", "i4-to-i8-plus-excl-device-sm90", "i4-plus-incl-noinit-sm80"]
 
 
-def _elf_sections(elf: bytes) -> dict[str, bytes]:
-    (shoff,) = struct.unpack_from("<Q", elf, 0x28)
-    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", elf, 0x3A)
-    secs = [struct.unpack_from("<IIQQQQIIQQ", elf, shoff + i * shentsize) for i in range(shnum)]
-    names = secs[shstrndx]
-    out = {}
-    for s in secs:
-        start = names[4] + s[0]
-        out[elf[start:elf.index(b"\0", start)].decode()] = elf[s[4]:s[4] + s[5]]
-    return out
-
-
-def kernel_param_sizes(elf: bytes, lowered: str) -> list[tuple[int, int]]:
-    """(offset, size) of each kernel parameter, from the EIATTR_KPARAM_INFO records of the
-    kernel's .nv.info section (ordered by ordinal)."""
-    data = _elf_sections(elf)[".nv.info." + lowered]
-    i, params = 0, []
-    while i < len(data):
-        fmt, attr = data[i], data[i + 1]
-        i += 2
-        if fmt in (1, 2, 3):  # EIFMT_NVAL, EIFMT_BVAL, EIFMT_HVAL: two bytes follow
-            i += 2
-            continue
-        (size,) = struct.unpack_from("<H", data, i)
-        payload = data[i + 2:i + 2 + size]
-        i += 2 + size
-        if attr == 0x17:      # EIATTR_KPARAM_INFO
-            _index, ordinal, offset, word = struct.unpack("<IHHI", payload)
-            params.append((ordinal, offset, word >> 18))
-    return [(off, sz) for _, off, sz in sorted(params)]
-
-
 def _kind_size(kind) -> int:
     return {"ptr": 8, "i64": 8, "i32": 4}.get(kind) if isinstance(kind, str) else max(int(kind), 1)
 
@@ -135,7 +100,7 @@ def test_build(shared_cache, name):
     for expr, kinds in zip(source.name_expressions, (obj._init_param_kinds, obj._scan_param_kinds)):
         lowered = result.kernels[expr]
         assert lowered.encode() in cubin
-        sizes = [sz for _, sz in kernel_param_sizes(cubin, lowered)]
+        sizes = [sz for _, sz in kernel_param_layout(cubin, lowered)]
         assert sizes == [_kind_size(k) for k in kinds], (expr, sizes, kinds)
 
 
@@ -202,29 +167,6 @@ def _generate(spec: dict):
     args["in_type"] = value_type(np.dtype(args["in_type"]))
     args["accum"] = value_type(np.dtype(args["accum"]))
     return scan_source(**args)
-
-
-def _render(src) -> str:
-    parts = [src.text.rstrip("\n"), "", "// ---- name_expressions ----"]
-    parts += [f"// {n}" for n in src.name_expressions]
-    parts += ["// ---- extern_symbols ----"] + [f"// {s}" for s in src.extern_symbols]
-    parts += ["// ---- meta_fields ----"] + [f"// {m}" for m in src.meta_fields]
-    return "\n".join(parts) + "\n"
-
-
-@pytest.mark.parametrize("name", sorted(GOLDEN_SPECS))
-def test_golden_source(name):
-    text = _render(_generate(GOLDEN_SPECS[name]))
-    path = GOLDENS / f"{name}.cu"
-    if UPDATE:
-        GOLDENS.mkdir(exist_ok=True)
-        path.write_text(text)
-    assert path.exists(), f"missing golden {path}; run with CUPRIMS_UPDATE_GOLDENS=1 to create it"
-    expected = path.read_text()
-    if text != expected:
-        diff = "".join(difflib.unified_diff(expected.splitlines(True), text.splitlines(True),
-                                            "golden/" + path.name, "generated"))
-        pytest.fail(f"generated source differs from {path.name} (CUPRIMS_UPDATE_GOLDENS=1 regenerates it):\n{diff}")
 
 
 def test_source_shape():
@@ -494,3 +436,10 @@ def test_importing_scan_does_not_import_numba():
 
     code = "import sys, cuprims.algorithms.scan; assert 'numba' not in sys.modules, 'numba imported'"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN_SPECS))
+def test_golden_source(name):
+    src = _generate(GOLDEN_SPECS[name])
+    assert _generate(GOLDEN_SPECS[name]) == src  # deterministic
+    check_golden(name, render_source(src))

@@ -10,10 +10,6 @@ Regenerate the golden sources after an intended codegen change with::
 
 from __future__ import annotations
 
-import difflib
-import os
-import struct
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -28,9 +24,8 @@ from cuprims.errors import ArgumentError, ArgumentTypeError, CuprimsError, NoDev
 from cuprims.op import OpSpec, op_spec
 from cuprims.types import value_type
 from cpu_helpers import counters, delta
+from cpu_helpers import check_golden, kernel_param_sizes, pack_sizes, render_source
 
-GOLDENS = Path(__file__).parent / "goldens"
-UPDATE = os.environ.get("CUPRIMS_UPDATE_GOLDENS") == "1"
 ELF = b"\x7fELF"
 
 Pixel = cuprims.gpu_struct({"r": np.int32, "g": np.float32}, name="Pixel")
@@ -41,41 +36,6 @@ def vt(x):
 
 
 # ------------------------------------------------------------------ reading cubins
-
-def _sections(elf: bytes) -> dict[str, bytes]:
-    (shoff,) = struct.unpack_from("<Q", elf, 0x28)
-    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", elf, 0x3A)
-    secs = [struct.unpack_from("<IIQQQQIIQQ", elf, shoff + i * shentsize) for i in range(shnum)]
-    names = secs[shstrndx]
-    out = {}
-    for s in secs:
-        start = names[4] + s[0]
-        out[elf[start:elf.index(b"\0", start)].decode()] = elf[s[4]:s[4] + s[5]]
-    return out
-
-
-def kernel_param_sizes(cubin: bytes, lowered: str) -> list[int]:
-    """Byte size of each parameter of kernel ``lowered``, in order (EIATTR_KPARAM_INFO
-    records of its ``.nv.info.<name>`` section)."""
-    info = _sections(cubin)[f".nv.info.{lowered}"]
-    sizes: dict[int, int] = {}
-    i = 0
-    while i + 4 <= len(info):
-        fmt, attr = info[i], info[i + 1]
-        if fmt != 4:  # only EIFMT_SVAL records carry a length; the parameter records come first
-            i += 4
-            continue
-        (length,) = struct.unpack_from("<H", info, i + 2)
-        if attr == 0x17:  # EIATTR_KPARAM_INFO: index, ordinal, offset, flags (size in bits 18..31)
-            _, ordinal, _, flags = struct.unpack_from("<IHHI", info, i + 4)
-            sizes[ordinal] = (flags >> 18) & 0x3FFF
-        i += 4 + length
-    return [sizes[k] for k in range(len(sizes))]
-
-
-def pack_sizes(kinds) -> list[int]:
-    return [8 if k in ("ptr", "i64") else 4 if k == "i32" else int(k) for k in kinds]
-
 
 # ------------------------------------------------------------------ golden sources
 
@@ -98,29 +58,6 @@ SPECS = {
 def _generate(spec: dict) -> Source:
     return cgt.transform_source(inputs=tuple(vt(x) for x in spec["inputs"]), out=vt(spec["out"]), op=spec["op"],
                                 arch=spec["arch"])
-
-
-def _render(src: Source) -> str:
-    parts = [src.text.rstrip("\n"), "", "// ---- name_expressions ----"]
-    parts += [f"// {n}" for n in src.name_expressions]
-    parts += ["// ---- extern_symbols ----"] + [f"// {s}" for s in src.extern_symbols]
-    parts += ["// ---- meta_fields ----"] + [f"// {m}" for m in src.meta_fields]
-    return "\n".join(parts) + "\n"
-
-
-@pytest.mark.parametrize("name", sorted(SPECS))
-def test_golden_source(name):
-    text = _render(_generate(SPECS[name]))
-    path = GOLDENS / f"{name}.cu"
-    if UPDATE:
-        GOLDENS.mkdir(exist_ok=True)
-        path.write_text(text)
-    assert path.exists(), f"missing golden {path}; run with CUPRIMS_UPDATE_GOLDENS=1 to create it"
-    expected = path.read_text()
-    if text != expected:
-        diff = "".join(difflib.unified_diff(expected.splitlines(True), text.splitlines(True),
-                                            "golden/" + path.name, "generated"))
-        pytest.fail(f"generated source differs from {path.name} (CUPRIMS_UPDATE_GOLDENS=1 regenerates it):\n{diff}")
 
 
 def test_source_shape():
@@ -494,3 +431,10 @@ def test_binary_call_arguments(shared_cache):
         obj(**dict(args, d_out=FakeDeviceArray(8, "<c16", ptr=0x7F0000000008)))
     _names(exc, "d_out")
     obj(**dict(args, num_items=0))  # nothing to do: no GPU needed
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_golden_source(name):
+    src = _generate(SPECS[name])
+    assert _generate(SPECS[name]) == src  # deterministic
+    check_golden(name, render_source(src))

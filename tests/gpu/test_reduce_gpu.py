@@ -4,7 +4,6 @@ array producers and streams."""
 from __future__ import annotations
 
 import functools
-import math
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np

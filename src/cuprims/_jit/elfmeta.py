@@ -12,17 +12,58 @@ _SHT_SYMTAB = 2
 _SHT_NOBITS = 8
 
 
-def read_symbol(elf: bytes, symbol: str) -> bytes:
+def _section_headers(elf: bytes) -> list[tuple]:
     if elf[:4] != b"\x7fELF" or elf[4] != 2:
         raise ValueError("not a 64-bit ELF image")
     (shoff,) = struct.unpack_from("<Q", elf, 0x28)
-    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", elf, 0x3A)
-    sections = [struct.unpack_from("<IIQQQQIIQQ", elf, shoff + i * shentsize) for i in range(shnum)]
+    shentsize, shnum, _ = struct.unpack_from("<HHH", elf, 0x3A)
+    return [struct.unpack_from("<IIQQQQIIQQ", elf, shoff + i * shentsize) for i in range(shnum)]
+
+
+def sections(elf: bytes) -> dict[str, bytes]:
+    """Every section of an ELF image by name (NOBITS sections map to b"")."""
+    headers = _section_headers(elf)
+    (shstrndx,) = struct.unpack_from("<H", elf, 0x3E)
+    names = headers[shstrndx]
+    out = {}
+    for sec in headers:
+        start = names[4] + sec[0]
+        name = elf[start:elf.index(b"\0", start)].decode()
+        out[name] = b"" if sec[1] == _SHT_NOBITS else elf[sec[4]:sec[4] + sec[5]]
+    return out
+
+
+_EIATTR_KPARAM_INFO = 0x17
+_EIFMT_SVAL = 4
+
+
+def kernel_param_layout(cubin: bytes, lowered: str) -> list[tuple[int, int]]:
+    """(offset, size) of each parameter of kernel ``lowered``, in order, from the
+    EIATTR_KPARAM_INFO records of its ``.nv.info.<name>`` section. Records are four-byte
+    aligned: format, attribute, then a 16-bit value or (for SVAL) a length and payload."""
+    info = sections(cubin)[".nv.info." + lowered]
+    params: dict[int, tuple[int, int]] = {}
+    i = 0
+    while i + 4 <= len(info):
+        fmt, attr = info[i], info[i + 1]
+        if fmt != _EIFMT_SVAL:
+            i += 4
+            continue
+        (length,) = struct.unpack_from("<H", info, i + 2)
+        if attr == _EIATTR_KPARAM_INFO:
+            _index, ordinal, offset, flags = struct.unpack_from("<IHHI", info, i + 4)
+            params[ordinal] = (offset, (flags >> 18) & 0x3FFF)
+        i += 4 + length
+    return [params[k] for k in sorted(params)]
+
+
+def read_symbol(elf: bytes, symbol: str) -> bytes:
+    headers = _section_headers(elf)
     target = symbol.encode()
-    for sec in sections:
+    for sec in headers:
         if sec[1] != _SHT_SYMTAB:
             continue
-        strtab = sections[sec[6]]
+        strtab = headers[sec[6]]
         sym_off, sym_size = sec[4], sec[5]
         for j in range(sym_size // 24):
             st_name, _info, _other, st_shndx, st_value, st_size = struct.unpack_from("<IBBHQQ", elf, sym_off + j * 24)
@@ -30,7 +71,7 @@ def read_symbol(elf: bytes, symbol: str) -> bytes:
             end = elf.index(b"\0", start)
             if elf[start:end] != target:
                 continue
-            holder = sections[st_shndx]
+            holder = headers[st_shndx]
             if holder[1] == _SHT_NOBITS:
                 raise ValueError(f"symbol {symbol} has no initial value in the image")
             off = holder[4] + st_value
