@@ -36,4 +36,11 @@ class ProxyArray(_Proxy):
 
 
 class ProxyValue(_Proxy):
-    """Stands for a host value (such as ``h_init``) of ``dtype`` when building ahead of time."""
+    """Stands for a host value (such as ``h_init``) of ``dtype`` when building ahead of time.
+
+    Example::
+
+        cuprims.make_exclusive_scan(d_in=cuprims.ProxyArray(np.int32), d_out=cuprims.ProxyArray(np.int32),
+                                    op=cuprims.OpKind.PLUS, init_value=cuprims.ProxyValue(np.int32),
+                                    compute_capability=90)
+    """

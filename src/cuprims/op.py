@@ -26,7 +26,18 @@ from .errors import ArgumentError, ArgumentTypeError
 
 
 class OpKind(enum.Enum):
-    """Built-in operators, compiled directly into the generated C++."""
+    """Built-in operators, compiled directly into the generated C++.
+
+    Each algorithm accepts those that make sense for it and its types (a reduction takes
+    associative binary ones such as PLUS, MAXIMUM or BIT_XOR; sorting and searching take
+    the comparators LESS and GREATER; unary transforms take NEGATE, IDENTITY, BIT_NOT and
+    LOGICAL_NOT) and names the argument when given another.
+
+    Example::
+
+        cuprims.reduce_into(d_in=x, d_out=out, num_items=x.size, op=cuprims.OpKind.MAXIMUM,
+                            h_init=np.float32(-np.inf))
+    """
 
     STATELESS = "stateless"
     STATEFUL = "stateful"
