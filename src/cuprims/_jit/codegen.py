@@ -126,6 +126,19 @@ def op_symbol(op: OpSpec, default: str) -> str:
     return op.name if op.kind == "raw" else default
 
 
+def extern_op_call(op: OpSpec, symbol: str, addresses: list[str]) -> tuple[str, str, str]:
+    """The pieces a functor needs to call a linked operator through our pointer ABI:
+    its ``extern "C"`` declaration, the functor's state member (empty without state), and
+    the call statement passing the state's address (if any), then ``addresses``."""
+    if op.state_size:
+        pointers = ["const_cast<void*>(static_cast<const void*>(&state))"] + addresses
+        state = f"  struct __align__({op.state_alignment}) {{ unsigned char bytes[{op.state_size}]; }} state;\n"
+    else:
+        pointers, state = addresses, ""
+    decl = f'extern "C" __device__ void {symbol}({", ".join(["void*"] * len(pointers))});'
+    return decl, state, f"{symbol}({', '.join(pointers)});"
+
+
 def binary_functor(name: str, op: OpSpec, vt: ValueType, symbol: str) -> tuple[str, tuple[str, ...]]:
     """C++ functor ``name`` computing ``T op(T, T)``; returns (text, extern symbols)."""
     t = vt.cpp
@@ -134,14 +147,7 @@ def binary_functor(name: str, op: OpSpec, vt: ValueType, symbol: str) -> tuple[s
         body = f"return static_cast<{t}>({expr});"
         return (f"struct {name}\n{{\n  __device__ __forceinline__ {t} operator()(const {t}& a, const {t}& b) const\n"
                 f"  {{\n    {body}\n  }}\n}};\n"), ()
-    if op.state_size:
-        decl = f'extern "C" __device__ void {symbol}(void*, void*, void*, void*);'
-        state = (f"  struct __align__({op.state_alignment}) {{ unsigned char bytes[{op.state_size}]; }} state;\n")
-        call = f"{symbol}(const_cast<void*>(static_cast<const void*>(&state)), &lhs, &rhs, &result);"
-    else:
-        decl = f'extern "C" __device__ void {symbol}(void*, void*, void*);'
-        state = ""
-        call = f"{symbol}(&lhs, &rhs, &result);"
+    decl, state, call = extern_op_call(op, symbol, ["&lhs", "&rhs", "&result"])
     text = (f"{decl}\nstruct {name}\n{{\n{state}"
             f"  __device__ __forceinline__ {t} operator()(const {t}& a, const {t}& b) const\n  {{\n"
             f"    {t} lhs = a;\n    {t} rhs = b;\n    {t} result;\n    {call}\n    return result;\n  }}\n}};\n")

@@ -20,7 +20,7 @@ from __future__ import annotations
 from ..errors import ArgumentError
 from ..op import OpKind, OpSpec
 from ..types import ValueType
-from .codegen import Source, meta_export, op_symbol, preamble
+from .codegen import Source, extern_op_call, meta_export, op_symbol, preamble
 
 META_FIELDS = ("threads", "value_size", "out_size")
 
@@ -58,14 +58,7 @@ def comparator_functor(name: str, op: OpSpec, data: ValueType, symbol: str) -> t
     if op.kind == "builtin":
         expr = _less_expr(data, "a", "b") if op.builtin is OpKind.LESS else _less_expr(data, "b", "a")
         return head + sig + f"return {expr};\n  }}\n}};\n", ()
-    if op.state_size:
-        decl = f'extern "C" __device__ void {symbol}(void*, void*, void*, void*);'
-        state = f"  struct __align__({op.state_alignment}) {{ unsigned char bytes[{op.state_size}]; }} state;\n"
-        call = f"{symbol}(const_cast<void*>(static_cast<const void*>(&state)), &lhs, &rhs, &flag);"
-    else:
-        decl = f'extern "C" __device__ void {symbol}(void*, void*, void*);'
-        state = ""
-        call = f"{symbol}(&lhs, &rhs, &flag);"
+    decl, state, call = extern_op_call(op, symbol, ["&lhs", "&rhs", "&flag"])
     body = f"{t} lhs = a;\n    {t} rhs = b;\n    unsigned char flag = 0;\n    {call}\n    return flag != 0;"
     return f"{decl}\n{head}{state}{sig}{body}\n  }}\n}};\n", (symbol,)
 

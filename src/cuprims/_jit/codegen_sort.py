@@ -20,7 +20,7 @@ from __future__ import annotations
 from ..errors import ArgumentError
 from ..op import OpKind, OpSpec
 from ..types import ValueType
-from .codegen import Source, meta_export, op_symbol, preamble
+from .codegen import Source, extern_op_call, meta_export, op_symbol, preamble
 
 _CUB = "CUB_NS_QUALIFIER"
 
@@ -154,14 +154,7 @@ def comparator_functor(name: str, op: OpSpec, key: ValueType, symbol: str) -> tu
         expr = _COMPARATORS[op.builtin]
         return (f"struct {name}\n{{\n  __device__ __forceinline__ bool operator()(const {t}& a, const {t}& b) const\n"
                 f"  {{\n    return {expr};\n  }}\n}};\n"), ()
-    if op.state_size:
-        decl = f'extern "C" __device__ void {symbol}(void*, void*, void*, void*);'
-        state = f"  struct __align__({op.state_alignment}) {{ unsigned char bytes[{op.state_size}]; }} state;\n"
-        call = f"{symbol}(const_cast<void*>(static_cast<const void*>(&state)), &lhs, &rhs, &flag);"
-    else:
-        decl = f'extern "C" __device__ void {symbol}(void*, void*, void*);'
-        state = ""
-        call = f"{symbol}(&lhs, &rhs, &flag);"
+    decl, state, call = extern_op_call(op, symbol, ["&lhs", "&rhs", "&flag"])
     text = (f"{decl}\nstruct {name}\n{{\n{state}"
             f"  __device__ __forceinline__ bool operator()(const {t}& a, const {t}& b) const\n  {{\n"
             f"    {t} lhs = a;\n    {t} rhs = b;\n    unsigned char flag;\n    {call}\n    return flag != 0;\n"

@@ -25,7 +25,7 @@ import numpy as np
 from ..errors import ArgumentError
 from ..op import COMPARISON_KINDS, UNARY_KINDS, OpKind, OpSpec
 from ..types import ValueType, value_type
-from .codegen import Source, meta_export, op_symbol, preamble
+from .codegen import Source, extern_op_call, meta_export, op_symbol, preamble
 
 # The host decodes the kernel's algorithm with these numbers (pinned by static_asserts
 # in cuprims_transform.cuh).
@@ -160,15 +160,7 @@ def transform_functor(name: str, op: OpSpec, inputs: tuple[ValueType, ...], out:
         return head + sig + _builtin_body(op, inputs, out) + "\n  }\n};\n", ()
     n = len(inputs)
     copies = "".join(f"{vt.cpp} {p}_copy = {p};\n    " for vt, p in zip(inputs, "ab"))
-    args = ", ".join(f"&{p}_copy" for p in "ab"[:n])
-    if op.state_size:
-        decl = f'extern "C" __device__ void {symbol}(void*{", void*" * (n + 1)});'
-        state = f"  struct __align__({op.state_alignment}) {{ unsigned char bytes[{op.state_size}]; }} state;\n"
-        call = f"{symbol}(const_cast<void*>(static_cast<const void*>(&state)), {args}, &result);"
-    else:
-        decl = f'extern "C" __device__ void {symbol}(void*{", void*" * n});'
-        state = ""
-        call = f"{symbol}({args}, &result);"
+    decl, state, call = extern_op_call(op, symbol, [f"&{p}_copy" for p in "ab"[:n]] + ["&result"])
     body = f"{copies}{o} result;\n    {call}\n    return result;"
     return f"{decl}\n{head}{state}{sig}{body}\n  }}\n}};\n", (symbol,)
 
