@@ -229,9 +229,12 @@ def check_num_items(num_items: Any) -> int:
     return value
 
 
-def temp_storage_info(temp_storage: Any) -> tuple[int, int]:
-    """(pointer, size in bytes) of a temporary-storage device array."""
+def temp_storage_info(temp_storage: Any, needed: int = 0) -> tuple[int, int]:
+    """(pointer, size in bytes) of a temporary-storage device array holding at least ``needed`` bytes."""
     from .._arrays import array_info
 
     ptr, dt, size = array_info(temp_storage, "temp_storage")
-    return ptr, size * dt.itemsize
+    nbytes = size * dt.itemsize
+    if nbytes < needed:
+        raise ArgumentError("temp_storage", f"at least {needed} bytes", f"{nbytes} bytes")
+    return ptr, nbytes

@@ -178,9 +178,7 @@ class _MergeSort(CompiledAlgorithm):
         if one_shot and temp_storage is None:
             owned = temp_ptr = driver.alloc_async(needed, s)
         else:
-            temp_ptr, temp_size = temp_storage_info(temp_storage)
-            if temp_size < needed:
-                raise ArgumentError("temp_storage", f"at least {needed} bytes", f"{temp_size} bytes")
+            temp_ptr, _ = temp_storage_info(temp_storage, needed)
         try:
             base = align_base(temp_ptr)
             partitions, keys_tmp, values_tmp, vsmem = (base + o for o in offsets)

@@ -204,9 +204,7 @@ class _Reduce(CompiledAlgorithm):
             if one_shot:
                 owned = temp_ptr = driver.alloc_async(needed, s)
             else:
-                temp_ptr, temp_size = temp_storage_info(temp_storage)
-                if temp_size < needed:
-                    raise ArgumentError("temp_storage", f"at least {needed} bytes", f"{temp_size} bytes")
+                temp_ptr, _ = temp_storage_info(temp_storage, needed)
                 if temp_ptr % plan.accum_align:
                     raise ArgumentError("temp_storage", f"an address aligned to {plan.accum_align} bytes", hex(temp_ptr))
         try:

@@ -294,9 +294,7 @@ class _Scan(CompiledAlgorithm):
                 owned = temp_ptr = driver.alloc_async(needed, s)
                 available = needed
             else:
-                temp_ptr, available = temp_storage_info(temp_storage)
-                if available < needed:
-                    raise ArgumentError("temp_storage", f"at least {needed} bytes", f"{available} bytes")
+                temp_ptr, available = temp_storage_info(temp_storage, needed)
         try:
             try:
                 self._launch(plan, num_tiles, s, p_in, p_out, temp_ptr, n, state, init)
