@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 BUILD_PROBE = textwrap.dedent("""
     import json, time
     import cupy as cp
+    import numpy as np
     import cuprims
     from cuprims.algorithms.radix_sort import make_radix_sort
     from cuprims.algorithms.merge_sort import make_merge_sort
@@ -70,6 +71,7 @@ def main() -> None:
     add_extra_path()
 
     import cupy as cp
+    import numpy as np
     import torch
 
     import cuprims
@@ -95,8 +97,7 @@ def main() -> None:
 
     # --- radix sort, keys only ----------------------------------------------------------
     n = 1 << args.log2n
-    r = cp.random.default_rng(0)
-    keys = r.integers(0, 1 << 32, n, dtype=cp.uint64).astype(cp.uint32)
+    keys = cp.asarray(np.random.default_rng(0).integers(0, 1 << 32, n, dtype=np.uint32))
     out = cp.empty_like(keys)
     asc = SortOrder.ASCENDING
     sorter = make_radix_sort(d_in_keys=keys, d_out_keys=out, d_in_values=None, d_out_values=None, order=asc)
@@ -177,7 +178,7 @@ def main() -> None:
 
     # --- merge sort ---------------------------------------------------------------------
     m = 1 << args.merge_log2n
-    mk = cp.random.default_rng(1).integers(-(1 << 31), (1 << 31) - 1, m, dtype=cp.int64).astype(cp.int32)
+    mk = cp.asarray(np.random.default_rng(1).integers(-(1 << 31), (1 << 31) - 1, m, dtype=np.int32))
     mout = cp.empty_like(mk)
 
     def less(a, b):
@@ -192,7 +193,9 @@ def main() -> None:
     assert bool(cp.all(mout == cp.sort(mk)))
     t_m = device_ms(mrun, inner=5, repeats=9)
     mb = make_merge_sort(d_in_keys=mk, d_out_keys=mout, op=OpKind.LESS)
-    t_mb = device_ms(lambda: mb(temp_storage=mtmp, d_in_keys=mk, d_in_values=None, d_out_keys=mout,
+    mbtmp = cp.empty(mb(temp_storage=None, d_in_keys=mk, d_in_values=None, d_out_keys=mout, d_out_values=None,
+                        num_items=m, op=OpKind.LESS), cp.uint8)
+    t_mb = device_ms(lambda: mb(temp_storage=mbtmp, d_in_keys=mk, d_in_values=None, d_out_keys=mout,
                                 d_out_values=None, num_items=m, op=OpKind.LESS), inner=5, repeats=9)
     t_m_one = device_ms(lambda: merge_sort(d_in_keys=mk, d_out_keys=mout, num_items=m, op=less), inner=5, repeats=9)
     mkt = torch_of(mk)
@@ -217,7 +220,7 @@ def main() -> None:
             print("cuda.compute merge sort failed:", exc)
 
     # --- host time per call, small problems ---------------------------------------------------
-    s = cp.random.default_rng(2).integers(0, 1000, 1024).astype(cp.uint32)
+    s = cp.asarray(np.random.default_rng(2).integers(0, 1000, 1024, dtype=np.uint32))
     so = cp.empty_like(s)
     small = make_radix_sort(d_in_keys=s, d_out_keys=so, d_in_values=None, d_out_values=None, order=asc)
     stmp = cp.empty(16, cp.uint8)
