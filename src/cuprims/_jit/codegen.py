@@ -12,6 +12,7 @@ Every generated translation unit follows one shape:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Mapping
 
 from ..errors import ArgumentError
 from ..op import COMPARISON_KINDS, UNARY_KINDS, OpKind, OpSpec
@@ -152,6 +153,19 @@ def binary_functor(name: str, op: OpSpec, vt: ValueType, symbol: str) -> tuple[s
             f"  __device__ __forceinline__ {t} operator()(const {t}& a, const {t}& b) const\n  {{\n"
             f"    {t} lhs = a;\n    {t} rhs = b;\n    {t} result;\n    {call}\n    return result;\n  }}\n}};\n")
     return text, (symbol,)
+
+
+def tuned_selector(base: str, overrides: Mapping[str, Any] | None, name: str = "cuprims_selector_t") -> str:
+    """Declare ``name`` as CUB's policy selector ``base``, or, given ``overrides`` (policy
+    member path -> value, e.g. ``{"onesweep.items_per_thread": 19}``), as a selector that
+    returns ``base``'s policy with those members replaced."""
+    if not overrides:
+        return f"using {name} = {base};\n"
+    sets = "".join(f"    policy.{path} = {value};\n" for path, value in overrides.items())
+    return (f"struct {name} {{\n"
+            "  _CCCL_HOST_DEVICE_API constexpr auto operator()(::cuda::compute_capability cc) const {\n"
+            f"    auto policy = {base}{{}}(cc);\n{sets}    return policy;\n"
+            "  }\n};\n")
 
 
 def meta_export(fields: tuple[tuple[str, str], ...]) -> str:

@@ -8,9 +8,11 @@ bytes per tile and fixed bytes, the largest tile count, accumulator size and ali
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 from ..op import OpSpec
 from ..types import ValueType
-from .codegen import Source, binary_functor, meta_export, op_symbol, preamble
+from .codegen import Source, binary_functor, meta_export, op_symbol, preamble, tuned_selector
 
 # What the init value is, as the kernel sees it.
 INIT_KINDS = ("none", "value", "device")
@@ -20,7 +22,7 @@ SCAN_META_FIELDS = ("threads", "items", "init_threads", "tile_bytes_per_tile", "
 
 
 def scan_source(*, in_type: ValueType, accum: ValueType, op: OpSpec, init_kind: str, inclusive: bool,
-                arch: int) -> Source:
+                arch: int, policy_overrides: Mapping[str, Any] | None = None) -> Source:
     """Source for a device-wide scan of ``in_type`` items into ``accum`` outputs.
 
     ``init_kind`` is "none" (inclusive only), "value" (passed at launch) or "device" (a
@@ -47,7 +49,7 @@ def scan_source(*, in_type: ValueType, accum: ValueType, op: OpSpec, init_kind: 
         preamble((in_type, accum), arch)
         + "#include <cuprims_scan.cuh>\n\n"
         + functor
-        + f"\nusing cuprims_selector_t = {selector};\n"
+        + "\n" + tuned_selector(selector, policy_overrides)
         + "constexpr auto cuprims_policy = cuprims::scan::lookback_policy<cuprims_selector_t>("
         + f"::cuda::compute_capability{{{arch // 10}, {arch % 10}}});\n"
         + "static_assert(cuprims_selector_t{}(::cuda::compute_capability{"

@@ -17,10 +17,12 @@ Types:
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 from ..errors import ArgumentError
 from ..op import OpKind, OpSpec
 from ..types import ValueType
-from .codegen import Source, extern_op_call, meta_export, op_symbol, preamble
+from .codegen import Source, extern_op_call, meta_export, op_symbol, preamble, tuned_selector
 
 _CUB = "CUB_NS_QUALIFIER"
 
@@ -69,35 +71,16 @@ def check_radix_key(vt: ValueType, argument: str = "d_in_keys") -> None:
                             "keys by their bits; sort structs with merge_sort)", vt.dtype)
 
 
-def _radix_selector(onesweep_tuning: tuple[int, int] | None) -> str:
-    cub_selector = (_CUB + "::detail::radix_sort::policy_selector_from_types<cuprims_key_t, cuprims_value_t, "
-                    "cuprims_offset_t>")
-    if onesweep_tuning is None:
-        return f"using cuprims_selector_t = {cub_selector};\n"
-    threads, items = (int(v) for v in onesweep_tuning)
-    return (
-        "struct cuprims_selector_t {\n"
-        f"  _CCCL_HOST_DEVICE_API constexpr auto operator()(::cuda::compute_capability cc) const\n"
-        f"      -> {_CUB}::RadixSortPolicy {{\n"
-        f"    auto policy = {cub_selector}{{}}(cc);\n"
-        f"    policy.onesweep.threads_per_block = {threads};\n"
-        f"    policy.onesweep.items_per_thread = {items};\n"
-        "    return policy;\n"
-        "  }\n"
-        "};\n"
-    )
-
-
 def radix_sort_source(*, key: ValueType, value: ValueType | None, descending: bool, wide_offsets: bool,
-                      arch: int, onesweep_tuning: tuple[int, int] | None = None) -> Source:
+                      arch: int, policy_overrides: Mapping[str, Any] | None = None) -> Source:
     """Source for CUB's onesweep radix sort of ``key`` keys (and ``value`` values, if given).
 
     Kernels, in this order (the host relies on it):
       0 single tile, 1 histogram, 2 exclusive sum, 3 zero-fill (counters, bins, look-back),
       4 onesweep pass.
 
-    ``onesweep_tuning=(threads_per_block, items_per_thread)`` replaces CUB's onesweep tile
-    shape (everything else stays CUB's policy).
+    ``policy_overrides`` replaces members of CUB's policy (e.g.
+    ``{"onesweep.items_per_thread": 19}``); see :func:`codegen.tuned_selector`.
     """
     check_radix_key(key)
     offset_t = "unsigned long long" if wide_offsets else "unsigned int"
@@ -113,7 +96,8 @@ def radix_sort_source(*, key: ValueType, value: ValueType | None, descending: bo
         + f"using cuprims_key_t = {key.cpp};\n"
         + f"using cuprims_value_t = {value_t};\n"
         + f"using cuprims_offset_t = {offset_t};\n"
-        + _radix_selector(onesweep_tuning)
+        + tuned_selector(_CUB + "::detail::radix_sort::policy_selector_from_types<cuprims_key_t, cuprims_value_t, "
+                         "cuprims_offset_t>", policy_overrides)
         + "namespace cuprims_radix = " + _CUB + "::detail::radix_sort;\n"
         + "constexpr auto cuprims_policy = cuprims_selector_t{}(::cuda::compute_capability{"
         + f"{arch // 10}, {arch % 10}" + "});\n"

@@ -41,7 +41,7 @@ from ..types import ValueType, value_type
 from ._common import (Builds, CompiledAlgorithm, PerThreadCache, check_num_items, parse_compute_capability, targets,
                      temp_storage_info)
 from .sort_common import (NARROW_MAX_ITEMS, DoubleBuffer, OffsetVariants, align_base, memcpy_async,
-                          opaque_value_type, overlaps, parse_order, temp_layout)
+                          opaque_value_type, overlaps, parse_order, temp_layout, zero_words_async)
 
 # CUB's onesweep dispatch: portions of at most this many items (rounded down to whole
 # tiles), since the look-back flags use the top two bits of a 32-bit word.
@@ -49,6 +49,8 @@ _PORTION_LIMIT = (1 << 28) - 1
 # CUB launches its zero-fill kernels with this many threads per block.
 _INIT_THREADS = 256
 _LOOKBACK_WORD = 4  # bytes of CUB's AtomicOffsetT (int); pinned by static_assert in the generated code
+# As CUB does for problems too large for its PDL path (and bench/tune_probe.py measures).
+ZERO_LOOKBACK_WITH_MEMSET = True
 _DECOMPOSER = b"\0"  # CUB's identity decomposer: an empty struct passed by value
 
 __all__ = ["make_radix_sort", "radix_sort", "DoubleBuffer", "SortOrder"]
@@ -330,8 +332,11 @@ class _RadixSort(CompiledAlgorithm):
                 portion_items = min(n - p * portion, portion)
                 blocks = -(-portion_items // plan.tile)
                 n_lookback = blocks * digits
-                launch(plan.init, -(-n_lookback // _INIT_THREADS), _INIT_THREADS, s,
-                       p_init.pack(lookback, n_lookback, 0, 0))
+                if ZERO_LOOKBACK_WITH_MEMSET:
+                    zero_words_async(lookback, n_lookback, s)
+                else:
+                    launch(plan.init, -(-n_lookback // _INIT_THREADS), _INIT_THREADS, s,
+                           p_init.pack(lookback, n_lookback, 0, 0))
                 bins_out = bins + ((p + 1) * num_passes + pass_) * digits * osize if p < num_portions - 1 else 0
                 bins_in = bins + (p * num_passes + pass_) * digits * osize
                 v_in = values[sel] + p * portion * vs if vs else 0
