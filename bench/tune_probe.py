@@ -25,22 +25,19 @@ ROOT = Path(__file__).resolve().parent.parent
 
 KEY_SHAPES = [None, (384, 19), (384, 18), (320, 19), (320, 21), (352, 19), (416, 18), (288, 22), (512, 18)]
 PAIR_SHAPES = [None, (384, 22), (384, 24), (512, 17), (448, 20)]
-SCAN_POLICIES = [
-    {},
-    {"lookback.threads_per_block": 256, "lookback.items_per_thread": 16},
-    {"lookback.threads_per_block": 256, "lookback.items_per_thread": 20},
-    {"lookback.threads_per_block": 256, "lookback.items_per_thread": 24},
-    {"lookback.threads_per_block": 128, "lookback.items_per_thread": 20},
-    {"lookback.threads_per_block": 128, "lookback.items_per_thread": 28},
-    {"lookback.threads_per_block": 128, "lookback.items_per_thread": 32},
-    {"lookback.threads_per_block": 192, "lookback.items_per_thread": 24},
-    {"lookback.threads_per_block": 384, "lookback.items_per_thread": 12},
-    {"lookback.threads_per_block": 512, "lookback.items_per_thread": 12},
-    {"lookback.load_modifier": "CUB_NS_QUALIFIER::LOAD_CS"},
-    {"lookback.store_algorithm": "CUB_NS_QUALIFIER::BLOCK_STORE_WARP_TRANSPOSE_TIMESLICED"},
-    {"lookback.lookback_delay.delay": 350},
-    {"lookback.lookback_delay.delay": 1000},
-]
+def _shape(threads: int, items: int) -> dict:
+    return {"lookback.threads_per_block": threads, "lookback.items_per_thread": items}
+
+
+# dtype -> look-back policies to time (the first, {}, is CUB's own)
+SCAN_POLICIES = {
+    "int32": [{}, _shape(128, 32), _shape(64, 64), _shape(128, 32), _shape(64, 64)],
+    "float32": [{}, _shape(128, 32), _shape(64, 64)],
+    "int64": [{}, _shape(64, 32), _shape(128, 16), _shape(32, 64)],
+    "float64": [{}, _shape(64, 32), _shape(128, 16)],
+    "int8": [{}, _shape(128, 64), _shape(128, 128), _shape(64, 128)],
+    "int16": [{}, _shape(128, 32), _shape(128, 64), _shape(64, 64)],
+}
 
 
 def main() -> None:
@@ -92,7 +89,7 @@ def main() -> None:
     original_include = nvrtc.cccl_include_dir
 
     def sorter_for(shape, with_values, wide, headers36=False):
-        overrides = None if shape is None else {"onesweep.threads_per_block": shape[0],
+        overrides = {} if shape is None else {"onesweep.threads_per_block": shape[0],
                                                 "onesweep.items_per_thread": shape[1]}
 
         def source(**kw):
@@ -179,36 +176,46 @@ def main() -> None:
 
 def scan_probe(args, add, cp, np, ccomp, scan_mod, OpKind, functools) -> None:
     n = 1 << args.log2n
-    x = cp.random.default_rng(0).integers(-100, 100, n, dtype=cp.int32)
-    y = cp.empty_like(x)
-    expect = cp.cumsum(x, dtype=cp.int32)
     original = scan_mod.scan_source
-    work = f"inclusive scan int32 2^{args.log2n}"
-    base = None
-    for overrides in SCAN_POLICIES:
-        scan_mod.scan_source = functools.partial(original, policy_overrides=overrides)
-        try:
-            obj = scan_mod._Scan(x, y, OpKind.PLUS, None, True, None)
-        except Exception as exc:  # noqa: BLE001
-            print(overrides, "failed:", str(exc)[:600])
-            continue
-        finally:
-            scan_mod.scan_source = original
-        kw = dict(d_in=x, d_out=y, op=OpKind.PLUS, init_value=None, num_items=n)
-        tmp = cp.empty(obj(temp_storage=None, **kw), cp.uint8)
-        y.fill(0)
-        obj(temp_storage=tmp, **kw)
-        assert bool(cp.all(y == expect)), f"wrong scan for {overrides}"
-        t = device_ms(lambda: obj(temp_storage=tmp, **kw), inner=20, repeats=15)
-        base = base or t
-        add(work, str(overrides or "CUB sm90 policy (128 x 24)").replace("CUB_NS_QUALIFIER::", ""), t, "ms",
-            base / t, "ratio = CUB policy/this")
-    if ccomp is not None:
-        c = ccomp.make_inclusive_scan(d_in=x, d_out=y, op=ccomp.OpKind.PLUS, init_value=None)
-        c_args = dict(d_in=x, d_out=y, op=ccomp.OpKind.PLUS, init_value=None, num_items=n)
-        c_tmp = cp.empty(c(temp_storage=None, **c_args), cp.uint8)
-        t = device_ms(lambda: c(temp_storage=c_tmp, **c_args), inner=20, repeats=15)
-        add(work, "cuda.compute", t, "ms", base / t if base else None, "ratio = cuprims CUB policy/cuda.compute")
+    for dtype, policies in SCAN_POLICIES.items():
+        if dtype.startswith("float"):
+            x = cp.random.default_rng(0).random(n, dtype=np.dtype(dtype))
+        else:
+            x = cp.random.default_rng(0).integers(-3, 4, n, dtype=cp.int32).astype(dtype)
+        y = cp.empty_like(x)
+        expect = cp.cumsum(x, dtype=x.dtype)
+        work = f"inclusive scan {dtype} 2^{args.log2n}"
+        base = None
+        for overrides in policies:
+            scan_mod.scan_source = functools.partial(original, policy_overrides=overrides)
+            try:
+                obj = scan_mod._Scan(x, y, OpKind.PLUS, None, True, None)
+            except Exception as exc:  # noqa: BLE001
+                print(dtype, overrides, "failed:", str(exc)[:600])
+                continue
+            finally:
+                scan_mod.scan_source = original
+            kw = dict(d_in=x, d_out=y, op=OpKind.PLUS, init_value=None, num_items=n)
+            tmp = cp.empty(obj(temp_storage=None, **kw), cp.uint8)
+            y.fill(0)
+            obj(temp_storage=tmp, **kw)
+            if dtype.startswith("float"):
+                ok = bool(cp.allclose(y[-1000:], expect[-1000:], rtol=1e-3))
+            else:
+                ok = bool(cp.all(y == expect))
+            assert ok, f"wrong scan for {dtype} {overrides}"
+            t = device_ms(lambda: obj(temp_storage=tmp, **kw), inner=20, repeats=15)
+            base = base or t
+            label = (f"{overrides['lookback.threads_per_block']} x {overrides['lookback.items_per_thread']}"
+                     if overrides else "CUB policy")
+            add(work, label, t, "ms", base / t, "ratio = CUB policy/this")
+        if ccomp is not None and dtype == "int32":
+            c = ccomp.make_inclusive_scan(d_in=x, d_out=y, op=ccomp.OpKind.PLUS, init_value=None)
+            c_args = dict(d_in=x, d_out=y, op=ccomp.OpKind.PLUS, init_value=None, num_items=n)
+            c_tmp = cp.empty(c(temp_storage=None, **c_args), cp.uint8)
+            t = device_ms(lambda: c(temp_storage=c_tmp, **c_args), inner=20, repeats=15)
+            add(work, "cuda.compute", t, "ms", base / t if base else None, "ratio = cuprims CUB policy/cuda.compute")
+        del x, y, expect
 
 
 def finish(args, rows, cp) -> None:

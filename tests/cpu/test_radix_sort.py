@@ -486,6 +486,12 @@ def fake_radix(monkeypatch):
         mem.view(dst, np.uint8, nbytes)[:] = mem.view(src, np.uint8, nbytes).copy()
 
     monkeypatch.setattr(rs, "memcpy_async", memcpy)
+
+    def zero_words(ptr, count, stream):
+        state["dev"].launches.append(("memset", count, None, stream))
+        mem.view(ptr, np.int32, count)[:] = 0
+
+    monkeypatch.setattr(rs, "zero_words_async", zero_words)
     make.mem = mem
     make.allocations = allocations
     return make
@@ -676,7 +682,9 @@ def test_fake_device_launch_plan_and_temp_size(fake_radix):
     obj(temp_storage=FakeArray(mem, np.zeros(nbytes, np.uint8)), stream=1234, **args)
     roles = [(entry[0], entry[1], entry[2]) for entry in dev.launches]
     assert roles[0][0] == "init" and roles[1] == ("histogram", 3 * 4, 128) and roles[2] == ("scan", 4, 256)
-    assert [r[0] for r in roles[3:]] == ["init", "onesweep"] * 4
+    # look-back flags are cleared by the driver's memset before every pass (as CUB does)
+    assert [r[0] for r in roles[3:]] == ["memset", "onesweep"] * 4
+    assert all(r[1] == blocks * digits for r in roles if r[0] == "memset")
     assert all(r[2] == 32 for r in roles if r[0] == "onesweep")
     assert all(entry[3] == 1234 for entry in dev.launches)
     assert np.array_equal(kout.get(), np.arange(n, dtype=np.uint32))
@@ -775,3 +783,14 @@ def test_golden_source(name):
     src = _generate(GOLDEN_SPECS[name])
     assert _generate(GOLDEN_SPECS[name]) == src  # deterministic
     check_golden(name, render_source(src))
+
+
+def test_fake_device_init_kernel_can_clear_look_back(fake_radix, monkeypatch):
+    """The kernel path (CUB's PDL-era choice) stays correct when memset is switched off."""
+    monkeypatch.setattr(rs, "ZERO_LOOKBACK_WITH_MEMSET", False)
+    obj, dev = fake_radix(np.uint32, None, SortOrder.ASCENDING)
+    keys = np.random.default_rng(11).integers(0, 1 << 32, 1000, dtype=np.uint32)
+    got_k, _, _, _ = _run_object(obj, fake_radix.mem, keys, None, 1000, double_buffer=False)
+    assert np.array_equal(got_k, np.sort(keys))
+    roles = [entry[0] for entry in dev.launches]
+    assert "memset" not in roles and roles.count("init") == 1 + roles.count("onesweep")

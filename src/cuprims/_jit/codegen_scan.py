@@ -21,12 +21,30 @@ SCAN_META_FIELDS = ("threads", "items", "init_threads", "tile_bytes_per_tile", "
                     "accum_size", "accum_align")
 
 
+# sm_90 look-back tile shapes (threads per block, items per thread) for accumulators of
+# each size, measured on the H200 with 2^28-item PLUS scans (bench/tune_probe.py; figures
+# in bench/results/tune.md): against CUB's sm_90 tuning (1 B: 192 x 22, 2 B: 512 x 12,
+# 4 B: 128 x 24, 8 B: 224 x 24) they were 1.26x, 1.05x, 1.09x and 1.08x as fast.
+_SM90_SCAN_TILES = {1: (128, 64), 2: (128, 32), 4: (128, 32), 8: (64, 32)}
+
+
+def scan_tuning(accum: ValueType, arch: int) -> dict[str, int]:
+    """cuprims' departures from CUB's scan policy: larger tiles for bool, integer and
+    floating-point accumulators on sm_90 (structs and complex values keep CUB's)."""
+    if arch == 90 and accum.kind in "biuf" and accum.size in _SM90_SCAN_TILES:
+        threads, items = _SM90_SCAN_TILES[accum.size]
+        return {"lookback.threads_per_block": threads, "lookback.items_per_thread": items}
+    return {}
+
+
 def scan_source(*, in_type: ValueType, accum: ValueType, op: OpSpec, init_kind: str, inclusive: bool,
                 arch: int, policy_overrides: Mapping[str, Any] | None = None) -> Source:
     """Source for a device-wide scan of ``in_type`` items into ``accum`` outputs.
 
     ``init_kind`` is "none" (inclusive only), "value" (passed at launch) or "device" (a
-    pointer to one ``accum`` value, read by the kernel when it runs).
+    pointer to one ``accum`` value, read by the kernel when it runs). ``policy_overrides``
+    replaces members of the look-back policy; ``None`` takes :func:`scan_tuning`, ``{}``
+    CUB's policy as it is.
 
     Tuning: CUB's scan policy selector is asked with ``::cuda::std::plus<>`` standing in
     for the operator, so every operator over a primitive accumulator (built-in or
@@ -35,6 +53,8 @@ def scan_source(*, in_type: ValueType, accum: ValueType, op: OpSpec, init_kind: 
     memory-bound scans like ``a + b``. Structs and complex values get CUB's generic
     policy either way (their accumulator is not primitive).
     """
+    if policy_overrides is None:
+        policy_overrides = scan_tuning(accum, arch)
     if init_kind not in INIT_KINDS:
         raise ValueError(f"init_kind must be one of {INIT_KINDS}, not {init_kind!r}")
     if init_kind == "none" and not inclusive:

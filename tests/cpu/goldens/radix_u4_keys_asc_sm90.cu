@@ -9,7 +9,13 @@
 using cuprims_key_t = unsigned int;
 using cuprims_value_t = CUB_NS_QUALIFIER::NullType;
 using cuprims_offset_t = unsigned int;
-using cuprims_selector_t = CUB_NS_QUALIFIER::detail::radix_sort::policy_selector_from_types<cuprims_key_t, cuprims_value_t, cuprims_offset_t>;
+struct cuprims_selector_t {
+  _CCCL_HOST_DEVICE_API constexpr auto operator()(::cuda::compute_capability cc) const {
+    auto policy = CUB_NS_QUALIFIER::detail::radix_sort::policy_selector_from_types<cuprims_key_t, cuprims_value_t, cuprims_offset_t>{}(cc);
+    policy.onesweep.items_per_thread = 19;
+    return policy;
+  }
+};
 namespace cuprims_radix = CUB_NS_QUALIFIER::detail::radix_sort;
 constexpr auto cuprims_policy = cuprims_selector_t{}(::cuda::compute_capability{9, 0});
 static_assert(cuprims_policy.histogram.radix_bits == cuprims_policy.onesweep.radix_bits &&

@@ -19,7 +19,14 @@ struct cuprims_op_t
   }
 };
 
-using cuprims_selector_t = CUB_NS_QUALIFIER::detail::scan::policy_selector_from_types<const float*, float*, float, unsigned long long, ::cuda::std::plus<>>;
+struct cuprims_selector_t {
+  _CCCL_HOST_DEVICE_API constexpr auto operator()(::cuda::compute_capability cc) const {
+    auto policy = CUB_NS_QUALIFIER::detail::scan::policy_selector_from_types<const float*, float*, float, unsigned long long, ::cuda::std::plus<>>{}(cc);
+    policy.lookback.threads_per_block = 128;
+    policy.lookback.items_per_thread = 32;
+    return policy;
+  }
+};
 constexpr auto cuprims_policy = cuprims::scan::lookback_policy<cuprims_selector_t>(::cuda::compute_capability{9, 0});
 static_assert(cuprims_selector_t{}(::cuda::compute_capability{9, 0}).algorithm == CUB_NS_QUALIFIER::ScanAlgorithm::lookback);
 extern "C" __device__ __attribute__((used)) const long long cuprims_meta[8] = {
