@@ -21,6 +21,7 @@ from ..errors import ArgumentError
 from ..op import OpKind, OpSpec
 from ..types import ValueType
 from .codegen import Source, extern_op_call, meta_export, op_symbol, preamble
+from .codegen_iterators import IteratorUnit
 
 META_FIELDS = ("threads", "value_size", "out_size")
 
@@ -63,14 +64,25 @@ def comparator_functor(name: str, op: OpSpec, data: ValueType, symbol: str) -> t
     return f"{decl}\n{head}{state}{sig}{body}\n  }}\n}};\n", (symbol,)
 
 
-def binary_search_source(*, data: ValueType, out: ValueType, op: OpSpec, arch: int) -> Source:
-    """Source for lower/upper-bound searches of ``data`` values writing ``out`` indices."""
+def binary_search_source(*, data: ValueType, out: ValueType, op: OpSpec, arch: int,
+                         values: IteratorUnit | None = None) -> Source:
+    """Source for lower/upper-bound searches of ``data`` values writing ``out`` indices.
+
+    ``values`` is the iterator the values are read from (see
+    :func:`codegen_iterators.iterator_unit`), or None for a plain array."""
     if out.code not in INDEX_CODES:
         raise ValueError(f"index type {out.code} is not one of {INDEX_CODES}")
     functor, externs = comparator_functor("cuprims_comp_t", op, data, op_symbol(op, "cuprims_op_0"))
+    values_t = f"const {data.cpp}*"
+    iterator_text = ""
+    if values is not None:
+        values_t = values.type_name
+        iterator_text = values.text + "\n"
+        externs = externs + tuple(o.symbol for o in values.ops)
     text = (
-        preamble((data, out), arch)
+        preamble((data, out) + (values.value_types if values else ()), arch)
         + "#include <cuprims_binary_search.cuh>\n\n"
+        + iterator_text
         + functor
         + "\n"
         + meta_export((
@@ -79,5 +91,5 @@ def binary_search_source(*, data: ValueType, out: ValueType, op: OpSpec, arch: i
             ("out_size", f"sizeof({out.cpp})"),
         ))
     )
-    name = f"cuprims::binary_search::binary_search_kernel<{data.cpp}, {out.cpp}, cuprims_comp_t>"
+    name = f"cuprims::binary_search::binary_search_kernel<{data.cpp}, {out.cpp}, cuprims_comp_t, {values_t}>"
     return Source(text=text, name_expressions=(name,), extern_symbols=externs, meta_fields=META_FIELDS)

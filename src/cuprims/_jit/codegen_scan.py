@@ -23,7 +23,7 @@ SCAN_META_FIELDS = ("threads", "items", "init_threads", "tile_bytes_per_tile", "
 
 # sm_90 look-back tile shapes (threads per block, items per thread) for accumulators of
 # each size, measured on the H200 with 2^28-item PLUS scans (bench/tune_probe.py; figures
-# in bench/results/tune.md): against CUB's sm_90 tuning (1 B: 192 x 22, 2 B: 512 x 12,
+# in bench/results/tune-*.md): against CUB's sm_90 tuning (1 B: 192 x 22, 2 B: 512 x 12,
 # 4 B: 128 x 24, 8 B: 224 x 24) they were 1.26x, 1.05x, 1.09x and 1.08x as fast.
 _SM90_SCAN_TILES = {1: (128, 64), 2: (128, 32), 4: (128, 32), 8: (64, 32)}
 

@@ -73,7 +73,7 @@ def check_radix_key(vt: ValueType, argument: str = "d_in_keys") -> None:
 
 def radix_tuning(key: ValueType, value: ValueType | None, wide_offsets: bool, arch: int) -> dict[str, int]:
     """Where cuprims departs from CUB's radix-sort policy, and why (H200 measurements,
-    bench/tune_probe.py, in bench/results/tune.md).
+    bench/tune_probe.py, in bench/results/tune-*.md).
 
     sm_90, 4-byte integer keys alone with 32-bit offsets: CUB gives them 384 x 20 items
     per onesweep tile (its float keys and 64-bit offsets get 19); 384 x 19 sorts 2^28

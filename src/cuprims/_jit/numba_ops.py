@@ -17,6 +17,8 @@ import threading
 import types as pytypes
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from ..errors import OperatorCompileError
 from ..types import ValueType, numba_type_name
 
@@ -191,3 +193,26 @@ def numba_version() -> str:
         return version("numba-cuda")
     except Exception:  # pragma: no cover - metadata missing in odd installs
         return "unknown"
+
+
+def infer_result_dtype(fn: Callable, arg_types: Sequence[ValueType], *, op_name: str = "op") -> np.dtype:
+    """The numpy dtype numba infers for ``fn(*args)`` on scalar ``arg_types`` (no GPU needed).
+
+    Used where an operator's result type is not given (a TransformIterator without
+    ``value_type``)."""
+    cuda, types, _ = _import_numba()
+    from numba.np import numpy_support
+
+    signature_text = f"({', '.join(str(vt.dtype) for vt in arg_types)}) -> ?"
+    if any(vt.is_struct for vt in arg_types):
+        raise OperatorCompileError(op_name, signature_text, TypeError(
+            "the result type of an operator on structs cannot be inferred: give value_type="))
+    try:
+        with _target_capability((9, 0)):
+            dispatcher = _device_function(fn, {})
+            result = dispatcher.compile_device(tuple(getattr(types, numba_type_name(vt)) for vt in arg_types))
+        return np.dtype(numpy_support.as_dtype(result.signature.return_type))
+    except OperatorCompileError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - numba raises many kinds
+        raise OperatorCompileError(op_name, signature_text, exc) from exc

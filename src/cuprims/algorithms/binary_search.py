@@ -12,9 +12,10 @@ callable ``comp(a, b) -> bool`` ("a goes before b") or a ``RawOp``.
 
 ``d_out`` holds the indices: int32, int64, uint32 or uint64 (cuda.compute requires a
 pointer-sized unsigned type; cuprims accepts those four and checks at each call that
-``num_items`` fits the chosen type). ``d_values`` has the dtype of ``d_data``.
-
-Iterators as ``d_values`` are not supported yet (cuprims has no iterators yet).
+``num_items`` fits the chosen type). ``d_values`` is a device array of ``d_data``'s dtype
+or an iterator (``cuprims.CountingIterator``, ``TransformIterator``, ...) whose value type
+is that dtype; an object built for an iterator takes, at each call, any iterator of the
+same kind (its state, e.g. a counting start, may differ).
 
 Host dispatch: one thread per value (grid = ceil(num_values / block)); every level of the
 search is read through the caching path, and the last levels (a range of at most 128
@@ -36,8 +37,10 @@ from .._jit import driver
 from .._jit.build import OpInput
 from .._jit.codegen import op_symbol
 from .._jit.codegen_binary_search import INDEX_CODES, binary_search_source, check_comparator_builtin
+from .._jit.codegen_iterators import iterator_unit
 from .._streams import stream_handle
 from ..errors import ArgumentError, CudaError
+from ..iterators._base import IteratorBase
 from ..op import OpKind, OpSpec, RawOp, op_spec
 from ..types import value_type
 from ._common import (Builds, CompiledAlgorithm, PerThreadCache, check_num_items, parse_compute_capability, targets)
@@ -95,11 +98,22 @@ class _BinarySearch(CompiledAlgorithm):
     def __init__(self, d_data: Any, d_values: Any, d_out: Any, comp: Any, compute_capability: Any,
                  spec: OpSpec | None = None):
         self._data_dtype = _arrays.array_dtype(d_data, "d_data")
-        values_dtype = _arrays.array_dtype(d_values, "d_values")
         self._out_dtype = _arrays.array_dtype(d_out, "d_out")
         data_vt = value_type(self._data_dtype, argument="d_data")
-        if values_dtype != self._data_dtype:
-            raise ArgumentError("d_values", f"an array of d_data's dtype {self._data_dtype}", f"an array of {values_dtype}")
+        unit = None
+        if isinstance(d_values, IteratorBase):
+            if d_values.value_type.code != data_vt.code:
+                raise ArgumentError("d_values", f"an iterator of d_data's dtype {self._data_dtype}",
+                                    f"an iterator of {d_values.dtype}")
+            # the source needs the operators' symbols, not the callables (caches keep no user objects)
+            unit = iterator_unit(d_values, "cuprims_values_it").without_objects()
+            self._values_key: str | None = d_values._key()
+        else:
+            values_dtype = _arrays.array_dtype(d_values, "d_values")
+            if values_dtype != self._data_dtype:
+                raise ArgumentError("d_values", f"an array of d_data's dtype {self._data_dtype}",
+                                    f"an array of {values_dtype}")
+            self._values_key = None
         out_vt = value_type(self._out_dtype, argument="d_out")
         if out_vt.code not in INDEX_CODES:
             raise ArgumentError("d_out", "an array of int32, int64, uint32 or uint64 indices", self._out_dtype)
@@ -110,19 +124,23 @@ class _BinarySearch(CompiledAlgorithm):
             check_comparator_builtin(spec, data_vt)
 
         def make_source(arch: int):
-            return binary_search_source(data=data_vt, out=out_vt, op=spec, arch=arch)
+            return binary_search_source(data=data_vt, out=out_vt, op=spec, arch=arch, values=unit)
 
         ops = [] if spec.kind == "builtin" else [
             OpInput(op_symbol(spec, "cuprims_op_0"), spec, (data_vt, data_vt), None)]
+        self._comp_linked = bool(ops)
+        if unit is not None:
+            ops += [OpInput(o.symbol, o.spec, o.arg_types, o.result_type) for o in unit.ops]
         self._builds = Builds(make_source, ops)
-        self._builds.build_for(targets(compute_capability), [comp] if ops else [])
+        self._builds.build_for(targets(compute_capability), self._objects(comp, d_values))
         functor_size = 1
         if spec.state_size:
             functor_size = -(-spec.state_size // spec.state_alignment) * spec.state_alignment
         self._functor_size = functor_size
         self._state = comp.state.ljust(functor_size, b"\0") if isinstance(comp, RawOp) and spec.state_size else b"\0"
         # binary_search_kernel(data, num_items, values, num_values, out, comp, hot_levels, window, upper)
-        self._params = driver.ParamPack(("ptr", "i64", "ptr", "i64", "ptr", functor_size, "i32", "i64", "i32"))
+        values_kind = "ptr" if unit is None else unit.state_size
+        self._params = driver.ParamPack(("ptr", "i64", values_kind, "i64", "ptr", functor_size, "i32", "i64", "i32"))
         self._plan: _Plan | None = None
         self._mask = data_vt.alignment - 1
         self._value_size = data_vt.size
@@ -132,10 +150,18 @@ class _BinarySearch(CompiledAlgorithm):
         self._hot_levels_override: int | None = None
         self._window_bytes = _WINDOW_BYTES
 
-    def _device_plan(self, device: int, comp: Any) -> _Plan:
+    def _objects(self, comp: Any, d_values: Any) -> list[Any]:
+        """The Python objects behind the linked operators, in OpInput order (needed only
+        when a build is missing: they are not kept)."""
+        objs = [comp] if self._comp_linked else []
+        if isinstance(d_values, IteratorBase):
+            objs += [o.obj for o in iterator_unit(d_values, "cuprims_values_it").ops]
+        return objs
+
+    def _device_plan(self, device: int, comp: Any, d_values: Any) -> _Plan:
         loaded = self._builds._by_device.get(device)
         if loaded is None:
-            loaded = self._builds.loaded(device, [comp] if self._spec.kind != "builtin" else [])
+            loaded = self._builds.loaded(device, self._objects(comp, d_values))
         plan = loaded.extra.get("plan")
         if plan is None:
             plan = loaded.extra["plan"] = _Plan(loaded.handles[0], loaded.meta["threads"], device, _l2_bytes(device))
@@ -159,7 +185,15 @@ class _BinarySearch(CompiledAlgorithm):
             raise ArgumentError("num_items", f"at most {self._max_index} items (the largest index d_out's "
                                 f"{self._out_dtype} holds)", n)
         p_data = self._read(d_data, "d_data", n, self._data_dtype, self._mask)
-        p_values = self._read(d_values, "d_values", nv, self._data_dtype, self._mask)
+        if self._values_key is None:
+            if isinstance(d_values, IteratorBase):
+                raise ArgumentError("d_values", "a device array (this search was built for one)", d_values)
+            p_values: Any = self._read(d_values, "d_values", nv, self._data_dtype, self._mask)
+        else:
+            if not isinstance(d_values, IteratorBase) or d_values._key() != self._values_key:
+                raise ArgumentError("d_values", f"an iterator of the kind this search was built for "
+                                    f"({self._values_key})", d_values)
+            p_values = d_values._state(nv, "d_values")
         p_out = self._read(d_out, "d_out", nv, self._out_dtype, 0)
         s = stream_handle(stream) if stream is not None else 0
         if nv == 0:
@@ -167,7 +201,7 @@ class _BinarySearch(CompiledAlgorithm):
         state = self._state
         if self._spec.state_size and isinstance(comp, RawOp):
             state = comp.state.ljust(self._functor_size, b"\0")
-        plan = self._plan or self._device_plan(driver.current_device(), comp)
+        plan = self._plan or self._device_plan(driver.current_device(), comp, d_values)
         try:
             self._launch(plan, p_data, n, p_values, nv, p_out, state, s)
         except CudaError:
@@ -175,9 +209,9 @@ class _BinarySearch(CompiledAlgorithm):
             if device == plan.device:
                 raise
             self._plan = None
-            self._launch(self._device_plan(device, comp), p_data, n, p_values, nv, p_out, state, s)
+            self._launch(self._device_plan(device, comp, d_values), p_data, n, p_values, nv, p_out, state, s)
 
-    def _launch(self, plan: _Plan, p_data: int, n: int, p_values: int, nv: int, p_out: int, state: bytes,
+    def _launch(self, plan: _Plan, p_data: int, n: int, p_values: Any, nv: int, p_out: int, state: bytes,
                 s: int) -> None:
         grid = -(-nv // plan.threads)
         if grid > _MAX_GRID:
@@ -218,8 +252,14 @@ def _make(cls: type, d_data: Any, d_values: Any, d_out: Any, comp: Any, compute_
     spec = op_spec(OpKind.LESS if comp is None else comp, argument="comp")
     if not spec.persistent:
         return cls(d_data, d_values, d_out, comp, compute_capability, spec)
+    if isinstance(d_values, IteratorBase):
+        if not all(o.spec.persistent for o in iterator_unit(d_values, "cuprims_values_it").ops):
+            return cls(d_data, d_values, d_out, comp, compute_capability, spec)
+        values_key: Any = d_values._key()
+    else:
+        values_key = _arrays.array_dtype(d_values, "d_values")
     archs = parse_compute_capability(compute_capability)
-    key = (cls.__name__, _arrays.array_dtype(d_data, "d_data"), _arrays.array_dtype(d_values, "d_values"), _arrays.array_dtype(d_out, "d_out"),
+    key = (cls.__name__, _arrays.array_dtype(d_data, "d_data"), values_key, _arrays.array_dtype(d_out, "d_out"),
            spec.key, None if archs is None else tuple(archs), spec.state_size, spec.state_alignment)
     obj = wrapper_caches.get(key)
     if obj is None:
@@ -235,7 +275,8 @@ def make_lower_bound(*, d_data: Any, d_values: Any, d_out: Any, comp: Any = None
 
     Args:
         d_data: device array (or ``ProxyArray``) of the sorted range.
-        d_values: device array of the values to look up (same dtype as ``d_data``).
+        d_values: device array of the values to look up (same dtype as ``d_data``), or an
+            iterator of that value type (e.g. ``cuprims.CountingIterator(np.int32(0))``).
         d_out: device array of int32, int64, uint32 or uint64 receiving the indices.
         comp: None / ``OpKind.LESS`` (ascending), ``OpKind.GREATER`` (descending), a Python
             callable ``comp(a, b) -> bool`` or a ``RawOp``.

@@ -23,6 +23,7 @@
 
 #include <cub/thread/thread_load.cuh>
 #include <cub/thread/thread_store.cuh>
+#include <cuda/std/type_traits>
 
 namespace cuprims
 {
@@ -101,13 +102,28 @@ __device__ __forceinline__ void search_one(
   CUB_NS_QUALIFIER::ThreadStore<CUB_NS_QUALIFIER::STORE_CS>(out, static_cast<OutT>(index));
 }
 
+// Item i of the values: a plain array is read evict-first (each value is read once); an
+// iterator (a struct with operator[]) computes or gathers it.
+template <class T, class ValuesIt>
+__device__ __forceinline__ T load_value(const ValuesIt& values, long long i)
+{
+  if constexpr (::cuda::std::is_pointer_v<ValuesIt>)
+  {
+    return CUB_NS_QUALIFIER::ThreadLoad<CUB_NS_QUALIFIER::LOAD_CS>(values + i);
+  }
+  else
+  {
+    return static_cast<T>(values[i]);
+  }
+}
+
 // One kernel serves lower and upper bounds (`upper` is uniform across the grid), so
 // make_lower_bound and make_upper_bound over the same types share one build.
-template <class T, class OutT, class Comp>
+template <class T, class OutT, class Comp, class ValuesIt>
 __global__ __launch_bounds__(policy::threads_per_block) void binary_search_kernel(
   const T* data,
   long long num_items,
-  const T* values,
+  ValuesIt values,
   long long num_values,
   OutT* out,
   Comp comp,
@@ -120,7 +136,7 @@ __global__ __launch_bounds__(policy::threads_per_block) void binary_search_kerne
   {
     return;
   }
-  const T value = CUB_NS_QUALIFIER::ThreadLoad<CUB_NS_QUALIFIER::LOAD_CS>(values + i);
+  const T value = load_value<T>(values, i);
   if (upper)
   {
     search_one<true>(data, num_items, value, out + i, comp, hot_levels, window);

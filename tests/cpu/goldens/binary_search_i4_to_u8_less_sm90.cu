@@ -20,7 +20,7 @@ extern "C" __device__ __attribute__((used)) const long long cuprims_meta[3] = {
   (long long)(sizeof(unsigned long long)) /* out_size */};
 
 // ---- name_expressions ----
-// cuprims::binary_search::binary_search_kernel<int, unsigned long long, cuprims_comp_t>
+// cuprims::binary_search::binary_search_kernel<int, unsigned long long, cuprims_comp_t, const int*>
 // ---- extern_symbols ----
 // ---- meta_fields ----
 // threads

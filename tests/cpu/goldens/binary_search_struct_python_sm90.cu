@@ -27,7 +27,7 @@ extern "C" __device__ __attribute__((used)) const long long cuprims_meta[3] = {
   (long long)(sizeof(unsigned long long)) /* out_size */};
 
 // ---- name_expressions ----
-// cuprims::binary_search::binary_search_kernel<cuprims_struct_bb3a428cc67ca2f9, unsigned long long, cuprims_comp_t>
+// cuprims::binary_search::binary_search_kernel<cuprims_struct_bb3a428cc67ca2f9, unsigned long long, cuprims_comp_t, const cuprims_struct_bb3a428cc67ca2f9*>
 // ---- extern_symbols ----
 // cuprims_op_0
 // ---- meta_fields ----

@@ -26,7 +26,7 @@ extern "C" __device__ __attribute__((used)) const long long cuprims_meta[3] = {
   (long long)(sizeof(unsigned int)) /* out_size */};
 
 // ---- name_expressions ----
-// cuprims::binary_search::binary_search_kernel<unsigned char, unsigned int, cuprims_comp_t>
+// cuprims::binary_search::binary_search_kernel<unsigned char, unsigned int, cuprims_comp_t, const unsigned char*>
 // ---- extern_symbols ----
 // my_raw_comp
 // ---- meta_fields ----

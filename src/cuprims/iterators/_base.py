@@ -1,0 +1,248 @@
+"""What every iterator is made of: a code key, a device struct, and runtime state.
+
+An iterator reaches the device as a small C++ struct passed to the kernel by value; the
+struct's ``operator[](long long i)`` yields item ``i``. Three things describe it:
+
+* ``_key()``: text naming its kind and value types (and those of any iterator or
+  operator inside it). It goes into code keys; runtime values (start values, pointers)
+  never do, so iterators of one kind share one build whatever their state.
+* ``_emit(code)``: the C++ struct definition, appended to ``code`` (an
+  :class:`IteratorCode`), with ``static_assert``s pinning the member offsets the host
+  packs to.
+* ``_pack(state, count)``: the struct's bytes for one launch, member by member in
+  declaration order (``count`` is how many items the algorithm will read, or ``None``
+  when unknown, e.g. the values behind a permutation).
+
+Plain device arrays are themselves an iterator kind (``pointer``) when they appear
+inside another iterator, so composition needs no special cases.
+"""
+
+from __future__ import annotations
+
+import struct as _struct
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .. import _arrays
+from ..errors import ArgumentError
+from ..op import OpSpec
+from ..types import ValueType, value_type
+
+
+@dataclass(frozen=True)
+class Member:
+    """One data member of an iterator's device struct."""
+
+    name: str
+    cpp: str
+    size: int
+    alignment: int
+
+
+def layout(members: list[Member]) -> tuple[list[int], int, int]:
+    """C++ layout of ``members`` in order: (offsets, struct size, struct alignment)."""
+    offsets, offset, align = [], 0, 1
+    for m in members:
+        offset = -(-offset // m.alignment) * m.alignment
+        offsets.append(offset)
+        offset += m.size
+        align = max(align, m.alignment)
+    return offsets, max(-(-offset // align) * align, 1), align
+
+
+@dataclass
+class LinkedOp:
+    """An operator an iterator calls through the pointer ABI (linked like algorithm ops)."""
+
+    symbol: str
+    spec: OpSpec
+    arg_types: tuple[ValueType, ...]
+    result_type: ValueType
+    obj: Any
+
+
+@dataclass
+class IteratorCode:
+    """Struct definitions (in dependency order) and linked operators of one iterator tree."""
+
+    prefix: str
+    definitions: list[str] = field(default_factory=list)
+    ops: list[LinkedOp] = field(default_factory=list)
+    value_types: list[ValueType] = field(default_factory=list)
+    includes: list[str] = field(default_factory=list)
+    _names: int = 0
+
+    def require(self, include_line: str) -> None:
+        if include_line not in self.includes:
+            self.includes.append(include_line)
+
+    def new_name(self) -> str:
+        name = f"{self.prefix}_{self._names}"
+        self._names += 1
+        return name
+
+    def new_op_symbol(self) -> str:
+        return f"{self.prefix}_op_{len(self.ops)}"
+
+    def note_type(self, vt: ValueType) -> None:
+        if all(v.code != vt.code for v in self.value_types):
+            self.value_types.append(vt)
+
+    def define(self, name: str, members: list[Member], value: ValueType, body: str, extra: str = "") -> None:
+        """Add ``struct name { members; value operator[](long long i) const { body } }``
+        with asserts that pin the layout the host packs to."""
+        offsets, size, align = layout(members)
+        fields = "".join(f"  {m.cpp} {m.name};\n" for m in members)
+        checks = [f"sizeof({name}) == {size}", f"alignof({name}) == {align}"]
+        checks += [f"__builtin_offsetof({name}, {m.name}) == {o}" for m, o in zip(members, offsets)]
+        self.definitions.append(
+            f"struct {name}\n{{\n{fields}{extra}"
+            f"  __device__ __forceinline__ {value.cpp} operator[](long long i) const\n  {{\n    {body}\n  }}\n}};\n"
+            f"static_assert({' && '.join(checks)}, \"iterator layout differs from cuprims' packing\");\n")
+
+
+class StateWriter:
+    """Bytes of an iterator struct, written member by member with C++ alignment."""
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+
+    def align(self, alignment: int) -> None:
+        pad = -len(self._buf) % alignment
+        self._buf += b"\0" * pad
+
+    def raw(self, data: bytes, alignment: int) -> None:
+        self.align(alignment)
+        self._buf += data
+
+    def pointer(self, ptr: int) -> None:
+        self.raw(_struct.pack("<Q", ptr), 8)
+
+    def finish(self, size: int) -> bytes:
+        out = bytes(self._buf).ljust(size, b"\0")
+        if len(out) != size:
+            raise AssertionError(f"iterator state packed to {len(out)} bytes, its struct has {size}")
+        return out
+
+
+class IteratorBase:
+    """Base of every cuprims iterator (input iterators: they are read, never written)."""
+
+    __slots__ = ("_cached_key", "_cached_layout")
+
+    def __init__(self) -> None:
+        self._cached_key: str | None = None
+        self._cached_layout: tuple[int, int] | None = None
+
+    # -- what subclasses provide ---------------------------------------------------------
+    @property
+    def value_type(self) -> ValueType:
+        raise NotImplementedError
+
+    def _kind_key(self) -> str:
+        raise NotImplementedError
+
+    def _emit(self, code: IteratorCode) -> tuple[str, list[Member]]:
+        """Define this iterator's struct in ``code``; return (struct name, members)."""
+        raise NotImplementedError
+
+    def _pack(self, state: StateWriter, count: int | None, argument: str) -> None:
+        raise NotImplementedError
+
+    # -- shared ------------------------------------------------------------------------
+    @property
+    def dtype(self) -> np.dtype:
+        """numpy dtype of the items (a structured dtype for gpu_struct values)."""
+        return self.value_type.dtype
+
+    def _key(self) -> str:
+        key = self._cached_key
+        if key is None:
+            key = self._cached_key = self._kind_key()
+        return key
+
+    def _struct_layout(self) -> tuple[int, int]:
+        """(size, alignment) of this iterator's device struct."""
+        lay = self._cached_layout
+        if lay is None:
+            _, members = self._emit(IteratorCode("layout"))
+            _, size, align = layout(members)
+            lay = self._cached_layout = (size, align)
+        return lay
+
+    def _state(self, count: int | None, argument: str) -> bytes:
+        """The struct's bytes for one launch reading ``count`` items."""
+        writer = StateWriter()
+        self._pack(writer, count, argument)
+        return writer.finish(self._struct_layout()[0])
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._key()})"
+
+
+def iterator_value_type_of(x: Any, argument: str) -> ValueType:
+    """Value type of an iterator or a device array."""
+    if isinstance(x, IteratorBase):
+        return x.value_type
+    return value_type(_arrays.array_dtype(x, argument), argument=argument)
+
+
+class PointerIterator(IteratorBase):
+    """A device array seen as an iterator (inside other iterators).
+
+    ``start`` is where item 0 sits: 0, or the last item for a reversed array."""
+
+    __slots__ = ("_array", "_vt", "_from_end")
+
+    def __init__(self, array: Any, *, argument: str = "array", from_end: bool = False):
+        super().__init__()
+        self._vt = value_type(_arrays.array_dtype(array, argument), argument=argument)
+        self._array = array
+        self._from_end = from_end
+
+    @property
+    def value_type(self) -> ValueType:
+        return self._vt
+
+    def _kind_key(self) -> str:
+        return f"pointer({self._vt.code})"
+
+    def _emit(self, code: IteratorCode) -> tuple[str, list[Member]]:
+        code.note_type(self._vt)
+        name = code.new_name()
+        members = [Member("ptr", f"const {self._vt.cpp}*", 8, 8)]
+        code.define(name, members, self._vt, "return ptr[i];")
+        return name, members
+
+    def _pack(self, state: StateWriter, count: int | None, argument: str) -> None:
+        ptr, dt, size = _arrays.array_info(self._array, argument)
+        if dt != self._vt.dtype:
+            raise ArgumentError(argument, f"an array of {self._vt.dtype}", f"an array of {dt}")
+        if count is not None and size < count:
+            raise ArgumentError(argument, f"at least {count} items", f"an array of {size}")
+        if ptr % self._vt.alignment:
+            raise ArgumentError(argument, f"data aligned to {self._vt.alignment} bytes", hex(ptr))
+        if self._from_end and size:
+            ptr += (size - 1) * self._vt.size
+        state.pointer(ptr)
+
+
+def as_iterator(x: Any, argument: str) -> IteratorBase:
+    """``x`` if it is an iterator, else the device array ``x`` as a :class:`PointerIterator`."""
+    if isinstance(x, IteratorBase):
+        return x
+    return PointerIterator(x, argument=argument)
+
+
+def emit_member(code: IteratorCode, inner: IteratorBase, name: str) -> Member:
+    """Define ``inner``'s struct and return the member that holds it."""
+    struct_name, members = inner._emit(code)
+    _, size, align = layout(members)
+    return Member(name, struct_name, size, align)
+
+
+def pack_member(state: StateWriter, inner: IteratorBase, count: int | None, argument: str) -> None:
+    """Pack ``inner`` as a member: aligned to its struct, padded to its struct's size."""
+    state.raw(inner._state(count, argument), inner._struct_layout()[1])

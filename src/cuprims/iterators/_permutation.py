@@ -1,0 +1,51 @@
+"""PermutationIterator: items of one sequence picked by the indices in another."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import ArgumentError
+from ..types import ValueType
+from ._base import IteratorBase, IteratorCode, Member, StateWriter, as_iterator, emit_member, pack_member
+
+
+class PermutationIterator(IteratorBase):
+    """Item i is ``values[indices[i]]``; ``values`` and ``indices`` are device arrays or
+    iterators, ``indices`` of an integer type.
+
+    Example::
+
+        import cupy as cp, numpy as np, cuprims
+        v = cp.asarray([10, 20, 30], dtype=np.float32); idx = cp.asarray([2, 0], dtype=np.int64)
+        it = cuprims.PermutationIterator(v, idx)   # 30, 10
+    """
+
+    __slots__ = ("_values", "_indices")
+
+    def __init__(self, values: Any, indices: Any):
+        super().__init__()
+        self._values = as_iterator(values, "values")
+        self._indices = as_iterator(indices, "indices")
+        idx = self._indices.value_type
+        if idx.is_struct or idx.kind not in "iu":
+            raise ArgumentError("indices", "integer indices", idx.dtype)
+
+    @property
+    def value_type(self) -> ValueType:
+        return self._values.value_type
+
+    def _kind_key(self) -> str:
+        return f"permutation({self._values._key()},{self._indices._key()})"
+
+    def _emit(self, code: IteratorCode) -> tuple[str, list[Member]]:
+        values = emit_member(code, self._values, "values")
+        indices = emit_member(code, self._indices, "indices")
+        name = code.new_name()
+        code.define(name, [values, indices], self.value_type,
+                    "return values[static_cast<long long>(indices[i])];")
+        return name, [values, indices]
+
+    def _pack(self, state: StateWriter, count: int | None, argument: str) -> None:
+        # which values are read depends on the indices: their count is not known here
+        pack_member(state, self._values, None, f"{argument} (values)")
+        pack_member(state, self._indices, count, f"{argument} (indices)")

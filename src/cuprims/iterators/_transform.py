@@ -1,0 +1,118 @@
+"""TransformIterator: an operator applied to each item of an array or iterator as it is read."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import ArgumentError
+from ..op import OpKind, RawOp, op_spec
+from ..types import ValueType
+from ..types import value_type as make_value_type
+from ._base import IteratorBase, IteratorCode, LinkedOp, Member, StateWriter, as_iterator, emit_member, pack_member
+
+_inferred: dict[tuple[str, str], np.dtype] = {}
+
+
+class TransformIterator(IteratorBase):
+    """Item i is ``transform_op(underlying[i])``.
+
+    ``transform_op`` is a unary OpKind (NEGATE, IDENTITY, BIT_NOT, LOGICAL_NOT), a Python
+    callable (compiled by numba-cuda, inlined by link-time optimisation) or a RawOp
+    ``void name([state,] In* x, Out* result)``. ``value_type`` (a dtype or gpu_struct class)
+    is the result type; when omitted it is the built-in's result type, or what numba infers
+    for a Python callable (a RawOp needs it).
+
+    Only input iterators exist yet: ``is_input=False`` (TransformOutputIterator's role) is
+    refused.
+
+    Example::
+
+        import cupy as cp, numpy as np, cuprims
+        x = cp.arange(4, dtype=np.int32)
+        it = cuprims.TransformIterator(x, lambda v: v * v)   # 0, 1, 4, 9
+    """
+
+    __slots__ = ("_under", "_op", "_spec", "_vt")
+
+    def __init__(self, underlying: Any, transform_op: Any, value_type: Any = None, is_input: bool = True):
+        super().__init__()
+        if not is_input:
+            raise ArgumentError("is_input", "True (cuprims has input iterators only, so far)", is_input)
+        self._under = as_iterator(underlying, "underlying")
+        self._spec = spec = op_spec(transform_op, argument="transform_op")
+        self._op = transform_op
+        in_vt = self._under.value_type
+        if value_type is not None:
+            self._vt = _value_type_of(value_type)
+        elif spec.kind == "builtin":
+            self._vt = _builtin_result(spec.builtin, in_vt)
+        elif spec.kind == "python":
+            self._vt = make_value_type(_infer(transform_op, spec.key, in_vt), argument="value_type")
+        else:
+            raise ArgumentError("value_type", "the result dtype (a RawOp's result type cannot be inferred)", None)
+        if spec.kind == "builtin":
+            from .._jit.codegen_transform import check_transform_builtin
+
+            check_transform_builtin(spec, (in_vt,), self._vt, argument="transform_op")
+
+    @property
+    def value_type(self) -> ValueType:
+        return self._vt
+
+    def _kind_key(self) -> str:
+        spec = self._spec
+        return (f"transform({self._under._key()},{spec.kind}:{spec.key}:{spec.state_size}/{spec.state_alignment}"
+                f"->{self._vt.code})")
+
+    def _emit(self, code: IteratorCode) -> tuple[str, list[Member]]:
+        from .._jit.codegen import op_symbol
+        from .._jit.codegen_transform import transform_functor
+
+        in_vt, vt, spec = self._under.value_type, self._vt, self._spec
+        code.note_type(vt)
+        under = emit_member(code, self._under, "under")
+        fn_name = code.new_name() + "_fn"
+        symbol = op_symbol(spec, code.new_op_symbol())
+        functor, _ = transform_functor(fn_name, spec, (in_vt,), vt, symbol)
+        code.definitions.append(functor)
+        if spec.kind != "builtin":
+            code.ops.append(LinkedOp(symbol, spec, (in_vt,), vt, self._op))
+        members = [under]
+        if spec.state_size:
+            size = -(-spec.state_size // spec.state_alignment) * spec.state_alignment
+            members.append(Member("fn", fn_name, size, spec.state_alignment))
+            call = "fn(under[i])"
+        else:
+            call = f"{fn_name}{{}}(under[i])"
+        name = code.new_name()
+        code.define(name, members, vt, f"return {call};")
+        return name, members
+
+    def _pack(self, state: StateWriter, count: int | None, argument: str) -> None:
+        pack_member(state, self._under, count, argument)
+        if self._spec.state_size:
+            op = self._op
+            assert isinstance(op, RawOp)
+            state.raw(op.state, self._spec.state_alignment)
+            state.align(self._spec.state_alignment)
+
+
+def _value_type_of(spec: Any) -> ValueType:
+    dt = getattr(spec, "_cuprims_dtype", None)
+    return make_value_type(dt if dt is not None else spec, argument="value_type")
+
+
+def _builtin_result(kind: OpKind, in_vt: ValueType) -> ValueType:
+    return make_value_type(np.bool_) if kind is OpKind.LOGICAL_NOT else in_vt
+
+
+def _infer(fn: Any, key: str, in_vt: ValueType) -> np.dtype:
+    memo_key = (key, in_vt.code)
+    dt = _inferred.get(memo_key)
+    if dt is None:
+        from .._jit.numba_ops import infer_result_dtype
+
+        dt = _inferred[memo_key] = infer_result_dtype(fn, (in_vt,), op_name=getattr(fn, "__name__", "op"))
+    return dt
