@@ -7,8 +7,8 @@ struct's ``operator[](long long i)`` yields item ``i``. Three things describe it
   operator inside it). It goes into code keys; runtime values (start values, pointers)
   never do, so iterators of one kind share one build whatever their state.
 * ``_emit(code)``: the C++ struct definition, appended to ``code`` (an
-  :class:`IteratorCode`), with ``static_assert``s pinning the member offsets the host
-  packs to.
+  :class:`IteratorCode`), with ``static_assert``s pinning the struct size and alignment
+  the host packs to.
 * ``_pack(state, count)``: the struct's bytes for one launch, member by member in
   declaration order (``count`` is how many items the algorithm will read, or ``None``
   when unknown, e.g. the values behind a permutation).
@@ -92,11 +92,12 @@ class IteratorCode:
 
     def define(self, name: str, members: list[Member], value: ValueType, body: str, extra: str = "") -> None:
         """Add ``struct name { members; value operator[](long long i) const { body } }``
-        with asserts that pin the layout the host packs to."""
-        offsets, size, align = layout(members)
+        with asserts that pin the struct size and alignment the host packs to."""
+        _, size, align = layout(members)
         fields = "".join(f"  {m.cpp} {m.name};\n" for m in members)
+        # Member offsets follow from sizes and alignments (standard layout); they are not
+        # asserted because NVRTC 13.0 has no constant-expression offsetof.
         checks = [f"sizeof({name}) == {size}", f"alignof({name}) == {align}"]
-        checks += [f"__builtin_offsetof({name}, {m.name}) == {o}" for m, o in zip(members, offsets)]
         self.definitions.append(
             f"struct {name}\n{{\n{fields}{extra}"
             f"  __device__ __forceinline__ {value.cpp} operator[](long long i) const\n  {{\n    {body}\n  }}\n}};\n"
