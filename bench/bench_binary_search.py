@@ -136,6 +136,27 @@ def main() -> None:
     add(work, "cuprims lower_bound", t_sorted, "ms", t_torch_s / t_sorted, "ratio = torch/cuprims")
     add(work, "PyTorch torch.searchsorted", t_torch_s, "ms")
 
+    # values from iterators, against materialising them first (cupy) and searching an array
+    work = f"lower_bound 2^{args.log2m} values from an iterator in 2^{args.log2n}"
+    stride = (1 << 32) // m
+    start = -(1 << 31)
+    counting = cuprims.TransformIterator(cuprims.CountingIterator(np.int32(0)),
+                                         lambda i: i * stride - 2147483648, np.int32)
+    it_search = make_lower_bound(d_data=data, d_values=counting, d_out=out64)
+    t_it = device_ms(lambda: it_search(d_data=data, num_items=n, d_values=counting, num_values=m, d_out=out64,
+                                       comp=None), inner=5, repeats=9)
+    grid_values = (cp.arange(m, dtype=cp.int64) * stride + start).astype(cp.int32)
+    assert bool(cp.array_equal(out64, cp.searchsorted(data, grid_values))), "iterator values differ"
+    gvt = torch.as_tensor(grid_values, device="cuda")
+    t_torch_grid = device_ms(lambda: torch.searchsorted(dt, torch.arange(m, device="cuda", dtype=torch.int64)
+                                                        .mul_(stride).add_(start).to(torch.int32)),
+                             inner=5, repeats=9)
+    t_torch_grid_only = device_ms(lambda: torch.searchsorted(dt, gvt), inner=5, repeats=9)
+    add(work, "cuprims TransformIterator(CountingIterator)", t_it, "ms", t_torch_grid / t_it,
+        "ratio = torch (arange + searchsorted)/cuprims")
+    add(work, "PyTorch arange*stride+start, searchsorted", t_torch_grid, "ms")
+    add(work, "PyTorch searchsorted of the materialised values", t_torch_grid_only, "ms")
+
     # smaller range that fits in L2
     small_n = 1 << 20
     work = f"lower_bound 2^{args.log2m} int32 in 2^20 (fits in L2)"

@@ -1,4 +1,5 @@
-"""cuprims demo: run reductions on the GPU, or build them ahead of time for sm_90 without one.
+"""cuprims demo: run the algorithms on the GPU (each result checked against numpy), or,
+without a GPU, build them ahead of time for sm_90.
 
     bash scripts/demo
 """
@@ -10,7 +11,7 @@ import time
 import numpy as np
 
 import cuprims
-from cuprims import OpKind, ProxyArray, ProxyValue
+from cuprims import CountingIterator, OpKind, ProxyArray, ProxyValue, SortOrder, TransformIterator
 
 
 def have_gpu() -> bool:
@@ -22,35 +23,87 @@ def have_gpu() -> bool:
         return False
 
 
+def less(a, b):
+    return a < b
+
+
 def run_on_gpu() -> None:
     import cupy as cp
 
+    rng = np.random.default_rng(0)
     n = 1 << 24
-    x = cp.random.random(n, dtype=cp.float32)
+    hx = rng.random(n, dtype=np.float32)
+    hi = rng.integers(-1000, 1000, n).astype(np.int32)
+    x, xi = cp.asarray(hx), cp.asarray(hi)
+
+    def show(label: str, t0: float, ok: bool) -> None:
+        cp.cuda.Device().synchronize()
+        print(f"  {label:46s} {'ok ' if ok else 'WRONG'}  first call incl. build {time.perf_counter() - t0:5.2f} s")
+
+    print(f"cuprims {cuprims.__version__} on {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}, n = {n}")
     out = cp.empty(1, cp.float32)
-    for label, op in [("OpKind.PLUS", OpKind.PLUS), ("lambda a, b: a + b", lambda a, b: a + b)]:
+    for label, op in [("reduce_into, OpKind.PLUS", OpKind.PLUS), ("reduce_into, lambda a, b: a + b",
+                                                                   lambda a, b: a + b)]:
         t0 = time.perf_counter()
         cuprims.reduce_into(d_in=x, d_out=out, num_items=n, op=op, h_init=np.float32(0))
-        cp.cuda.Device().synchronize()
-        print(f"sum with {label:20s} = {float(out[0]):.3f}  (cupy: {float(x.sum()):.3f}; "
-              f"first call incl. build {time.perf_counter() - t0:.2f} s)")
-    ints = cp.arange(1000, dtype=cp.int64)
-    best = cp.empty(1, cp.int64)
-    cuprims.reduce_into(d_in=ints, d_out=best, num_items=1000, op=lambda a, b: a if a > b else b,
-                        h_init=np.int64(-1))
-    print("max of arange(1000) =", int(best[0]))
+        show(label, t0, abs(float(out[0]) - float(hx.sum(dtype=np.float64))) < 1e-3 * n)
+
+    scanned = cp.empty_like(xi)
+    t0 = time.perf_counter()
+    cuprims.inclusive_scan(d_in=xi, d_out=scanned, op=OpKind.PLUS, num_items=n)
+    show("inclusive_scan, int32 PLUS", t0, bool((scanned.get() == np.cumsum(hi, dtype=np.int32)).all()))
+
+    y = cp.empty_like(x)
+    t0 = time.perf_counter()
+    cuprims.unary_transform(d_in=x, d_out=y, op=lambda v: v * 2 + 1, num_items=n)
+    show("unary_transform, lambda v: v * 2 + 1", t0, bool(np.allclose(y.get(), hx * 2 + 1)))
+
+    keys = cp.asarray(rng.integers(0, 1 << 32, n, dtype=np.uint32))
+    sorted_keys = cp.empty_like(keys)
+    t0 = time.perf_counter()
+    cuprims.radix_sort(d_in_keys=keys, d_out_keys=sorted_keys, num_items=n, order=SortOrder.ASCENDING)
+    show("radix_sort, uint32 keys", t0, bool((sorted_keys.get() == np.sort(keys.get())).all()))
+
+    merged = cp.empty_like(xi)
+    t0 = time.perf_counter()
+    cuprims.merge_sort(d_in_keys=xi, d_out_keys=merged, num_items=n, op=less)
+    show("merge_sort, Python comparator a < b", t0, bool((merged.get() == np.sort(hi)).all()))
+
+    data = cp.sort(xi)
+    found = cp.empty(4096, cp.int64)
+    queries = TransformIterator(CountingIterator(np.int32(0)), lambda i: i - 2048, np.int32)
+    t0 = time.perf_counter()
+    cuprims.lower_bound(d_data=data, num_items=n, d_values=queries, num_values=4096, d_out=found)
+    expect = np.searchsorted(data.get(), np.arange(-2048, 2048, dtype=np.int32))
+    show("lower_bound, values from an iterator", t0, bool((found.get() == expect).all()))
 
 
 def build_ahead_of_time() -> None:
     print("no GPU here: building ahead of time for sm_90")
-    for label, op, dtype in [("float32 PLUS", OpKind.PLUS, np.float32),
-                             ("float32 lambda a + b", lambda a, b: a + b, np.float32),
-                             ("int64 MAXIMUM", OpKind.MAXIMUM, np.int64)]:
+    P, V = ProxyArray, ProxyValue
+    f4, i4, u4, i8 = np.float32, np.int32, np.uint32, np.int64
+    builds = [
+        ("reduce_into, float32 PLUS", lambda: cuprims.make_reduce_into(
+            d_in=P(f4), d_out=P(f4), op=OpKind.PLUS, h_init=V(f4), compute_capability=90)),
+        ("reduce_into, float32 lambda a + b", lambda: cuprims.make_reduce_into(
+            d_in=P(f4), d_out=P(f4), op=lambda a, b: a + b, h_init=V(f4), compute_capability=90)),
+        ("inclusive_scan, int32 PLUS", lambda: cuprims.make_inclusive_scan(
+            d_in=P(i4), d_out=P(i4), op=OpKind.PLUS, compute_capability=90)),
+        ("unary_transform, lambda v: v * 2 + 1", lambda: cuprims.make_unary_transform(
+            d_in=P(f4), d_out=P(f4), op=lambda v: v * 2 + 1, compute_capability=90)),
+        ("radix_sort, uint32 keys", lambda: cuprims.make_radix_sort(
+            d_in_keys=P(u4), d_out_keys=P(u4), d_in_values=None, d_out_values=None, order=SortOrder.ASCENDING,
+            compute_capability=90)),
+        ("merge_sort, Python comparator a < b", lambda: cuprims.make_merge_sort(
+            d_in_keys=P(i4), d_out_keys=P(i4), op=less, compute_capability=90)),
+        ("lower_bound, values from an iterator", lambda: cuprims.make_lower_bound(
+            d_data=P(i4), d_values=CountingIterator(np.int32(0)), d_out=P(i8), compute_capability=90)),
+    ]
+    for label, make in builds:
         t0 = time.perf_counter()
-        reducer = cuprims.make_reduce_into(d_in=ProxyArray(dtype), d_out=ProxyArray(dtype), op=op,
-                                           h_init=ProxyValue(dtype), compute_capability=90)
-        print(f"  {label:22s} -> sm_{reducer.compute_capabilities[0]} cubin of {len(reducer.cubin())} bytes "
-              f"in {time.perf_counter() - t0:.2f} s")
+        algorithm = make()
+        print(f"  {label:40s} -> sm_90 cubin of {len(algorithm.cubin(90)):7d} bytes in "
+              f"{time.perf_counter() - t0:5.2f} s")
 
 
 def main() -> None:
