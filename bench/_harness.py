@@ -58,6 +58,19 @@ def host_us(fn: Callable[[], Any], *, calls: int = 200, repeats: int = 40) -> fl
     return statistics.median(samples)
 
 
+def result_rows(work_width: int = 40, variant_width: int = 40) -> tuple[list[dict[str, Any]], Callable[..., None]]:
+    """A list of result rows and ``add(work, variant, value, unit, ratio=None, note="")``,
+    which appends a row and prints it as it is measured."""
+    rows: list[dict[str, Any]] = []
+
+    def add(work: str, variant: str, value: float, unit: str, ratio: float | None = None, note: str = "") -> None:
+        rows.append({"work": work, "variant": variant, "value": value, "unit": unit, "ratio": ratio, "note": note})
+        shown = "" if ratio is None else f"{ratio:.3f}"
+        print(f"{work:{work_width}s} {variant:{variant_width}s} {value:10.4f} {unit:6s} {shown} {note}", flush=True)
+
+    return rows, add
+
+
 def write_results(name: str, rows: list[dict[str, Any]], extra: dict[str, Any], out_dirs: list[Path]) -> str:
     """Write JSON and a markdown table; returns the markdown."""
     lines = [f"# {name}", ""]

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import add_extra_path, device_ms, host_us, write_results  # noqa: E402
+from _harness import result_rows, add_extra_path, device_ms, host_us, write_results  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -53,11 +53,8 @@ def main() -> None:
         ccomp = None
         print("cuda.compute not importable:", exc)
 
-    rows: list[dict] = []
 
-    def add(work, variant, value, unit, ratio=None, note=""):
-        rows.append({"work": work, "variant": variant, "value": value, "unit": unit, "ratio": ratio, "note": note})
-        print(f"{work:44s} {variant:40s} {value:10.4f} {unit:6s} {'' if ratio is None else f'{ratio:.3f}'} {note}")
+    rows, add = result_rows(44, 40)
 
     n, m = 1 << args.log2n, 1 << args.log2m
     rng = cp.random.default_rng(1)

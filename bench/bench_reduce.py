@@ -16,7 +16,7 @@ import textwrap
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import add_extra_path, device_ms, host_us, write_results  # noqa: E402
+from _harness import result_rows, add_extra_path, device_ms, host_us, write_results  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -80,16 +80,13 @@ def main() -> None:
         ccomp = None
         print("cuda.compute not importable:", exc)
 
-    rows: list[dict] = []
     n = 1 << args.log2n
     x = cp.random.random(n, dtype=cp.float32)
     out = cp.empty(1, cp.float32)
     init = np.float32(0)
     gbytes = n * 4 / 1e9
 
-    def add(work, variant, value, unit, ratio=None, note=""):
-        rows.append({"work": work, "variant": variant, "value": value, "unit": unit, "ratio": ratio, "note": note})
-        print(f"{work:38s} {variant:34s} {value:10.4f} {unit:6s} {'' if ratio is None else f'{ratio:.3f}'} {note}")
+    rows, add = result_rows(38, 34)
 
     # --- throughput: 2^28 float32 sum -------------------------------------------------
     r_plus = cuprims.make_reduce_into(d_in=x, d_out=out, op=OpKind.PLUS, h_init=init)

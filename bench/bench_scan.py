@@ -20,7 +20,7 @@ import textwrap
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import add_extra_path, device_ms, host_us, write_results  # noqa: E402
+from _harness import result_rows, add_extra_path, device_ms, host_us, write_results  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -78,16 +78,13 @@ def main() -> None:
         ccomp = None
         print("cuda.compute not importable:", exc)
 
-    rows: list[dict] = []
     n = 1 << args.log2n
     x = cp.random.default_rng(0).integers(-100, 100, n, dtype=cp.int32)
     y = cp.empty(n, cp.int32)
     gbytes = n * 4 * 2 / 1e9  # read + write
     zero = np.int32(0)
 
-    def add(work, variant, value, unit, ratio=None, note=""):
-        rows.append({"work": work, "variant": variant, "value": value, "unit": unit, "ratio": ratio, "note": note})
-        print(f"{work:38s} {variant:36s} {value:10.4f} {unit:6s} {'' if ratio is None else f'{ratio:.3f}'} {note}")
+    rows, add = result_rows(38, 36)
 
     ref_incl = cp.cumsum(x, dtype=cp.int32)
     ref_excl = cp.concatenate([cp.zeros(1, cp.int32), ref_incl[:-1]])

@@ -20,7 +20,7 @@ import json
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import add_extra_path, device_ms, host_us, write_results  # noqa: E402
+from _harness import result_rows, add_extra_path, device_ms, host_us, write_results  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -86,11 +86,8 @@ def main() -> None:
         ccomp = None
         print("cuda.compute not importable:", exc)
 
-    rows: list[dict] = []
 
-    def add(work, variant, value, unit, ratio=None, note=""):
-        rows.append({"work": work, "variant": variant, "value": value, "unit": unit, "ratio": ratio, "note": note})
-        print(f"{work:40s} {variant:40s} {value:10.4f} {unit:4s} {'' if ratio is None else f'{ratio:.3f}'} {note}")
+    rows, add = result_rows(40, 40)
 
     def torch_of(x):
         return torch.as_tensor(x, device="cuda")

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import add_extra_path, device_ms, host_us, write_results  # noqa: E402
+from _harness import result_rows, add_extra_path, device_ms, host_us, write_results  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -69,11 +69,8 @@ def main() -> None:
         ccomp = None
         print("cuda.compute not importable:", exc)
 
-    rows: list[dict] = []
 
-    def add(work, variant, value, unit, ratio=None, note=""):
-        rows.append({"work": work, "variant": variant, "value": value, "unit": unit, "ratio": ratio, "note": note})
-        print(f"{work:40s} {variant:40s} {value:10.4f} {unit:6s} {'' if ratio is None else f'{ratio:.3f}'} {note}")
+    rows, add = result_rows(40, 40)
 
     n = 1 << args.log2n
     x = cp.random.random(n, dtype=cp.float32)

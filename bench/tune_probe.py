@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import add_extra_path, device_ms, write_results  # noqa: E402
+from _harness import result_rows, add_extra_path, device_ms, write_results  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -65,12 +65,8 @@ def main() -> None:
         ccomp = None
         print("cuda.compute not importable:", exc)
 
-    rows: list[dict] = []
 
-    def add(work, variant, value, unit, ratio=None, note=""):
-        rows.append({"work": work, "variant": variant, "value": value, "unit": unit, "ratio": ratio, "note": note})
-        print(f"{work:34s} {variant:34s} {value:10.4f} {unit:3s} {'' if ratio is None else f'{ratio:.3f}'} {note}",
-              flush=True)
+    rows, add = result_rows(34, 34)
 
     n = 1 << args.log2n
     if args.only != "radix":

@@ -247,3 +247,33 @@ def emit_member(code: IteratorCode, inner: IteratorBase, name: str) -> Member:
 def pack_member(state: StateWriter, inner: IteratorBase, count: int | None, argument: str) -> None:
     """Pack ``inner`` as a member: aligned to its struct, padded to its struct's size."""
     state.raw(inner._state(count, argument), inner._struct_layout()[1])
+
+
+class ValueStateIterator(IteratorBase):
+    """An iterator whose whole state is one value of its own type (counting, constant):
+    subclasses set ``_vt``, ``_value`` (the value's bytes), ``_kind`` and ``_body``."""
+
+    __slots__ = ("_vt", "_value")
+    _kind = ""
+
+    def _body(self) -> str:
+        """C++ statements returning item ``i`` from the member ``value``."""
+        raise NotImplementedError
+
+    @property
+    def value_type(self) -> ValueType:
+        return self._vt
+
+    def _kind_key(self) -> str:
+        return f"{self._kind}({self._vt.code})"
+
+    def _emit(self, code: IteratorCode) -> tuple[str, list[Member]]:
+        vt = self._vt
+        code.note_type(vt)
+        name = code.new_name()
+        members = [Member("value", vt.cpp, vt.size, vt.alignment)]
+        code.define(name, members, vt, self._body())
+        return name, members
+
+    def _pack(self, state: StateWriter, count: int | None, argument: str) -> None:
+        state.raw(self._value, self._vt.alignment)

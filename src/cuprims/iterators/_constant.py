@@ -7,11 +7,11 @@ from typing import Any
 import numpy as np
 
 from ..errors import ArgumentError
-from ..types import ValueType, host_bytes, value_type
-from ._base import IteratorBase, IteratorCode, Member, StateWriter
+from ..types import host_bytes, value_type
+from ._base import ValueStateIterator
 
 
-class ConstantIterator(IteratorBase):
+class ConstantIterator(ValueStateIterator):
     """``value, value, value, ...``: a numpy scalar or a gpu_struct instance, repeated.
 
     Example::
@@ -20,7 +20,8 @@ class ConstantIterator(IteratorBase):
         it = cuprims.ConstantIterator(np.float32(1.5))
     """
 
-    __slots__ = ("_vt", "_value")
+    __slots__ = ()
+    _kind = "constant"
 
     def __init__(self, value: Any):
         super().__init__()
@@ -31,23 +32,8 @@ class ConstantIterator(IteratorBase):
             dt = value.dtype
         else:
             raise ArgumentError("value", "a numpy scalar (e.g. np.int32(7)) or a gpu_struct instance", value)
-        self._vt: ValueType = value_type(dt, argument="value")
+        self._vt = value_type(dt, argument="value")
         self._value = host_bytes(value, self._vt, argument="value")
 
-    @property
-    def value_type(self) -> ValueType:
-        return self._vt
-
-    def _kind_key(self) -> str:
-        return f"constant({self._vt.code})"
-
-    def _emit(self, code: IteratorCode) -> tuple[str, list[Member]]:
-        vt = self._vt
-        code.note_type(vt)
-        name = code.new_name()
-        members = [Member("value", vt.cpp, vt.size, vt.alignment)]
-        code.define(name, members, vt, "return value;")
-        return name, members
-
-    def _pack(self, state: StateWriter, count: int | None, argument: str) -> None:
-        state.raw(self._value, self._vt.alignment)
+    def _body(self) -> str:
+        return "return value;"

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from ..errors import ArgumentError
-from ..types import ValueType, host_bytes, value_type
-from ._base import IteratorBase, IteratorCode, Member, StateWriter
+from ..types import host_bytes, value_type
+from ._base import ValueStateIterator
 
 
-class CountingIterator(IteratorBase):
+class CountingIterator(ValueStateIterator):
     """The sequence ``start, start + 1, start + 2, ...`` in ``start``'s dtype, computed on
     the fly (nothing is stored).
 
@@ -20,7 +19,8 @@ class CountingIterator(IteratorBase):
         it = cuprims.CountingIterator(np.int32(10))   # 10, 11, 12, ...
     """
 
-    __slots__ = ("_vt", "_start")
+    __slots__ = ()
+    _kind = "counting"
 
     def __init__(self, start: np.number):
         super().__init__()
@@ -28,23 +28,9 @@ class CountingIterator(IteratorBase):
         if not isinstance(start, np.generic) or dt is None or dt.kind not in "iuf":
             raise ArgumentError("start", "a numpy integer or floating-point scalar, e.g. np.int32(0) (its dtype is "
                                 "the iterator's)", start)
-        self._vt: ValueType = value_type(dt, argument="start")
-        self._start = host_bytes(start, self._vt, argument="start")
+        self._vt = value_type(dt, argument="start")
+        self._value = host_bytes(start, self._vt, argument="start")
 
-    @property
-    def value_type(self) -> ValueType:
-        return self._vt
-
-    def _kind_key(self) -> str:
-        return f"counting({self._vt.code})"
-
-    def _emit(self, code: IteratorCode) -> tuple[str, list[Member]]:
-        vt = self._vt
-        code.note_type(vt)
-        name = code.new_name()
-        members = [Member("start", vt.cpp, vt.size, vt.alignment)]
-        code.define(name, members, vt, f"return static_cast<{vt.cpp}>(start + static_cast<{vt.cpp}>(i));")
-        return name, members
-
-    def _pack(self, state: StateWriter, count: int | None, argument: str) -> None:
-        state.raw(self._start, self._vt.alignment)
+    def _body(self) -> str:
+        t = self._vt.cpp
+        return f"return static_cast<{t}>(value + static_cast<{t}>(i));"

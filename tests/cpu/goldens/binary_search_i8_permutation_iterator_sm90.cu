@@ -8,10 +8,10 @@
 
 struct cuprims_values_it_0
 {
-  long long start;
+  long long value;
   __device__ __forceinline__ long long operator[](long long i) const
   {
-    return static_cast<long long>(start + static_cast<long long>(i));
+    return static_cast<long long>(value + static_cast<long long>(i));
   }
 };
 static_assert(sizeof(cuprims_values_it_0) == 8 && alignof(cuprims_values_it_0) == 8, "iterator layout differs from cuprims' packing");
