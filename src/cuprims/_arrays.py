@@ -222,10 +222,11 @@ def array_dtype(x: Any, name: str) -> np.dtype:
     return array_info(x, name)[1]
 
 
-def checked_pointer(x: Any, name: str, dtype: np.dtype, min_items: int, align_mask: int = 0,
-                    count_name: str | None = "num_items") -> int:
-    """Device pointer of ``x`` after checking it holds at least ``min_items`` items of ``dtype``
-    (the build's type) at an address its C++ type can be loaded from."""
+def checked_array(x: Any, name: str, dtype: np.dtype, min_items: int, align_mask: int = 0,
+                  count_name: str | None = "num_items") -> tuple[int, int]:
+    """(device pointer, number of items) of ``x`` after checking it holds at least
+    ``min_items`` items of ``dtype`` (the build's type) at an address its C++ type can be
+    loaded from."""
     reader = readers.get(type(x))
     ptr, dt, size = reader(x, name) if reader else array_info(x, name)
     if dt is not dtype and dt != dtype:
@@ -235,4 +236,10 @@ def checked_pointer(x: Any, name: str, dtype: np.dtype, min_items: int, align_ma
         raise ArgumentError(name, need, f"an array of {size}")
     if ptr & align_mask:
         raise ArgumentError(name, f"data aligned to {align_mask + 1} bytes (as its C++ type needs)", hex(ptr))
-    return ptr
+    return ptr, size
+
+
+def checked_pointer(x: Any, name: str, dtype: np.dtype, min_items: int, align_mask: int = 0,
+                    count_name: str | None = "num_items") -> int:
+    """Device pointer of ``x``, checked as :func:`checked_array` does."""
+    return checked_array(x, name, dtype, min_items, align_mask, count_name)[0]

@@ -26,7 +26,6 @@ from typing import Any
 import numpy as np
 
 from .. import _arrays
-from ..errors import ArgumentError
 from ..op import OpSpec
 from ..types import ValueType, value_type
 
@@ -218,13 +217,8 @@ class PointerIterator(IteratorBase):
         return name, members
 
     def _pack(self, state: StateWriter, count: int | None, argument: str) -> None:
-        ptr, dt, size = _arrays.array_info(self._array, argument)
-        if dt != self._vt.dtype:
-            raise ArgumentError(argument, f"an array of {self._vt.dtype}", f"an array of {dt}")
-        if count is not None and size < count:
-            raise ArgumentError(argument, f"at least {count} items", f"an array of {size}")
-        if ptr % self._vt.alignment:
-            raise ArgumentError(argument, f"data aligned to {self._vt.alignment} bytes", hex(ptr))
+        vt = self._vt
+        ptr, size = _arrays.checked_array(self._array, argument, vt.dtype, count or 0, vt.alignment - 1, None)
         if self._from_end and size:
             ptr += (size - 1) * self._vt.size
         state.pointer(ptr)
