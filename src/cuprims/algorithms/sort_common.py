@@ -141,37 +141,29 @@ class OffsetVariants:
         return wide in self._builds
 
 
-_memcpy = None
+_driver_functions: dict[str, Any] = {}
+
+
+def _driver_call(name: str, detail: str, *args: Any) -> None:
+    """Call cuda.bindings' driver function ``name``; raise CudaError if it fails."""
+    fn = _driver_functions.get(name)
+    if fn is None:
+        from .._jit.lazy import driver_bindings
+
+        fn = _driver_functions[name] = getattr(driver_bindings(), name)
+    err = fn(*args)[0]
+    if err:
+        raise CudaError(name, driver.error_name(int(err)), detail)
 
 
 def memcpy_async(dst: int, src: int, nbytes: int, stream: int) -> None:
     """Stream-ordered device-to-device copy (CUB copies when the bit range is empty)."""
-    global _memcpy
-    if nbytes <= 0 or dst == src:
-        return
-    if _memcpy is None:
-        from .._jit.lazy import driver_bindings
-        drv = driver_bindings()
-
-        _memcpy = drv.cuMemcpyAsync
-    err = _memcpy(dst, src, nbytes, stream)[0]
-    if err:
-        raise CudaError("cuMemcpyAsync", driver.error_name(int(err)), f"{nbytes} bytes")
-
-
-_memset32 = None
+    if nbytes > 0 and dst != src:
+        _driver_call("cuMemcpyAsync", f"{nbytes} bytes", dst, src, nbytes, stream)
 
 
 def zero_words_async(ptr: int, count: int, stream: int) -> None:
     """Stream-ordered zero-fill of ``count`` 4-byte words (the driver's memset is faster
     than a one-word-per-thread kernel for the megabytes of look-back flags a large sort clears)."""
-    global _memset32
-    if count <= 0:
-        return
-    if _memset32 is None:
-        from .._jit.lazy import driver_bindings
-
-        _memset32 = driver_bindings().cuMemsetD32Async
-    err = _memset32(ptr, 0, count, stream)[0]
-    if err:
-        raise CudaError("cuMemsetD32Async", driver.error_name(int(err)), f"{count} words")
+    if count > 0:
+        _driver_call("cuMemsetD32Async", f"{count} words", ptr, 0, count, stream)
