@@ -192,7 +192,7 @@ def iterator_value_type_of(x: Any, argument: str) -> ValueType:
 class PointerIterator(IteratorBase):
     """A device array seen as an iterator (inside other iterators).
 
-    ``start`` is where item 0 sits: 0, or the last item for a reversed array."""
+    With ``from_end`` item 0 is the array's last item (for a reversed array)."""
 
     __slots__ = ("_array", "_vt", "_from_end")
 
@@ -209,11 +209,15 @@ class PointerIterator(IteratorBase):
     def _kind_key(self) -> str:
         return f"pointer({self._vt.code})"
 
+    def _read(self, code: IteratorCode) -> str:
+        """C++ expression reading item ``i`` through the member ``ptr``."""
+        return "ptr[i]"
+
     def _emit(self, code: IteratorCode) -> tuple[str, list[Member]]:
         code.note_type(self._vt)
         name = code.new_name()
         members = [Member("ptr", f"const {self._vt.cpp}*", 8, 8)]
-        code.define(name, members, self._vt, "return ptr[i];")
+        code.define(name, members, self._vt, f"return {self._read(code)};")
         return name, members
 
     def _pack(self, state: StateWriter, count: int | None, argument: str) -> None:
