@@ -56,6 +56,21 @@ def test_transform_key_follows_the_operator():
     assert TransformIterator(CountingIterator(np.int32(5)), square, np.int32)._key() == k1
 
 
+def test_persistence_follows_the_operators_inside():
+    table = FakeDeviceArray(10, "<i4")
+
+    def lookup(v):
+        return table[v]
+
+    captured = TransformIterator(CountingIterator(np.int32(0)), lookup, np.int32)
+    plain = TransformIterator(CountingIterator(np.int32(0)), square, np.int32)
+    assert plain._persistent() and not captured._persistent()
+    assert not PermutationIterator(ProxyArray(np.float32), ReverseIterator(captured))._persistent()
+    assert PermutationIterator(ProxyArray(np.float32), ReverseIterator(plain))._persistent()
+    # the same answer the linked operators give
+    assert [o.spec.persistent for o in iterator_unit(captured, "t").ops] == [False]
+
+
 # --- state packing ----------------------------------------------------------------------
 
 def test_counting_and_constant_state():

@@ -253,7 +253,7 @@ def _make(cls: type, d_data: Any, d_values: Any, d_out: Any, comp: Any, compute_
     if not spec.persistent:
         return cls(d_data, d_values, d_out, comp, compute_capability, spec)
     if isinstance(d_values, IteratorBase):
-        if not all(o.spec.persistent for o in iterator_unit(d_values, "cuprims_values_it").ops):
+        if not d_values._persistent():
             return cls(d_data, d_values, d_out, comp, compute_capability, spec)
         values_key: Any = d_values._key()
     else:

@@ -151,6 +151,15 @@ class IteratorBase:
     def _pack(self, state: StateWriter, count: int | None, argument: str) -> None:
         raise NotImplementedError
 
+    def _inner(self) -> tuple["IteratorBase", ...]:
+        """The iterators this one reads from."""
+        return ()
+
+    def _persistent(self) -> bool:
+        """Whether the code key holds no object identity (a build may then be cached and
+        stored on disk): false once an operator inside is."""
+        return all(inner._persistent() for inner in self._inner())
+
     # -- shared ------------------------------------------------------------------------
     @property
     def dtype(self) -> np.dtype:

@@ -34,6 +34,9 @@ class PermutationIterator(IteratorBase):
     def value_type(self) -> ValueType:
         return self._values.value_type
 
+    def _inner(self) -> tuple[IteratorBase, ...]:
+        return (self._values, self._indices)
+
     def _kind_key(self) -> str:
         return f"permutation({self._values._key()},{self._indices._key()})"
 

@@ -30,6 +30,9 @@ class ReverseIterator(IteratorBase):
     def value_type(self) -> ValueType:
         return self._under.value_type
 
+    def _inner(self) -> tuple[IteratorBase, ...]:
+        return (self._under,)
+
     def _kind_key(self) -> str:
         return f"reverse({self._under._key()})"
 

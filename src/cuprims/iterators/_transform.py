@@ -61,6 +61,12 @@ class TransformIterator(IteratorBase):
     def value_type(self) -> ValueType:
         return self._vt
 
+    def _inner(self) -> tuple[IteratorBase, ...]:
+        return (self._under,)
+
+    def _persistent(self) -> bool:
+        return self._spec.persistent and super()._persistent()
+
     def _kind_key(self) -> str:
         spec = self._spec
         return (f"transform({self._under._key()},{spec.kind}:{spec.key}:{spec.state_size}/{spec.state_alignment}"
