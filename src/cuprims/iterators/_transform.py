@@ -45,7 +45,7 @@ class TransformIterator(IteratorBase):
         self._op = transform_op
         in_vt = self._under.value_type
         if value_type is not None:
-            self._vt = _value_type_of(value_type)
+            self._vt = make_value_type(value_type, argument="value_type")
         elif spec.kind == "builtin":
             self._vt = _builtin_result(spec.builtin, in_vt)
         elif spec.kind == "python":
@@ -102,12 +102,6 @@ class TransformIterator(IteratorBase):
             op = self._op
             assert isinstance(op, RawOp)
             state.raw(op.state, self._spec.state_alignment)
-            state.align(self._spec.state_alignment)
-
-
-def _value_type_of(spec: Any) -> ValueType:
-    dt = getattr(spec, "_cuprims_dtype", None)
-    return make_value_type(dt if dt is not None else spec, argument="value_type")
 
 
 def _builtin_result(kind: OpKind, in_vt: ValueType) -> ValueType:
