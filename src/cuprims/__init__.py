@@ -18,6 +18,7 @@ from . import errors
 from ._caching import cache_info, clear_all_caches
 from ._enums import Determinism, SortOrder
 from ._proxy import ProxyArray, ProxyValue
+from .config import settings
 from .algorithms.merge_sort import make_merge_sort, merge_sort
 from .algorithms.radix_sort import make_radix_sort, radix_sort
 from .algorithms.sort_common import DoubleBuffer
@@ -34,7 +35,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Determinism", "OpKind", "ProxyArray", "ProxyValue", "RawOp", "SortOrder",
-    "cache_info", "clear_all_caches", "errors", "gpu_struct",
+    "cache_info", "clear_all_caches", "errors", "gpu_struct", "settings",
     "make_reduce_into", "reduce_into",
     "make_inclusive_scan", "inclusive_scan", "make_exclusive_scan", "exclusive_scan",
     "make_unary_transform", "unary_transform", "make_binary_transform", "binary_transform",

@@ -1,47 +1,176 @@
-"""The one place that reads cuprims' environment variables.
+"""cuprims' settings: one typed object, :data:`settings`, and the only reader of ``CUPRIMS_*``.
 
-=========================  =============================================================
-``CUPRIMS_CACHE_DIR``      where compiled code is kept on disk (default
-                           ``$XDG_CACHE_HOME/cuprims``, else ``~/.cache/cuprims``)
-``CUPRIMS_DISK_CACHE``     ``0`` turns the on-disk cache off
-``CUPRIMS_DUMP_DIR``       when set, every generated ``.cu`` file is written there
-``CUPRIMS_MEMORY_CACHE``   how many build results the in-process cache keeps (default 256)
-``CUPRIMS_TRACE``          ``1`` prints each build stage and its duration to stderr
-=========================  =============================================================
+=========================  ===================  =========================================
+environment variable       ``settings.``        meaning
+=========================  ===================  =========================================
+``CUPRIMS_CACHE_DIR``      ``cache_dir``        where compiled code is kept on disk (default
+                                                ``$XDG_CACHE_HOME/cuprims``, else
+                                                ``~/.cache/cuprims``)
+``CUPRIMS_DISK_CACHE``     ``disk_cache``       ``0`` turns the on-disk cache off
+``CUPRIMS_DUMP_DIR``       ``dump_dir``         when set, every generated ``.cu`` file is
+                                                written there
+``CUPRIMS_MEMORY_CACHE``   ``memory_cache``     how many build results the in-process cache
+                                                keeps (default 256)
+``CUPRIMS_TRACE``          ``trace``            ``1`` prints each build stage and its
+                                                duration to stderr
+``CUPRIMS_PDL``            ``pdl``              ``0`` launches multi-kernel algorithms
+                                                without programmatic dependent launch
+``CUPRIMS_RADIX_MEMSET``   ``radix_memset``     ``0`` clears radix sort's look-back flags
+                                                with a kernel instead of the driver's memset
+=========================  ===================  =========================================
 
-Values are read when asked for, so tests and long-lived programs can change them.
+A setting assigned in code (``cuprims.settings.pdl = False``) wins over its environment
+variable until it is deleted (``del cuprims.settings.pdl``) or the :meth:`Settings.override`
+block that set it ends; otherwise the variable is read when the value is asked for, so
+tests and long-lived programs can change it. Settings are process-wide choices made by the
+user: nothing in cuprims changes one behind the user's back.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
+from typing import Any, Callable, Iterator
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
 
 
-def cache_dir() -> Path:
-    explicit = os.environ.get("CUPRIMS_CACHE_DIR")
-    if explicit:
-        return Path(explicit).expanduser()
+def _flag(default: bool) -> Callable[[str | None], bool]:
+    def parse(text: str | None) -> bool:
+        if text is None:
+            return default
+        value = text.strip().lower()
+        return (value not in _FALSE) if default else (value in _TRUE)
+
+    return parse
+
+
+def _path(text: str | None) -> Path | None:
+    return Path(text).expanduser() if text else None
+
+
+def _count(text: str | None) -> int:
+    try:
+        return max(1, int(text)) if text else 256
+    except ValueError:
+        return 256
+
+
+def _default_cache_dir() -> Path:
     xdg = os.environ.get("XDG_CACHE_HOME")
     base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
     return base / "cuprims"
 
 
+class _Setting:
+    """One typed setting backed by an environment variable."""
+
+    def __init__(self, env: str, parse: Callable[[str | None], Any], kind: type,
+                 fallback: Callable[[], Any] | None = None, optional: bool = False):
+        self.env, self.parse, self.kind, self.fallback, self.optional = env, parse, kind, fallback, optional
+        self.name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        overrides = obj._overrides
+        if self.name in overrides:
+            return overrides[self.name]
+        value = self.parse(os.environ.get(self.env))
+        if value is None and self.fallback is not None:
+            value = self.fallback()
+        return value
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        if self.kind is Path and isinstance(value, str):
+            value = Path(value).expanduser()
+        if not (isinstance(value, self.kind) or (value is None and self.optional)):
+            from .errors import ArgumentTypeError
+
+            raise ArgumentTypeError(f"settings.{self.name}", f"a {self.kind.__name__}", value)
+        if self.kind is int and (isinstance(value, bool) or value < 1):  # bool is an int subclass
+            from .errors import ArgumentError
+
+            raise ArgumentError(f"settings.{self.name}", "an int >= 1", value)
+        obj._overrides[self.name] = value
+
+    def __delete__(self, obj: Any) -> None:
+        obj._overrides.pop(self.name, None)
+
+
+class Settings:
+    """cuprims' process-wide settings (see the module docstring for each one).
+
+    Example::
+
+        import cuprims
+        cuprims.settings.disk_cache = False          # until deleted
+        with cuprims.settings.override(pdl=False):   # restored when the block ends
+            ...
+        del cuprims.settings.disk_cache              # back to CUPRIMS_DISK_CACHE / the default
+    """
+
+    cache_dir = _Setting("CUPRIMS_CACHE_DIR", _path, Path, _default_cache_dir)
+    disk_cache = _Setting("CUPRIMS_DISK_CACHE", _flag(True), bool)
+    dump_dir = _Setting("CUPRIMS_DUMP_DIR", _path, Path, optional=True)
+    memory_cache = _Setting("CUPRIMS_MEMORY_CACHE", _count, int)
+    trace = _Setting("CUPRIMS_TRACE", _flag(False), bool)
+    pdl = _Setting("CUPRIMS_PDL", _flag(True), bool)
+    radix_memset = _Setting("CUPRIMS_RADIX_MEMSET", _flag(True), bool)
+
+    def __init__(self) -> None:
+        self._overrides: dict[str, Any] = {}
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        return tuple(n for n, v in vars(cls).items() if isinstance(v, _Setting))
+
+    @contextlib.contextmanager
+    def override(self, **values: Any) -> Iterator["Settings"]:
+        """Set ``values`` for the duration of a ``with`` block, then restore what was there."""
+        unknown = set(values) - set(self.names())
+        if unknown:
+            from .errors import ArgumentError
+
+            raise ArgumentError(sorted(unknown)[0], f"one of the settings {', '.join(self.names())}",
+                                "an unknown setting")
+        saved = dict(self._overrides)
+        try:
+            for name, value in values.items():
+                setattr(self, name, value)
+            yield self
+        finally:
+            self._overrides.clear()
+            self._overrides.update(saved)
+
+    def __repr__(self) -> str:
+        return "Settings(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self.names()) + ")"
+
+
+settings = Settings()
+
+
+# The functions the pipeline calls (they read the one settings object).
+def cache_dir() -> Path:
+    return settings.cache_dir
+
+
 def disk_cache_enabled() -> bool:
-    return os.environ.get("CUPRIMS_DISK_CACHE", "1").strip().lower() not in ("0", "false", "no", "off")
+    return settings.disk_cache
 
 
 def dump_dir() -> Path | None:
-    value = os.environ.get("CUPRIMS_DUMP_DIR")
-    return Path(value).expanduser() if value else None
+    return settings.dump_dir
 
 
 def memory_cache_size() -> int:
-    try:
-        return max(1, int(os.environ.get("CUPRIMS_MEMORY_CACHE", "256")))
-    except ValueError:
-        return 256
+    return settings.memory_cache
 
 
 def trace_enabled() -> bool:
-    return os.environ.get("CUPRIMS_TRACE", "0").strip().lower() in ("1", "true", "yes", "on")
+    return settings.trace

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections import OrderedDict
 from typing import Any, Callable, Sequence
@@ -10,6 +11,23 @@ from ..errors import ArgumentError, NoDeviceError
 from .._jit import driver
 from .._jit.build import BuildResult, OpInput, build
 from .._jit.codegen import Source
+
+
+def frozen(cls: type) -> type:
+    """Make ``cls`` a frozen dataclass whose hash is computed once: descriptions and
+    argument kinds are cache keys looked up on every one-shot call."""
+    cls = dataclasses.dataclass(frozen=True)(cls)
+    names = tuple(f.name for f in dataclasses.fields(cls))
+
+    def __hash__(self: Any) -> int:
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = hash(tuple(getattr(self, n) for n in names))
+            object.__setattr__(self, "_hash", h)
+        return h
+
+    cls.__hash__ = __hash__  # type: ignore[assignment]
+    return cls
 
 
 def parse_compute_capability(cc: Any, argument: str = "compute_capability") -> list[int] | None:

@@ -13,21 +13,21 @@ with ``h_init``. Tile sizes come from the compiled code's exported policy.
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
-from .. import _arrays
 from .._enums import Determinism
 from .._jit import driver
 from .._jit.build import OpInput
-from .._jit.codegen import check_binary_builtin, op_symbol, reduce_source
-from .._streams import stream_handle
-from ..errors import ArgumentError, CudaError
-from ..op import OpSpec, RawOp, op_spec
-from ..types import ValueType, host_bytes, value_type
-from ._common import (Builds, CompiledAlgorithm, PerThreadCache, check_num_items, parse_compute_capability, targets,
-                     temp_storage_info)
+from .._jit.codegen import Source, check_binary_builtin, op_symbol, reduce_source
+from ..errors import ArgumentError
+from ..op import OpSpec, op_spec
+from ..types import ValueType, host_bytes
+from ._arguments import ArgKind, describe
+from ._common import Loaded, check_num_items
+from ._skeleton import Algorithm, Description, Plan, description, functor_size, functor_state
 
 # CUB launches this many blocks per SM-occupancy slot for reductions.
 _SUBSCRIPTION_FACTOR = 5
@@ -36,16 +36,55 @@ _SUBSCRIPTION_FACTOR = 5
 _PORTABLE_GRID = 2048
 
 
-class _Plan:
-    """How to launch on one device: kernel handles (over the input, over the partials),
-    block size, items per tile, grid cap, accumulator size and alignment."""
+@description
+class ReduceDescription(Description):
+    """A reduction: what it reads, what it writes (the type it computes in), the operator,
+    whether an initial value is combined in, and the determinism asked for."""
 
-    __slots__ = ("first", "second", "threads", "tile_items", "max_grid", "accum_size", "accum_align", "device")
+    d_in: ArgKind
+    d_out: ArgKind
+    op: OpSpec
+    has_init: bool
+    determinism: Determinism
 
-    def __init__(self, first: Any, second: Any, threads: int, tile_items: int, max_grid: int, accum_size: int,
-                 accum_align: int, device: int):
-        self.first, self.second, self.threads, self.tile_items = first, second, threads, tile_items
-        self.max_grid, self.accum_size, self.accum_align, self.device = max_grid, accum_size, accum_align, device
+    def source(self, arch: int) -> Source:
+        return reduce_source(in_type=self.d_in.value, accum=self.d_out.value, op=self.op, has_init=self.has_init,
+                             deterministic_across_gpus=self.determinism is Determinism.GPU_TO_GPU, arch=arch)
+
+    @cached_property
+    def _ops(self) -> tuple[OpInput, ...]:
+        accum = self.d_out.value
+        if self.op.kind == "builtin":
+            return ()
+        return (OpInput(op_symbol(self.op, "cuprims_op_0"), self.op, (accum, accum), accum),)
+
+    def linked_ops(self) -> tuple[OpInput, ...]:
+        return self._ops
+
+    def kernel_params(self) -> tuple[tuple[Any, ...], ...]:
+        # reduce_kernel(d_in, d_out, num_items, op, init, finalize), over the input then the partials
+        init_size = self.d_out.value.size if self.has_init else 1
+        kinds = (self.d_in.param, self.d_out.param, "i64", functor_size(self.op), init_size, "i32")
+        return (kinds, ("ptr",) + kinds[1:])
+
+
+class _Plan(Plan):
+    """Kernel handles (over the input, over the partials), block size, items per tile,
+    grid cap and the partials' size."""
+
+    __slots__ = ("first", "second", "threads", "tile_items", "max_grid", "accum_size", "temp_align", "device")
+
+    def __init__(self, loaded: Loaded, portable: bool):
+        meta = loaded.meta
+        self.first, self.second = loaded.handles  # codegen order: over the input, over the partials
+        self.threads = meta["threads"]
+        self.tile_items = self.threads * meta["items"]
+        if portable:
+            self.max_grid = _PORTABLE_GRID
+        else:
+            occupancy = loaded.module.max_active_blocks(loaded.names[0], self.threads)
+            self.max_grid = max(1, occupancy) * driver.sm_count(loaded.device) * _SUBSCRIPTION_FACTOR
+        self.accum_size, self.temp_align = meta["accum_size"], meta["accum_align"]
 
 
 def _init_dtype(h_init: Any) -> np.dtype | None:
@@ -74,90 +113,59 @@ def _check_init_compatible(init_dt: np.dtype, accum: ValueType) -> None:
         raise ArgumentError("h_init", f"a real value for a {accum.dtype} output", init_dt)
 
 
-class _Reduce(CompiledAlgorithm):
+def _parse_determinism(determinism: Any) -> Determinism:
+    if isinstance(determinism, Determinism):
+        return determinism
+    try:
+        if isinstance(determinism, str):
+            return Determinism[determinism.upper()]
+        return Determinism(determinism)
+    except (KeyError, ValueError):
+        raise ArgumentError("determinism", "a cuprims.Determinism value", determinism) from None
+
+
+def _describe(d_in: Any, d_out: Any, op: Any, h_init: Any, determinism: Any) -> ReduceDescription:
+    """Check the build arguments and describe the reduction."""
+    det = _parse_determinism(determinism)
+    in_arg = describe(d_in, "d_in")
+    out_arg = describe(d_out, "d_out")
+    in_vt, accum = in_arg.value, out_arg.value
+    init_dt = _init_dtype(h_init)
+    if init_dt is not None:
+        _check_init_compatible(init_dt, accum)
+    if accum.is_struct != in_vt.is_struct or (accum.is_struct and in_vt.code != accum.code):
+        raise ArgumentError("d_in", f"items of the output's type {accum.dtype}", in_vt.dtype)
+    spec = op_spec(op)
+    if spec.kind == "builtin":
+        check_binary_builtin(spec, accum)
+    return ReduceDescription(in_arg, out_arg, spec, init_dt is not None, det)
+
+
+class _Reduce(Algorithm):
     """A reduction built for fixed types and operator; call it to run.
 
     ``reducer(temp_storage=None, ...)`` returns the temporary bytes needed and launches
     nothing; ``reducer(temp_storage=buf, ...)`` runs on ``stream``.
     """
 
-    def __init__(self, d_in: Any, d_out: Any, op: Any, h_init: Any, determinism: Any,
-                 compute_capability: Any, spec: OpSpec | None = None):
-        self._in_dtype = _arrays.array_dtype(d_in, "d_in")
-        self._out_dtype = _arrays.array_dtype(d_out, "d_out")
-        in_vt = value_type(self._in_dtype, argument="d_in")
-        accum = value_type(self._out_dtype, argument="d_out")
-        init_dt = _init_dtype(h_init)
-        if init_dt is not None:
-            _check_init_compatible(init_dt, accum)
-        if accum.is_struct != in_vt.is_struct or (accum.is_struct and in_vt.code != accum.code):
-            raise ArgumentError("d_in", f"items of the output's type {accum.dtype}", self._in_dtype)
-        self._spec = spec = spec if spec is not None else op_spec(op)
-        if spec.kind == "builtin":
-            check_binary_builtin(spec, accum)
-        try:
-            det = determinism if isinstance(determinism, Determinism) else Determinism[str(determinism).upper()] \
-                if isinstance(determinism, str) else Determinism(determinism)
-        except (KeyError, ValueError):
-            raise ArgumentError("determinism", "a cuprims.Determinism value", determinism) from None
-        self._determinism = det
-        self._accum = accum
-        self._has_init = init_dt is not None
-        portable = det is Determinism.GPU_TO_GPU
-        has_init = self._has_init
+    desc: ReduceDescription
 
-        def make_source(arch: int):
-            return reduce_source(in_type=in_vt, accum=accum, op=spec, has_init=has_init,
-                                 deterministic_across_gpus=portable, arch=arch)
+    def _setup(self) -> None:
+        desc = self.desc
+        first, second = desc.kernel_params()
+        # one pack per pass so the two launches of a large problem never share a parameter block
+        self._first_params, self._second_params = driver.ParamPack(first), driver.ParamPack(second)
+        self._accum = desc.d_out.value
+        self._state = functor_state(desc.op, None)
+        self._init_scalar_type = desc.d_out.value.dtype.type if desc.has_init and not self._accum.is_struct else None
 
-        ops = [] if spec.kind == "builtin" else [
-            OpInput(op_symbol(spec, "cuprims_op_0"), spec, (accum, accum), accum)]
-        self._builds = Builds(make_source, ops)
-        self._builds.build_for(targets(compute_capability), [op] if ops else [])
-        self._portable = portable
-        functor_size = 1
-        if spec.state_size:
-            functor_size = -(-spec.state_size // spec.state_alignment) * spec.state_alignment
-        self._functor_size = functor_size
-        self._state = op.state.ljust(functor_size, b"\0") if isinstance(op, RawOp) and spec.state_size else b"\0"
-        init_size = accum.size if self._has_init else 1
-        # reduce_kernel(d_in, d_out, num_items, op, init, finalize); one pack per pass so the
-        # two launches of a large problem never share a parameter block
-        self._first_params = driver.ParamPack(("ptr", "ptr", "i64", functor_size, init_size, "i32"))
-        self._second_params = driver.ParamPack(("ptr", "ptr", "i64", functor_size, init_size, "i32"))
-        self._plan: _Plan | None = None
-        # cuda::std::complex<T> is aligned to its full size, numpy's complex only to T's
-        self._in_align_mask = in_vt.size - 1 if in_vt.kind == "c" else 0
-        self._out_align_mask = accum.size - 1 if accum.kind == "c" else 0
-        self._init_scalar_type = self._out_dtype.type if self._has_init and not accum.is_struct else None
-
-    # -- per device facts (computed once per device) ---------------------------------
-    def _device_plan(self, device: int, op: Any) -> "_Plan":
-        loaded = self._builds._by_device.get(device)
-        if loaded is None:
-            loaded = self._builds.loaded(device, [op] if self._spec.kind != "builtin" else [])
-        plan = loaded.extra.get("plan")
-        if plan is None:
-            meta = loaded.meta
-            # handles follow codegen order: over the input, over the partials
-            first_k, second_k = loaded.handles
-            threads = meta["threads"]
-            tile_items = threads * meta["items"]
-            if self._portable:
-                max_grid = _PORTABLE_GRID
-            else:
-                occupancy = loaded.module.max_active_blocks(loaded.names[0], threads)
-                max_grid = max(1, occupancy) * driver.sm_count(device) * _SUBSCRIPTION_FACTOR
-            plan = _Plan(first_k, second_k, threads, tile_items, max_grid, meta["accum_size"],
-                         meta["accum_align"], device)
-            loaded.extra["plan"] = plan
-        self._plan = plan
-        return plan
+    def _make_plan(self, loaded: Loaded, variant: int) -> _Plan:
+        return _Plan(loaded, self.desc.determinism is Determinism.GPU_TO_GPU)
 
     def _init_bytes(self, h_init: Any) -> bytes:
         if type(h_init) is self._init_scalar_type:  # the common case: a numpy scalar of the output type
             return h_init.tobytes()
-        if not self._has_init:
+        if not self.desc.has_init:
             if h_init is not None:
                 raise ArgumentError("h_init", "None (this reducer was built without an initial value)", h_init)
             return b"\0"
@@ -165,66 +173,29 @@ class _Reduce(CompiledAlgorithm):
             raise ArgumentError("h_init", f"a {self._accum.dtype} value (this reducer was built with one)", None)
         return host_bytes(h_init, self._accum, argument="h_init")
 
-    def _launch(self, plan: "_Plan", grid: int, stream: int, p_in: int, p_out: int, temp_ptr: int, n: int,
-                state: bytes, init: bytes) -> None:
-        if grid == 0:
+    # args: (p_in, p_out, n, state, init)
+    def _temp_bytes(self, plan: _Plan, args: tuple) -> int:
+        n = args[2]
+        if n <= plan.tile_items:  # one tile: a single block does it all, no temporary storage
+            return 0
+        return min(-(-n // plan.tile_items), plan.max_grid) * plan.accum_size
+
+    def _dispatch(self, plan: _Plan, args: tuple, temp: int, stream: int) -> None:
+        p_in, p_out, n, state, init = args
+        if n <= plan.tile_items:
             driver.launch(plan.first, 1, plan.threads, stream, self._first_params.pack(p_in, p_out, n, state, init, 1))
             return
-        driver.launch(plan.first, grid, plan.threads, stream, self._first_params.pack(p_in, temp_ptr, n, state, init, 0))
-        driver.launch(plan.second, 1, plan.threads, stream, self._second_params.pack(temp_ptr, p_out, grid, state, init, 1))
+        grid = min(-(-n // plan.tile_items), plan.max_grid)
+        driver.launch(plan.first, grid, plan.threads, stream, self._first_params.pack(p_in, temp, n, state, init, 0))
+        driver.launch(plan.second, 1, plan.threads, stream, self._second_params.pack(temp, p_out, grid, state, init, 1))
 
     def _run(self, temp_storage: Any, d_in: Any, d_out: Any, num_items: Any, op: Any, h_init: Any,
              stream: Any, one_shot: bool) -> int | None:
         n = num_items if type(num_items) is int and num_items >= 0 else check_num_items(num_items)
-        p_in = _arrays.checked_pointer(d_in, "d_in", self._in_dtype, n, self._in_align_mask)
-        p_out = _arrays.checked_pointer(d_out, "d_out", self._out_dtype, 1, self._out_align_mask, None)
-        init = self._init_bytes(h_init)
-        state = self._state
-        if self._spec.state_size and isinstance(op, RawOp):
-            state = op.state.ljust(self._functor_size, b"\0")
-        # The plan of the last device used: kernel handles of a CUDA library are valid in
-        # every context, so only a launch failure (another architecture) needs a fresh look.
-        plan = self._plan or self._device_plan(driver.current_device(), op)
-        if n <= plan.tile_items:  # one tile: a single block does it all, no temporary storage
-            grid, needed = 0, 1
-        else:
-            grid = min(-(-n // plan.tile_items), plan.max_grid)
-            needed = grid * plan.accum_size
-        if temp_storage is None and not one_shot:
-            return needed
-        s = stream_handle(stream) if stream is not None else 0
-        if grid == 0 and self._plan is plan:  # the common small case, kept short
-            try:
-                driver.launch(plan.first, 1, plan.threads, s, self._first_params.pack(p_in, p_out, n, state, init, 1))
-                return None
-            except CudaError:
-                pass  # fall through: another device may be current
-        owned = temp_ptr = 0
-        if grid:
-            if one_shot:
-                owned = temp_ptr = driver.alloc_async(needed, s)
-            else:
-                temp_ptr, _ = temp_storage_info(temp_storage, needed)
-                if temp_ptr % plan.accum_align:
-                    raise ArgumentError("temp_storage", f"an address aligned to {plan.accum_align} bytes", hex(temp_ptr))
-        try:
-            try:
-                self._launch(plan, grid, s, p_in, p_out, temp_ptr, n, state, init)
-            except CudaError:
-                device = driver.current_device()
-                if device == plan.device:
-                    raise
-                # Another device (possibly another architecture) is current: use its build.
-                self._plan = None
-                fresh = self._device_plan(device, op)
-                if grid and fresh.max_grid != plan.max_grid and not one_shot:
-                    raise ArgumentError("temp_storage", "storage sized on the device it is used with "
-                                        "(query the size again after switching devices)", "a stale size")
-                self._launch(fresh, grid, s, p_in, p_out, temp_ptr, n, state, init)
-        finally:
-            if owned:
-                driver.free_async(owned, s)
-        return None
+        desc = self.desc
+        args = (desc.d_in.bind(d_in, n), desc.d_out.bind(d_out, 1, None), n,
+                functor_state(desc.op, op) if desc.op.state_size else self._state, self._init_bytes(h_init))
+        return self._execute(temp_storage, stream, one_shot, args, (op,) if desc.op.kind != "builtin" else ())
 
     def __call__(self, *, temp_storage: Any, d_in: Any, d_out: Any, num_items: int, op: Any = None,
                  h_init: Any = None, stream: Any = None) -> int | None:
@@ -232,12 +203,9 @@ class _Reduce(CompiledAlgorithm):
         return self._run(temp_storage, d_in, d_out, num_items, op, h_init, stream, False)
 
 
-
 # ------------------------------------------------------------------- public functions
 
-wrapper_caches = PerThreadCache()
-
-
+_KWARGS = ("compute_capability", "determinism")
 
 def make_reduce_into(*, d_in: Any, d_out: Any, op: Any, h_init: Any = None, **kwargs: Any) -> _Reduce:
     """Build (or fetch from cache) a reduction of ``d_in`` into ``d_out[0]``.
@@ -261,22 +229,11 @@ def make_reduce_into(*, d_in: Any, d_out: Any, op: Any, h_init: Any = None, **kw
                                h_init=np.float32(0)), np.uint8)
         reducer(temp_storage=tmp, d_in=x, d_out=out, num_items=x.size, h_init=np.float32(0))
     """
-    unknown = set(kwargs) - {"compute_capability", "determinism"}
-    if unknown:
-        raise ArgumentError(sorted(unknown)[0], "one of compute_capability=, determinism=", "an unknown keyword")
-    compute_capability = kwargs.get("compute_capability")
-    determinism = kwargs.get("determinism", Determinism.RUN_TO_RUN)
-    spec = op_spec(op)
-    if not spec.persistent:
-        return _Reduce(d_in, d_out, op, h_init, determinism, compute_capability, spec)
-    archs = parse_compute_capability(compute_capability)
-    key = (_arrays.array_dtype(d_in, "d_in"), _arrays.array_dtype(d_out, "d_out"), spec.key, _init_dtype(h_init), determinism,
-           None if archs is None else tuple(archs), spec.state_size, spec.state_alignment)
-    obj = wrapper_caches.get(key)
-    if obj is None:
-        obj = _Reduce(d_in, d_out, op, h_init, determinism, archs, spec)
-        wrapper_caches.put(key, obj)
-    return obj
+    for name in kwargs:
+        if name not in _KWARGS:
+            raise ArgumentError(name, "one of compute_capability=, determinism=", "an unknown keyword")
+    desc = _describe(d_in, d_out, op, h_init, kwargs.get("determinism", Determinism.RUN_TO_RUN))
+    return _Reduce._make(desc, kwargs.get("compute_capability"), (op,))
 
 
 def reduce_into(*, d_in: Any, d_out: Any, num_items: int, op: Any, h_init: Any = None, stream: Any = None,

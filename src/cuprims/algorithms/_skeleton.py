@@ -1,0 +1,205 @@
+"""The algorithm skeleton: a frozen description per build and one base class that runs it.
+
+An algorithm module writes four things and copies nothing:
+
+* a :class:`Description` subclass (a frozen dataclass made with :func:`description`):
+  its element types, argument kinds (:class:`~cuprims.algorithms._arguments.ArgKind`),
+  operator specs and options. It is the object-cache key, the code generator's input
+  (:meth:`Description.source`), the operators to link (:meth:`Description.linked_ops`),
+  the kernels' parameter layout (:meth:`Description.kernel_params`) and, later, the record a
+  serialized object stores. It holds no user object.
+* a plan class (:class:`Plan`): launch facts for one device, read from the build's
+  exported metadata once per device.
+* the dispatch: :meth:`Algorithm._temp_bytes` (temporary storage a call needs) and
+  :meth:`Algorithm._dispatch` (the launches), given the call's bound arguments.
+* its public ``make_*`` / one-shot functions, which describe the arguments and call
+  :meth:`Algorithm._make` and :meth:`Algorithm._execute`.
+
+:class:`Algorithm` owns the rest: the per-thread object cache, builds per compute
+capability (and per variant, such as 64-bit offsets), per-device plans, the retry on
+another device after a launch fails, and temporary storage (the size query, the
+caller's buffer checks, stream-ordered allocation for one-shot calls).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from .._jit import driver
+from .._jit.build import OpInput
+from .._jit.codegen import Source
+from .._streams import stream_handle
+from ..errors import ArgumentError, CudaError
+from ..op import OpSpec, RawOp
+from ._common import (Builds, CompiledAlgorithm, Loaded, PerThreadCache, frozen, parse_compute_capability, targets,
+                      temp_storage_info)
+
+
+description = frozen  # a Description subclass is a frozen dataclass with a cached hash
+
+
+class Description:
+    """Base of every algorithm's description (subclasses are made with :func:`description`)."""
+
+    def source(self, arch: int) -> Source:
+        """The generated translation unit for ``sm_<arch>``."""
+        raise NotImplementedError
+
+    def linked_ops(self) -> tuple[OpInput, ...]:
+        """Operators linked beside the kernel (Python callables, RawOps), in a fixed order."""
+        return ()
+
+    def kernel_params(self) -> tuple[tuple[Any, ...], ...]:
+        """Parameter kinds of each kernel, in the code generator's order (the CPU tests
+        check them against the parameter sizes recorded in the cubin)."""
+        raise NotImplementedError
+
+    def variant(self, index: int) -> "Description":
+        """Description of build variant ``index`` (0 is this one; e.g. 1: 64-bit offsets)."""
+        if index:
+            raise IndexError(index)
+        return self
+
+    @property
+    def persistent(self) -> bool:
+        """Whether the build may be cached (in memory by description, and on disk): false
+        when an operator's key holds an object identity."""
+        return all(op.spec.persistent for op in self.linked_ops())
+
+
+class Plan:
+    """Launch facts of one build on one device. ``temp_align`` is the address alignment
+    a caller's temporary storage must have."""
+
+    temp_align = 1
+    device = -1
+
+
+def functor_size(spec: OpSpec) -> int:
+    """Bytes of an operator's functor parameter (its state, padded; 1 for an empty functor)."""
+    if not spec.state_size:
+        return 1
+    return -(-spec.state_size // spec.state_alignment) * spec.state_alignment
+
+
+def functor_state(spec: OpSpec, op: Any) -> bytes:
+    """The functor parameter's bytes: a RawOp's state, else one empty byte."""
+    if spec.state_size and isinstance(op, RawOp):
+        return op.state.ljust(functor_size(spec), b"\0")
+    return b"\0"
+
+
+class Algorithm(CompiledAlgorithm):
+    """Base of every built algorithm object. Subclasses set ``_description`` (their
+    Description class) and implement ``_make_plan``, ``_temp_bytes`` and ``_dispatch``."""
+
+    _objects: PerThreadCache
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._objects = PerThreadCache()
+
+    def __init__(self, desc: Description, compute_capability: Any, objs: Sequence[Any]):
+        self.desc = desc
+        self._variant_builds: dict[int, Builds] = {}
+        self._builds = self._builds_of(0)
+        self._builds.build_for(targets(compute_capability), objs)
+        # plan of each variant on the device used last (kernel handles of a CUDA library are
+        # valid in every context: only a failed launch calls for a fresh look)
+        self._plans: dict[int, Any] = {}
+        self._setup()
+
+    # -- construction ---------------------------------------------------------------
+    @classmethod
+    def _make(cls, desc: Description, compute_capability: Any, objs: Sequence[Any]) -> Any:
+        """The object for ``desc`` from this thread's cache, or a new one (built now)."""
+        archs = parse_compute_capability(compute_capability)
+        if not desc.persistent:
+            return cls(desc, archs, objs)
+        key = (desc, None if archs is None else tuple(archs))
+        obj = cls._objects.get(key)
+        if obj is None:
+            obj = cls(desc, archs, objs)
+            cls._objects.put(key, obj)
+        return obj
+
+    def _setup(self) -> None:
+        """Per-object constants derived from ``self.desc`` (parameter packs and the like)."""
+
+    def _builds_of(self, variant: int) -> Builds:
+        builds = self._variant_builds.get(variant)
+        if builds is None:
+            desc = self.desc.variant(variant)
+            builds = self._variant_builds[variant] = Builds(desc.source, desc.linked_ops())
+        return builds
+
+    # -- what subclasses provide ---------------------------------------------------
+    def _make_plan(self, loaded: Loaded, variant: int) -> Plan:
+        raise NotImplementedError
+
+    def _temp_bytes(self, plan: Any, args: Any) -> int:
+        """Temporary bytes the call with bound arguments ``args`` needs on ``plan`` (0: none)."""
+        return 0
+
+    def _dispatch(self, plan: Any, args: Any, temp: int, stream: int) -> None:
+        raise NotImplementedError
+
+    # -- per device ----------------------------------------------------------------
+    def _device_plan(self, device: int, objs: Sequence[Any], variant: int = 0) -> Any:
+        loaded = self._builds_of(variant).loaded(device, objs)
+        plan = loaded.extra.get("plan")
+        if plan is None:
+            plan = loaded.extra["plan"] = self._make_plan(loaded, variant)
+            plan.device = device
+        self._plans[variant] = plan
+        return plan
+
+    def _current_plan(self, objs: Sequence[Any], variant: int = 0) -> Any:
+        plan = self._plans.get(variant)
+        return plan if plan is not None else self._device_plan(driver.current_device(), objs, variant)
+
+    # -- a call ----------------------------------------------------------------------
+    def _execute(self, temp_storage: Any, stream: Any, one_shot: bool, args: Any, objs: Sequence[Any],
+                 variant: int = 0) -> int | None:
+        """Size temporary storage, or run: the query (``temp_storage=None`` outside a
+        one-shot call) returns the bytes needed (at least 1) and launches nothing."""
+        plan = self._plans.get(variant)
+        if plan is None:
+            plan = self._device_plan(driver.current_device(), objs, variant)
+        needed = self._temp_bytes(plan, args)
+        if temp_storage is None and not one_shot:
+            return needed or 1
+        s = stream_handle(stream) if stream is not None else 0
+        owned = temp = available = 0
+        if needed:
+            if temp_storage is None:
+                owned = temp = driver.alloc_async(needed, s)
+                available = needed
+            else:
+                temp, available = temp_storage_info(temp_storage, needed)
+                if temp % plan.temp_align:
+                    raise ArgumentError("temp_storage", f"an address aligned to {plan.temp_align} bytes", hex(temp))
+        try:
+            try:
+                self._dispatch(plan, args, temp, s)
+            except CudaError:
+                device = driver.current_device()
+                if device == plan.device:
+                    raise
+                # Another device (possibly of another architecture) is current: use its build,
+                # whose tiles (and so its temporary storage) may differ.
+                self._plans.clear()
+                fresh = self._device_plan(device, objs, variant)
+                fresh_needed = self._temp_bytes(fresh, args)
+                if fresh_needed > available or (fresh_needed and temp % fresh.temp_align):
+                    if not owned:
+                        raise ArgumentError("temp_storage", "storage sized on the device it is used with (query "
+                                            "the size again after switching devices)", "a stale size") from None
+                    driver.free_async(owned, s)
+                    owned = 0
+                    owned = temp = driver.alloc_async(fresh_needed, s)
+                self._dispatch(fresh, args, temp, s)
+        finally:
+            if owned:
+                driver.free_async(owned, s)
+        return None
