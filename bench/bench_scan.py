@@ -69,7 +69,6 @@ def main() -> None:
 
     import cuprims
     from cuprims import OpKind
-    from cuprims.algorithms import scan as scan_mod
     from cuprims.algorithms.scan import exclusive_scan, inclusive_scan, make_exclusive_scan, make_inclusive_scan
 
     try:
@@ -126,11 +125,11 @@ def main() -> None:
     t_excl = device_ms(run_excl)
     t_py = device_ms(run_py)
     t_py_excl = device_ms(run_py_excl)
-    pdl_active = scan_mod.USE_PDL  # False if the PDL launch path fell back to plain launches
-    scan_mod.USE_PDL = False
-    t_incl_nopdl = device_ms(run_incl)
-    t_excl_nopdl = device_ms(run_excl)
-    scan_mod.USE_PDL = pdl_active
+    # False if the PDL launch path fell back to plain launches on this device
+    pdl_active = all(plan.pdl for plan in s_incl._plans.values())
+    with cuprims.settings.override(pdl=False):
+        t_incl_nopdl = device_ms(run_incl)
+        t_excl_nopdl = device_ms(run_excl)
     run_incl()
     check(ref_incl, "inclusive PLUS after the PDL toggle")
 

@@ -22,7 +22,9 @@ environment variable       ``settings.``        meaning
 A setting assigned in code (``cuprims.settings.pdl = False``) wins over its environment
 variable until it is deleted (``del cuprims.settings.pdl``) or the :meth:`Settings.override`
 block that set it ends; otherwise the variable is read when the value is asked for, so
-tests and long-lived programs can change it. Settings are process-wide choices made by the
+tests and long-lived programs can change it. The launch choices (``pdl``,
+``radix_memset``) are read by an algorithm object when it first runs on a device and
+again after any setting is changed in code (``settings.version``), not on every call. Settings are process-wide choices made by the
 user: nothing in cuprims changes one behind the user's back.
 """
 
@@ -98,9 +100,11 @@ class _Setting:
 
             raise ArgumentError(f"settings.{self.name}", "an int >= 1", value)
         obj._overrides[self.name] = value
+        obj.version += 1
 
     def __delete__(self, obj: Any) -> None:
         obj._overrides.pop(self.name, None)
+        obj.version += 1
 
 
 class Settings:
@@ -125,6 +129,9 @@ class Settings:
 
     def __init__(self) -> None:
         self._overrides: dict[str, Any] = {}
+        # bumped whenever a setting is assigned or restored in code, so that launch
+        # plans can re-read launch choices (pdl, radix_memset) only when they changed
+        self.version = 0
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
@@ -147,6 +154,7 @@ class Settings:
         finally:
             self._overrides.clear()
             self._overrides.update(saved)
+            self.version += 1
 
     def __repr__(self) -> str:
         return "Settings(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self.names()) + ")"

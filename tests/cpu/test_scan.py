@@ -97,7 +97,7 @@ def test_build(shared_cache, name):
     # both kernels are in the cubin, and their parameters are what the host packs
     source = obj._builds.source(arch)
     assert len(source.name_expressions) == 2
-    for expr, kinds in zip(source.name_expressions, (obj._init_param_kinds, obj._scan_param_kinds)):
+    for expr, kinds in zip(source.name_expressions, obj.desc.kernel_params()):
         lowered = result.kernels[expr]
         assert lowered.encode() in cubin
         sizes = [sz for _, sz in kernel_param_layout(cubin, lowered)]
@@ -132,7 +132,7 @@ def test_object_cache(shared_cache):
     assert b is not a
     # a device-array init is another build than a host value
     e = _build("i4-to-i8-plus-excl-device-sm90")
-    assert e._init_kind == "device" and b._init_kind == "value" and a._init_kind == "none"
+    assert e.desc.init_kind == "device" and b.desc.init_kind == "value" and a.desc.init_kind == "none"
 
 
 def test_cubin_for_unbuilt_arch(shared_cache):
@@ -356,8 +356,8 @@ def excl_device(shared_cache):
 
 def _call(obj, **overrides):
     args = dict(temp_storage=None, d_in=FakeDeviceArray(100), d_out=FakeDeviceArray(100), op=OpKind.PLUS,
-                init_value=np.int32(0) if obj._init_kind == "value" else None, num_items=100)
-    if obj._init_kind == "device":
+                init_value=np.int32(0) if obj.desc.init_kind == "value" else None, num_items=100)
+    if obj.desc.init_kind == "device":
         args.update(d_out=FakeDeviceArray(100, "<i8"), init_value=FakeDeviceArray(1, "<i8"))
     args.update(overrides)
     return obj(**args)
@@ -416,7 +416,7 @@ def test_valid_calls_without_gpu_raise_no_device(incl, excl, excl_device):
 # ------------------------------------------------------------------ launch plumbing
 
 def test_pdl_config_is_built_without_a_gpu():
-    cfg, _, attr = scan_mod._pdl_launch._config()
+    cfg, _, attr = scan_mod.driver.launch_pdl._config()
     assert cfg.numAttrs == 1 and cfg.gridDimY == 1 and cfg.blockDimZ == 1
     assert cfg.attrs[0].value.programmaticStreamSerializationAllowed == 1
 
@@ -424,10 +424,11 @@ def test_pdl_config_is_built_without_a_gpu():
 def test_pdl_launch_falls_back_to_plain_launches(monkeypatch):
     calls = []
     monkeypatch.setattr(scan_mod.driver, "launch", lambda *args: calls.append(args))
-    monkeypatch.setattr(scan_mod, "USE_PDL", True)
-    scan_mod._pdl_launch("not a kernel handle", 3, 128, 0, 0x1000)  # the bindings reject the arguments
+    # the bindings reject the arguments: a plain launch instead, reported to the caller
+    assert scan_mod.driver.launch_pdl("not a kernel handle", 3, 128, 0, 0x1000) is False
     assert calls == [("not a kernel handle", 3, 128, 0, 0x1000)]
-    assert scan_mod.USE_PDL is False
+    # a failed PDL launch never turns the feature off for the whole process
+    assert cuprims.settings.pdl is True
 
 
 def test_importing_scan_does_not_import_numba():

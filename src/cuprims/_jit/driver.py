@@ -232,3 +232,54 @@ def free_async(ptr: int, stream: int) -> None:
     rc = _lib.cuMemFreeAsync(ptr, stream)
     if rc:
         raise CudaError("cuMemFreeAsync", error_name(rc))
+
+
+_CUDA_ERROR_INVALID_VALUE = 1
+_CUDA_ERROR_NOT_SUPPORTED = 801
+
+
+class _PdlLauncher:
+    """cuLaunchKernelEx with the programmatic-stream-serialization attribute (programmatic
+    dependent launch, sm_90+): the kernel's blocks may be scheduled while the previous
+    kernel on the stream finishes, and wait for it (griddepcontrol.wait) before touching
+    its results. One reusable launch configuration per thread."""
+
+    def __init__(self) -> None:
+        self._tls = threading.local()
+
+    def _config(self) -> tuple:
+        state = getattr(self._tls, "state", None)
+        if state is None:
+            drv = lazy.driver_bindings()
+            attr = drv.CUlaunchAttribute()
+            attr.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+            attr.value.programmaticStreamSerializationAllowed = 1
+            cfg = drv.CUlaunchConfig()
+            cfg.gridDimY = cfg.gridDimZ = cfg.blockDimY = cfg.blockDimZ = 1
+            cfg.sharedMemBytes = 0
+            cfg.attrs = [attr]
+            cfg.numAttrs = 1
+            state = self._tls.state = (cfg, drv.cuLaunchKernelEx, attr)
+        return state
+
+    def __call__(self, kernel: Any, grid: int, block: int, stream: int, params: int) -> bool:
+        """Launch with PDL; where PDL cannot be expressed or is not supported, launch plainly
+        (same results, a little more latency) and return False, so the caller may stop
+        asking on this device. Any other failure raises CudaError."""
+        try:
+            cfg, launch_ex, _ = self._config()
+            cfg.gridDimX = grid
+            cfg.blockDimX = block
+            cfg.hStream = stream
+            err = int(launch_ex(cfg, kernel, params, 0)[0])
+        except (TypeError, ValueError, AttributeError, ImportError):
+            err = -1  # these bindings cannot express the launch
+        if err in (-1, _CUDA_ERROR_INVALID_VALUE, _CUDA_ERROR_NOT_SUPPORTED):
+            launch(kernel, grid, block, stream, params)
+            return False
+        if err:
+            raise CudaError("cuLaunchKernelEx", error_name(err), f"grid={grid}, block={block}, PDL")
+        return True
+
+
+launch_pdl = _PdlLauncher()

@@ -23,14 +23,16 @@ caller's buffer checks, stream-ordered allocation for one-shot calls).
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any, Sequence
 
 from .._jit import driver
 from .._jit.build import OpInput
-from .._jit.codegen import Source
+from .._jit.codegen import Source, op_symbol
 from .._streams import stream_handle
 from ..errors import ArgumentError, CudaError
 from ..op import OpSpec, RawOp
+from ..types import ValueType
 from ._common import (Builds, CompiledAlgorithm, Loaded, PerThreadCache, frozen, parse_compute_capability, targets,
                       temp_storage_info)
 
@@ -46,7 +48,15 @@ class Description:
         raise NotImplementedError
 
     def linked_ops(self) -> tuple[OpInput, ...]:
-        """Operators linked beside the kernel (Python callables, RawOps), in a fixed order."""
+        """Operators linked beside the kernel (Python callables, RawOps), in a fixed order
+        (computed once per description by :meth:`_link`)."""
+        ops = self.__dict__.get("_linked")
+        if ops is None:
+            ops = self._link()
+            object.__setattr__(self, "_linked", ops)
+        return ops
+
+    def _link(self) -> tuple[OpInput, ...]:
         return ()
 
     def kernel_params(self) -> tuple[tuple[Any, ...], ...]:
@@ -60,7 +70,7 @@ class Description:
             raise IndexError(index)
         return self
 
-    @property
+    @cached_property
     def persistent(self) -> bool:
         """Whether the build may be cached (in memory by description, and on disk): false
         when an operator's key holds an object identity."""
@@ -73,6 +83,13 @@ class Plan:
 
     temp_align = 1
     device = -1
+
+
+def combiner_ops(op: OpSpec, accum: ValueType) -> tuple[OpInput, ...]:
+    """The linked operator of an algorithm combining two ``accum`` values (none for a built-in)."""
+    if op.kind == "builtin":
+        return ()
+    return (OpInput(op_symbol(op, "cuprims_op_0"), op, (accum, accum), accum),)
 
 
 def functor_size(spec: OpSpec) -> int:

@@ -13,21 +13,19 @@ with ``h_init``. Tile sizes come from the compiled code's exported policy.
 
 from __future__ import annotations
 
-from functools import cached_property
 from typing import Any
-
-import numpy as np
 
 from .._enums import Determinism
 from .._jit import driver
 from .._jit.build import OpInput
-from .._jit.codegen import Source, check_binary_builtin, op_symbol, reduce_source
+from .._jit.codegen import Source, check_binary_builtin, reduce_source
 from ..errors import ArgumentError
 from ..op import OpSpec, op_spec
-from ..types import ValueType, host_bytes
+from ..types import host_bytes
 from ._arguments import ArgKind, describe
 from ._common import Loaded, check_num_items
-from ._skeleton import Algorithm, Description, Plan, description, functor_size, functor_state
+from ._skeleton import Algorithm, Description, Plan, combiner_ops, description, functor_size, functor_state
+from ._values import check_host_value, host_value_dtype
 
 # CUB launches this many blocks per SM-occupancy slot for reductions.
 _SUBSCRIPTION_FACTOR = 5
@@ -51,15 +49,8 @@ class ReduceDescription(Description):
         return reduce_source(in_type=self.d_in.value, accum=self.d_out.value, op=self.op, has_init=self.has_init,
                              deterministic_across_gpus=self.determinism is Determinism.GPU_TO_GPU, arch=arch)
 
-    @cached_property
-    def _ops(self) -> tuple[OpInput, ...]:
-        accum = self.d_out.value
-        if self.op.kind == "builtin":
-            return ()
-        return (OpInput(op_symbol(self.op, "cuprims_op_0"), self.op, (accum, accum), accum),)
-
-    def linked_ops(self) -> tuple[OpInput, ...]:
-        return self._ops
+    def _link(self) -> tuple[OpInput, ...]:
+        return combiner_ops(self.op, self.d_out.value)
 
     def kernel_params(self) -> tuple[tuple[Any, ...], ...]:
         # reduce_kernel(d_in, d_out, num_items, op, init, finalize), over the input then the partials
@@ -87,32 +78,6 @@ class _Plan(Plan):
         self.accum_size, self.temp_align = meta["accum_size"], meta["accum_align"]
 
 
-def _init_dtype(h_init: Any) -> np.dtype | None:
-    if h_init is None:
-        return None
-    proxy = getattr(h_init, "_cuprims_proxy_dtype", None)
-    if proxy is not None:
-        return proxy
-    struct_dtype = getattr(type(h_init), "_cuprims_dtype", None)
-    if struct_dtype is not None:
-        return struct_dtype
-    dt = getattr(h_init, "dtype", None)
-    if isinstance(dt, np.dtype):
-        return dt
-    return np.asarray(h_init).dtype
-
-
-def _check_init_compatible(init_dt: np.dtype, accum: ValueType) -> None:
-    if accum.is_struct or init_dt.names is not None:
-        if init_dt.itemsize != accum.size or (init_dt.names is None) != (not accum.is_struct):
-            raise ArgumentError("h_init", f"a value of the output's type {accum.dtype}", init_dt)
-        return
-    if init_dt.kind not in "biufc":
-        raise ArgumentError("h_init", f"a value convertible to {accum.dtype}", init_dt)
-    if init_dt.kind == "c" and accum.kind != "c":
-        raise ArgumentError("h_init", f"a real value for a {accum.dtype} output", init_dt)
-
-
 def _parse_determinism(determinism: Any) -> Determinism:
     if isinstance(determinism, Determinism):
         return determinism
@@ -130,9 +95,9 @@ def _describe(d_in: Any, d_out: Any, op: Any, h_init: Any, determinism: Any) -> 
     in_arg = describe(d_in, "d_in")
     out_arg = describe(d_out, "d_out")
     in_vt, accum = in_arg.value, out_arg.value
-    init_dt = _init_dtype(h_init)
+    init_dt = host_value_dtype(h_init)
     if init_dt is not None:
-        _check_init_compatible(init_dt, accum)
+        check_host_value(init_dt, accum, "h_init")
     if accum.is_struct != in_vt.is_struct or (accum.is_struct and in_vt.code != accum.code):
         raise ArgumentError("d_in", f"items of the output's type {accum.dtype}", in_vt.dtype)
     spec = op_spec(op)
