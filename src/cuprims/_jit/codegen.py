@@ -177,10 +177,27 @@ def meta_export(fields: tuple[tuple[str, str], ...]) -> str:
 
 # ----------------------------------------------------------------------------- reduce
 
+def iterator_parts(args: tuple[Any, ...]) -> tuple[str, tuple[ValueType, ...], tuple[str, ...]]:
+    """What iterator arguments add to a unit: definitions, value types, operator symbols.
+
+    ``args`` are the algorithm's argument kinds (``algorithms._arguments.ArgKind``: a
+    device array is the ``pointer`` kind and adds nothing)."""
+    text, types, symbols = "", (), ()
+    for arg in args:
+        if arg is not None and arg.unit is not None:
+            text += arg.cpp_text() + "\n"
+            types += arg.unit.value_types
+            symbols += tuple(o.symbol for o in arg.unit.ops)
+    return text, types, symbols
+
+
 def reduce_source(*, in_type: ValueType, accum: ValueType, op: OpSpec, has_init: bool,
-                  deterministic_across_gpus: bool, arch: int) -> Source:
-    """Source for a device-wide reduction of ``in_type`` items into an ``accum`` value."""
+                  deterministic_across_gpus: bool, arch: int, d_in: Any = None) -> Source:
+    """Source for a device-wide reduction of ``in_type`` items into an ``accum`` value;
+    ``d_in`` (an argument kind) gives the input's C++ type when it is an iterator."""
     functor, externs = binary_functor("cuprims_op_t", op, accum, op_symbol(op, "cuprims_op_0"))
+    iterator_text, iterator_types, iterator_symbols = iterator_parts((d_in,))
+    externs += iterator_symbols
     t = accum.cpp
     base_selector = f"CUB_NS_QUALIFIER::detail::reduce::policy_selector_from_types<{t}, long long, cuprims_op_t%s>"
     if deterministic_across_gpus:
@@ -190,8 +207,9 @@ def reduce_source(*, in_type: ValueType, accum: ValueType, op: OpSpec, has_init:
         selector = base_selector % ""
     init_t = t if has_init else "cuprims::reduce::no_init"
     text = (
-        preamble((in_type, accum), arch)
-        + "#include <cuprims_reduce.cuh>\n\n"
+        preamble((in_type, accum) + iterator_types, arch)
+        + "#include <cuprims_reduce.cuh>\n"
+        + ("#include <cuprims_iterator.cuh>\n" + iterator_text if iterator_text else "") + "\n"
         + functor
         + f"\nusing cuprims_selector_t = {selector};\n"
         + "constexpr auto cuprims_policy = cuprims_selector_t{}(::cuda::compute_capability{"
@@ -203,9 +221,10 @@ def reduce_source(*, in_type: ValueType, accum: ValueType, op: OpSpec, has_init:
             ("accum_align", f"alignof({t})"),
         ))
     )
-    kernel = "cuprims::reduce::reduce_kernel<cuprims_selector_t, const {}*, " + f"{t}, cuprims_op_t, {init_t}>"
     # first: over the input (every pass when the input is of the accumulator's type);
     # second: over the per-block partials (the same kernel when the types agree)
-    names = (kernel.format(in_type.cpp), kernel.format(t))
+    in_param = f"const {in_type.cpp}*" if d_in is None or d_in.unit is None else d_in.cpp()
+    kernel = "cuprims::reduce::reduce_kernel<cuprims_selector_t, {}, " + f"{t}, cuprims_op_t, {init_t}>"
+    names = (kernel.format(in_param), kernel.format(f"const {t}*"))
     return Source(text=text, name_expressions=names, extern_symbols=externs,
                   meta_fields=("threads", "items", "accum_size", "accum_align"))

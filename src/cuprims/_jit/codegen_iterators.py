@@ -29,9 +29,10 @@ class IteratorUnit:
         return dataclasses.replace(self, ops=tuple(dataclasses.replace(o, obj=None) for o in self.ops))
 
 
-def iterator_unit(it: IteratorBase, prefix: str) -> IteratorUnit:
-    """Everything the generated source needs for iterator ``it``; names start with ``prefix``."""
-    code = IteratorCode(prefix)
+def iterator_unit(it: IteratorBase, prefix: str, output: bool = False) -> IteratorUnit:
+    """Everything the generated source needs for iterator ``it``; names start with ``prefix``.
+    With ``output`` the structs can also be written through (``write(i, v)``)."""
+    code = IteratorCode(prefix, output)
     name, _ = it._emit(code)
     size, align = it._struct_layout()
     text = "".join(line + "\n" for line in code.includes) + "\n".join(code.definitions)

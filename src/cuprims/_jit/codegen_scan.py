@@ -12,7 +12,7 @@ from typing import Any, Mapping
 
 from ..op import OpSpec
 from ..types import ValueType
-from .codegen import Source, binary_functor, meta_export, op_symbol, preamble, tuned_selector
+from .codegen import Source, binary_functor, iterator_parts, meta_export, op_symbol, preamble, tuned_selector
 
 # What the init value is, as the kernel sees it.
 INIT_KINDS = ("none", "value", "device")
@@ -38,13 +38,15 @@ def scan_tuning(accum: ValueType, arch: int) -> dict[str, int]:
 
 
 def scan_source(*, in_type: ValueType, accum: ValueType, op: OpSpec, init_kind: str, inclusive: bool,
-                arch: int, policy_overrides: Mapping[str, Any] | None = None) -> Source:
+                arch: int, policy_overrides: Mapping[str, Any] | None = None, d_in: Any = None,
+                d_out: Any = None) -> Source:
     """Source for a device-wide scan of ``in_type`` items into ``accum`` outputs.
 
     ``init_kind`` is "none" (inclusive only), "value" (passed at launch) or "device" (a
     pointer to one ``accum`` value, read by the kernel when it runs). ``policy_overrides``
     replaces members of the look-back policy; ``None`` takes :func:`scan_tuning`, ``{}``
-    CUB's policy as it is.
+    CUB's policy as it is. ``d_in``/``d_out`` (argument kinds) give the C++ types of
+    iterator arguments; arrays take the plain kernel.
 
     Tuning: CUB's scan policy selector is asked with ``::cuda::std::plus<>`` standing in
     for the operator, so every operator over a primitive accumulator (built-in or
@@ -60,14 +62,17 @@ def scan_source(*, in_type: ValueType, accum: ValueType, op: OpSpec, init_kind: 
     if init_kind == "none" and not inclusive:
         raise ValueError("an exclusive scan needs an init value")
     functor, externs = binary_functor("cuprims_op_t", op, accum, op_symbol(op, "cuprims_op_0"))
+    iterator_text, iterator_types, iterator_symbols = iterator_parts((d_in, d_out))
+    externs += iterator_symbols
     t = accum.cpp
     selector = (f"CUB_NS_QUALIFIER::detail::scan::policy_selector_from_types<const {in_type.cpp}*, {t}*, {t}, "
                 "unsigned long long, ::cuda::std::plus<>>")
     init_t = {"none": "cuprims::scan::no_init", "value": t, "device": f"cuprims::scan::device_init<{t}>"}[init_kind]
     layout = f"cuprims::scan::tile_layout<{t}>"
     text = (
-        preamble((in_type, accum), arch)
-        + "#include <cuprims_scan.cuh>\n\n"
+        preamble((in_type, accum) + iterator_types, arch)
+        + "#include <cuprims_scan.cuh>\n"
+        + ("#include <cuprims_iterator.cuh>\n" + iterator_text if iterator_text else "") + "\n"
         + functor
         + "\n" + tuned_selector(selector, policy_overrides)
         + "constexpr auto cuprims_policy = cuprims::scan::lookback_policy<cuprims_selector_t>("
@@ -86,7 +91,14 @@ def scan_source(*, in_type: ValueType, accum: ValueType, op: OpSpec, init_kind: 
         ))
     )
     init_kernel = f"cuprims::scan::scan_init_kernel<{t}>"
-    scan_kernel = (f"cuprims::scan::scan_kernel<cuprims_selector_t, {in_type.cpp}, {t}, {t}, cuprims_op_t, {init_t}, "
-                   f"{'true' if inclusive else 'false'}>")
+    direction = "true" if inclusive else "false"
+    if iterator_text:
+        in_param = d_in.cpp() if d_in is not None else f"const {in_type.cpp}*"
+        out_param = d_out.cpp() if d_out is not None else f"{t}*"
+        scan_kernel = (f"cuprims::scan::scan_iterator_kernel<cuprims_selector_t, {in_param}, {out_param}, {t}, "
+                       f"cuprims_op_t, {init_t}, {direction}>")
+    else:
+        scan_kernel = (f"cuprims::scan::scan_kernel<cuprims_selector_t, {in_type.cpp}, {t}, {t}, cuprims_op_t, "
+                       f"{init_t}, {direction}>")
     return Source(text=text, name_expressions=(init_kernel, scan_kernel), extern_symbols=externs,
                   meta_fields=SCAN_META_FIELDS)

@@ -2,21 +2,25 @@
 
 At build time :func:`describe` turns an argument into an :class:`ArgKind`: a device array
 (or ``ProxyArray``) is the ``pointer`` kind of its value type; an iterator is taken as it
-is, described by its own code key. At call time :meth:`ArgKind.bind` checks the argument
-against that description and returns the kernel parameter: a pointer for an array (checked
-for device memory, contiguity, length and the alignment its C++ type needs), the packed
-state struct for an iterator.
+is, described by its own code key, with the C++ of its state struct
+(:class:`~cuprims._jit.codegen_iterators.IteratorUnit`) for the code generator. At call
+time :meth:`ArgKind.bind` checks the argument against that description and returns the
+kernel parameter: a pointer for an array (checked for device memory, contiguity, length
+and the alignment its C++ type needs), or the iterator's packed state with position 0
+(the layout of ``cuprims::input_iterator``/``output_iterator`` in
+``kernels/cuprims_iterator.cuh``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
 
 from .. import _arrays
 from ..errors import ArgumentError, ArgumentTypeError
-from ..iterators._base import IteratorBase
+from ..iterators._base import IteratorBase, adapted_layout
 from ..types import ValueType, value_type
 from ._common import frozen
 
@@ -28,15 +32,42 @@ class ArgKind:
     """What a build knows of one ``d_*`` argument (hashable, no user objects).
 
     ``key`` is ``"pointer"`` for a device array, else the iterator's code key;
-    ``alignment`` is what the kernel's loads and stores need of an array's address.
+    ``alignment`` is what the kernel's loads and stores need of an array's address;
+    ``output`` whether the kernel writes through it. ``unit`` (an iterator's generated
+    C++, fixed by its key) is not part of the identity.
     """
 
     name: str
     key: str
     value: ValueType
     alignment: int
+    output: bool = False
     state_size: int = 8
     state_alignment: int = 8
+    unit: Any = dataclasses.field(default=None, compare=False, repr=False)
+
+    def cpp(self) -> str:
+        """The C++ type of the kernel parameter."""
+        if self.key == POINTER:
+            return f"{self.value.cpp}*" if self.output else f"const {self.value.cpp}*"
+        template = "output_iterator" if self.output else "input_iterator"
+        return f"cuprims::{template}<{self.unit.type_name}, {self.value.cpp}>"
+
+    def cpp_text(self) -> str:
+        """Definitions the kernel parameter's type needs (an iterator's structs and asserts)."""
+        if self.key == POINTER:
+            return ""
+        return (self.unit.text + f"\nstatic_assert(sizeof({self.cpp()}) == {self.state_size} && "
+                f"alignof({self.cpp()}) == {self.state_alignment}, \"iterator layout differs from cuprims' "
+                "packing\");\n")
+
+    def linked_ops(self) -> tuple[Any, ...]:
+        """OpInputs of the operators inside an iterator (none for an array)."""
+        if self.unit is None:
+            return ()
+        from .._jit.build import OpInput
+
+        return tuple(OpInput(o.symbol, o.spec, o.arg_types, o.result_type) for o in self.unit.ops)
 
     @property
     def is_pointer(self) -> bool:
@@ -55,37 +86,62 @@ class ArgKind:
             return _arrays.checked_pointer(x, self.name, self.value.dtype, count, self.alignment - 1, count_name)
         if not isinstance(x, IteratorBase) or x._key() != self.key:
             raise ArgumentError(self.name, f"an iterator of the kind this object was built for ({self.key})", x)
-        return x._state(count, self.name)
+        return x._state(count, self.name).ljust(self.state_size, b"\0")
 
     def pointer(self, x: Any, count: int, count_name: str | None = "num_items") -> int:
         """``x``'s checked device pointer (for arguments that take arrays only)."""
         return _arrays.checked_pointer(x, self.name, self.value.dtype, count, self.alignment - 1, count_name)
 
 
-def describe(x: Any, name: str, *, iterators: bool = False, vt: ValueType | None = None,
+def describe(x: Any, name: str, *, iterators: bool = False, output: bool = False, vt: ValueType | None = None,
              alignment: int | None = None) -> ArgKind:
     """The build-time description of argument ``name``.
 
-    ``iterators`` says whether this argument may be an iterator; ``vt`` overrides the
-    value type read from the array's dtype (e.g. opaque sort values), ``alignment`` the
-    address alignment the kernel needs (default: the C++ type's)."""
+    ``iterators`` says whether this argument may be an iterator, ``output`` whether the
+    kernel writes through it; ``vt`` overrides the value type read from the array's dtype
+    (e.g. opaque sort values), ``alignment`` the address alignment the kernel needs
+    (default: the C++ type's)."""
     if isinstance(x, IteratorBase):
         if not iterators:
             raise ArgumentTypeError(name, "a device array (this argument does not take iterators yet)", x)
-        size, align = x._struct_layout()
-        return ArgKind(name, x._key(), x.value_type, 1, size, align)
+        key = x._key()
+        memo_key = (name, key, output)
+        kind = _iterator_kinds.get(memo_key)
+        if kind is None:
+            kind = _iterator_kinds[memo_key] = _describe_iterator(x, name, key, output)
+        return kind
     if x is None:
         raise ArgumentError(name, "a device array", None)
     if vt is not None:
-        return ArgKind(name, POINTER, vt, vt.alignment if alignment is None else alignment)
+        return ArgKind(name, POINTER, vt, vt.alignment if alignment is None else alignment, output)
     dt = _arrays.array_dtype(x, name)
-    memo = (name, dt)
+    memo = (name, dt, output)
     kind = _array_kinds.get(memo)
     if kind is None:
         vt = value_type(dt, argument=name)
-        kind = _array_kinds[memo] = ArgKind(name, POINTER, vt, vt.alignment)
+        kind = _array_kinds[memo] = ArgKind(name, POINTER, vt, vt.alignment, output)
     return kind
 
 
-# (argument name, dtype) -> its pointer ArgKind: one object per pair, whose hash is computed once
-_array_kinds: dict[tuple[str, np.dtype], ArgKind] = {}
+def _describe_iterator(it: IteratorBase, name: str, key: str, output: bool) -> ArgKind:
+    from .._jit.codegen_iterators import iterator_unit
+
+    if output and not it._writable():
+        raise ArgumentTypeError(name, "a device array or an output iterator (DiscardIterator, "
+                                "TransformOutputIterator, or a Reverse/Permutation iterator over an array)", it)
+    # the unit keeps the operators' symbols and types, not the callables (no user objects)
+    unit = iterator_unit(it, f"cuprims_{name.removeprefix('d_')}_it", output).without_objects()
+    size, align = adapted_layout(unit.state_size, unit.state_alignment)
+    return ArgKind(name, key, it.value_type, 1, output, size, align, unit)
+
+
+# One ArgKind object per (argument name, dtype or iterator key, direction): their hashes
+# are computed once, and iterator C++ is generated once per kind.
+_array_kinds: dict[tuple[str, np.dtype, bool], ArgKind] = {}
+_iterator_kinds: dict[tuple[str, str, bool], ArgKind] = {}
+
+
+def linked_objects(*args: Any) -> list[Any]:
+    """The Python objects behind the operators inside the iterators among ``args`` (in the
+    order of their ArgKinds' ``linked_ops``)."""
+    return [obj for x in args if isinstance(x, IteratorBase) for obj in x._linked_objects()]

@@ -17,7 +17,7 @@ def frozen(cls: type) -> type:
     """Make ``cls`` a frozen dataclass whose hash is computed once: descriptions and
     argument kinds are cache keys looked up on every one-shot call."""
     cls = dataclasses.dataclass(frozen=True)(cls)
-    names = tuple(f.name for f in dataclasses.fields(cls))
+    names = tuple(f.name for f in dataclasses.fields(cls) if f.compare)
 
     def __hash__(self: Any) -> int:
         h = self.__dict__.get("_hash")

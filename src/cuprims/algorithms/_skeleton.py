@@ -162,7 +162,9 @@ class Algorithm(CompiledAlgorithm):
         raise NotImplementedError
 
     # -- per device ----------------------------------------------------------------
-    def _device_plan(self, device: int, objs: Sequence[Any], variant: int = 0) -> Any:
+    def _device_plan(self, device: int, objs: Any, variant: int = 0) -> Any:
+        if callable(objs):  # computed only now: walking iterator trees is not for every call
+            objs = objs()
         loaded = self._builds_of(variant).loaded(device, objs)
         plan = loaded.extra.get("plan")
         if plan is None:
@@ -171,15 +173,14 @@ class Algorithm(CompiledAlgorithm):
         self._plans[variant] = plan
         return plan
 
-    def _current_plan(self, objs: Sequence[Any], variant: int = 0) -> Any:
-        plan = self._plans.get(variant)
-        return plan if plan is not None else self._device_plan(driver.current_device(), objs, variant)
-
     # -- a call ----------------------------------------------------------------------
-    def _execute(self, temp_storage: Any, stream: Any, one_shot: bool, args: Any, objs: Sequence[Any],
+    def _execute(self, temp_storage: Any, stream: Any, one_shot: bool, args: Any, objs: Any,
                  variant: int = 0) -> int | None:
         """Size temporary storage, or run: the query (``temp_storage=None`` outside a
-        one-shot call) returns the bytes needed (at least 1) and launches nothing."""
+        one-shot call) returns the bytes needed (at least 1) and launches nothing.
+
+        ``objs``: the Python objects behind ``desc.linked_ops()`` (needed only when a build
+        is missing), or a function returning them."""
         plan = self._plans.get(variant)
         if plan is None:
             plan = self._device_plan(driver.current_device(), objs, variant)

@@ -22,7 +22,7 @@ from .._jit.codegen import Source, check_binary_builtin, reduce_source
 from ..errors import ArgumentError
 from ..op import OpSpec, op_spec
 from ..types import host_bytes
-from ._arguments import ArgKind, describe
+from ._arguments import ArgKind, describe, linked_objects
 from ._common import Loaded, check_num_items
 from ._skeleton import Algorithm, Description, Plan, combiner_ops, description, functor_size, functor_state
 from ._values import check_host_value, host_value_dtype
@@ -47,10 +47,11 @@ class ReduceDescription(Description):
 
     def source(self, arch: int) -> Source:
         return reduce_source(in_type=self.d_in.value, accum=self.d_out.value, op=self.op, has_init=self.has_init,
-                             deterministic_across_gpus=self.determinism is Determinism.GPU_TO_GPU, arch=arch)
+                             deterministic_across_gpus=self.determinism is Determinism.GPU_TO_GPU, arch=arch,
+                             d_in=self.d_in)
 
     def _link(self) -> tuple[OpInput, ...]:
-        return combiner_ops(self.op, self.d_out.value)
+        return combiner_ops(self.op, self.d_out.value) + self.d_in.linked_ops()
 
     def kernel_params(self) -> tuple[tuple[Any, ...], ...]:
         # reduce_kernel(d_in, d_out, num_items, op, init, finalize), over the input then the partials
@@ -92,7 +93,7 @@ def _parse_determinism(determinism: Any) -> Determinism:
 def _describe(d_in: Any, d_out: Any, op: Any, h_init: Any, determinism: Any) -> ReduceDescription:
     """Check the build arguments and describe the reduction."""
     det = _parse_determinism(determinism)
-    in_arg = describe(d_in, "d_in")
+    in_arg = describe(d_in, "d_in", iterators=True)
     out_arg = describe(d_out, "d_out")
     in_vt, accum = in_arg.value, out_arg.value
     init_dt = host_value_dtype(h_init)
@@ -160,7 +161,10 @@ class _Reduce(Algorithm):
         desc = self.desc
         args = (desc.d_in.bind(d_in, n), desc.d_out.bind(d_out, 1, None), n,
                 functor_state(desc.op, op) if desc.op.state_size else self._state, self._init_bytes(h_init))
-        return self._execute(temp_storage, stream, one_shot, args, (op,) if desc.op.kind != "builtin" else ())
+        return self._execute(temp_storage, stream, one_shot, args, lambda: self._objects(op, d_in))
+
+    def _objects(self, op: Any, d_in: Any) -> tuple[Any, ...]:
+        return ((op,) if self.desc.op.kind != "builtin" else ()) + tuple(linked_objects(d_in))
 
     def __call__(self, *, temp_storage: Any, d_in: Any, d_out: Any, num_items: int, op: Any = None,
                  h_init: Any = None, stream: Any = None) -> int | None:
@@ -198,7 +202,8 @@ def make_reduce_into(*, d_in: Any, d_out: Any, op: Any, h_init: Any = None, **kw
         if name not in _KWARGS:
             raise ArgumentError(name, "one of compute_capability=, determinism=", "an unknown keyword")
     desc = _describe(d_in, d_out, op, h_init, kwargs.get("determinism", Determinism.RUN_TO_RUN))
-    return _Reduce._make(desc, kwargs.get("compute_capability"), (op,))
+    objs = ((op,) if desc.op.kind != "builtin" else ()) + tuple(linked_objects(d_in))
+    return _Reduce._make(desc, kwargs.get("compute_capability"), objs)
 
 
 def reduce_into(*, d_in: Any, d_out: Any, num_items: int, op: Any, h_init: Any = None, stream: Any = None,

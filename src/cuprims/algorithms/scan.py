@@ -30,7 +30,7 @@ from ..config import settings
 from ..errors import ArgumentError, ArgumentTypeError
 from ..op import OpSpec, op_spec
 from ..types import host_bytes
-from ._arguments import ArgKind, describe
+from ._arguments import ArgKind, describe, linked_objects
 from ._common import Loaded, check_num_items
 from ._skeleton import Algorithm, Description, Plan, combiner_ops, description, functor_size, functor_state
 from ._values import check_device_value, check_host_value, device_value_pointer, init_value_kind as _init_info
@@ -49,10 +49,10 @@ class ScanDescription(Description):
 
     def source(self, arch: int) -> Source:
         return scan_source(in_type=self.d_in.value, accum=self.d_out.value, op=self.op, init_kind=self.init_kind,
-                           inclusive=self.inclusive, arch=arch)
+                           inclusive=self.inclusive, arch=arch, d_in=self.d_in, d_out=self.d_out)
 
     def _link(self) -> tuple[OpInput, ...]:
-        return combiner_ops(self.op, self.d_out.value)
+        return combiner_ops(self.op, self.d_out.value) + self.d_in.linked_ops() + self.d_out.linked_ops()
 
     def kernel_params(self) -> tuple[tuple[Any, ...], ...]:
         init_param = {"none": 1, "value": self.d_out.value.size, "device": "ptr"}[self.init_kind]
@@ -85,7 +85,8 @@ class _Plan(Plan):
 
 
 def _describe(d_in: Any, d_out: Any, op: Any, init_value: Any, inclusive: bool) -> ScanDescription:
-    in_arg, out_arg = describe(d_in, "d_in"), describe(d_out, "d_out")
+    in_arg = describe(d_in, "d_in", iterators=True)
+    out_arg = describe(d_out, "d_out", iterators=True, output=True)
     in_vt, accum = in_arg.value, out_arg.value
     if accum.is_struct != in_vt.is_struct or (accum.is_struct and in_vt.code != accum.code):
         raise ArgumentError("d_in", f"items of the output's type {accum.dtype}", in_vt.dtype)
@@ -187,7 +188,10 @@ class _Scan(Algorithm):
         desc = self.desc
         args = (desc.d_in.bind(d_in, n), desc.d_out.bind(d_out, n), n,
                 functor_state(desc.op, op) if desc.op.state_size else self._state, self._init_arg(init_value))
-        return self._execute(temp_storage, stream, one_shot, args, (op,) if desc.op.kind != "builtin" else ())
+        return self._execute(temp_storage, stream, one_shot, args, lambda: self._objects(op, d_in, d_out))
+
+    def _objects(self, op: Any, d_in: Any, d_out: Any) -> tuple[Any, ...]:
+        return ((op,) if self.desc.op.kind != "builtin" else ()) + tuple(linked_objects(d_in, d_out))
 
     def __call__(self, *, temp_storage: Any, d_in: Any, d_out: Any, op: Any, init_value: Any, num_items: int,
                  stream: Any = None) -> int | None:
@@ -203,7 +207,9 @@ class _Scan(Algorithm):
 # ------------------------------------------------------------------- public functions
 
 def _make(d_in: Any, d_out: Any, op: Any, init_value: Any, inclusive: bool, compute_capability: Any) -> _Scan:
-    return _Scan._make(_describe(d_in, d_out, op, init_value, inclusive), compute_capability, (op,))
+    desc = _describe(d_in, d_out, op, init_value, inclusive)
+    objs = ((op,) if desc.op.kind != "builtin" else ()) + tuple(linked_objects(d_in, d_out))
+    return _Scan._make(desc, compute_capability, objs)
 
 
 def make_inclusive_scan(*, d_in: Any, d_out: Any, op: Any, init_value: Any = None,

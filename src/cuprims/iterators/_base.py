@@ -40,6 +40,15 @@ class Member:
     alignment: int
 
 
+def adapted_layout(size: int, alignment: int) -> tuple[int, int]:
+    """(size, alignment) of ``cuprims::input_iterator<S, V>`` / ``output_iterator<S, V>``
+    (kernels/cuprims_iterator.cuh) over a state struct S of ``size`` and ``alignment``:
+    S, then a 64-bit position."""
+    align = max(alignment, 8)
+    position = -(-size // 8) * 8
+    return -(-(position + 8) // align) * align, align
+
+
 def layout(members: list[Member]) -> tuple[list[int], int, int]:
     """C++ layout of ``members`` in order: (offsets, struct size, struct alignment)."""
     offsets, offset, align = [], 0, 1
@@ -67,6 +76,7 @@ class IteratorCode:
     """Struct definitions (in dependency order) and linked operators of one iterator tree."""
 
     prefix: str
+    output: bool = False  # the tree is written through: writable kinds emit write()
     definitions: list[str] = field(default_factory=list)
     ops: list[LinkedOp] = field(default_factory=list)
     value_types: list[ValueType] = field(default_factory=list)
@@ -89,17 +99,23 @@ class IteratorCode:
         if all(v.code != vt.code for v in self.value_types):
             self.value_types.append(vt)
 
-    def define(self, name: str, members: list[Member], value: ValueType, body: str, extra: str = "") -> None:
+    def define(self, name: str, members: list[Member], value: ValueType, body: str, extra: str = "",
+               write: str | None = None) -> None:
         """Add ``struct name { members; value operator[](long long i) const { body } }``
+        (and, for a writable kind, ``void write(long long i, const value& v) const { write }``)
         with asserts that pin the struct size and alignment the host packs to."""
         _, size, align = layout(members)
         fields = "".join(f"  {m.cpp} {m.name};\n" for m in members)
+        writer = ""
+        if write is not None:
+            writer = (f"  __device__ __forceinline__ void write(long long i, const {value.cpp}& v) const\n"
+                      f"  {{\n    {write}\n  }}\n")
         # Member offsets follow from sizes and alignments (standard layout); they are not
         # asserted because NVRTC 13.0 has no constant-expression offsetof.
         checks = [f"sizeof({name}) == {size}", f"alignof({name}) == {align}"]
         self.definitions.append(
             f"struct {name}\n{{\n{fields}{extra}"
-            f"  __device__ __forceinline__ {value.cpp} operator[](long long i) const\n  {{\n    {body}\n  }}\n}};\n"
+            f"  __device__ __forceinline__ {value.cpp} operator[](long long i) const\n  {{\n    {body}\n  }}\n{writer}}};\n"
             f"static_assert({' && '.join(checks)}, \"iterator layout differs from cuprims' packing\");\n")
 
 
@@ -128,7 +144,9 @@ class StateWriter:
 
 
 class IteratorBase:
-    """Base of every cuprims iterator (input iterators: they are read, never written)."""
+    """Base of every cuprims iterator. Every kind can be read; the writable ones (an array
+    inside, reversed or permuted, a TransformOutputIterator, a DiscardIterator) can be
+    written too (``_writable``)."""
 
     __slots__ = ("_cached_key", "_cached_layout")
 
@@ -159,6 +177,15 @@ class IteratorBase:
         """Whether the code key holds no object identity (a build may then be cached and
         stored on disk): false once an operator inside is."""
         return all(inner._persistent() for inner in self._inner())
+
+    def _writable(self) -> bool:
+        """Whether the kernel can write through this iterator (an output iterator)."""
+        return False
+
+    def _linked_objects(self) -> list[Any]:
+        """The Python objects (callables, RawOps) behind the operators this tree links, in
+        the order its ``_emit`` lists them (inner iterators first)."""
+        return [obj for inner in self._inner() for obj in inner._linked_objects()]
 
     # -- shared ------------------------------------------------------------------------
     @property
@@ -222,11 +249,18 @@ class PointerIterator(IteratorBase):
         """C++ expression reading item ``i`` through the member ``ptr``."""
         return "ptr[i]"
 
+    def _writable(self) -> bool:
+        return True
+
     def _emit(self, code: IteratorCode) -> tuple[str, list[Member]]:
         code.note_type(self._vt)
         name = code.new_name()
-        members = [Member("ptr", f"const {self._vt.cpp}*", 8, 8)]
-        code.define(name, members, self._vt, f"return {self._read(code)};")
+        if not (code.output and self._writable()):
+            members = [Member("ptr", f"const {self._vt.cpp}*", 8, 8)]
+            code.define(name, members, self._vt, f"return {self._read(code)};")
+            return name, members
+        members = [Member("ptr", f"{self._vt.cpp}*", 8, 8)]
+        code.define(name, members, self._vt, f"return {self._read(code)};", write="ptr[i] = v;")
         return name, members
 
     def _pack(self, state: StateWriter, count: int | None, argument: str) -> None:

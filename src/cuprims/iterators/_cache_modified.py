@@ -31,6 +31,9 @@ class CacheModifiedInputIterator(PointerIterator):
         super().__init__(array, argument="array")
         self._modifier = modifier
 
+    def _writable(self) -> bool:
+        return False
+
     def _kind_key(self) -> str:
         return f"cache_modified({self.value_type.code},{self._modifier})"
 

@@ -11,7 +11,8 @@ from ._base import IteratorBase, IteratorCode, Member, StateWriter, as_iterator,
 
 class PermutationIterator(IteratorBase):
     """Item i is ``values[indices[i]]``; ``values`` and ``indices`` are device arrays or
-    iterators, ``indices`` of an integer type.
+    iterators, ``indices`` of an integer type. Over an array of values it is also an
+    output (a scatter): item i is stored at ``values[indices[i]]``.
 
     Example::
 
@@ -34,6 +35,9 @@ class PermutationIterator(IteratorBase):
     def value_type(self) -> ValueType:
         return self._values.value_type
 
+    def _writable(self) -> bool:
+        return self._values._writable()
+
     def _inner(self) -> tuple[IteratorBase, ...]:
         return (self._values, self._indices)
 
@@ -45,7 +49,8 @@ class PermutationIterator(IteratorBase):
         indices = emit_member(code, self._indices, "indices")
         name = code.new_name()
         code.define(name, [values, indices], self.value_type,
-                    "return values[static_cast<long long>(indices[i])];")
+                    "return values[static_cast<long long>(indices[i])];",
+                    write="values.write(static_cast<long long>(indices[i]), v);" if code.output else None)
         return name, [values, indices]
 
     def _pack(self, state: StateWriter, count: int | None, argument: str) -> None:

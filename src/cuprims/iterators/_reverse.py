@@ -10,7 +10,8 @@ from ._base import IteratorBase, IteratorCode, Member, PointerIterator, StateWri
 
 class ReverseIterator(IteratorBase):
     """Item i is ``underlying[len - 1 - i]`` for a device array, ``underlying[-i]`` for an
-    iterator (a CountingIterator(np.int32(9)) reversed counts 9, 8, 7, ...).
+    iterator (a CountingIterator(np.int32(9)) reversed counts 9, 8, 7, ...). Over an array
+    (or a writable iterator) it is also an output: item i is stored at ``underlying[len - 1 - i]``.
 
     Example::
 
@@ -36,10 +37,14 @@ class ReverseIterator(IteratorBase):
     def _kind_key(self) -> str:
         return f"reverse({self._under._key()})"
 
+    def _writable(self) -> bool:
+        return self._under._writable()
+
     def _emit(self, code: IteratorCode) -> tuple[str, list[Member]]:
         member = emit_member(code, self._under, "under")
         name = code.new_name()
-        code.define(name, [member], self.value_type, "return under[-i];")
+        code.define(name, [member], self.value_type, "return under[-i];",
+                    write="under.write(-i, v);" if code.output else None)
         return name, [member]
 
     def _pack(self, state: StateWriter, count: int | None, argument: str) -> None:

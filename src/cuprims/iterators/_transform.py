@@ -67,6 +67,10 @@ class TransformIterator(IteratorBase):
     def _persistent(self) -> bool:
         return self._spec.persistent and super()._persistent()
 
+    def _linked_objects(self) -> list[Any]:
+        own = [] if self._spec.kind == "builtin" else [self._op]
+        return super()._linked_objects() + own
+
     def _kind_key(self) -> str:
         spec = self._spec
         return (f"transform({self._under._key()},{spec.kind}:{spec.key}:{spec.state_size}/{spec.state_alignment}"

@@ -148,11 +148,11 @@ __global__ __launch_bounds__(init_threads) void scan_init_kernel(void* tile_stor
 }
 
 // One tile per block, grid = num_tiles. ForceInclusive: an inclusive scan that has an
-// init value (combined in front of the first item); exclusive scans pass false.
-template <class Selector, class InputT, class OutputT, class AccumT, class OpT, class InitT, bool ForceInclusive>
-__global__ __launch_bounds__(scan_block_threads<Selector>, 1) void scan_kernel(
-  const InputT* d_in, OutputT* d_out, void* tile_storage, int num_tiles, OpT op, InitT init,
-  unsigned long long num_items)
+// init value (combined in front of the first item); exclusive scans pass false. InputIt
+// and OutputIt are pointers or cuprims iterators (cuprims_iterator.cuh).
+template <class Selector, class InputIt, class OutputIt, class AccumT, class OpT, class InitT, bool ForceInclusive>
+__device__ __forceinline__ void scan_tiles(
+  InputIt d_in, OutputIt d_out, void* tile_storage, int num_tiles, OpT op, InitT init, unsigned long long num_items)
 {
   constexpr CUB_NS_QUALIFIER::ScanLookbackPolicy policy = current_lookback_policy<Selector>();
   static_assert(policy.load_modifier != CUB_NS_QUALIFIER::CacheLoadModifier::LOAD_LDG,
@@ -166,7 +166,7 @@ __global__ __launch_bounds__(scan_block_threads<Selector>, 1) void scan_kernel(
                                                   policy.lookback_delay.l2_write_latency>>;
   using real_init_t = decltype(resolve_init<AccumT>(init));
   using agent_t     = CUB_NS_QUALIFIER::detail::scan::AgentScan<
-    agent_policy_t, const InputT*, OutputT*, OpT, real_init_t, unsigned long long, AccumT, ForceInclusive,
+    agent_policy_t, InputIt, OutputIt, OpT, real_init_t, unsigned long long, AccumT, ForceInclusive,
     /* UsePDL */ true>;
   __shared__ typename agent_t::TempStorage temp_storage;
 
@@ -175,6 +175,25 @@ __global__ __launch_bounds__(scan_block_threads<Selector>, 1) void scan_kernel(
   real_init_t real_init = resolve_init<AccumT>(init);
   auto tile_state       = tile_layout<AccumT>::make(tile_storage, num_tiles);
   agent_t(temp_storage, d_in, d_out, op, real_init).ConsumeRange(num_items, tile_state, 0);
+}
+
+// Over arrays: InputT and OutputT are the item types.
+template <class Selector, class InputT, class OutputT, class AccumT, class OpT, class InitT, bool ForceInclusive>
+__global__ __launch_bounds__(scan_block_threads<Selector>, 1) void scan_kernel(
+  const InputT* d_in, OutputT* d_out, void* tile_storage, int num_tiles, OpT op, InitT init,
+  unsigned long long num_items)
+{
+  scan_tiles<Selector, const InputT*, OutputT*, AccumT, OpT, InitT, ForceInclusive>(
+    d_in, d_out, tile_storage, num_tiles, op, init, num_items);
+}
+
+// Over iterators (either side): InputIt and OutputIt are the parameter types themselves.
+template <class Selector, class InputIt, class OutputIt, class AccumT, class OpT, class InitT, bool ForceInclusive>
+__global__ __launch_bounds__(scan_block_threads<Selector>, 1) void scan_iterator_kernel(
+  InputIt d_in, OutputIt d_out, void* tile_storage, int num_tiles, OpT op, InitT init, unsigned long long num_items)
+{
+  scan_tiles<Selector, InputIt, OutputIt, AccumT, OpT, InitT, ForceInclusive>(
+    d_in, d_out, tile_storage, num_tiles, op, init, num_items);
 }
 
 } // namespace scan
