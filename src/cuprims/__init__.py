@@ -26,8 +26,9 @@ from .algorithms.binary_search import lower_bound, make_lower_bound, make_upper_
 from .algorithms.reduce import make_reduce_into, reduce_into
 from .algorithms.scan import exclusive_scan, inclusive_scan, make_exclusive_scan, make_inclusive_scan
 from .algorithms.transform import binary_transform, make_binary_transform, make_unary_transform, unary_transform
-from .iterators import (CacheModifiedInputIterator, ConstantIterator, CountingIterator, PermutationIterator,
-                        ReverseIterator, TransformIterator)
+from .iterators import (CacheModifiedInputIterator, ConstantIterator, CountingIterator, DiscardIterator,
+                        PermutationIterator, ReverseIterator, ShuffleIterator, TransformIterator,
+                        TransformOutputIterator, ZipIterator)
 from .op import OpKind, RawOp
 from .struct import gpu_struct
 
@@ -41,6 +42,6 @@ __all__ = [
     "make_unary_transform", "unary_transform", "make_binary_transform", "binary_transform",
     "make_lower_bound", "make_upper_bound", "lower_bound", "upper_bound",
     "DoubleBuffer", "make_radix_sort", "radix_sort", "make_merge_sort", "merge_sort",
-    "CacheModifiedInputIterator", "ConstantIterator", "CountingIterator", "PermutationIterator", "ReverseIterator",
-    "TransformIterator",
+    "CacheModifiedInputIterator", "ConstantIterator", "CountingIterator", "DiscardIterator", "PermutationIterator",
+    "ReverseIterator", "ShuffleIterator", "TransformIterator", "TransformOutputIterator", "ZipIterator",
 ]

@@ -116,6 +116,17 @@ def value_type(dtype: Any, *, argument: str = "dtype") -> ValueType:
     return vt
 
 
+def _layout_of(dt: np.dtype) -> Any:
+    if dt.names is None:
+        return (dt.str if dt.subdtype is None else (_layout_of(dt.subdtype[0]), dt.subdtype[1]))
+    return (dt.itemsize, tuple((_layout_of(dt.fields[n][0]), dt.fields[n][1]) for n in dt.names))
+
+
+def same_layout(a: np.dtype, b: np.dtype) -> bool:
+    """Whether two dtypes store the same field types at the same offsets (names aside)."""
+    return a.itemsize == b.itemsize and _layout_of(a) == _layout_of(b)
+
+
 def numba_type_name(vt: ValueType) -> str:
     """numba's name for a scalar type (structs are handled by the operator compiler)."""
     return _SCALARS[vt.code][1]

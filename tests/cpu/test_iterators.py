@@ -179,7 +179,8 @@ def test_golden_iterator_source():
     (lambda: ConstantIterator(3.0), "value"),
     (lambda: CacheModifiedInputIterator(ProxyArray(np.int32), modifier="lru"), "modifier"),
     (lambda: PermutationIterator(ProxyArray(np.int32), ProxyArray(np.float32)), "indices"),
-    (lambda: TransformIterator(ProxyArray(np.int32), square, is_input=False), "is_input"),
+    # an output iterator must write somewhere (TransformIterator(..., is_input=False) is one)
+    (lambda: TransformIterator(CountingIterator(np.int32(0)), square, is_input=False), "underlying"),
     (lambda: TransformIterator(ProxyArray(np.int32), RawOp(ltoir=b"\0", name="f")), "value_type"),
     (lambda: TransformIterator(ProxyArray(np.int32), OpKind.PLUS), "transform_op"),
     (lambda: TransformIterator(ProxyArray(np.float32), OpKind.BIT_NOT), "transform_op"),

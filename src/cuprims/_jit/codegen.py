@@ -192,11 +192,11 @@ def iterator_parts(args: tuple[Any, ...]) -> tuple[str, tuple[ValueType, ...], t
 
 
 def reduce_source(*, in_type: ValueType, accum: ValueType, op: OpSpec, has_init: bool,
-                  deterministic_across_gpus: bool, arch: int, d_in: Any = None) -> Source:
+                  deterministic_across_gpus: bool, arch: int, d_in: Any = None, d_out: Any = None) -> Source:
     """Source for a device-wide reduction of ``in_type`` items into an ``accum`` value;
-    ``d_in`` (an argument kind) gives the input's C++ type when it is an iterator."""
+    ``d_in``/``d_out`` (argument kinds) give the C++ types of iterator arguments."""
     functor, externs = binary_functor("cuprims_op_t", op, accum, op_symbol(op, "cuprims_op_0"))
-    iterator_text, iterator_types, iterator_symbols = iterator_parts((d_in,))
+    iterator_text, iterator_types, iterator_symbols = iterator_parts((d_in, d_out))
     externs += iterator_symbols
     t = accum.cpp
     base_selector = f"CUB_NS_QUALIFIER::detail::reduce::policy_selector_from_types<{t}, long long, cuprims_op_t%s>"
@@ -224,7 +224,8 @@ def reduce_source(*, in_type: ValueType, accum: ValueType, op: OpSpec, has_init:
     # first: over the input (every pass when the input is of the accumulator's type);
     # second: over the per-block partials (the same kernel when the types agree)
     in_param = f"const {in_type.cpp}*" if d_in is None or d_in.unit is None else d_in.cpp()
-    kernel = "cuprims::reduce::reduce_kernel<cuprims_selector_t, {}, " + f"{t}, cuprims_op_t, {init_t}>"
+    out_param = "" if d_out is None or d_out.unit is None else f", {d_out.cpp()}"
+    kernel = "cuprims::reduce::reduce_kernel<cuprims_selector_t, {}, " + f"{t}, cuprims_op_t, {init_t}{out_param}>"
     names = (kernel.format(in_param), kernel.format(f"const {t}*"))
     return Source(text=text, name_expressions=names, extern_symbols=externs,
                   meta_fields=("threads", "items", "accum_size", "accum_align"))

@@ -61,6 +61,11 @@ class ArgKind:
                 f"alignof({self.cpp()}) == {self.state_alignment}, \"iterator layout differs from cuprims' "
                 "packing\");\n")
 
+    def viewed_as(self, vt: ValueType) -> "ArgKind":
+        """This iterator read as items of ``vt`` (a struct of the same layout, converted
+        bytewise by ``cuprims::input_iterator``)."""
+        return dataclasses.replace(self, value=vt)
+
     def linked_ops(self) -> tuple[Any, ...]:
         """OpInputs of the operators inside an iterator (none for an array)."""
         if self.unit is None:

@@ -21,7 +21,7 @@ from .._jit.build import OpInput
 from .._jit.codegen import Source, check_binary_builtin, reduce_source
 from ..errors import ArgumentError
 from ..op import OpSpec, op_spec
-from ..types import host_bytes
+from ..types import host_bytes, same_layout
 from ._arguments import ArgKind, describe, linked_objects
 from ._common import Loaded, check_num_items
 from ._skeleton import Algorithm, Description, Plan, combiner_ops, description, functor_size, functor_state
@@ -48,15 +48,16 @@ class ReduceDescription(Description):
     def source(self, arch: int) -> Source:
         return reduce_source(in_type=self.d_in.value, accum=self.d_out.value, op=self.op, has_init=self.has_init,
                              deterministic_across_gpus=self.determinism is Determinism.GPU_TO_GPU, arch=arch,
-                             d_in=self.d_in)
+                             d_in=self.d_in, d_out=self.d_out)
 
     def _link(self) -> tuple[OpInput, ...]:
-        return combiner_ops(self.op, self.d_out.value) + self.d_in.linked_ops()
+        return combiner_ops(self.op, self.d_out.value) + self.d_in.linked_ops() + self.d_out.linked_ops()
 
     def kernel_params(self) -> tuple[tuple[Any, ...], ...]:
-        # reduce_kernel(d_in, d_out, num_items, op, init, finalize), over the input then the partials
+        # reduce_kernel(d_in, d_out, d_partials, num_items, op, init, finalize), over the input
+        # then over the partials
         init_size = self.d_out.value.size if self.has_init else 1
-        kinds = (self.d_in.param, self.d_out.param, "i64", functor_size(self.op), init_size, "i32")
+        kinds = (self.d_in.param, self.d_out.param, "ptr", "i64", functor_size(self.op), init_size, "i32")
         return (kinds, ("ptr",) + kinds[1:])
 
 
@@ -94,8 +95,12 @@ def _describe(d_in: Any, d_out: Any, op: Any, h_init: Any, determinism: Any) -> 
     """Check the build arguments and describe the reduction."""
     det = _parse_determinism(determinism)
     in_arg = describe(d_in, "d_in", iterators=True)
-    out_arg = describe(d_out, "d_out")
+    out_arg = describe(d_out, "d_out", iterators=True, output=True)
     in_vt, accum = in_arg.value, out_arg.value
+    if not in_arg.is_pointer and in_vt.is_struct and accum.is_struct and in_vt.code != accum.code \
+            and same_layout(in_vt.dtype, accum.dtype):
+        in_arg = in_arg.viewed_as(accum)  # e.g. a ZipIterator's (v0, v1) read as the output's struct
+        in_vt = accum
     init_dt = host_value_dtype(h_init)
     if init_dt is not None:
         check_host_value(init_dt, accum, "h_init")
@@ -149,11 +154,13 @@ class _Reduce(Algorithm):
     def _dispatch(self, plan: _Plan, args: tuple, temp: int, stream: int) -> None:
         p_in, p_out, n, state, init = args
         if n <= plan.tile_items:
-            driver.launch(plan.first, 1, plan.threads, stream, self._first_params.pack(p_in, p_out, n, state, init, 1))
+            driver.launch(plan.first, 1, plan.threads, stream,
+                          self._first_params.pack(p_in, p_out, 0, n, state, init, 1))
             return
         grid = min(-(-n // plan.tile_items), plan.max_grid)
-        driver.launch(plan.first, grid, plan.threads, stream, self._first_params.pack(p_in, temp, n, state, init, 0))
-        driver.launch(plan.second, 1, plan.threads, stream, self._second_params.pack(temp, p_out, grid, state, init, 1))
+        driver.launch(plan.first, grid, plan.threads, stream, self._first_params.pack(p_in, p_out, temp, n, state, init, 0))
+        driver.launch(plan.second, 1, plan.threads, stream,
+                      self._second_params.pack(temp, p_out, 0, grid, state, init, 1))
 
     def _run(self, temp_storage: Any, d_in: Any, d_out: Any, num_items: Any, op: Any, h_init: Any,
              stream: Any, one_shot: bool) -> int | None:
@@ -161,10 +168,10 @@ class _Reduce(Algorithm):
         desc = self.desc
         args = (desc.d_in.bind(d_in, n), desc.d_out.bind(d_out, 1, None), n,
                 functor_state(desc.op, op) if desc.op.state_size else self._state, self._init_bytes(h_init))
-        return self._execute(temp_storage, stream, one_shot, args, lambda: self._objects(op, d_in))
+        return self._execute(temp_storage, stream, one_shot, args, lambda: self._objects(op, d_in, d_out))
 
-    def _objects(self, op: Any, d_in: Any) -> tuple[Any, ...]:
-        return ((op,) if self.desc.op.kind != "builtin" else ()) + tuple(linked_objects(d_in))
+    def _objects(self, op: Any, d_in: Any, d_out: Any) -> tuple[Any, ...]:
+        return ((op,) if self.desc.op.kind != "builtin" else ()) + tuple(linked_objects(d_in, d_out))
 
     def __call__(self, *, temp_storage: Any, d_in: Any, d_out: Any, num_items: int, op: Any = None,
                  h_init: Any = None, stream: Any = None) -> int | None:
@@ -202,7 +209,7 @@ def make_reduce_into(*, d_in: Any, d_out: Any, op: Any, h_init: Any = None, **kw
         if name not in _KWARGS:
             raise ArgumentError(name, "one of compute_capability=, determinism=", "an unknown keyword")
     desc = _describe(d_in, d_out, op, h_init, kwargs.get("determinism", Determinism.RUN_TO_RUN))
-    objs = ((op,) if desc.op.kind != "builtin" else ()) + tuple(linked_objects(d_in))
+    objs = ((op,) if desc.op.kind != "builtin" else ()) + tuple(linked_objects(d_in, d_out))
     return _Reduce._make(desc, kwargs.get("compute_capability"), objs)
 
 

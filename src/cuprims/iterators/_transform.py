@@ -24,8 +24,8 @@ class TransformIterator(IteratorBase):
     is the result type; when omitted it is the built-in's result type, or what numba infers
     for a Python callable (a RawOp needs it).
 
-    Only input iterators exist yet: ``is_input=False`` (TransformOutputIterator's role) is
-    refused.
+    ``is_input=False`` makes a :class:`TransformOutputIterator` (``value_type`` is then the
+    type written through it).
 
     Example::
 
@@ -36,10 +36,14 @@ class TransformIterator(IteratorBase):
 
     __slots__ = ("_under", "_op", "_spec", "_vt")
 
+    def __new__(cls, underlying: Any = None, transform_op: Any = None, value_type: Any = None,
+                is_input: bool = True) -> Any:
+        if not is_input:  # cuda.compute's spelling of a TransformOutputIterator
+            return TransformOutputIterator(underlying, transform_op, value_type)
+        return super().__new__(cls)
+
     def __init__(self, underlying: Any, transform_op: Any, value_type: Any = None, is_input: bool = True):
         super().__init__()
-        if not is_input:
-            raise ArgumentError("is_input", "True (cuprims has input iterators only, so far)", is_input)
         self._under = as_iterator(underlying, "underlying")
         self._spec = spec = op_spec(transform_op, argument="transform_op")
         self._op = transform_op
@@ -120,3 +124,107 @@ def _infer(fn: Any, key: str, in_vt: ValueType) -> np.dtype:
 
         dt = _inferred[memo_key] = infer_result_dtype(fn, (in_vt,), op_name=getattr(fn, "__name__", "op"))
     return dt
+
+
+class TransformOutputIterator(IteratorBase):
+    """An output: writing ``v`` at ``i`` stores ``transform_op(v)`` at ``underlying[i]``
+    (a device array or a writable iterator).
+
+    ``output_value_type`` (a dtype or gpu_struct class) is the type written through it,
+    which ``transform_op`` takes; without it, the op's annotation of its argument, else
+    ``underlying``'s value type. The op's result is converted to ``underlying``'s type.
+
+    Example::
+
+        import cupy as cp, numpy as np, cuprims
+        x = cp.arange(1000, dtype=np.float32); mean = cp.empty(1, np.float32)
+        out = cuprims.TransformOutputIterator(mean, lambda s: s / 1000)
+        cuprims.reduce_into(d_in=x, d_out=out, num_items=1000, op=cuprims.OpKind.PLUS,
+                            h_init=np.float32(0))
+    """
+
+    __slots__ = ("_under", "_op", "_spec", "_vt")
+
+    def __init__(self, underlying: Any, transform_op: Any, output_value_type: Any = None):
+        super().__init__()
+        self._under = as_iterator(underlying, "underlying")
+        if not self._under._writable():
+            raise ArgumentError("underlying", "a device array or a writable iterator", underlying)
+        self._spec = spec = op_spec(transform_op, argument="transform_op")
+        self._op = transform_op
+        if output_value_type is None:
+            output_value_type = _annotated_argument(transform_op)
+        self._vt = (make_value_type(output_value_type, argument="output_value_type")
+                    if output_value_type is not None else self._under.value_type)
+        if spec.kind == "builtin":
+            from .._jit.codegen_transform import check_transform_builtin
+
+            check_transform_builtin(spec, (self._vt,), self._under.value_type, argument="transform_op")
+
+    @property
+    def value_type(self) -> ValueType:
+        return self._vt
+
+    def _inner(self) -> tuple[IteratorBase, ...]:
+        return (self._under,)
+
+    def _writable(self) -> bool:
+        return True
+
+    def _persistent(self) -> bool:
+        return self._spec.persistent and super()._persistent()
+
+    def _linked_objects(self) -> list[Any]:
+        own = [] if self._spec.kind == "builtin" else [self._op]
+        return super()._linked_objects() + own
+
+    def _kind_key(self) -> str:
+        spec = self._spec
+        return (f"transform_output({self._under._key()},{spec.kind}:{spec.key}:{spec.state_size}/"
+                f"{spec.state_alignment}<-{self._vt.code})")
+
+    def _emit(self, code: IteratorCode) -> tuple[str, list[Member]]:
+        from .._jit.codegen import op_symbol
+        from .._jit.codegen_transform import transform_functor
+
+        out_vt, vt, spec = self._under.value_type, self._vt, self._spec
+        code.note_type(vt)
+        under = emit_member(code, self._under, "under")
+        fn_name = code.new_name() + "_fn"
+        symbol = op_symbol(spec, code.new_op_symbol())
+        functor, _ = transform_functor(fn_name, spec, (vt,), out_vt, symbol)
+        code.definitions.append(functor)
+        if spec.kind != "builtin":
+            code.ops.append(LinkedOp(symbol, spec, (vt,), out_vt, self._op))
+        members = [under]
+        if spec.state_size:
+            size = -(-spec.state_size // spec.state_alignment) * spec.state_alignment
+            members.append(Member("fn", fn_name, size, spec.state_alignment))
+            call = "fn(v)"
+        else:
+            call = f"{fn_name}{{}}(v)"
+        name = code.new_name()
+        # read as an input it has nothing to give: a zero value
+        code.define(name, members, vt, "return {};",
+                    write=f"under.write(i, {call});" if code.output else None)
+        return name, members
+
+    def _pack(self, state: StateWriter, count: int | None, argument: str) -> None:
+        pack_member(state, self._under, count, argument)
+        if self._spec.state_size:
+            op = self._op
+            assert isinstance(op, RawOp)
+            state.raw(op.state, self._spec.state_alignment)
+
+
+def _annotated_argument(fn: Any) -> Any:
+    """The annotated type of a callable's single argument, if it has one."""
+    import inspect
+
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    if len(params) != 1 or params[0].annotation is inspect.Parameter.empty:
+        return None
+    return params[0].annotation

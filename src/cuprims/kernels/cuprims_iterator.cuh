@@ -9,11 +9,33 @@
 // is pinned by static_asserts in the generated code.
 #pragma once
 
+#include <cuda/std/cstring>
 #include <cuda/std/iterator>
 #include <cuda/std/type_traits>
 
 namespace cuprims
 {
+
+// A value of the state's own type as the type the algorithm reads (V): the same, a
+// struct of the same layout under other field names (copied bytewise), or a conversion.
+template <class To, class From>
+__host__ __device__ __forceinline__ To convert_value(const From& v)
+{
+  if constexpr (::cuda::std::is_same_v<To, From>)
+  {
+    return v;
+  }
+  else if constexpr (::cuda::std::is_class_v<To> && ::cuda::std::is_class_v<From> && sizeof(To) == sizeof(From))
+  {
+    To r;
+    ::cuda::std::memcpy(&r, &v, sizeof(To));
+    return r;
+  }
+  else
+  {
+    return static_cast<To>(v);
+  }
+}
 
 template <class S, class V>
 struct input_iterator
@@ -29,11 +51,11 @@ struct input_iterator
 
   __host__ __device__ __forceinline__ V operator*() const
   {
-    return state[position];
+    return convert_value<V>(state[position]);
   }
   __host__ __device__ __forceinline__ V operator[](difference_type i) const
   {
-    return state[position + i];
+    return convert_value<V>(state[position + i]);
   }
   __host__ __device__ __forceinline__ input_iterator operator+(difference_type n) const
   {

@@ -6,7 +6,9 @@
 //     from gridDim.x exactly as CUB's host dispatch would) into d_out[blockIdx.x];
 //   * finalize == 1: one block reduces all num_items items, combines init, and writes
 //     d_out[0] (small problems, and the second pass over the per-block partials).
-// Every launch argument is a pointer, an integer, the operator or the init value.
+// Every launch argument is a pointer or iterator, an integer, the operator or the init value.
+// The result goes to d_out[0] (a pointer or a cuprims output iterator), partials to
+// d_partials[blockIdx.x].
 #pragma once
 
 #include <cub/agent/agent_reduce.cuh>
@@ -37,9 +39,10 @@ struct fixed_arch_selector
   }
 };
 
-template <class Selector, class InputT, class AccumT, class OpT, class InitT>
+template <class Selector, class InputT, class AccumT, class OpT, class InitT, class OutputIt = AccumT*>
 __global__ __launch_bounds__(int(CUB_NS_QUALIFIER::detail::current_policy<Selector>().multi_tile.threads_per_block))
-void reduce_kernel(InputT d_in, AccumT* d_out, long long num_items, OpT op, InitT init, int finalize)
+void reduce_kernel(
+  InputT d_in, OutputIt d_out, AccumT* d_partials, long long num_items, OpT op, InitT init, int finalize)
 {
   constexpr auto policy = CUB_NS_QUALIFIER::detail::current_policy<Selector>().multi_tile;
   // The host launches this one kernel for both passes, at one block size.
@@ -60,7 +63,7 @@ void reduce_kernel(InputT d_in, AccumT* d_out, long long num_items, OpT op, Init
       {
         if (threadIdx.x == 0)
         {
-          *d_out = init;
+          d_out[0] = init;
         }
       }
       return;
@@ -70,11 +73,11 @@ void reduce_kernel(InputT d_in, AccumT* d_out, long long num_items, OpT op, Init
     {
       if constexpr (::cuda::std::is_same_v<InitT, no_init>)
       {
-        *d_out = aggregate;
+        d_out[0] = aggregate;
       }
       else
       {
-        *d_out = op(init, aggregate);
+        d_out[0] = op(init, aggregate);
       }
     }
     return;
@@ -89,7 +92,7 @@ void reduce_kernel(InputT d_in, AccumT* d_out, long long num_items, OpT op, Init
   AccumT aggregate = agent_t(temp_storage, d_in, op, ::cuda::std::identity{}).ConsumeTiles(even_share);
   if (threadIdx.x == 0)
   {
-    d_out[blockIdx.x] = aggregate;
+    d_partials[blockIdx.x] = aggregate;
   }
 }
 
