@@ -110,11 +110,11 @@ class Algorithm(CompiledAlgorithm):
     """Base of every built algorithm object. Subclasses set ``_description`` (their
     Description class) and implement ``_make_plan``, ``_temp_bytes`` and ``_dispatch``."""
 
-    _objects: PerThreadCache
+    _object_cache: PerThreadCache
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls._objects = PerThreadCache()
+        cls._object_cache = PerThreadCache()
 
     def __init__(self, desc: Description, compute_capability: Any, objs: Sequence[Any]):
         self.desc = desc
@@ -134,10 +134,10 @@ class Algorithm(CompiledAlgorithm):
         if not desc.persistent:
             return cls(desc, archs, objs)
         key = (desc, None if archs is None else tuple(archs))
-        obj = cls._objects.get(key)
+        obj = cls._object_cache.get(key)
         if obj is None:
             obj = cls(desc, archs, objs)
-            cls._objects.put(key, obj)
+            cls._object_cache.put(key, obj)
         return obj
 
     def _setup(self) -> None:

@@ -1,0 +1,208 @@
+"""The algorithm skeleton without a GPU: descriptions as cache keys, the objects passed for
+builds, the settings object, and the run flow of ``Algorithm._execute`` (temporary
+storage, one-shot allocation, the retry on another device) over a fake driver."""
+
+from __future__ import annotations
+
+import types
+
+import numpy as np
+import pytest
+
+import cuprims
+from cuprims import CountingIterator, OpKind, ProxyArray, ProxyValue, TransformIterator
+from cuprims.algorithms import _skeleton
+from cuprims.algorithms._arguments import describe
+from cuprims.algorithms._common import Builds
+from cuprims.errors import ArgumentError, ArgumentTypeError, CudaError
+from cuprims.types import value_type
+
+
+def square(v):
+    return v * v
+
+
+def plus(a, b):
+    return a + b
+
+
+# ------------------------------------------------------------------ descriptions
+
+def test_equal_arguments_give_one_description_and_one_object(shared_cache):
+    kw = dict(d_in=TransformIterator(ProxyArray(np.float32), square), d_out=ProxyArray(np.float32), op=plus,
+              h_init=ProxyValue(np.float32), compute_capability=90)
+    a = cuprims.make_reduce_into(**kw)
+    b = cuprims.make_reduce_into(**kw)
+    assert a is b and a.desc == b.desc and hash(a.desc) == hash(b.desc)
+    other = cuprims.make_reduce_into(**{**kw, "d_in": TransformIterator(ProxyArray(np.float64), square)})
+    assert other.desc != a.desc
+
+
+def test_linked_objects_follow_linked_ops(shared_cache):
+    it = TransformIterator(ProxyArray(np.float32), square)
+    reducer = cuprims.make_reduce_into(d_in=it, d_out=ProxyArray(np.float32), op=plus, h_init=ProxyValue(np.float32),
+                                       compute_capability=90)
+    ops = reducer.desc.linked_ops()
+    objs = reducer._objects(plus, it, None)
+    assert [o.spec.kind for o in ops] == ["python", "python"]
+    assert list(objs) == [plus, square]
+    scan = cuprims.make_inclusive_scan(d_in=it, d_out=ProxyArray(np.float32), op=OpKind.PLUS,
+                                       compute_capability=90)
+    assert list(scan._objects(OpKind.PLUS, it, None)) == [square]
+    assert len(scan.desc.linked_ops()) == 1
+
+
+def test_argument_kinds_carry_the_cpp_alignment():
+    for dt in (np.int8, np.float16, np.float32, np.int64, np.complex64, np.complex128):
+        kind = describe(ProxyArray(dt), "d_in")
+        assert kind.alignment == value_type(dt).alignment
+    assert describe(ProxyArray(np.complex64), "d_in").alignment == 8  # C++'s complex<float>, not numpy's 4
+
+
+def test_iterators_only_where_allowed():
+    with pytest.raises(ArgumentTypeError) as info:
+        describe(CountingIterator(np.int32(0)), "d_in")
+    assert info.value.argument == "d_in"
+    with pytest.raises(ArgumentTypeError) as info:
+        describe(CountingIterator(np.int32(0)), "d_out", iterators=True, output=True)
+    assert info.value.argument == "d_out"
+
+
+# ------------------------------------------------------------------ settings
+
+def test_settings_are_typed_environment_backed_and_restorable(monkeypatch):
+    s = cuprims.settings
+    monkeypatch.setenv("CUPRIMS_PDL", "0")
+    assert s.pdl is False
+    monkeypatch.delenv("CUPRIMS_PDL")
+    assert s.pdl is True
+    version = s.version
+    with s.override(pdl=False, memory_cache=7):
+        assert s.pdl is False and s.memory_cache == 7
+        assert s.version > version
+    assert s.pdl is True and s.memory_cache == 256
+    s.disk_cache = False
+    try:
+        assert cuprims.cache_info()["disk_enabled"] is False
+    finally:
+        del s.disk_cache
+    assert s.disk_cache is True
+    with pytest.raises(ArgumentTypeError):
+        s.pdl = "yes"
+    with pytest.raises(ArgumentError):
+        s.memory_cache = 0
+    with pytest.raises(ArgumentError):
+        with s.override(no_such_setting=1):
+            pass
+
+
+# ------------------------------------------------------------------ the run flow over a fake driver
+
+@_skeleton.description
+class _FakeDescription(_skeleton.Description):
+    tag: str
+
+    def source(self, arch):
+        raise AssertionError("not compiled in this test")
+
+    def kernel_params(self):
+        return (("ptr",),)
+
+
+class _FakePlan(_skeleton.Plan):
+    def __init__(self, bytes_needed):
+        self.bytes_needed = bytes_needed
+        self.temp_align = 16
+
+
+class _FakeAlgorithm(_skeleton.Algorithm):
+    needs = {0: 100, 1: 100}  # temporary bytes per device
+    log: list = []
+
+    def _make_plan(self, loaded, variant):
+        return _FakePlan(self.needs[loaded.device])
+
+    def _temp_bytes(self, plan, args):
+        return plan.bytes_needed
+
+    def _dispatch(self, plan, args, temp, stream):
+        if plan.device != _FakeDriver.current:
+            raise CudaError("cuLaunchKernel", "CUDA_ERROR_INVALID_HANDLE")
+        self.log.append((plan.device, temp, stream))
+
+
+class _FakeDriver:
+    current = 0
+    allocs: list = []
+    frees: list = []
+
+
+@pytest.fixture
+def fake_driver(monkeypatch):
+    _FakeDriver.current = 0
+    _FakeDriver.allocs, _FakeDriver.frees = [], []
+    _FakeAlgorithm.log = []
+    monkeypatch.setattr(Builds, "build_for", lambda self, archs, objs: None)
+    loaded = _FakeDriver.loaded = {}
+    monkeypatch.setattr(Builds, "loaded", lambda self, device, objs: loaded.setdefault(
+        device, types.SimpleNamespace(device=device, extra={})))
+    monkeypatch.setattr(_skeleton.driver, "current_device", lambda: _FakeDriver.current)
+
+    def alloc(n, s):
+        _FakeDriver.allocs.append(n)
+        return 4096 * len(_FakeDriver.allocs)
+
+    monkeypatch.setattr(_skeleton.driver, "alloc_async", alloc)
+    monkeypatch.setattr(_skeleton.driver, "free_async", lambda p, s: _FakeDriver.frees.append(p))
+    monkeypatch.setattr(_skeleton, "temp_storage_info", lambda t, needed: (t[0], t[1]) if t[1] >= needed else
+                        (_ for _ in ()).throw(ArgumentError("temp_storage", f"at least {needed} bytes", t[1])))
+    return _FakeDriver
+
+
+def test_query_one_shot_and_caller_storage(fake_driver):
+    algo = _FakeAlgorithm(_FakeDescription("a"), [90], ())
+    assert algo._execute(None, None, False, (), ()) == 100          # the query launches nothing
+    assert _FakeAlgorithm.log == [] and fake_driver.allocs == []
+    algo._execute(None, 5, True, (), ())                            # one-shot: allocated and freed on the stream
+    assert fake_driver.allocs == [100] and fake_driver.frees == [4096] and _FakeAlgorithm.log == [(0, 4096, 5)]
+    algo._execute((1 << 20, 128), None, False, (), ())              # the caller's storage
+    assert _FakeAlgorithm.log[-1] == (0, 1 << 20, 0)
+    with pytest.raises(ArgumentError) as info:
+        algo._execute((1 << 20, 64), None, False, (), ())           # too small
+    assert info.value.argument == "temp_storage"
+    with pytest.raises(ArgumentError):
+        algo._execute(((1 << 20) + 8, 128), None, False, (), ())    # misaligned for the plan
+    assert fake_driver.allocs == [100]
+
+
+def test_retry_on_another_device(fake_driver):
+    algo = _FakeAlgorithm(_FakeDescription("b"), [90], ())
+    algo._execute(None, None, True, (), ())
+    fake_driver.current = 1
+    algo._execute(None, None, True, (), ())                         # first launch fails, the retry uses device 1
+    assert [d for d, _, _ in _FakeAlgorithm.log] == [0, 1]
+    assert len(fake_driver.allocs) == len(fake_driver.frees) == 2
+    _FakeAlgorithm.needs = {0: 100, 1: 1000}
+    try:
+        fake_driver.current = 0
+        algo._execute((1 << 20, 100), None, False, (), ())          # sized for device 0
+        fake_driver.current = 1
+        for loaded in algo._builds._by_device.values():
+            loaded.extra.clear()
+        algo._device_plan(0, ())                                    # the last plan is device 0's again
+        with pytest.raises(ArgumentError) as info:                  # device 1 needs more: a stale size
+            algo._execute((1 << 20, 100), None, False, (), ())
+        assert info.value.argument == "temp_storage"
+        algo._device_plan(0, ())
+        algo._execute(None, None, True, (), ())                     # one-shot re-allocates instead
+        assert fake_driver.allocs[-2:] == [100, 1000] and len(fake_driver.frees) == len(fake_driver.allocs)
+    finally:
+        _FakeAlgorithm.needs = {0: 100, 1: 100}
+
+
+def test_objects_are_computed_only_for_a_build(fake_driver):
+    calls = []
+    algo = _FakeAlgorithm(_FakeDescription("c"), [90], ())
+    algo._execute(None, None, True, (), lambda: calls.append(1) or ())
+    algo._execute(None, None, True, (), lambda: calls.append(1) or ())
+    assert calls == [1]  # the second call had its plan
