@@ -187,8 +187,8 @@ def test_retry_on_another_device(fake_driver):
         fake_driver.current = 0
         algo._execute((1 << 20, 100), None, False, (), ())          # sized for device 0
         fake_driver.current = 1
-        for loaded in algo._builds._by_device.values():
-            loaded.extra.clear()
+        for loaded in fake_driver.loaded.values():
+            loaded.extra.clear()                                    # plans made afresh with the new needs
         algo._device_plan(0, ())                                    # the last plan is device 0's again
         with pytest.raises(ArgumentError) as info:                  # device 1 needs more: a stale size
             algo._execute((1 << 20, 100), None, False, (), ())
