@@ -13,6 +13,11 @@ Types:
   every value type of one shape shares one build;
 * merge-sort keys are the real type for scalars (built-in comparisons need it) and a
   storage struct for structs; merge-sort values are opaque bytes like radix-sort values.
+
+Merge sort's built-in comparators are those of :mod:`.functors` (the ones binary search
+uses too): LESS is ascending with NaN after every number (numpy's ``np.sort`` order), a
+strict weak order also when keys are NaN (plain ``a < b`` is not, and gave an arbitrary
+order), GREATER its reverse (NaN first).
 """
 
 from __future__ import annotations
@@ -20,9 +25,10 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..errors import ArgumentError
-from ..op import OpKind, OpSpec
+from ..op import OpSpec
 from ..types import ValueType
-from .codegen import Source, extern_op_call, meta_export, op_symbol, preamble, tuned_selector
+from . import functors
+from .codegen import Source, meta_export, op_symbol, preamble, tuned_selector
 
 _CUB = "CUB_NS_QUALIFIER"
 
@@ -153,34 +159,10 @@ def radix_sort_source(*, key: ValueType, value: ValueType | None, descending: bo
 
 # ------------------------------------------------------------------------ merge sort
 
-_COMPARATORS = {OpKind.LESS: "a < b", OpKind.GREATER: "a > b"}
-
-
 def check_comparator_builtin(op: OpSpec, key: ValueType, argument: str = "op") -> None:
-    if op.builtin not in _COMPARATORS:
-        raise ArgumentError(argument, "a strict weak ordering: OpKind.LESS, OpKind.GREATER, a Python "
-                            "callable op(a, b) -> bool meaning a < b, or a RawOp", op.builtin)
-    if key.is_struct:
-        raise ArgumentError(argument, f"a Python callable or RawOp comparing struct keys ({key.cpp}); "
-                            "built-in comparisons work on scalar keys", op.builtin)
-    if key.kind == "c":
-        raise ArgumentError(argument, "a Python callable or RawOp for complex keys (complex numbers "
-                            "have no built-in order)", op.builtin)
-
-
-def comparator_functor(name: str, op: OpSpec, key: ValueType, symbol: str) -> tuple[str, tuple[str, ...]]:
-    """C++ functor ``name`` with ``bool operator()(const K&, const K&)`` meaning a < b."""
-    t = key.cpp
-    if op.kind == "builtin":
-        expr = _COMPARATORS[op.builtin]
-        return (f"struct {name}\n{{\n  __device__ __forceinline__ bool operator()(const {t}& a, const {t}& b) const\n"
-                f"  {{\n    return {expr};\n  }}\n}};\n"), ()
-    decl, state, call = extern_op_call(op, symbol, ["&lhs", "&rhs", "&flag"])
-    text = (f"{decl}\nstruct {name}\n{{\n{state}"
-            f"  __device__ __forceinline__ bool operator()(const {t}& a, const {t}& b) const\n  {{\n"
-            f"    {t} lhs = a;\n    {t} rhs = b;\n    unsigned char flag;\n    {call}\n    return flag != 0;\n"
-            f"  }}\n}};\n")
-    return text, (symbol,)
+    """Raise ArgumentError unless built-in ``op`` orders ``key`` keys (LESS or GREATER; see
+    :func:`.functors.check_comparator_builtin`)."""
+    functors.check_comparator_builtin(op, key, argument)
 
 
 def merge_sort_source(*, key: ValueType, value: ValueType | None, op: OpSpec, wide_offsets: bool,
@@ -191,7 +173,10 @@ def merge_sort_source(*, key: ValueType, value: ValueType | None, op: OpSpec, wi
     """
     if op.kind == "builtin":
         check_comparator_builtin(op, key)
-    functor, externs = comparator_functor("cuprims_compare_t", op, key, op_symbol(op, "cuprims_op_0"))
+    # merge sort's unit never zeroed the flag a linked comparator writes (its text, and so
+    # every cache key, stays as it was)
+    functor, externs = functors.comparator_functor("cuprims_compare_t", op, key, op_symbol(op, "cuprims_op_0"),
+                                                   zero_flag=False)
     offset_t = "unsigned long long" if wide_offsets else "unsigned int"
     if value is None:
         value_t, value_decl = f"{_CUB}::NullType", ""
