@@ -58,6 +58,8 @@ index. Ordering NaN last is what numpy's ``np.sort`` and ``np.searchsorted`` do,
 sorted by numpy can be searched with LESS. As an element-wise predicate,
 ``binary_transform(op=OpKind.LESS)`` answers "is a < b?" per element, which for a NaN is
 false, exactly as ``np.less`` answers: a NaN-last order there would claim ``1.0 < NaN``.
+Radix sort, which takes no operator, orders floating-point keys as the LESS comparator
+does (GREATER when descending; see :func:`.codegen_sort.nan_last_radix_traits`).
 """
 
 from __future__ import annotations
