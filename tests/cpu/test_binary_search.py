@@ -17,6 +17,7 @@ import cuprims
 from cuprims import OpKind, ProxyArray
 from cuprims._jit import codegen_binary_search as cgb
 from cuprims._jit.codegen import Source, preamble
+from cuprims._jit.functors import comparator_functor
 from cuprims.algorithms.binary_search import (hot_levels, lower_bound, make_lower_bound, make_upper_bound,
                                               upper_bound)
 from cuprims.errors import ArgumentError, CuprimsError, NoDeviceError
@@ -87,7 +88,7 @@ def test_builtin_comparators(op, code, ok):
 
 def test_every_builtin_comparator_compiles(shared_cache):
     codes = ["b1", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "f2", "f4", "f8"]
-    functors = [cgb.comparator_functor(f"c{i}_{op.name}", op_spec(op), vt(c), "unused")[0]
+    functors = [comparator_functor(f"c{i}_{op.name}", op_spec(op), vt(c), "unused")[0]
                 for i, c in enumerate(codes) for op in (OpKind.LESS, OpKind.GREATER)]
     from cuprims._jit.nvrtc import compile_to_ltoir
 

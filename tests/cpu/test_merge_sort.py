@@ -105,7 +105,8 @@ def test_source_shape():
     assert raw.extern_symbols == ("my_raw_cmp",)
     assert "unsigned char bytes[12]" in raw.text and "unsigned long long" in raw.text
     builtin = _generate(GOLDEN_SPECS["merge_sort_f2_less_pairs_c16_sm90"])
-    assert builtin.extern_symbols == () and "return a < b;" in builtin.text
+    # NaN last (numpy's order): a strict weak order also over NaN keys
+    assert builtin.extern_symbols == () and "return ((a < b) || (__hisnan(b) && !__hisnan(a)));" in builtin.text
     assert "#include <cuda_fp16.h>" in builtin.text and "cuprims_bytes_16_8" in builtin.text
 
 

@@ -296,7 +296,9 @@ class FakePack:
 
 
 def ordered_bits(keys: np.ndarray, descending: bool) -> np.ndarray:
-    """CUB's radix view of keys: twiddled unsigned bits, -0.0 as +0.0, complemented when descending."""
+    """The words the radix kernels order keys by: CUB's twiddled bits (floating-point keys
+    through ``codegen_sort.nan_last_radix_traits``: every NaN ~0, -inf 0), -0.0 as +0.0,
+    complemented when descending."""
     dt = keys.dtype
     nbits = dt.itemsize * 8
     ut = np.dtype(f"u{dt.itemsize}")
@@ -306,12 +308,21 @@ def ordered_bits(keys: np.ndarray, descending: bool) -> np.ndarray:
     if dt.kind == "i":
         u = u ^ high
     elif dt.kind == "f":
+        inf = np.uint64(np.array(np.inf, dt).view(ut))
         neg = (u & high) != 0
-        u = np.where(neg, u ^ full, u ^ high)
+        twiddled = np.where(neg, u ^ full, u ^ high)
+        u = np.where((u & ~high) > inf, full, np.where(u == (inf | high), np.uint64(0), twiddled))
         u = np.where(u == (high - np.uint64(1)), high, u)  # -0.0 sorts as +0.0
     if descending:
         u = u ^ full
     return u
+
+
+def sorted_keys(keys: np.ndarray) -> np.ndarray:
+    """Keys as a radix sort writes them: a floating-point NaN comes out as the quiet NaN."""
+    if keys.dtype.kind != "f":
+        return keys
+    return np.where(np.isnan(keys), np.array(np.nan, keys.dtype), keys)
 
 
 def digits_of(bits: np.ndarray, bit: int, nbits: int) -> np.ndarray:
@@ -341,7 +352,7 @@ class FakeRadixDevice:
         assert grid == 1
         keys = self.mem.view(k_in, self.kdt, n).copy()
         order = np.argsort(digits_of(ordered_bits(keys, self.desc), b, e - b), kind="stable")
-        self.mem.view(k_out, self.kdt, n)[:] = keys[order]
+        self.mem.view(k_out, self.kdt, n)[:] = sorted_keys(keys[order])
         if self.vdt is not None:
             self.mem.view(v_out, self.vdt, n)[:] = self.mem.view(v_in, self.vdt, n).copy()[order]
         else:
@@ -392,7 +403,7 @@ class FakeRadixDevice:
         # the output view ends at the furthest item written: FakeMemory checks it stays inside the buffer
         total = int(pos.max()) + 1 if n else 0
         assert pos.min(initial=0) >= 0
-        self.mem.view(k_out, self.kdt, total)[pos] = keys[order]
+        self.mem.view(k_out, self.kdt, total)[pos] = sorted_keys(keys[order])
         if self.vdt is not None:
             vals = self.mem.view(v_in, self.vdt, n).copy()
             self.mem.view(v_out, self.vdt, total)[pos] = vals[order]
@@ -515,7 +526,7 @@ def random_keys(dt, n, rng):
 def reference(keys, values, descending, b=0, e=None):
     e = keys.dtype.itemsize * 8 if e is None else e
     order = np.argsort(digits_of(ordered_bits(keys, descending), b, e - b), kind="stable")
-    return keys[order], None if values is None else values[order]
+    return sorted_keys(keys[order]), None if values is None else values[order]
 
 
 def _run_object(obj, mem, keys, values, n, *, double_buffer, b=None, e=None, stream=None, skew=8):

@@ -14,9 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ..errors import ArgumentError
-from ..op import COMPARISON_KINDS, UNARY_KINDS, OpKind, OpSpec
+from ..op import OpSpec
 from ..types import ValueType
+from .functors import binary_functor, check_binary_builtin, extern_op_call  # noqa: F401 (the codegen API)
 
 # Bump when generated code changes meaning in a way the source text would not show
 # (it always is part of the cache key together with the text itself).
@@ -36,64 +36,6 @@ class Source:
     meta_fields: tuple[str, ...]
     # extra cuda.core ProgramOptions for this unit, as (name, value) pairs (part of the key)
     compile_options: tuple[tuple[str, object], ...] = ()
-
-
-_BINARY_EXPR = {
-    OpKind.PLUS: "a + b",
-    OpKind.MINUS: "a - b",
-    OpKind.MULTIPLIES: "a * b",
-    OpKind.DIVIDES: "a / b",
-    OpKind.MODULUS: "a % b",
-    OpKind.EQUAL_TO: "a == b",
-    OpKind.NOT_EQUAL_TO: "a != b",
-    OpKind.GREATER: "a > b",
-    OpKind.LESS: "a < b",
-    OpKind.GREATER_EQUAL: "a >= b",
-    OpKind.LESS_EQUAL: "a <= b",
-    OpKind.LOGICAL_AND: "a && b",
-    OpKind.LOGICAL_OR: "a || b",
-    OpKind.BIT_AND: "a & b",
-    OpKind.BIT_OR: "a | b",
-    OpKind.BIT_XOR: "a ^ b",
-    OpKind.MINIMUM: "(b < a) ? b : a",
-    OpKind.MAXIMUM: "(a < b) ? b : a",
-}
-
-_INTEGER = frozenset("iu")
-_NUMERIC = frozenset("iufc")
-
-
-def _reduction_kinds_allowed(vt: ValueType) -> frozenset:
-    """Which built-ins form a sensible associative reduction over ``vt``."""
-    k = vt.kind
-    allowed = set()
-    if k in _NUMERIC:
-        allowed |= {OpKind.PLUS, OpKind.MULTIPLIES}
-    if k in "iuf":
-        allowed |= {OpKind.MINIMUM, OpKind.MAXIMUM}
-    if k in _INTEGER:
-        allowed |= {OpKind.BIT_AND, OpKind.BIT_OR, OpKind.BIT_XOR, OpKind.LOGICAL_AND, OpKind.LOGICAL_OR}
-    if k == "b":
-        allowed |= {OpKind.LOGICAL_AND, OpKind.LOGICAL_OR, OpKind.BIT_AND, OpKind.BIT_OR, OpKind.BIT_XOR,
-                    OpKind.EQUAL_TO, OpKind.NOT_EQUAL_TO, OpKind.MINIMUM, OpKind.MAXIMUM}
-    return frozenset(allowed)
-
-
-def check_binary_builtin(op: OpSpec, vt: ValueType, argument: str = "op") -> None:
-    """Raise ArgumentError if built-in ``op`` has no meaning as T x T -> T for ``vt``."""
-    kind = op.builtin
-    if kind in UNARY_KINDS:
-        raise ArgumentError(argument, "a binary operator (this algorithm combines two values)", kind)
-    if vt.is_struct:
-        raise ArgumentError(argument, f"a Python callable or RawOp for struct values ({vt.cpp}); "
-                            "built-in operators work on scalars", kind)
-    if kind not in _reduction_kinds_allowed(vt):
-        hint = ""
-        if kind in COMPARISON_KINDS:
-            hint = " (comparison operators are comparators, for sorting and searching)"
-        elif kind in (OpKind.MINUS, OpKind.DIVIDES, OpKind.MODULUS):
-            hint = f" that is associative ({kind.name} is not, so its reduction would depend on the order)"
-        raise ArgumentError(argument, f"an operator defined on {vt.dtype} values{hint}", kind)
 
 
 def preamble(value_types: tuple[ValueType, ...], arch: int) -> str:
@@ -125,34 +67,6 @@ def op_symbol(op: OpSpec, default: str) -> str:
     """The device symbol the kernel calls: a RawOp's own name, else ``default`` (the name our
     numba wrapper is compiled under)."""
     return op.name if op.kind == "raw" else default
-
-
-def extern_op_call(op: OpSpec, symbol: str, addresses: list[str]) -> tuple[str, str, str]:
-    """The pieces a functor needs to call a linked operator through our pointer ABI:
-    its ``extern "C"`` declaration, the functor's state member (empty without state), and
-    the call statement passing the state's address (if any), then ``addresses``."""
-    if op.state_size:
-        pointers = ["const_cast<void*>(static_cast<const void*>(&state))"] + addresses
-        state = f"  struct __align__({op.state_alignment}) {{ unsigned char bytes[{op.state_size}]; }} state;\n"
-    else:
-        pointers, state = addresses, ""
-    decl = f'extern "C" __device__ void {symbol}({", ".join(["void*"] * len(pointers))});'
-    return decl, state, f"{symbol}({', '.join(pointers)});"
-
-
-def binary_functor(name: str, op: OpSpec, vt: ValueType, symbol: str) -> tuple[str, tuple[str, ...]]:
-    """C++ functor ``name`` computing ``T op(T, T)``; returns (text, extern symbols)."""
-    t = vt.cpp
-    if op.kind == "builtin":
-        expr = _BINARY_EXPR[op.builtin]
-        body = f"return static_cast<{t}>({expr});"
-        return (f"struct {name}\n{{\n  __device__ __forceinline__ {t} operator()(const {t}& a, const {t}& b) const\n"
-                f"  {{\n    {body}\n  }}\n}};\n"), ()
-    decl, state, call = extern_op_call(op, symbol, ["&lhs", "&rhs", "&result"])
-    text = (f"{decl}\nstruct {name}\n{{\n{state}"
-            f"  __device__ __forceinline__ {t} operator()(const {t}& a, const {t}& b) const\n  {{\n"
-            f"    {t} lhs = a;\n    {t} rhs = b;\n    {t} result;\n    {call}\n    return result;\n  }}\n}};\n")
-    return text, (symbol,)
 
 
 def tuned_selector(base: str, overrides: Mapping[str, Any] | None, name: str = "cuprims_selector_t") -> str:

@@ -17,10 +17,10 @@ The comparator is a strict weak order ``comp(a, b) -> bool`` ("a goes before b")
 
 from __future__ import annotations
 
-from ..errors import ArgumentError
-from ..op import OpKind, OpSpec
+from ..op import OpSpec
 from ..types import ValueType
-from .codegen import Source, extern_op_call, meta_export, op_symbol, preamble
+from . import functors
+from .codegen import Source, meta_export, op_symbol, preamble
 from .codegen_iterators import IteratorUnit
 
 META_FIELDS = ("threads", "value_size", "out_size")
@@ -29,39 +29,9 @@ INDEX_CODES = ("i4", "i8", "u4", "u8")
 
 
 def check_comparator_builtin(op: OpSpec, data: ValueType, argument: str = "comp") -> None:
-    """Raise ArgumentError unless built-in ``op`` is a strict weak order on ``data``."""
-    if op.builtin not in (OpKind.LESS, OpKind.GREATER):
-        raise ArgumentError(argument, "None, OpKind.LESS (ascending data), OpKind.GREATER (descending data), "
-                            "a Python callable comp(a, b) -> bool or a RawOp", op.builtin)
-    if data.is_struct:
-        raise ArgumentError(argument, f"a Python callable or RawOp for struct values ({data.cpp}); built-in "
-                            "comparators work on scalars", op.builtin)
-    if data.kind == "c":
-        raise ArgumentError(argument, "a Python callable or RawOp (complex numbers have no built-in order)",
-                            op.builtin)
-
-
-def _less_expr(t: ValueType, a: str, b: str) -> str:
-    """``a`` before ``b`` in ascending order with NaN last (numpy's sort order)."""
-    if t.kind != "f":
-        return f"({a} < {b})"
-    if t.code == "f2":
-        return f"(({a} < {b}) || (__hisnan({b}) && !__hisnan({a})))"
-    return f"(({a} < {b}) || ({b} != {b} && {a} == {a}))"
-
-
-def comparator_functor(name: str, op: OpSpec, data: ValueType, symbol: str) -> tuple[str, tuple[str, ...]]:
-    """C++ functor ``name`` with ``bool operator()(const T& a, const T& b)``; returns
-    (text, extern symbols)."""
-    t = data.cpp
-    head = (f"struct {name}\n{{\n")
-    sig = f"  __device__ __forceinline__ bool operator()(const {t}& a, const {t}& b) const\n  {{\n    "
-    if op.kind == "builtin":
-        expr = _less_expr(data, "a", "b") if op.builtin is OpKind.LESS else _less_expr(data, "b", "a")
-        return head + sig + f"return {expr};\n  }}\n}};\n", ()
-    decl, state, call = extern_op_call(op, symbol, ["&lhs", "&rhs", "&flag"])
-    body = f"{t} lhs = a;\n    {t} rhs = b;\n    unsigned char flag = 0;\n    {call}\n    return flag != 0;"
-    return f"{decl}\n{head}{state}{sig}{body}\n  }}\n}};\n", (symbol,)
+    """Raise ArgumentError unless built-in ``op`` is a strict weak order on ``data`` (LESS
+    or GREATER; see :func:`.functors.check_comparator_builtin`)."""
+    functors.check_comparator_builtin(op, data, argument)
 
 
 def binary_search_source(*, data: ValueType, out: ValueType, op: OpSpec, arch: int,
@@ -72,7 +42,7 @@ def binary_search_source(*, data: ValueType, out: ValueType, op: OpSpec, arch: i
     :func:`codegen_iterators.iterator_unit`), or None for a plain array."""
     if out.code not in INDEX_CODES:
         raise ValueError(f"index type {out.code} is not one of {INDEX_CODES}")
-    functor, externs = comparator_functor("cuprims_comp_t", op, data, op_symbol(op, "cuprims_op_0"))
+    functor, externs = functors.comparator_functor("cuprims_comp_t", op, data, op_symbol(op, "cuprims_op_0"))
     values_t = f"const {data.cpp}*"
     iterator_text = ""
     if values is not None:

@@ -8,11 +8,19 @@ host relies on are pinned with ``static_assert`` in the generated unit.
 
 Types:
 * radix-sort keys are the real C++ arithmetic type (CUB's radix traits twiddle their
-  bits); values are moved as opaque bytes: an unsigned integer of the same size where
-  size == alignment (1, 2, 4, 8), else a storage struct of that size and alignment, so
-  every value type of one shape shares one build;
+  bits), except floating-point keys: the kernels sort those as a twin type of the same
+  bits whose traits order them as numpy does, NaN last (:func:`nan_last_radix_traits`;
+  the policy is still chosen for the real type). Values are moved as opaque bytes: an
+  unsigned integer of the same size where size == alignment (1, 2, 4, 8), else a
+  storage struct of that size and alignment, so every value type of one shape shares
+  one build;
 * merge-sort keys are the real type for scalars (built-in comparisons need it) and a
   storage struct for structs; merge-sort values are opaque bytes like radix-sort values.
+
+Merge sort's built-in comparators are those of :mod:`.functors` (the ones binary search
+uses too): LESS is ascending with NaN after every number (numpy's ``np.sort`` order), a
+strict weak order also when keys are NaN (plain ``a < b`` is not, and gave an arbitrary
+order), GREATER its reverse (NaN first).
 """
 
 from __future__ import annotations
@@ -20,9 +28,10 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..errors import ArgumentError
-from ..op import OpKind, OpSpec
+from ..op import OpSpec
 from ..types import ValueType
-from .codegen import Source, extern_op_call, meta_export, op_symbol, preamble, tuned_selector
+from . import functors
+from .codegen import Source, meta_export, op_symbol, preamble, tuned_selector
 
 _CUB = "CUB_NS_QUALIFIER"
 
@@ -84,6 +93,78 @@ def radix_tuning(key: ValueType, value: ValueType | None, wide_offsets: bool, ar
     return {}
 
 
+# Bits of each floating-point key type: (unsigned type, -inf, the canonical quiet NaN).
+_FLOAT_BITS = {
+    "f2": ("unsigned short", "0xfc00u", "0x7e00u"),
+    "f4": ("unsigned int", "0xff800000u", "0x7fc00000u"),
+    "f8": ("unsigned long long", "0xfff0000000000000ull", "0x7ff8000000000000ull"),
+}
+
+NAN_LAST_KEY = "cuprims_nan_last_key_t"
+
+
+def nan_last_radix_traits(key: ValueType) -> str:
+    """C++ declaring ``cuprims_nan_last_key_t``, a key type with ``key``'s bits that CUB's
+    radix sort orders as numpy sorts: NaNs of either sign after +inf (ascending), before
+    every number (descending), all NaNs tied (stable among themselves).
+
+    CUB orders keys by "bit-ordered" words its ``NumericTraits<T>::TwiddleIn`` makes from
+    their bits (``TwiddleOut`` turns them back). For floats it flips the sign bit of a
+    positive key and every bit of a negative one, which puts NaNs with the sign bit set
+    below -inf. ``NumericTraits`` may be specialised for one's own type (and
+    ``cuda::is_floating_point_v`` with it, so that CUB's digit extractors still tie -0.0
+    with +0.0); this type's traits make
+
+    * every NaN the bit-ordered word ~0 (above +inf's), which leaves the sort as the
+      canonical quiet NaN (float32 0x7fc00000, float64 0x7ff8000000000000, float16
+      0x7e00): a NaN's sign and payload are not kept;
+    * -inf the word 0, which leaves as -inf;
+    * every other key the word CUB's own float twiddle makes.
+
+    Why ~0 and 0: CUB pads the last tile with ``MAX_KEY`` (ascending) or ``LOWEST_KEY``
+    (descending) and counts the padding in its digit histograms, so their words must be
+    ~0 and 0, the top digit of every pass (after the inversion a descending sort applies).
+    A NaN and -inf are the keys that may tie with that padding; they tie with it as the
+    NaN 0x7fffffff already does in CUB's own float order, and the sort being stable puts
+    the padding after them. Keeping every other word CUB's keeps -0.0 and +0.0 tied in
+    both orders (CUB's tie relies on their words being complements) and the words of
+    all other keys, so their output bits and ``begin_bit``/``end_bit`` ranges over them
+    mean what they meant. NaNs cannot keep their bits: putting all of them above +inf
+    with distinct words forces every number's word down by the count of negative NaN
+    patterns, which breaks that complement. Cost: two compares and selects per key as it
+    is loaded and stored, in kernels bound by memory traffic.
+    """
+    bits, neg_inf, nan = _FLOAT_BITS[key.code]
+    name = NAN_LAST_KEY
+    f = "static constexpr _CCCL_HOST_DEVICE _CCCL_FORCEINLINE UnsignedBits"
+    return (
+        "// floating-point keys in numpy's order (see cuprims/_jit/codegen_sort.py, nan_last_radix_traits)\n"
+        f"struct __align__({key.size}) {name} {{ {bits} bits; }};\n"
+        f"namespace cuda {{ template <> inline constexpr bool is_floating_point_v<{name}> = true; }}\n"
+        "CUB_NAMESPACE_BEGIN\n"
+        f"template <> struct NumericTraits<{name}> : NumericTraits<{key.cpp}>\n"
+        "{\n"
+        f"  static constexpr UnsignedBits NEGATIVE_INFINITY = {neg_inf}, QUIET_NAN = {nan};\n"
+        "  static constexpr UnsignedBits ALL_ONES = UnsignedBits(~UnsignedBits(0));\n"
+        "  static constexpr UnsignedBits LOWEST_KEY = NEGATIVE_INFINITY; // bit-ordered 0\n"
+        "  static constexpr UnsignedBits MAX_KEY = QUIET_NAN; // bit-ordered ~0\n"
+        f"  {f} TwiddleIn(UnsignedBits key)\n"
+        "  {\n"
+        "    return UnsignedBits(key & ~HIGH_BIT) > UnsignedBits(NEGATIVE_INFINITY & ~HIGH_BIT) ? ALL_ONES // NaN\n"
+        "         : key == NEGATIVE_INFINITY ? UnsignedBits(0)\n"
+        "         : UnsignedBits(key ^ ((key & HIGH_BIT) ? ALL_ONES : HIGH_BIT)); // CUB's float twiddle\n"
+        "  }\n"
+        f"  {f} TwiddleOut(UnsignedBits key)\n"
+        "  {\n"
+        "    return key == ALL_ONES ? QUIET_NAN\n"
+        "         : key == UnsignedBits(0) ? NEGATIVE_INFINITY\n"
+        "         : UnsignedBits(key ^ ((key & HIGH_BIT) ? HIGH_BIT : ALL_ONES));\n"
+        "  }\n"
+        "};\n"
+        "CUB_NAMESPACE_END\n"
+    )
+
+
 def radix_sort_source(*, key: ValueType, value: ValueType | None, descending: bool, wide_offsets: bool,
                       arch: int, policy_overrides: Mapping[str, Any] | None = None) -> Source:
     """Source for CUB's onesweep radix sort of ``key`` keys (and ``value`` values, if given).
@@ -105,10 +186,14 @@ def radix_sort_source(*, key: ValueType, value: ValueType | None, descending: bo
     else:
         value_t, value_decl = bytes_type(value)
     order = "Descending" if descending else "Ascending"
+    # the kernels sort floating-point keys as their NaN-last twin (same bits, same size);
+    # the policy is still CUB's for the real type
+    sorted_key = NAN_LAST_KEY if key.kind == "f" else "cuprims_key_t"
     text = (
         preamble((key,), arch)
         + "#include <cub/device/dispatch/kernels/kernel_radix_sort.cuh>\n\n"
         + value_decl
+        + (nan_last_radix_traits(key) if key.kind == "f" else "")
         + f"using cuprims_key_t = {key.cpp};\n"
         + f"using cuprims_value_t = {value_t};\n"
         + f"using cuprims_offset_t = {offset_t};\n"
@@ -140,7 +225,7 @@ def radix_sort_source(*, key: ValueType, value: ValueType | None, descending: bo
         ))
     )
     o = f"cub::SortOrder::{order}"
-    k, v, off = "cuprims_key_t", "cuprims_value_t", "cuprims_offset_t"
+    k, v, off = sorted_key, "cuprims_value_t", "cuprims_offset_t"
     names = (
         f"cuprims_radix::DeviceRadixSortSingleTileKernel<cuprims_selector_t, {o}, {k}, {v}, {off}>",
         f"cuprims_radix::DeviceRadixSortHistogramKernel<cuprims_selector_t, {o}, {k}, {off}>",
@@ -153,34 +238,10 @@ def radix_sort_source(*, key: ValueType, value: ValueType | None, descending: bo
 
 # ------------------------------------------------------------------------ merge sort
 
-_COMPARATORS = {OpKind.LESS: "a < b", OpKind.GREATER: "a > b"}
-
-
 def check_comparator_builtin(op: OpSpec, key: ValueType, argument: str = "op") -> None:
-    if op.builtin not in _COMPARATORS:
-        raise ArgumentError(argument, "a strict weak ordering: OpKind.LESS, OpKind.GREATER, a Python "
-                            "callable op(a, b) -> bool meaning a < b, or a RawOp", op.builtin)
-    if key.is_struct:
-        raise ArgumentError(argument, f"a Python callable or RawOp comparing struct keys ({key.cpp}); "
-                            "built-in comparisons work on scalar keys", op.builtin)
-    if key.kind == "c":
-        raise ArgumentError(argument, "a Python callable or RawOp for complex keys (complex numbers "
-                            "have no built-in order)", op.builtin)
-
-
-def comparator_functor(name: str, op: OpSpec, key: ValueType, symbol: str) -> tuple[str, tuple[str, ...]]:
-    """C++ functor ``name`` with ``bool operator()(const K&, const K&)`` meaning a < b."""
-    t = key.cpp
-    if op.kind == "builtin":
-        expr = _COMPARATORS[op.builtin]
-        return (f"struct {name}\n{{\n  __device__ __forceinline__ bool operator()(const {t}& a, const {t}& b) const\n"
-                f"  {{\n    return {expr};\n  }}\n}};\n"), ()
-    decl, state, call = extern_op_call(op, symbol, ["&lhs", "&rhs", "&flag"])
-    text = (f"{decl}\nstruct {name}\n{{\n{state}"
-            f"  __device__ __forceinline__ bool operator()(const {t}& a, const {t}& b) const\n  {{\n"
-            f"    {t} lhs = a;\n    {t} rhs = b;\n    unsigned char flag;\n    {call}\n    return flag != 0;\n"
-            f"  }}\n}};\n")
-    return text, (symbol,)
+    """Raise ArgumentError unless built-in ``op`` orders ``key`` keys (LESS or GREATER; see
+    :func:`.functors.check_comparator_builtin`)."""
+    functors.check_comparator_builtin(op, key, argument)
 
 
 def merge_sort_source(*, key: ValueType, value: ValueType | None, op: OpSpec, wide_offsets: bool,
@@ -191,7 +252,10 @@ def merge_sort_source(*, key: ValueType, value: ValueType | None, op: OpSpec, wi
     """
     if op.kind == "builtin":
         check_comparator_builtin(op, key)
-    functor, externs = comparator_functor("cuprims_compare_t", op, key, op_symbol(op, "cuprims_op_0"))
+    # merge sort's unit never zeroed the flag a linked comparator writes (its text, and so
+    # every cache key, stays as it was)
+    functor, externs = functors.comparator_functor("cuprims_compare_t", op, key, op_symbol(op, "cuprims_op_0"),
+                                                   zero_flag=False)
     offset_t = "unsigned long long" if wide_offsets else "unsigned int"
     if value is None:
         value_t, value_decl = f"{_CUB}::NullType", ""

@@ -4,14 +4,16 @@ The kernel is CUB's own ``transform_kernel`` (see ``kernels/cuprims_transform.cu
 this module writes the operator functor, the kernel's name expression and the exported
 facts the host dispatch reads back (``cuprims_meta``).
 
-Built-in operators (``OpKind``) follow these rules, checked by
-:func:`check_transform_builtin` before any code is generated:
+Built-in operators (``OpKind``) are used in their element-wise role (see
+:mod:`.functors`, which writes the functor and checks, in :func:`check_transform_builtin`,
+that the operator is defined on the types before any code is generated):
 
 * unary ones (NEGATE, IDENTITY, BIT_NOT, LOGICAL_NOT) compute in the input's type;
 * binary ones compute in the *common type* of the two inputs (numpy's
   ``np.result_type``): both operands are converted to it and the C++ operator is applied
   there (so integer division truncates and integer arithmetic wraps in that type, as
-  ``cuda::std::plus<C>`` and friends would), comparisons give ``bool``;
+  ``cuda::std::plus<C>`` and friends would), comparisons give ``bool`` and are IEEE
+  comparisons (a NaN compares false, as with ``np.less``);
 * the result is then converted to the output's type.
 
 Python operators are compiled by numba with the output's type as their result type
@@ -20,12 +22,10 @@ Python operators are compiled by numba with the output's type as their result ty
 
 from __future__ import annotations
 
-import numpy as np
-
-from ..errors import ArgumentError
-from ..op import COMPARISON_KINDS, UNARY_KINDS, OpKind, OpSpec
-from ..types import ValueType, value_type
-from .codegen import Source, extern_op_call, meta_export, op_symbol, preamble
+from ..op import OpSpec
+from ..types import ValueType
+from .codegen import Source, meta_export, op_symbol, preamble
+from .functors import check_transform_builtin, common_type, transform_functor  # noqa: F401 (used by the host)
 
 # The host decodes the kernel's algorithm with these numbers (pinned by static_asserts
 # in cuprims_transform.cuh).
@@ -34,135 +34,6 @@ ALGO_PREFETCH, ALGO_VECTORIZED, ALGO_LDGSTS, ALGO_UBLKCP = 0, 1, 2, 3
 META_FIELDS = ("algorithm", "threads", "min_ipt", "max_ipt", "ipt_no_input", "vec_ipt", "vec_size",
                "min_bytes_in_flight", "loaded_bytes", "copy_align", "smem_1", "smem_2", "smem_cap",
                "out_size", "in1_size", "in2_size")
-
-_ARITH = {OpKind.PLUS: "+", OpKind.MINUS: "-", OpKind.MULTIPLIES: "*", OpKind.DIVIDES: "/",
-          OpKind.MODULUS: "%"}
-_COMPARE = {OpKind.EQUAL_TO: "==", OpKind.NOT_EQUAL_TO: "!=", OpKind.GREATER: ">", OpKind.LESS: "<",
-            OpKind.GREATER_EQUAL: ">=", OpKind.LESS_EQUAL: "<="}
-_BITWISE = {OpKind.BIT_AND: "&", OpKind.BIT_OR: "|", OpKind.BIT_XOR: "^"}
-_LOGICAL = {OpKind.LOGICAL_AND: "&&", OpKind.LOGICAL_OR: "||"}
-
-
-def common_type(a: ValueType, b: ValueType) -> ValueType:
-    """The type a binary built-in computes in: numpy's promotion of the two input types."""
-    if a.is_struct or b.is_struct:
-        raise ValueError("structs have no common type")
-    return value_type(np.result_type(a.dtype, b.dtype))
-
-
-def _converts(src: ValueType, dst: ValueType) -> bool:
-    """Whether a value of ``src`` may be converted to ``dst`` (static_cast in C++)."""
-    if src.is_struct or dst.is_struct:
-        return src.is_struct and dst.is_struct and src.code == dst.code
-    if src.kind == "c":
-        return dst.kind == "c"  # a complex number has no real-valued conversion
-    return True
-
-
-def check_transform_builtin(op: OpSpec, inputs: tuple[ValueType, ...], out: ValueType,
-                            argument: str = "op") -> None:
-    """Raise ArgumentError unless built-in ``op`` is defined on ``inputs`` giving ``out``."""
-    kind = op.builtin
-    arity = len(inputs)
-    if arity == 1 and kind not in UNARY_KINDS:
-        raise ArgumentError(argument, "a unary operator (NEGATE, IDENTITY, BIT_NOT, LOGICAL_NOT), a Python "
-                            "callable or a RawOp", kind)
-    if arity == 2 and kind in UNARY_KINDS:
-        raise ArgumentError(argument, "a binary operator (PLUS, MINUS, ..., comparisons, MINIMUM, MAXIMUM, bit "
-                            "and logical operators), a Python callable or a RawOp", kind)
-    if any(vt.is_struct for vt in inputs) or out.is_struct:
-        if kind is OpKind.IDENTITY and inputs[0].code == out.code:
-            return
-        raise ArgumentError(argument, "a Python callable or RawOp for struct values (built-in operators work on "
-                            "scalars; IDENTITY copies a struct to the same struct type)", kind)
-    if arity == 1:
-        t = inputs[0]
-        if kind is OpKind.NEGATE:
-            ok = t.kind in "iufc"
-        elif kind is OpKind.BIT_NOT:
-            ok = t.kind in "iub"
-        elif kind is OpKind.LOGICAL_NOT:
-            ok = t.kind in "iufb"
-        else:  # IDENTITY
-            ok = True
-        result = value_type(np.bool_) if kind is OpKind.LOGICAL_NOT else t
-    else:
-        c = common_type(*inputs)
-        k = c.kind
-        if kind in (OpKind.PLUS, OpKind.MULTIPLIES):
-            ok = k in "biufc"
-        elif kind in (OpKind.MINUS, OpKind.DIVIDES):
-            ok = k in "iufc"
-        elif kind is OpKind.MODULUS:
-            ok = k in "iu"
-        elif kind in (OpKind.EQUAL_TO, OpKind.NOT_EQUAL_TO):
-            ok = True
-        elif kind in COMPARISON_KINDS or kind in (OpKind.MINIMUM, OpKind.MAXIMUM):
-            ok = k in "biuf"
-        elif kind in _BITWISE:
-            ok = k in "biu"
-        else:  # logical
-            ok = k in "biuf"
-        result = value_type(np.bool_) if kind in COMPARISON_KINDS or kind in _LOGICAL else c
-        if not ok:
-            raise ArgumentError(argument, f"an operator defined on {inputs[0].dtype} and {inputs[1].dtype} values "
-                                f"(they combine as {c.dtype})", kind)
-    if not ok:
-        raise ArgumentError(argument, f"an operator defined on {inputs[0].dtype} values", kind)
-    if not _converts(result, out):
-        raise ArgumentError("d_out", f"an output type that {kind.name} on {', '.join(str(v.dtype) for v in inputs)} "
-                            f"(giving {result.dtype}) converts to", out.dtype)
-
-
-def _builtin_body(op: OpSpec, inputs: tuple[ValueType, ...], out: ValueType) -> str:
-    kind = op.builtin
-    o = out.cpp
-    if len(inputs) == 1:
-        t = inputs[0].cpp
-        if inputs[0].is_struct:  # IDENTITY on a struct (checked)
-            return "return a;"
-        if kind is OpKind.IDENTITY:
-            expr = "a"
-        elif kind is OpKind.NEGATE:
-            expr = f"static_cast<{t}>(-a)"
-        elif kind is OpKind.BIT_NOT:
-            expr = "!a" if inputs[0].kind == "b" else f"static_cast<{t}>(~a)"
-        else:  # LOGICAL_NOT
-            expr = "!static_cast<bool>(a)"
-        return f"return static_cast<{o}>({expr});"
-    c = common_type(*inputs).cpp
-    lines = f"const {c} x = static_cast<{c}>(a);\n    const {c} y = static_cast<{c}>(b);\n    "
-    if kind in _ARITH:
-        expr = f"static_cast<{c}>(x {_ARITH[kind]} y)"
-    elif kind in _COMPARE:
-        expr = f"(x {_COMPARE[kind]} y)"
-    elif kind is OpKind.MINIMUM:
-        expr = "((y < x) ? y : x)"
-    elif kind is OpKind.MAXIMUM:
-        expr = "((x < y) ? y : x)"
-    elif kind in _BITWISE:
-        expr = f"static_cast<{c}>(x {_BITWISE[kind]} y)"
-    else:
-        expr = f"(static_cast<bool>(x) {_LOGICAL[kind]} static_cast<bool>(y))"
-    return lines + f"return static_cast<{o}>({expr});"
-
-
-def transform_functor(name: str, op: OpSpec, inputs: tuple[ValueType, ...], out: ValueType,
-                      symbol: str) -> tuple[str, tuple[str, ...]]:
-    """C++ functor ``name`` computing ``Out op(const In&...)`` for one or two inputs;
-    returns (text, extern symbols). Python ops and RawOps are called through the pointer
-    ABI ``void symbol([state,] In0* a, [In1* b,] Out* result)``."""
-    params = ", ".join(f"const {vt.cpp}& {p}" for vt, p in zip(inputs, "ab"))
-    o = out.cpp
-    head = f"struct {name}\n{{\n"
-    sig = f"  __device__ __forceinline__ {o} operator()({params}) const\n  {{\n    "
-    if op.kind == "builtin":
-        return head + sig + _builtin_body(op, inputs, out) + "\n  }\n};\n", ()
-    n = len(inputs)
-    copies = "".join(f"{vt.cpp} {p}_copy = {p};\n    " for vt, p in zip(inputs, "ab"))
-    decl, state, call = extern_op_call(op, symbol, [f"&{p}_copy" for p in "ab"[:n]] + ["&result"])
-    body = f"{copies}{o} result;\n    {call}\n    return result;"
-    return f"{decl}\n{head}{state}{sig}{body}\n  }}\n}};\n", (symbol,)
 
 
 def transform_source(*, inputs: tuple[ValueType, ...], out: ValueType, op: OpSpec, arch: int) -> Source:

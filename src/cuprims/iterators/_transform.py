@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ArgumentError
-from ..op import OpKind, RawOp, op_spec
+from ..op import RawOp, op_spec
 from ..types import ValueType
 from ..types import value_type as make_value_type
 from ._base import IteratorBase, IteratorCode, LinkedOp, Member, StateWriter, as_iterator, emit_member, pack_member
@@ -51,7 +51,9 @@ class TransformIterator(IteratorBase):
         if value_type is not None:
             self._vt = make_value_type(value_type, argument="value_type")
         elif spec.kind == "builtin":
-            self._vt = _builtin_result(spec.builtin, in_vt)
+            from .._jit.functors import builtin_result_type
+
+            self._vt = builtin_result_type(spec.builtin, (in_vt,))
         elif spec.kind == "python":
             self._vt = make_value_type(_infer(transform_op, spec.key, in_vt), argument="value_type")
         else:
@@ -110,10 +112,6 @@ class TransformIterator(IteratorBase):
             op = self._op
             assert isinstance(op, RawOp)
             state.raw(op.state, self._spec.state_alignment)
-
-
-def _builtin_result(kind: OpKind, in_vt: ValueType) -> ValueType:
-    return make_value_type(np.bool_) if kind is OpKind.LOGICAL_NOT else in_vt
 
 
 def _infer(fn: Any, key: str, in_vt: ValueType) -> np.dtype:

@@ -12,7 +12,7 @@ struct cuprims_compare_t
 {
   __device__ __forceinline__ bool operator()(const __half& a, const __half& b) const
   {
-    return a < b;
+    return ((a < b) || (__hisnan(b) && !__hisnan(a)));
   }
 };
 using cuprims_key_t = __half;

@@ -6,6 +6,30 @@
 #endif
 #include <cub/device/dispatch/kernels/kernel_radix_sort.cuh>
 
+// floating-point keys in numpy's order (see cuprims/_jit/codegen_sort.py, nan_last_radix_traits)
+struct __align__(2) cuprims_nan_last_key_t { unsigned short bits; };
+namespace cuda { template <> inline constexpr bool is_floating_point_v<cuprims_nan_last_key_t> = true; }
+CUB_NAMESPACE_BEGIN
+template <> struct NumericTraits<cuprims_nan_last_key_t> : NumericTraits<__half>
+{
+  static constexpr UnsignedBits NEGATIVE_INFINITY = 0xfc00u, QUIET_NAN = 0x7e00u;
+  static constexpr UnsignedBits ALL_ONES = UnsignedBits(~UnsignedBits(0));
+  static constexpr UnsignedBits LOWEST_KEY = NEGATIVE_INFINITY; // bit-ordered 0
+  static constexpr UnsignedBits MAX_KEY = QUIET_NAN; // bit-ordered ~0
+  static constexpr _CCCL_HOST_DEVICE _CCCL_FORCEINLINE UnsignedBits TwiddleIn(UnsignedBits key)
+  {
+    return UnsignedBits(key & ~HIGH_BIT) > UnsignedBits(NEGATIVE_INFINITY & ~HIGH_BIT) ? ALL_ONES // NaN
+         : key == NEGATIVE_INFINITY ? UnsignedBits(0)
+         : UnsignedBits(key ^ ((key & HIGH_BIT) ? ALL_ONES : HIGH_BIT)); // CUB's float twiddle
+  }
+  static constexpr _CCCL_HOST_DEVICE _CCCL_FORCEINLINE UnsignedBits TwiddleOut(UnsignedBits key)
+  {
+    return key == ALL_ONES ? QUIET_NAN
+         : key == UnsignedBits(0) ? NEGATIVE_INFINITY
+         : UnsignedBits(key ^ ((key & HIGH_BIT) ? HIGH_BIT : ALL_ONES));
+  }
+};
+CUB_NAMESPACE_END
 using cuprims_key_t = __half;
 using cuprims_value_t = unsigned int;
 using cuprims_offset_t = unsigned long long;
@@ -31,11 +55,11 @@ extern "C" __device__ __attribute__((used)) const long long cuprims_meta[12] = {
   (long long)(cuprims_policy.onesweep.radix_bits) /* radix_bits */};
 
 // ---- name_expressions ----
-// cuprims_radix::DeviceRadixSortSingleTileKernel<cuprims_selector_t, cub::SortOrder::Ascending, cuprims_key_t, cuprims_value_t, cuprims_offset_t>
-// cuprims_radix::DeviceRadixSortHistogramKernel<cuprims_selector_t, cub::SortOrder::Ascending, cuprims_key_t, cuprims_offset_t>
+// cuprims_radix::DeviceRadixSortSingleTileKernel<cuprims_selector_t, cub::SortOrder::Ascending, cuprims_nan_last_key_t, cuprims_value_t, cuprims_offset_t>
+// cuprims_radix::DeviceRadixSortHistogramKernel<cuprims_selector_t, cub::SortOrder::Ascending, cuprims_nan_last_key_t, cuprims_offset_t>
 // cuprims_radix::DeviceRadixSortExclusiveSumKernel<cuprims_selector_t, cuprims_offset_t>
 // cuprims_radix::DeviceRadixSortInitKernel<cuprims_selector_t, int, cuprims_offset_t>
-// cuprims_radix::DeviceRadixSortOnesweepKernel<cuprims_selector_t, cub::SortOrder::Ascending, cuprims_key_t, cuprims_value_t, cuprims_offset_t, int, int>
+// cuprims_radix::DeviceRadixSortOnesweepKernel<cuprims_selector_t, cub::SortOrder::Ascending, cuprims_nan_last_key_t, cuprims_value_t, cuprims_offset_t, int, int>
 // ---- extern_symbols ----
 // ---- meta_fields ----
 // key_size

@@ -8,6 +8,30 @@
 
 struct __align__(8) cuprims_bytes_24_8 { unsigned char bytes[24]; };
 static_assert(sizeof(cuprims_bytes_24_8) == 24 && alignof(cuprims_bytes_24_8) == 8);
+// floating-point keys in numpy's order (see cuprims/_jit/codegen_sort.py, nan_last_radix_traits)
+struct __align__(4) cuprims_nan_last_key_t { unsigned int bits; };
+namespace cuda { template <> inline constexpr bool is_floating_point_v<cuprims_nan_last_key_t> = true; }
+CUB_NAMESPACE_BEGIN
+template <> struct NumericTraits<cuprims_nan_last_key_t> : NumericTraits<float>
+{
+  static constexpr UnsignedBits NEGATIVE_INFINITY = 0xff800000u, QUIET_NAN = 0x7fc00000u;
+  static constexpr UnsignedBits ALL_ONES = UnsignedBits(~UnsignedBits(0));
+  static constexpr UnsignedBits LOWEST_KEY = NEGATIVE_INFINITY; // bit-ordered 0
+  static constexpr UnsignedBits MAX_KEY = QUIET_NAN; // bit-ordered ~0
+  static constexpr _CCCL_HOST_DEVICE _CCCL_FORCEINLINE UnsignedBits TwiddleIn(UnsignedBits key)
+  {
+    return UnsignedBits(key & ~HIGH_BIT) > UnsignedBits(NEGATIVE_INFINITY & ~HIGH_BIT) ? ALL_ONES // NaN
+         : key == NEGATIVE_INFINITY ? UnsignedBits(0)
+         : UnsignedBits(key ^ ((key & HIGH_BIT) ? ALL_ONES : HIGH_BIT)); // CUB's float twiddle
+  }
+  static constexpr _CCCL_HOST_DEVICE _CCCL_FORCEINLINE UnsignedBits TwiddleOut(UnsignedBits key)
+  {
+    return key == ALL_ONES ? QUIET_NAN
+         : key == UnsignedBits(0) ? NEGATIVE_INFINITY
+         : UnsignedBits(key ^ ((key & HIGH_BIT) ? HIGH_BIT : ALL_ONES));
+  }
+};
+CUB_NAMESPACE_END
 using cuprims_key_t = float;
 using cuprims_value_t = cuprims_bytes_24_8;
 using cuprims_offset_t = unsigned int;
@@ -33,11 +57,11 @@ extern "C" __device__ __attribute__((used)) const long long cuprims_meta[12] = {
   (long long)(cuprims_policy.onesweep.radix_bits) /* radix_bits */};
 
 // ---- name_expressions ----
-// cuprims_radix::DeviceRadixSortSingleTileKernel<cuprims_selector_t, cub::SortOrder::Descending, cuprims_key_t, cuprims_value_t, cuprims_offset_t>
-// cuprims_radix::DeviceRadixSortHistogramKernel<cuprims_selector_t, cub::SortOrder::Descending, cuprims_key_t, cuprims_offset_t>
+// cuprims_radix::DeviceRadixSortSingleTileKernel<cuprims_selector_t, cub::SortOrder::Descending, cuprims_nan_last_key_t, cuprims_value_t, cuprims_offset_t>
+// cuprims_radix::DeviceRadixSortHistogramKernel<cuprims_selector_t, cub::SortOrder::Descending, cuprims_nan_last_key_t, cuprims_offset_t>
 // cuprims_radix::DeviceRadixSortExclusiveSumKernel<cuprims_selector_t, cuprims_offset_t>
 // cuprims_radix::DeviceRadixSortInitKernel<cuprims_selector_t, int, cuprims_offset_t>
-// cuprims_radix::DeviceRadixSortOnesweepKernel<cuprims_selector_t, cub::SortOrder::Descending, cuprims_key_t, cuprims_value_t, cuprims_offset_t, int, int>
+// cuprims_radix::DeviceRadixSortOnesweepKernel<cuprims_selector_t, cub::SortOrder::Descending, cuprims_nan_last_key_t, cuprims_value_t, cuprims_offset_t, int, int>
 // ---- extern_symbols ----
 // ---- meta_fields ----
 // key_size
