@@ -71,8 +71,46 @@ def result_rows(work_width: int = 40, variant_width: int = 40) -> tuple[list[dic
     return rows, add
 
 
+def dist_version(name: str) -> str | None:
+    """Installed version of distribution ``name``, or None."""
+    try:
+        from importlib.metadata import version
+
+        return version(name)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _chart(name: str, rows: list[dict[str, Any]], path: Path) -> None:
+    """One horizontal bar panel per kind of work (its variants' values), as a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    works: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        works.setdefault(r["work"], []).append(r)
+    fig, axes = plt.subplots(len(works), 1, figsize=(10, 1.0 + sum(0.35 * len(v) + 0.6 for v in works.values())),
+                             squeeze=False)
+    for ax, (work, group) in zip(axes[:, 0], works.items()):
+        labels = [g["variant"] for g in group]
+        values = [g["value"] for g in group]
+        colors = ["tab:green" if lab.startswith("cuprims") else "tab:gray" for lab in labels]
+        ax.barh(range(len(values)), values, color=colors)
+        ax.set_yticks(range(len(values)), labels, fontsize=7)
+        ax.invert_yaxis()
+        ax.set_title(f"{work} ({group[0]['unit']}, lower is better)", fontsize=8)
+        ax.tick_params(axis="x", labelsize=7)
+    fig.suptitle(name)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def write_results(name: str, rows: list[dict[str, Any]], extra: dict[str, Any], out_dirs: list[Path]) -> str:
-    """Write JSON and a markdown table; returns the markdown."""
+    """Write JSON, a markdown table and (where matplotlib is installed) a PNG chart;
+    returns the markdown."""
     lines = [f"# {name}", ""]
     for key, value in extra.items():
         lines.append(f"- {key}: {value}")
@@ -87,4 +125,8 @@ def write_results(name: str, rows: list[dict[str, Any]], extra: dict[str, Any], 
         d.mkdir(parents=True, exist_ok=True)
         (d / f"{name}.json").write_text(json.dumps(payload, indent=2, default=str))
         (d / f"{name}.md").write_text(md)
+        try:
+            _chart(name, rows, d / f"{name}.png")
+        except ImportError:
+            print("matplotlib is not installed (pip install -e '.[bench]'): no chart", file=sys.stderr)
     return md
