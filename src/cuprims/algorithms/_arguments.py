@@ -14,6 +14,7 @@ and the alignment its C++ type needs), or the iterator's packed state with posit
 from __future__ import annotations
 
 import dataclasses
+import enum
 from typing import Any
 
 import numpy as np
@@ -45,6 +46,12 @@ class ArgKind:
     state_size: int = 8
     state_alignment: int = 8
     unit: Any = dataclasses.field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # read on every call: kept as plain attributes
+        object.__setattr__(self, "_dtype", self.value.dtype)
+        object.__setattr__(self, "_mask", self.alignment - 1)
+        object.__setattr__(self, "_is_pointer", self.key == POINTER)
 
     def cpp(self) -> str:
         """The C++ type of the kernel parameter."""
@@ -85,10 +92,13 @@ class ArgKind:
 
     def bind(self, x: Any, count: int, count_name: str | None = "num_items") -> Any:
         """The kernel parameter for ``x`` reading or writing ``count`` items."""
-        if self.key == POINTER:
-            if isinstance(x, IteratorBase):
-                raise ArgumentError(self.name, "a device array (as at build time)", x)
-            return _arrays.checked_pointer(x, self.name, self.value.dtype, count, self.alignment - 1, count_name)
+        if self._is_pointer:
+            try:
+                return _arrays.checked_array(x, self.name, self._dtype, count, self._mask, count_name)[0]
+            except ArgumentTypeError:
+                if isinstance(x, IteratorBase):
+                    raise ArgumentError(self.name, "a device array (as at build time)", x) from None
+                raise
         if not isinstance(x, IteratorBase) or x._key() != self.key:
             raise ArgumentError(self.name, f"an iterator of the kind this object was built for ({self.key})", x)
         return x._state(count, self.name).ljust(self.state_size, b"\0")
@@ -147,6 +157,86 @@ _iterator_kinds: dict[tuple[str, str, bool], ArgKind] = {}
 
 
 def linked_objects(*args: Any) -> list[Any]:
-    """The Python objects behind the operators inside the iterators among ``args`` (in the
-    order of their ArgKinds' ``linked_ops``)."""
-    return [obj for x in args if isinstance(x, IteratorBase) for obj in x._linked_objects()]
+    """The Python objects behind the linked operators of a call's ``args`` (operators
+    and argument iterators, in that order of appearance): a callable or RawOp is itself
+    one, an iterator contributes those inside it, built-ins and arrays none."""
+    out: list[Any] = []
+    for x in args:
+        if isinstance(x, IteratorBase):
+            out.extend(x._linked_objects())
+        elif x is not None and not isinstance(x, enum.Enum) and (callable(x) or hasattr(x, "ltoir")) \
+                and not hasattr(x, "__cuda_array_interface__"):
+            out.append(x)
+    return out
+
+
+_PLAIN = (bool, int, float, complex, str, bytes, type(None))
+
+
+def _plain(x: Any) -> Any:
+    return (type(x), x)
+
+
+def _typed(x: Any) -> Any:
+    return (type(x), x.dtype)
+
+
+def _iterator(x: Any) -> Any:
+    return (IteratorBase, x._key())
+
+
+def _struct_value(x: Any) -> Any:
+    return (type(x), type(x)._cuprims_dtype)
+
+
+def _operator(x: Any) -> Any:
+    try:
+        from ..op import op_spec
+
+        return ("op", op_spec(x))
+    except Exception:  # noqa: BLE001 - the description reports it, naming the argument
+        return None
+
+
+def _own(x: Any) -> Any:
+    return x._cuprims_signature()
+
+
+def _unknown(x: Any) -> Any:
+    dt = getattr(x, "dtype", None)
+    if isinstance(dt, np.dtype):
+        return (type(x), dt)
+    if dt is not None and type(dt).__module__.startswith("torch"):
+        return (type(x), str(dt))
+    return None
+
+
+def _signer_for(x: Any) -> Any:
+    tp = type(x)
+    if tp in _PLAIN or isinstance(x, enum.Enum):
+        return _plain
+    if isinstance(x, IteratorBase):
+        return _iterator
+    if hasattr(tp, "_cuprims_signature"):
+        return _own
+    if isinstance(getattr(x, "dtype", None), np.dtype):
+        return _typed
+    if getattr(tp, "_cuprims_dtype", None) is not None:
+        return _struct_value
+    if callable(x) or hasattr(x, "ltoir"):
+        return _operator
+    return _unknown
+
+
+_signers: dict[type, Any] = {}
+
+
+def signature(x: Any) -> Any:
+    """A cheap, hashable stand-in for everything a build-time description reads of ``x``
+    (dtype and kind of an array or host value, an iterator's key, an operator's spec), or
+    None where there is none (then the description is made afresh). How to read one is
+    chosen once per Python type."""
+    signer = _signers.get(type(x))
+    if signer is None:
+        signer = _signers[type(x)] = _signer_for(x)
+    return signer(x)

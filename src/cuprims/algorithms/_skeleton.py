@@ -24,7 +24,7 @@ caller's buffer checks, stream-ordered allocation for one-shot calls).
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from .._jit import driver
 from .._jit.build import OpInput
@@ -33,9 +33,13 @@ from .._streams import stream_handle
 from ..errors import ArgumentError, CudaError
 from ..op import OpSpec, RawOp
 from ..types import ValueType
+from ._arguments import linked_objects, signature
 from ._common import (Builds, CompiledAlgorithm, Loaded, PerThreadCache, frozen, parse_compute_capability, targets,
                       temp_storage_info)
 
+
+# Descriptions remembered per algorithm class (by argument signatures) before starting afresh.
+_MAX_DESCRIPTIONS = 512
 
 description = frozen  # a Description subclass is a frozen dataclass with a cached hash
 
@@ -111,16 +115,18 @@ class Algorithm(CompiledAlgorithm):
     Description class) and implement ``_make_plan``, ``_temp_bytes`` and ``_dispatch``."""
 
     _object_cache: PerThreadCache
+    _descriptions: dict[tuple, Description]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls._object_cache = PerThreadCache()
+        cls._descriptions = {}
 
-    def __init__(self, desc: Description, compute_capability: Any, objs: Sequence[Any]):
+    def __init__(self, desc: Description, compute_capability: Any, raw: Sequence[Any]):
         self.desc = desc
         self._variant_builds: dict[int, Builds] = {}
         self._builds = self._builds_of(0)
-        self._builds.build_for(targets(compute_capability), objs)
+        self._builds.build_for(targets(compute_capability), self._objects(*raw))
         # plan of each variant on the device used last (kernel handles of a CUDA library are
         # valid in every context: only a failed launch calls for a fresh look)
         self._plans: dict[int, Any] = {}
@@ -128,20 +134,44 @@ class Algorithm(CompiledAlgorithm):
 
     # -- construction ---------------------------------------------------------------
     @classmethod
-    def _make(cls, desc: Description, compute_capability: Any, objs: Sequence[Any]) -> Any:
-        """The object for ``desc`` from this thread's cache, or a new one (built now)."""
+    def _described(cls, describe: Callable[..., Description], *args: Any) -> Description:
+        """``describe(*args)``, remembered by the arguments' signatures: a one-shot call
+        with the types of an earlier one skips the checks that call passed, and finds its
+        object by the very same description."""
+        key = tuple(signature(a) for a in args)
+        if None in key:
+            return describe(*args)
+        desc = cls._descriptions.get(key)
+        if desc is None:
+            desc = describe(*args)
+            if len(cls._descriptions) >= _MAX_DESCRIPTIONS:
+                cls._descriptions.clear()
+            cls._descriptions[key] = desc
+        return desc
+
+    @classmethod
+    def _make(cls, desc: Description, compute_capability: Any, raw: Sequence[Any]) -> Any:
+        """The object for ``desc`` from this thread's cache, or a new one (built now).
+
+        ``raw``: the call's arguments that carry linked operators (see :meth:`_objects`)."""
         archs = parse_compute_capability(compute_capability)
         if not desc.persistent:
-            return cls(desc, archs, objs)
+            return cls(desc, archs, raw)
         key = (desc, None if archs is None else tuple(archs))
         obj = cls._object_cache.get(key)
         if obj is None:
-            obj = cls(desc, archs, objs)
+            obj = cls(desc, archs, raw)
             cls._object_cache.put(key, obj)
         return obj
 
     def _setup(self) -> None:
         """Per-object constants derived from ``self.desc`` (parameter packs and the like)."""
+
+    def _objects(self, *raw: Any) -> list[Any]:
+        """The Python objects behind ``desc.linked_ops()``, in order, from the call's
+        operator and iterator arguments ``raw`` given in the order the description lists
+        their operators (needed only for a build; never kept)."""
+        return linked_objects(*raw)
 
     def _builds_of(self, variant: int) -> Builds:
         builds = self._variant_builds.get(variant)
@@ -162,10 +192,8 @@ class Algorithm(CompiledAlgorithm):
         raise NotImplementedError
 
     # -- per device ----------------------------------------------------------------
-    def _device_plan(self, device: int, objs: Any, variant: int = 0) -> Any:
-        if callable(objs):  # computed only now: walking iterator trees is not for every call
-            objs = objs()
-        loaded = self._builds_of(variant).loaded(device, objs)
+    def _device_plan(self, device: int, raw: Sequence[Any], variant: int = 0) -> Any:
+        loaded = self._builds_of(variant).loaded(device, self._objects(*raw))
         plan = loaded.extra.get("plan")
         if plan is None:
             plan = loaded.extra["plan"] = self._make_plan(loaded, variant)
@@ -174,16 +202,16 @@ class Algorithm(CompiledAlgorithm):
         return plan
 
     # -- a call ----------------------------------------------------------------------
-    def _execute(self, temp_storage: Any, stream: Any, one_shot: bool, args: Any, objs: Any,
+    def _execute(self, temp_storage: Any, stream: Any, one_shot: bool, args: Any, raw: Sequence[Any],
                  variant: int = 0) -> int | None:
         """Size temporary storage, or run: the query (``temp_storage=None`` outside a
         one-shot call) returns the bytes needed (at least 1) and launches nothing.
 
-        ``objs``: the Python objects behind ``desc.linked_ops()`` (needed only when a build
-        is missing), or a function returning them."""
+        ``args``: the bound call (whatever ``_temp_bytes``/``_dispatch`` take); ``raw``: the
+        call's operator and iterator arguments, for :meth:`_objects` if a build is missing."""
         plan = self._plans.get(variant)
         if plan is None:
-            plan = self._device_plan(driver.current_device(), objs, variant)
+            plan = self._device_plan(driver.current_device(), raw, variant)
         needed = self._temp_bytes(plan, args)
         if temp_storage is None and not one_shot:
             return needed or 1
@@ -207,7 +235,7 @@ class Algorithm(CompiledAlgorithm):
                 # Another device (possibly of another architecture) is current: use its build,
                 # whose tiles (and so its temporary storage) may differ.
                 self._plans.clear()
-                fresh = self._device_plan(device, objs, variant)
+                fresh = self._device_plan(device, raw, variant)
                 fresh_needed = self._temp_bytes(fresh, args)
                 if fresh_needed > available or (fresh_needed and temp % fresh.temp_align):
                     if not owned:

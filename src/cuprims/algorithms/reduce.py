@@ -22,7 +22,7 @@ from .._jit.codegen import Source, check_binary_builtin, reduce_source
 from ..errors import ArgumentError
 from ..op import OpSpec, op_spec
 from ..types import host_bytes, same_layout
-from ._arguments import ArgKind, describe, linked_objects
+from ._arguments import ArgKind, describe
 from ._common import Loaded, check_num_items
 from ._skeleton import Algorithm, Description, Plan, combiner_ops, description, functor_size, functor_state
 from ._values import check_host_value, host_value_dtype
@@ -168,10 +168,7 @@ class _Reduce(Algorithm):
         desc = self.desc
         args = (desc.d_in.bind(d_in, n), desc.d_out.bind(d_out, 1, None), n,
                 functor_state(desc.op, op) if desc.op.state_size else self._state, self._init_bytes(h_init))
-        return self._execute(temp_storage, stream, one_shot, args, lambda: self._objects(op, d_in, d_out))
-
-    def _objects(self, op: Any, d_in: Any, d_out: Any) -> tuple[Any, ...]:
-        return ((op,) if self.desc.op.kind != "builtin" else ()) + tuple(linked_objects(d_in, d_out))
+        return self._execute(temp_storage, stream, one_shot, args, (op, d_in, d_out))
 
     def __call__(self, *, temp_storage: Any, d_in: Any, d_out: Any, num_items: int, op: Any = None,
                  h_init: Any = None, stream: Any = None) -> int | None:
@@ -208,9 +205,8 @@ def make_reduce_into(*, d_in: Any, d_out: Any, op: Any, h_init: Any = None, **kw
     for name in kwargs:
         if name not in _KWARGS:
             raise ArgumentError(name, "one of compute_capability=, determinism=", "an unknown keyword")
-    desc = _describe(d_in, d_out, op, h_init, kwargs.get("determinism", Determinism.RUN_TO_RUN))
-    objs = ((op,) if desc.op.kind != "builtin" else ()) + tuple(linked_objects(d_in, d_out))
-    return _Reduce._make(desc, kwargs.get("compute_capability"), objs)
+    desc = _Reduce._described(_describe, d_in, d_out, op, h_init, kwargs.get("determinism", Determinism.RUN_TO_RUN))
+    return _Reduce._make(desc, kwargs.get("compute_capability"), (op, d_in, d_out))
 
 
 def reduce_into(*, d_in: Any, d_out: Any, num_items: int, op: Any, h_init: Any = None, stream: Any = None,

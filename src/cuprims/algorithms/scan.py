@@ -30,7 +30,7 @@ from ..config import settings
 from ..errors import ArgumentError, ArgumentTypeError
 from ..op import OpSpec, op_spec
 from ..types import host_bytes
-from ._arguments import ArgKind, describe, linked_objects
+from ._arguments import ArgKind, describe
 from ._common import Loaded, check_num_items
 from ._skeleton import Algorithm, Description, Plan, combiner_ops, description, functor_size, functor_state
 from ._values import check_device_value, check_host_value, device_value_pointer, init_value_kind as _init_info
@@ -188,10 +188,7 @@ class _Scan(Algorithm):
         desc = self.desc
         args = (desc.d_in.bind(d_in, n), desc.d_out.bind(d_out, n), n,
                 functor_state(desc.op, op) if desc.op.state_size else self._state, self._init_arg(init_value))
-        return self._execute(temp_storage, stream, one_shot, args, lambda: self._objects(op, d_in, d_out))
-
-    def _objects(self, op: Any, d_in: Any, d_out: Any) -> tuple[Any, ...]:
-        return ((op,) if self.desc.op.kind != "builtin" else ()) + tuple(linked_objects(d_in, d_out))
+        return self._execute(temp_storage, stream, one_shot, args, (op, d_in, d_out))
 
     def __call__(self, *, temp_storage: Any, d_in: Any, d_out: Any, op: Any, init_value: Any, num_items: int,
                  stream: Any = None) -> int | None:
@@ -207,9 +204,8 @@ class _Scan(Algorithm):
 # ------------------------------------------------------------------- public functions
 
 def _make(d_in: Any, d_out: Any, op: Any, init_value: Any, inclusive: bool, compute_capability: Any) -> _Scan:
-    desc = _describe(d_in, d_out, op, init_value, inclusive)
-    objs = ((op,) if desc.op.kind != "builtin" else ()) + tuple(linked_objects(d_in, d_out))
-    return _Scan._make(desc, compute_capability, objs)
+    desc = _Scan._described(_describe, d_in, d_out, op, init_value, inclusive)
+    return _Scan._make(desc, compute_capability, (op, d_in, d_out))
 
 
 def make_inclusive_scan(*, d_in: Any, d_out: Any, op: Any, init_value: Any = None,
