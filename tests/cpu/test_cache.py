@@ -6,8 +6,6 @@ from __future__ import annotations
 import gc
 import os
 import shutil
-import subprocess
-import sys
 import threading
 import time
 import weakref
@@ -22,7 +20,7 @@ from cuprims import OpKind, ProxyArray, ProxyValue
 from cuprims.errors import OperatorCompileError
 from cuprims._jit import stats
 from cuprims._jit.cache import MAGIC, DiskCache, SingleFlightLRU, decode_entry, encode_entry
-from cpu_helpers import counters, delta, last_json, make_f4, run_python
+from cpu_helpers import WAIT_FOR_ALL, counters, delta, last_json, make_f4, run_python, spawn_builders
 
 ELF = b"\x7fELF"
 
@@ -203,13 +201,9 @@ def test_threads_racing_on_make_reduce_into_compile_once():
 
 
 BUILD_SCRIPT = r"""
-import hashlib, json, os, sys, time
+import hashlib, json
 import numpy as np, cuprims
-ready_dir, n = sys.argv[1], int(sys.argv[2])
-open(os.path.join(ready_dir, str(os.getpid())), "w").close()
-deadline = time.time() + 120
-while len(os.listdir(ready_dir)) < n and time.time() < deadline:
-    time.sleep(0.002)
+""" + WAIT_FOR_ALL + r"""
 t0 = time.perf_counter()
 r = cuprims.make_reduce_into(d_in=cuprims.ProxyArray(np.float32), d_out=cuprims.ProxyArray(np.float32),
                              op=lambda a, b: a * 0.25 + b, h_init=cuprims.ProxyValue(np.float32),
@@ -223,19 +217,7 @@ print(json.dumps(info))
 
 
 def _spawn(tmp_path: Path, cache_dir: Path, n: int, tag: str) -> list[dict]:
-    script = tmp_path / "build_script.py"
-    script.write_text(BUILD_SCRIPT)
-    ready = tmp_path / f"ready-{tag}"
-    ready.mkdir()
-    env = dict(os.environ, CUPRIMS_CACHE_DIR=str(cache_dir))
-    procs = [subprocess.Popen([sys.executable, str(script), str(ready), str(n)], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(n)]
-    outs = []
-    for p in procs:
-        out, err = p.communicate(timeout=300)
-        assert p.returncode == 0, f"builder process failed:\n{out}\n{err}"
-        outs.append(last_json(out))
-    return outs
+    return spawn_builders(tmp_path, cache_dir, BUILD_SCRIPT, n, tag)
 
 
 def test_processes_racing_compile_once(tmp_path, fresh_caches):
