@@ -19,7 +19,7 @@ import cuprims
 from cuprims import OpKind, ProxyArray, ProxyValue
 from cuprims.errors import OperatorCompileError
 from cuprims._jit import stats
-from cuprims._jit.cache import MAGIC, DiskCache, SingleFlightLRU, decode_entry, encode_entry
+from cuprims._jit.cache import LAYOUT_VERSION, MAGIC, DiskCache, SingleFlightLRU, decode_entry, encode_entry
 from cpu_helpers import WAIT_FOR_ALL, counters, delta, last_json, make_f4, run_python, spawn_builders
 
 ELF = b"\x7fELF"
@@ -30,7 +30,7 @@ def plus_op(a, b):
 
 
 def _files(root: Path, kind: str | None = None) -> list[Path]:
-    base = root / "v1" / kind if kind else root
+    base = root / LAYOUT_VERSION / kind if kind else root
     return sorted(p for p in base.rglob("*") if p.is_file()) if base.exists() else []
 
 
@@ -259,10 +259,14 @@ def test_warm_disk_in_process_compiles_nothing(pristine_copy):
 def test_encode_decode_round_trip():
     meta = {"arch": 90, "kernels": {"a<b>": "_Z1a"}, "meta": {"x": 1}}
     blobs = {"cubin": b"\x7fELF" + bytes(range(256)) * 3, "empty": b"", "ltoir": b"\x00\x01"}
-    raw = encode_entry(meta, blobs)
+    raw = encode_entry(meta, blobs, kind="cubin", key="ab" * 32)
     assert raw.startswith(MAGIC)
-    assert decode_entry(raw) == (meta, blobs)
-    assert encode_entry(meta, blobs) == raw  # deterministic framing
+    assert decode_entry(raw, kind="cubin", key="ab" * 32) == (meta, blobs)
+    assert encode_entry(meta, blobs, kind="cubin", key="ab" * 32) == raw  # deterministic framing
+    with pytest.raises(ValueError, match="another kind or key"):
+        decode_entry(raw, kind="cubin", key="cd" * 32)
+    with pytest.raises(ValueError, match="another kind or key"):
+        decode_entry(raw, kind="kernel", key="ab" * 32)
 
 
 def _damaged(raw: bytes):
@@ -283,11 +287,11 @@ def _damaged(raw: bytes):
 @pytest.mark.parametrize("case", ["empty", "short", "bad magic", "truncated", "appended", "flipped payload",
                                   "flipped digest"])
 def test_decode_rejects_damage(case):
-    raw = encode_entry({"k": 1}, {"blob": b"0123456789" * 10})
+    raw = encode_entry({"k": 1}, {"blob": b"0123456789" * 10}, kind="kernel", key="ef" * 32)
     cases = {name: (data, msg) for name, data, msg in _damaged(raw)}
     data, msg = cases[case]
     with pytest.raises(ValueError) as info:
-        decode_entry(data)
+        decode_entry(data, kind="kernel", key="ef" * 32)
     if msg:
         assert msg in str(info.value)
 
@@ -297,7 +301,7 @@ def test_disk_cache_get_put_and_discard(tmp_path):
     assert disk.get("cubin", "ab" * 32) is None
     disk.put("cubin", "ab" * 32, {"m": 1}, {"cubin": b"xyz"})
     assert disk.get("cubin", "ab" * 32) == ({"m": 1}, {"cubin": b"xyz"})
-    path = tmp_path / "c" / "v1" / "cubin" / "ab" / ("ab" * 32)
+    path = tmp_path / "c" / LAYOUT_VERSION / "cubin" / "ab" / ("ab" * 32)
     assert path.is_file()
     assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")]
     path.write_bytes(path.read_bytes()[:-1])
@@ -347,9 +351,10 @@ def test_corrupt_entries_are_discarded_and_rebuilt(pristine_copy, how):
     # every damaged file was replaced by a good entry
     for p in damaged:
         assert p.is_file()
-        meta, blobs = decode_entry(p.read_bytes())
+        meta, blobs = decode_entry(p.read_bytes(), kind=p.parent.parent.name, key=p.name)
         assert blobs
-    cubin_meta, cubin_blobs = decode_entry(_files(root, "cubin")[0].read_bytes())
+    cubin_path = _files(root, "cubin")[0]
+    cubin_meta, cubin_blobs = decode_entry(cubin_path.read_bytes(), kind="cubin", key=cubin_path.name)
     assert cubin_blobs["cubin"] == original
     assert cubin_meta["arch"] == 90
     # and the repaired cache serves the next process-like cold start without compiling
