@@ -10,7 +10,7 @@ from pathlib import Path
 from .. import config
 from ..errors import CompileError
 from . import lazy, stats
-from .cache import UnsafeDirectory, describe_error, open_private_dir, report_unusable, write_file_atomic
+from .cache import UnsafeDirectory, open_private_dir, report_unusable, write_file_atomic
 from .codegen import Source
 from .toolchain import KERNELS_DIR, cccl_include_dir, cuda_include_dir
 
@@ -54,11 +54,14 @@ def save_source(text: str, directory: Path | None = None) -> tuple[str | None, s
             write_file_atomic(fd, name, text.encode())
         finally:
             os.close(fd)
-    except (UnsafeDirectory, OSError) as exc:
-        reason = describe_error(exc)
-        report_unusable("generated-source directory", directory, reason)
-        return None, reason
-    return str(directory / name), None
+    except UnsafeDirectory as exc:
+        reason = str(exc)
+    except OSError as exc:
+        reason = f"cannot write in {directory}: {exc.strerror or exc}"
+    else:
+        return str(directory / name), None
+    report_unusable("generated-source directory", directory, reason)
+    return None, reason
 
 
 def write_source(text: str, directory: Path | None = None) -> str | None:
