@@ -32,7 +32,16 @@ def cache_info() -> dict[str, Any]:
 
     Keys: ``numba_compiles``, ``nvrtc_compiles``, ``links``, ``memory_hits``,
     ``memory_misses``, ``disk_hits``, ``disk_misses``, ``disk_writes``,
-    ``disk_corrupt_discarded``, ``memory_entries``, ``cache_dir``, ``disk_enabled``.
+    ``disk_corrupt_discarded``, ``memory_entries``, ``cache_dir``, ``disk_enabled``,
+    ``disk_status``.
+
+    ``disk_corrupt_discarded`` counts disk entries that failed any check and were deleted
+    (to be rebuilt): damaged or truncated, written for another key or kind, malformed
+    metadata, not a regular file (a symlink, a FIFO, a device), or larger than the read
+    bound. ``disk_status`` is ``"ok"``, ``"disabled"``, or why the cache directory cannot
+    be used (not writable, not a directory, a symlink, not owned by you, or writable by
+    others); builds then still work, they are just not kept. Such a problem is also
+    logged once per process and directory as a warning on the ``cuprims`` logger.
 
     Example::
 
@@ -45,4 +54,6 @@ def cache_info() -> dict[str, Any]:
     info["memory_entries"] = len(build.memory_cache())
     info["cache_dir"] = str(config.cache_dir())
     info["disk_enabled"] = config.disk_cache_enabled()
+    disk = build.disk_cache()
+    info["disk_status"] = "disabled" if disk is None else disk.status()
     return info

@@ -34,11 +34,25 @@ def make_f4(op, *, cc=ARCH, h_init=True, dtype=np.float32, out_dtype=None, **kwa
         h_init=cuprims.ProxyValue(out_dtype) if h_init else None, compute_capability=cc, **kwargs)
 
 
-def run_python(code: str, *, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
-    """Run ``code`` in a fresh interpreter; raise with its output if it fails."""
+def bad_source():
+    """A generated reduction with a syntax error appended: NVRTC rejects it."""
+    from cuprims._jit import codegen
+
+    good = codegen.reduce_source(in_type=cuprims.types.value_type(np.float32),
+                                 accum=cuprims.types.value_type(np.float32),
+                                 op=cuprims.op.op_spec(cuprims.OpKind.PLUS), has_init=True,
+                                 deterministic_across_gpus=False, arch=ARCH)
+    text = good.text + "\nthis is not valid C++ at all ;;; int x = ;\n"
+    return codegen.Source(text=text, name_expressions=(), extern_symbols=(), meta_fields=())
+
+
+def run_python(code: str, *, env: dict | None = None, timeout: float = 300,
+               prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+    """Run ``code`` in a fresh interpreter (started through ``prefix``, e.g. a privilege
+    dropper); raise with its output if it fails."""
     full_env = dict(os.environ)
     full_env.update(env or {})
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+    proc = subprocess.run([*prefix, sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
                           env=full_env, timeout=timeout)
     if proc.returncode != 0:
         raise AssertionError(f"subprocess failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
@@ -49,6 +63,47 @@ def last_json(stdout: str) -> dict:
     lines = [ln for ln in stdout.splitlines() if ln.startswith("{")]
     assert lines, f"no JSON line in output:\n{stdout}"
     return json.loads(lines[-1])
+
+
+# Python source for a builder script (see spawn_builders): announce this process, then
+# wait until all n have started, so that their builds race.
+WAIT_FOR_ALL = """
+import os, sys, time
+ready_dir, n = sys.argv[1], int(sys.argv[2])
+open(os.path.join(ready_dir, str(os.getpid())), "w").close()
+deadline = time.time() + 120
+while len(os.listdir(ready_dir)) < n and time.time() < deadline:
+    time.sleep(0.002)
+"""
+
+
+def spawn_builders(tmp_path: Path, cache_dir: Path, script_text: str, n: int, tag: str, *,
+                   args=lambda i: (), env: dict | None = None, timeout: float = 300) -> list[dict]:
+    """Start ``n`` interpreters on ``script_text`` at once and return each one's last JSON line.
+
+    The script gets ``argv[1]`` = a "ready" directory and ``argv[2]`` = n (for
+    :data:`WAIT_FOR_ALL`, to wait until every process has started before it builds), then
+    ``args(i)`` for process i."""
+    script = tmp_path / f"builder-{tag}.py"
+    script.write_text(script_text)
+    ready = tmp_path / f"ready-{tag}"
+    ready.mkdir()
+    full_env = dict(os.environ, CUPRIMS_CACHE_DIR=str(cache_dir))
+    full_env.update(env or {})
+    procs = [subprocess.Popen([sys.executable, str(script), str(ready), str(n), *map(str, args(i))], env=full_env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(n)]
+    outs = []
+    try:
+        for p in procs:
+            out, err = p.communicate(timeout=timeout)
+            assert p.returncode == 0, f"builder process failed:\n{out}\n{err}"
+            outs.append(last_json(out))
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    return outs
 
 
 # ------------------------------------------------------------------ golden sources and cubin layouts

@@ -12,8 +12,8 @@ import cuprims
 from cuprims import Determinism, OpKind
 from cuprims.errors import CompileError, CuprimsError, OperatorCompileError
 from cuprims._jit import build as jit_build
-from cuprims._jit import codegen, nvrtc
-from cpu_helpers import counters, delta, make_f4
+from cuprims._jit import nvrtc
+from cpu_helpers import bad_source, counters, delta, make_f4
 
 ELF = b"\x7fELF"
 
@@ -231,17 +231,8 @@ def test_operator_failures_are_not_cached(shared_cache):
 
 # ------------------------------------------------------------------ NVRTC errors, dumps
 
-def _bad_source() -> codegen.Source:
-    good = codegen.reduce_source(in_type=cuprims.types.value_type(np.float32),
-                                 accum=cuprims.types.value_type(np.float32),
-                                 op=cuprims.op.op_spec(OpKind.PLUS), has_init=True,
-                                 deterministic_across_gpus=False, arch=90)
-    text = good.text + "\nthis is not valid C++ at all ;;; int x = ;\n"
-    return codegen.Source(text=text, name_expressions=(), extern_symbols=(), meta_fields=())
-
-
 def test_nvrtc_failure_raises_compile_error():
-    src = _bad_source()
+    src = bad_source()
     with pytest.raises(CompileError) as info:
         nvrtc.compile_to_ltoir(src, 90)
     err = info.value
@@ -258,7 +249,7 @@ def test_nvrtc_failure_source_lands_in_dump_dir(tmp_path, monkeypatch):
     dump = tmp_path / "dump"
     monkeypatch.setenv("CUPRIMS_DUMP_DIR", str(dump))
     with pytest.raises(CompileError) as info:
-        nvrtc.compile_to_ltoir(_bad_source(), 90)
+        nvrtc.compile_to_ltoir(bad_source(), 90)
     assert Path(info.value.source_path).parent == dump
 
 

@@ -6,8 +6,6 @@ from __future__ import annotations
 import gc
 import os
 import shutil
-import subprocess
-import sys
 import threading
 import time
 import weakref
@@ -21,8 +19,8 @@ import cuprims
 from cuprims import OpKind, ProxyArray, ProxyValue
 from cuprims.errors import OperatorCompileError
 from cuprims._jit import stats
-from cuprims._jit.cache import MAGIC, DiskCache, SingleFlightLRU, decode_entry, encode_entry
-from cpu_helpers import counters, delta, last_json, make_f4, run_python
+from cuprims._jit.cache import LAYOUT_VERSION, MAGIC, DiskCache, SingleFlightLRU, decode_entry, encode_entry
+from cpu_helpers import WAIT_FOR_ALL, counters, delta, last_json, make_f4, run_python, spawn_builders
 
 ELF = b"\x7fELF"
 
@@ -32,7 +30,7 @@ def plus_op(a, b):
 
 
 def _files(root: Path, kind: str | None = None) -> list[Path]:
-    base = root / "v1" / kind if kind else root
+    base = root / LAYOUT_VERSION / kind if kind else root
     return sorted(p for p in base.rglob("*") if p.is_file()) if base.exists() else []
 
 
@@ -203,13 +201,9 @@ def test_threads_racing_on_make_reduce_into_compile_once():
 
 
 BUILD_SCRIPT = r"""
-import hashlib, json, os, sys, time
+import hashlib, json
 import numpy as np, cuprims
-ready_dir, n = sys.argv[1], int(sys.argv[2])
-open(os.path.join(ready_dir, str(os.getpid())), "w").close()
-deadline = time.time() + 120
-while len(os.listdir(ready_dir)) < n and time.time() < deadline:
-    time.sleep(0.002)
+""" + WAIT_FOR_ALL + r"""
 t0 = time.perf_counter()
 r = cuprims.make_reduce_into(d_in=cuprims.ProxyArray(np.float32), d_out=cuprims.ProxyArray(np.float32),
                              op=lambda a, b: a * 0.25 + b, h_init=cuprims.ProxyValue(np.float32),
@@ -223,19 +217,7 @@ print(json.dumps(info))
 
 
 def _spawn(tmp_path: Path, cache_dir: Path, n: int, tag: str) -> list[dict]:
-    script = tmp_path / "build_script.py"
-    script.write_text(BUILD_SCRIPT)
-    ready = tmp_path / f"ready-{tag}"
-    ready.mkdir()
-    env = dict(os.environ, CUPRIMS_CACHE_DIR=str(cache_dir))
-    procs = [subprocess.Popen([sys.executable, str(script), str(ready), str(n)], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(n)]
-    outs = []
-    for p in procs:
-        out, err = p.communicate(timeout=300)
-        assert p.returncode == 0, f"builder process failed:\n{out}\n{err}"
-        outs.append(last_json(out))
-    return outs
+    return spawn_builders(tmp_path, cache_dir, BUILD_SCRIPT, n, tag)
 
 
 def test_processes_racing_compile_once(tmp_path, fresh_caches):
@@ -277,10 +259,14 @@ def test_warm_disk_in_process_compiles_nothing(pristine_copy):
 def test_encode_decode_round_trip():
     meta = {"arch": 90, "kernels": {"a<b>": "_Z1a"}, "meta": {"x": 1}}
     blobs = {"cubin": b"\x7fELF" + bytes(range(256)) * 3, "empty": b"", "ltoir": b"\x00\x01"}
-    raw = encode_entry(meta, blobs)
+    raw = encode_entry(meta, blobs, kind="cubin", key="ab" * 32)
     assert raw.startswith(MAGIC)
-    assert decode_entry(raw) == (meta, blobs)
-    assert encode_entry(meta, blobs) == raw  # deterministic framing
+    assert decode_entry(raw, kind="cubin", key="ab" * 32) == (meta, blobs)
+    assert encode_entry(meta, blobs, kind="cubin", key="ab" * 32) == raw  # deterministic framing
+    with pytest.raises(ValueError, match="another kind or key"):
+        decode_entry(raw, kind="cubin", key="cd" * 32)
+    with pytest.raises(ValueError, match="another kind or key"):
+        decode_entry(raw, kind="kernel", key="ab" * 32)
 
 
 def _damaged(raw: bytes):
@@ -301,11 +287,11 @@ def _damaged(raw: bytes):
 @pytest.mark.parametrize("case", ["empty", "short", "bad magic", "truncated", "appended", "flipped payload",
                                   "flipped digest"])
 def test_decode_rejects_damage(case):
-    raw = encode_entry({"k": 1}, {"blob": b"0123456789" * 10})
+    raw = encode_entry({"k": 1}, {"blob": b"0123456789" * 10}, kind="kernel", key="ef" * 32)
     cases = {name: (data, msg) for name, data, msg in _damaged(raw)}
     data, msg = cases[case]
     with pytest.raises(ValueError) as info:
-        decode_entry(data)
+        decode_entry(data, kind="kernel", key="ef" * 32)
     if msg:
         assert msg in str(info.value)
 
@@ -315,7 +301,7 @@ def test_disk_cache_get_put_and_discard(tmp_path):
     assert disk.get("cubin", "ab" * 32) is None
     disk.put("cubin", "ab" * 32, {"m": 1}, {"cubin": b"xyz"})
     assert disk.get("cubin", "ab" * 32) == ({"m": 1}, {"cubin": b"xyz"})
-    path = tmp_path / "c" / "v1" / "cubin" / "ab" / ("ab" * 32)
+    path = tmp_path / "c" / LAYOUT_VERSION / "cubin" / "ab" / ("ab" * 32)
     assert path.is_file()
     assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")]
     path.write_bytes(path.read_bytes()[:-1])
@@ -365,9 +351,10 @@ def test_corrupt_entries_are_discarded_and_rebuilt(pristine_copy, how):
     # every damaged file was replaced by a good entry
     for p in damaged:
         assert p.is_file()
-        meta, blobs = decode_entry(p.read_bytes())
+        meta, blobs = decode_entry(p.read_bytes(), kind=p.parent.parent.name, key=p.name)
         assert blobs
-    cubin_meta, cubin_blobs = decode_entry(_files(root, "cubin")[0].read_bytes())
+    cubin_path = _files(root, "cubin")[0]
+    cubin_meta, cubin_blobs = decode_entry(cubin_path.read_bytes(), kind="cubin", key=cubin_path.name)
     assert cubin_blobs["cubin"] == original
     assert cubin_meta["arch"] == 90
     # and the repaired cache serves the next process-like cold start without compiling

@@ -101,6 +101,7 @@ def test_cache_info_keys(fresh_caches):
     assert info["cache_dir"] == str(fresh_caches)
     for key in ("numba_compiles", "nvrtc_compiles", "links", "memory_hits", "memory_misses", "disk_hits",
                 "disk_misses", "disk_writes", "disk_corrupt_discarded", "memory_entries", "cache_dir",
-                "disk_enabled"):
+                "disk_enabled", "disk_status"):
         assert key in info, key
     assert info["disk_enabled"] is True
+    assert info["disk_status"] == "ok"

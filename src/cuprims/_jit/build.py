@@ -10,6 +10,10 @@ must be linked beside it. Keys:
 
 Operators whose recipe is not persistent (it names an object identity) are built
 without any caching.
+
+Entries read from disk are checked against what this build expects (the readers below)
+before they are used. Each kind has its own per-key lock; a ``kernel`` lock is taken
+while the ``cubin`` lock is held, never the other way round.
 """
 
 from __future__ import annotations
@@ -93,20 +97,79 @@ def build_key(source: Source, arch: int, ops: Sequence[OpInput]) -> str:
     return _digest("cubin", *parts)
 
 
+def _bad(what: str) -> ValueError:
+    return ValueError(f"malformed entry: {what}")
+
+
+def _is_str_map(value: Any) -> bool:
+    return isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+
+
+def _kernel_entry_reader(source: Source):
+    """Checks a ``kernel`` entry's metadata against what ``source`` must give; returns
+    (LTO-IR, symbols). Any mismatch raises, so the disk cache drops the entry."""
+    expected = set(source.name_expressions)
+
+    def read(meta: dict[str, Any], blobs: dict[str, bytes]) -> tuple[bytes, dict[str, str]]:
+        if set(meta) != {"symbols"}:
+            raise _bad(f"kernel fields {sorted(meta)}")
+        symbols = meta["symbols"]
+        if not _is_str_map(symbols) or set(symbols) != expected:
+            raise _bad("kernel symbols")
+        if set(blobs) != {"ltoir"} or not blobs["ltoir"]:
+            raise _bad("kernel blobs")
+        return blobs["ltoir"], dict(symbols)
+
+    return read
+
+
+def _cubin_entry_reader(source: Source, arch: int):
+    """Checks a ``cubin`` entry (arch int, kernels dict[str, str], meta dict[str, int],
+    blob ``cubin``: an ELF image) against ``source`` and ``arch``; returns a BuildResult."""
+    names, fields = set(source.name_expressions), set(source.meta_fields)
+
+    def read(meta: dict[str, Any], blobs: dict[str, bytes]) -> BuildResult:
+        if set(meta) != {"arch", "kernels", "meta"}:
+            raise _bad(f"cubin fields {sorted(meta)}")
+        if type(meta["arch"]) is not int or meta["arch"] != arch:
+            raise _bad("cubin arch")
+        kernels, values = meta["kernels"], meta["meta"]
+        if not _is_str_map(kernels) or set(kernels) != names:
+            raise _bad("cubin kernels")
+        if (not isinstance(values, dict) or set(values) != fields
+                or not all(type(v) is int for v in values.values())):
+            raise _bad("cubin meta")
+        if set(blobs) != {"cubin"} or blobs["cubin"][:4] != b"\x7fELF":
+            raise _bad("cubin blobs")
+        return BuildResult(arch=arch, cubin=blobs["cubin"], kernels=dict(kernels), meta=dict(values))
+
+    return read
+
+
 def _kernel_ltoir(source: Source, arch: int, disk: DiskCache | None) -> tuple[bytes, dict[str, str]]:
     key = kernel_key(source, arch)
 
-    def build() -> tuple[bytes, dict[str, str]]:
-        if disk is not None:
-            hit = disk.get("kernel", key)
-            if hit is not None:
-                meta, blobs = hit
-                return blobs["ltoir"], meta["symbols"]
+    def compile_and_keep() -> tuple[bytes, dict[str, str]]:
         with stats.stage("nvrtc", f"sm_{arch}"):
             ltoir, symbols = compile_to_ltoir(source, arch)
         if disk is not None:
             disk.put("kernel", key, {"symbols": symbols}, {"ltoir": ltoir})
         return ltoir, symbols
+
+    def build() -> tuple[bytes, dict[str, str]]:
+        if disk is None:
+            return compile_and_keep()
+        read = _kernel_entry_reader(source)
+        hit = disk.get("kernel", key, read)
+        if hit is not None:
+            return hit
+        # The caller may hold this build's cubin lock; a kernel lock is only ever taken
+        # inside a cubin lock (never the reverse), so processes cannot deadlock.
+        with disk.lock("kernel", key):
+            hit = disk.get("kernel", key, read)  # another process may have compiled it meanwhile
+            if hit is not None:
+                return hit
+            return compile_and_keep()
 
     return _kernel_memory.get_or_build(key, build)
 
@@ -147,7 +210,7 @@ def _compile_and_link(source: Source, arch: int, ops: Sequence[OpInput], objs: S
 def build(source: Source, arch: int, ops: Sequence[OpInput] = (), objs: Sequence[Any] = ()) -> BuildResult:
     """Compiled code for ``source`` on ``sm_<arch>`` with ``ops`` linked in, from cache if possible."""
     if config.dump_dir() is not None:
-        write_source(source.text)  # every generated unit lands there, cache hit or not
+        write_source(source.text)  # every generated unit lands there, cache hit or not (never raises)
     persistent = all(op.spec.persistent for op in ops)
     if not persistent:
         return _compile_and_link(source, arch, ops, objs, None)
@@ -158,19 +221,19 @@ def build(source: Source, arch: int, ops: Sequence[OpInput] = (), objs: Sequence
     def from_disk_or_compile() -> BuildResult:
         if disk is None:
             return _compile_and_link(source, arch, ops, objs, None)
+        read = _cubin_entry_reader(source, arch)
         with stats.stage("disk lookup"):
-            hit = disk.get("cubin", key)
-        if hit is None:
-            with disk.lock("cubin", key):
-                hit = disk.get("cubin", key)  # another process may have built it meanwhile
-                if hit is None:
-                    result = _compile_and_link(source, arch, ops, objs, disk)
-                    disk.put("cubin", key, {"arch": arch, "kernels": result.kernels, "meta": result.meta},
-                             {"cubin": result.cubin})
-                    return result
-        meta, blobs = hit
-        return BuildResult(arch=meta["arch"], cubin=blobs["cubin"], kernels=meta["kernels"],
-                           meta={k: int(v) for k, v in meta["meta"].items()})
+            hit = disk.get("cubin", key, read)
+        if hit is not None:
+            return hit
+        with disk.lock("cubin", key):
+            hit = disk.get("cubin", key, read)  # another process may have built it meanwhile
+            if hit is not None:
+                return hit
+            result = _compile_and_link(source, arch, ops, objs, disk)
+            disk.put("cubin", key, {"arch": arch, "kernels": result.kernels, "meta": result.meta},
+                     {"cubin": result.cubin})
+            return result
 
     _memory.max_entries = config.memory_cache_size()  # read when asked for, like every setting
     return _memory.get_or_build(("cubin", key), from_disk_or_compile)

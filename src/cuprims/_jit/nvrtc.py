@@ -10,6 +10,7 @@ from pathlib import Path
 from .. import config
 from ..errors import CompileError
 from . import lazy, stats
+from .cache import UnsafeDirectory, open_private_dir, report_unusable, write_file_atomic
 from .codegen import Source
 from .toolchain import KERNELS_DIR, cccl_include_dir, cuda_include_dir
 
@@ -31,17 +32,41 @@ def source_name(text: str) -> str:
     return f"cuprims_{hashlib.sha256(text.encode()).hexdigest()[:16]}.cu"
 
 
-def write_source(text: str, directory: Path | None = None) -> str:
-    """Write generated source for inspection; returns its path."""
-    directory = directory or config.dump_dir()
-    if directory is None:
-        directory = Path(tempfile.gettempdir()) / "cuprims-sources"
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / source_name(text)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-    return str(path)
+def default_source_dir() -> Path:
+    """Where generated source goes without CUPRIMS_DUMP_DIR: a private directory per user."""
+    uid = os.geteuid() if hasattr(os, "geteuid") else os.getpid()
+    return Path(tempfile.gettempdir()) / f"cuprims-sources-{uid}"
+
+
+def save_source(text: str, directory: Path | None = None) -> tuple[str | None, str | None]:
+    """Write generated source for inspection: ``(path, None)``, or ``(None, why not)``.
+
+    The directory (``directory``, else CUPRIMS_DUMP_DIR, else :func:`default_source_dir`)
+    must be a private directory of ours (created 0700); the file is written 0600 through a
+    temp file with an unpredictable name, never following a symlink. A directory that
+    cannot be used is reported once (a warning on the ``cuprims`` logger), never raised:
+    the source is only a diagnostic aid."""
+    directory = Path(directory or config.dump_dir() or default_source_dir())
+    name = source_name(text)
+    try:
+        fd = open_private_dir(directory, create=True)
+        try:
+            write_file_atomic(fd, name, text.encode())
+        finally:
+            os.close(fd)
+    except UnsafeDirectory as exc:
+        reason = str(exc)
+    except OSError as exc:
+        reason = f"cannot write in {directory}: {exc.strerror or exc}"
+    else:
+        return str(directory / name), None
+    report_unusable("generated-source directory", directory, reason)
+    return None, reason
+
+
+def write_source(text: str, directory: Path | None = None) -> str | None:
+    """Write generated source for inspection; returns its path, or None if it could not be written."""
+    return save_source(text, directory)[0]
 
 
 def compile_to_ltoir(source: Source, arch: int) -> tuple[bytes, dict[str, str]]:
@@ -59,9 +84,12 @@ def compile_to_ltoir(source: Source, arch: int) -> tuple[bytes, dict[str, str]]:
         program = Program(source.text, "c++", options)
         obj = program.compile("ltoir", name_expressions=list(source.name_expressions))
     except Exception as exc:
-        path = write_source(source.text)
         log = str(exc)
-        raise CompileError(f"NVRTC could not compile the generated code for sm_{arch}", log=log,
-                           source_path=path, options=(f"-arch=sm_{arch}",) + BASE_OPTIONS) from None
+        path, why_not = save_source(source.text)
+        message = f"NVRTC could not compile the generated code for sm_{arch}"
+        if path is None:
+            message += f"\n(the generated source could not be written for inspection: {why_not})"
+        raise CompileError(message, log=log, source_path=path,
+                           options=(f"-arch=sm_{arch}",) + BASE_OPTIONS) from None
     mapping = {k: (v.decode() if isinstance(v, bytes) else str(v)) for k, v in obj.symbol_mapping.items()}
     return bytes(obj.code), mapping

@@ -1,0 +1,113 @@
+"""Helpers of the cache-fault suite: where entries lie, and a reader/writer of the entry
+frame that is independent of cuprims' own (so a test can forge entries like an attacker)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+import cuprims
+from cuprims import OpKind
+from cuprims._jit import build as jit_build
+from cuprims._jit.cache import LAYOUT_VERSION, MAGIC
+from cpu_helpers import ARCH, make_f4
+
+ELF = b"\x7fELF"
+
+
+def plus_op(a, b):
+    return a + b
+
+
+@dataclass(frozen=True)
+class Built:
+    """One prebuilt algorithm: its keys and what a correct build gives."""
+
+    name: str
+    cubin_key: str
+    kernel_key: str
+    cubin: bytes
+    kernels: dict
+    meta: dict
+
+
+def keys_of(obj) -> tuple[str, str]:
+    """(cubin key, kernel key) of a built algorithm object for ARCH."""
+    source = obj._builds.source(ARCH)
+    return (jit_build.build_key(source, ARCH, obj._builds._ops), jit_build.kernel_key(source, ARCH))
+
+
+def describe(name: str, obj) -> Built:
+    result = obj._builds.result(ARCH)
+    cubin_key, kernel_key = keys_of(obj)
+    return Built(name, cubin_key, kernel_key, result.cubin, dict(result.kernels), dict(result.meta))
+
+
+# The two prebuilt algorithms: a builtin maximum (the usual victim: it rebuilds from its
+# kernel entry with a link only) and a Python sum (the usual source of foreign entries).
+def make_max():
+    return make_f4(OpKind.MAXIMUM)
+
+
+def make_sum():
+    return make_f4(plus_op)
+
+
+def entry_path(root: Path, kind: str, key: str) -> Path:
+    return Path(root) / LAYOUT_VERSION / kind / key[:2] / key
+
+
+def lock_path(root: Path, kind: str, key: str) -> Path:
+    return Path(root) / LAYOUT_VERSION / "locks" / f"{kind}-{key}.lock"
+
+
+def all_files(root: Path) -> dict[str, bytes]:
+    """Relative path -> content of every regular file under root (symlinks not followed)."""
+    out = {}
+    for dirpath, _dirs, files in os.walk(root):
+        for f in files:
+            p = Path(dirpath) / f
+            if p.is_file() and not p.is_symlink():
+                out[str(p.relative_to(root))] = p.read_bytes()
+    return out
+
+
+def copy_cache(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst, symlinks=True)
+    return dst
+
+
+# ----------------------------------------------------------------------------- the frame
+
+def unframe(raw: bytes) -> tuple[dict, dict[str, bytes]]:
+    """(header, blobs) of an entry: ``MAGIC | sha256 | u64 len | u64 hlen | JSON | blobs``."""
+    payload = raw[len(MAGIC) + 40:]
+    (hlen,) = struct.unpack_from("<Q", payload, 0)
+    header = json.loads(payload[8:8 + hlen])
+    blobs, pos = {}, 8 + hlen
+    for name, size in header["blobs"]:
+        blobs[name] = payload[pos:pos + size]
+        pos += size
+    return header, blobs
+
+
+def frame_raw(header_json: bytes, blob_bytes: bytes = b"") -> bytes:
+    """An entry with a valid checksum around arbitrary header bytes and blob bytes."""
+    payload = struct.pack("<Q", len(header_json)) + header_json + blob_bytes
+    return MAGIC + hashlib.sha256(payload).digest() + struct.pack("<Q", len(payload)) + payload
+
+
+def reframe(header: dict, blobs: dict[str, bytes]) -> bytes:
+    """Re-encode a (possibly modified) header and blobs, checksum recomputed."""
+    names = sorted(blobs)
+    header = dict(header, blobs=[[n, len(blobs[n])] for n in names])
+    return frame_raw(json.dumps(header, sort_keys=True).encode(), b"".join(blobs[n] for n in names))
+
+
+def clear_memory() -> None:
+    cuprims.clear_all_caches()
