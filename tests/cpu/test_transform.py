@@ -20,6 +20,7 @@ from cuprims._jit import codegen_transform as cgt
 from cuprims._jit.codegen import Source, preamble
 from cuprims.algorithms import transform as tr
 from cuprims.algorithms.transform import make_binary_transform, make_unary_transform, unary_transform
+from cuprims.algorithms._skeleton import functor_size
 from cuprims.errors import ArgumentError, ArgumentTypeError, CuprimsError, NoDeviceError
 from cuprims.op import OpSpec, op_spec
 from cuprims.types import value_type
@@ -208,7 +209,8 @@ def _check_build(obj, arch, n_inputs):
     assert lowered.encode() in cubin
     # the kernel's parameters are exactly what the host packs
     sizes = kernel_param_sizes(cubin, lowered)
-    kinds = ("i64", "i32", 1, 1, obj._functor_size, "ptr") + (16,) * n_inputs
+    kinds = ("i64", "i32", 1, 1, functor_size(obj.desc.op), "ptr") + (16,) * n_inputs
+    assert obj.desc.kernel_params() == (kinds,)
     assert sizes == pack_sizes(kinds), (sizes, kinds)
     return meta
 
@@ -299,7 +301,7 @@ def test_async_plan_reaches_bytes_in_flight(monkeypatch):
     monkeypatch.setattr(tr.driver, "sm_count", lambda device: 132)
     # 8 blocks of 256 threads per SM while shared memory allows (228 KiB per SM)
     loaded = _StubLoaded(UBLKCP_F4, lambda threads, smem: min(8, (228 * 1024) // smem))
-    plan = tr._plan_for(loaded, 0)
+    plan = tr._Plan(loaded, 0)
     # 8 blocks x 256 threads x ipt x 4 bytes >= 48 KiB  ->  ipt = 6
     assert plan.cfg_ipt == 6 and plan.is_async and plan.align_mask == 127
     n = 1 << 28
@@ -317,7 +319,7 @@ def test_async_plan_stops_where_shared_memory_ends(monkeypatch):
     monkeypatch.setattr(tr.driver, "sm_count", lambda device: 2)
     meta = dict(UBLKCP_F4, smem_1=20_000, smem_2=40_000)
     loaded = _StubLoaded(meta, lambda threads, smem: 1)
-    plan = tr._plan_for(loaded, 0)
+    plan = tr._Plan(loaded, 0)
     assert plan.cfg_ipt == 2  # ipt 3 would need 60,000 bytes, beyond the 48 KiB cap
     assert max(loaded.module.queries) <= 49152
 
@@ -326,7 +328,7 @@ def test_vectorized_plan_needs_aligned_pointers(monkeypatch):
     monkeypatch.setattr(tr.driver, "sm_count", lambda device: 108)
     meta = dict(UBLKCP_F4, algorithm=1, in1_size=1, in2_size=1, out_size=1, loaded_bytes=2, vec_ipt=16,
                 vec_size=8, copy_align=0, smem_1=0, smem_2=0, min_bytes_in_flight=16384)
-    plan = tr._plan_for(_StubLoaded(meta, lambda threads, smem: 8), 0)
+    plan = tr._Plan(_StubLoaded(meta, lambda threads, smem: 8), 0)
     assert not plan.is_async and plan.vectorized
     assert plan.config(1 << 20, 0x1000, (0x2000, 0x3000)) == (16, (1 << 20) // (256 * 16), 0, b"\x01")
     ipt, _, smem, flag = plan.config(1 << 20, 0x1000, (0x2001, 0x3000))  # misaligned input: prefetch path
