@@ -233,7 +233,7 @@ def invalidate_wrapper_caches() -> None:
         cache.invalidate()
 
 
-def check_num_items(num_items: Any) -> int:
+def check_num_items(num_items: Any, name: str = "num_items") -> int:
     if type(num_items) is int and num_items >= 0:
         return num_items
     try:
@@ -241,9 +241,9 @@ def check_num_items(num_items: Any) -> int:
 
         value = operator.index(num_items)
     except TypeError:
-        raise ArgumentError("num_items", "a non-negative integer", num_items) from None
+        raise ArgumentError(name, "a non-negative integer", num_items) from None
     if value < 0:
-        raise ArgumentError("num_items", "a non-negative integer", num_items)
+        raise ArgumentError(name, "a non-negative integer", num_items)
     return value
 
 
