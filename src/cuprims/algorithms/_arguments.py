@@ -22,6 +22,7 @@ import numpy as np
 from .. import _arrays
 from ..errors import ArgumentError, ArgumentTypeError
 from ..iterators._base import IteratorBase, adapted_layout
+from ..op import op_spec
 from ..types import ValueType, value_type
 from ._common import frozen
 
@@ -191,8 +192,6 @@ def _struct_value(x: Any) -> Any:
 
 def _operator(x: Any) -> Any:
     try:
-        from ..op import op_spec
-
         return ("op", op_spec(x))
     except Exception:  # noqa: BLE001 - the description reports it, naming the argument
         return None
