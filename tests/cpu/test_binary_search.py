@@ -20,6 +20,7 @@ from cuprims._jit.codegen import Source, preamble
 from cuprims._jit.functors import comparator_functor
 from cuprims.algorithms.binary_search import (hot_levels, lower_bound, make_lower_bound, make_upper_bound,
                                               upper_bound)
+from cuprims.algorithms._skeleton import functor_size
 from cuprims.errors import ArgumentError, CuprimsError, NoDeviceError
 from cuprims.op import OpSpec, op_spec
 from cuprims.types import value_type
@@ -127,7 +128,8 @@ def _check_build(obj, arch, value_size, out_size):
     assert result.meta["threads"] > 0 and result.meta["threads"] % 32 == 0
     assert (result.meta["value_size"], result.meta["out_size"]) == (value_size, out_size)
     ((_, lowered),) = result.kernels.items()
-    kinds = ("ptr", "i64", "ptr", "i64", "ptr", obj._functor_size, "i32", "i64", "i32")
+    kinds = ("ptr", "i64", "ptr", "i64", "ptr", functor_size(obj.desc.comp), "i32", "i64", "i32")
+    assert obj.desc.kernel_params() == (kinds,)
     assert kernel_param_sizes(cubin, lowered) == pack_sizes(kinds)
 
 
