@@ -158,17 +158,9 @@ _iterator_kinds: dict[tuple[str, str, bool], ArgKind] = {}
 
 
 def linked_objects(*args: Any) -> list[Any]:
-    """The Python objects behind the linked operators of a call's ``args`` (operators
-    and argument iterators, in that order of appearance): a callable or RawOp is itself
-    one, an iterator contributes those inside it, built-ins and arrays none."""
-    out: list[Any] = []
-    for x in args:
-        if isinstance(x, IteratorBase):
-            out.extend(x._linked_objects())
-        elif x is not None and not isinstance(x, enum.Enum) and (callable(x) or hasattr(x, "ltoir")) \
-                and not hasattr(x, "__cuda_array_interface__"):
-            out.append(x)
-    return out
+    """The Python objects behind the operators inside the iterators among ``args``, in
+    order (arrays contribute none)."""
+    return [obj for x in args if isinstance(x, IteratorBase) for obj in x._linked_objects()]
 
 
 _PLAIN = (bool, int, float, complex, str, bytes, type(None))

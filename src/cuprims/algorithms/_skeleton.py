@@ -68,6 +68,11 @@ class Description:
         check them against the parameter sizes recorded in the cubin)."""
         raise NotImplementedError
 
+    @property
+    def operator(self) -> OpSpec | None:
+        """The algorithm's own operator (``op``; a search's ``comp``), if it has one."""
+        return getattr(self, "op", None)
+
     def variant(self, index: int) -> "Description":
         """Description of build variant ``index`` (0 is this one; e.g. 1: 64-bit offsets)."""
         if index:
@@ -153,7 +158,7 @@ class Algorithm(CompiledAlgorithm):
     def _make(cls, desc: Description, compute_capability: Any, raw: Sequence[Any]) -> Any:
         """The object for ``desc`` from this thread's cache, or a new one (built now).
 
-        ``raw``: the call's arguments that carry linked operators (see :meth:`_objects`)."""
+        ``raw``: the call's operator, then its iterator arguments (see :meth:`_objects`)."""
         archs = parse_compute_capability(compute_capability)
         if not desc.persistent:
             return cls(desc, archs, raw)
@@ -167,11 +172,13 @@ class Algorithm(CompiledAlgorithm):
     def _setup(self) -> None:
         """Per-object constants derived from ``self.desc`` (parameter packs and the like)."""
 
-    def _objects(self, *raw: Any) -> list[Any]:
-        """The Python objects behind ``desc.linked_ops()``, in order, from the call's
-        operator and iterator arguments ``raw`` given in the order the description lists
-        their operators (needed only for a build; never kept)."""
-        return linked_objects(*raw)
+    def _objects(self, op: Any = None, *iterators: Any) -> list[Any]:
+        """The Python objects behind ``desc.linked_ops()``, in order: the algorithm's own
+        operator ``op`` (kept in its slot when missing, None, so that a build for another
+        device asks for it), then those inside the call's iterator arguments, in the order
+        the description lists them. Needed only for a build; never kept."""
+        own = self.desc.operator
+        return ([op] if own is not None and own.kind != "builtin" else []) + linked_objects(*iterators)
 
     def _builds_of(self, variant: int) -> Builds:
         builds = self._variant_builds.get(variant)

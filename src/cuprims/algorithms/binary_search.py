@@ -40,7 +40,7 @@ from .._jit.codegen_binary_search import INDEX_CODES, binary_search_source, chec
 from .._streams import stream_handle
 from ..errors import ArgumentError, CudaError
 from ..op import OpKind, OpSpec, op_spec
-from ._arguments import ArgKind, describe, linked_objects
+from ._arguments import ArgKind, describe
 from ._common import Loaded, check_num_items
 from ._skeleton import Algorithm, Description, Plan, description, functor_size, functor_state
 
@@ -86,6 +86,10 @@ class SearchDescription(Description):
     values: ArgKind
     out: ArgKind
     comp: OpSpec
+
+    @property
+    def operator(self) -> OpSpec:
+        return self.comp
 
     def source(self, arch: int) -> Source:
         return binary_search_source(data=self.data.value, out=self.out.value, op=self.comp, arch=arch,
@@ -146,11 +150,6 @@ class _BinarySearch(Algorithm):
         # For experiments: a fixed number of cached levels (None: all), the prefetch window in bytes (0: none).
         self._hot_levels_override: int | None = None
         self._window_bytes = _WINDOW_BYTES
-
-    def _objects(self, comp: Any, d_values: Any) -> list[Any]:
-        # the comparator (None where it is missing: a build for another device asks for it),
-        # then the operators inside the values iterator, in the order of desc.linked_ops()
-        return ([comp] if self.desc.comp.kind != "builtin" else []) + linked_objects(d_values)
 
     def _make_plan(self, loaded: Loaded, variant: int) -> _Plan:
         return _Plan(loaded)

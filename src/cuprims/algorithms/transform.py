@@ -144,10 +144,6 @@ class _Transform(Algorithm):
         self._params = driver.ParamPack(kinds)
         self._state = functor_state(desc.op, None)
 
-    def _objects(self, op: Any) -> list[Any]:
-        # (a missing operator stays None, so that a build for another device asks for it)
-        return [op] if self.desc.op.kind != "builtin" else []
-
     def _make_plan(self, loaded: Loaded, variant: int) -> _Plan:
         return _Plan(loaded, loaded.device)
 
