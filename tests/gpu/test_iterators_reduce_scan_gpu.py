@@ -233,3 +233,40 @@ def test_bad_arrays_raise_and_the_process_keeps_working(dtype, algo):
             assert info.value.argument == role, (what, role)
     # the context is healthy: a real call still works
     assert _sum(good, n, dtype) == n
+
+
+# ------------------------------------------------------------------------ transforms
+
+@pytest.mark.parametrize("n", SIZES)
+def test_unary_transform_through_iterators(n):
+    rng = np.random.default_rng(6)
+    host = rng.random(max(n, 1)).astype(np.float32)[:n]
+    x = cp.asarray(host)
+    y = cp.zeros(max(n, 1), np.float32)
+    # x*2 written through a +1 output iterator equals x*2+1 into an array
+    cuprims.unary_transform(d_in=x, d_out=TransformOutputIterator(y, lambda v: v + 1), op=lambda v: v * 2, num_items=n)
+    np.testing.assert_allclose(y[:n].get(), host * 2 + 1, rtol=1e-6)
+    # a counting input, reversed into a wider type
+    z = cp.zeros(max(n, 1), np.float64)
+    cuprims.unary_transform(d_in=CountingIterator(np.int32(3)), d_out=ReverseIterator(z[:n] if n else z),
+                            op=lambda v: v * 0.5, num_items=n)
+    np.testing.assert_array_equal(z[:n].get()[::-1], np.arange(3, 3 + n) * 0.5)
+
+
+def test_binary_transform_of_zip_and_shuffle():
+    n = 200_003
+    rng = np.random.default_rng(7)
+    a, b = rng.random(n).astype(np.float32), rng.integers(0, 9, n).astype(np.int32)
+    c = rng.random(n).astype(np.float32)
+    out = cp.zeros(n, np.float64)
+    cuprims.binary_transform(d_in1=ZipIterator(cp.asarray(a), cp.asarray(b)), d_in2=cp.asarray(c), d_out=out,
+                             op=lambda z, y: z[0] * z[1] + y, num_items=n)
+    np.testing.assert_allclose(out.get(), a.astype(np.float64) * b + c, rtol=1e-6)
+    perm = cp.zeros(n, np.int64)
+    cuprims.unary_transform(d_in=ShuffleIterator(n, seed=5), d_out=perm, op=OpKind.IDENTITY, num_items=n)
+    np.testing.assert_array_equal(np.sort(perm.get()), np.arange(n))
+    # scatter through a permutation output: out[perm[i]] = i
+    inverse = cp.zeros(n, np.int64)
+    cuprims.unary_transform(d_in=CountingIterator(np.int64(0)), d_out=PermutationIterator(inverse, perm),
+                            op=OpKind.IDENTITY, num_items=n)
+    np.testing.assert_array_equal(inverse.get()[perm.get()], np.arange(n))

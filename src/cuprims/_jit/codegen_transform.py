@@ -22,9 +22,11 @@ Python operators are compiled by numba with the output's type as their result ty
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..op import OpSpec
 from ..types import ValueType
-from .codegen import Source, meta_export, op_symbol, preamble
+from .codegen import Source, iterator_parts, meta_export, op_symbol, preamble
 from .functors import check_transform_builtin, common_type, transform_functor  # noqa: F401 (used by the host)
 
 # The host decodes the kernel's algorithm with these numbers (pinned by static_asserts
@@ -36,18 +38,26 @@ META_FIELDS = ("algorithm", "threads", "min_ipt", "max_ipt", "ipt_no_input", "ve
                "out_size", "in1_size", "in2_size")
 
 
-def transform_source(*, inputs: tuple[ValueType, ...], out: ValueType, op: OpSpec, arch: int) -> Source:
-    """Source for a transform of one or two input arrays into ``out`` on ``sm_<arch>``."""
+def transform_source(*, inputs: tuple[ValueType, ...], out: ValueType, op: OpSpec, arch: int,
+                     in_args: tuple[Any, ...] = (), out_arg: Any = None) -> Source:
+    """Source for a transform of one or two inputs into ``out`` on ``sm_<arch>``;
+    ``in_args``/``out_arg`` (argument kinds) give the C++ types of iterator arguments
+    (CUB then picks the algorithm for those iterators: prefetch or vectorized)."""
     if len(inputs) not in (1, 2):
         raise ValueError("a transform has one or two inputs")
     functor, externs = transform_functor("cuprims_op_t", op, inputs, out, op_symbol(op, "cuprims_op_0"))
-    in_ptrs = ", ".join(f"const {vt.cpp}*" for vt in inputs)
+    iterator_text, iterator_types, iterator_symbols = iterator_parts(tuple(in_args) + (out_arg,))
+    externs += iterator_symbols
+    in_ptrs = ", ".join(a.cpp() if a is not None and a.unit is not None else f"const {vt.cpp}*"
+                        for vt, a in zip(inputs, tuple(in_args) + (None,) * (len(inputs) - len(in_args))))
+    out_t = out_arg.cpp() if out_arg is not None and out_arg.unit is not None else f"{out.cpp}*"
     in_types = ", ".join(vt.cpp for vt in inputs)
     selector = ("CUB_NS_QUALIFIER::detail::transform::policy_selector_from_types<false, true, "
-                f"::cuda::std::tuple<{in_ptrs}>, {out.cpp}*>")
+                f"::cuda::std::tuple<{in_ptrs}>, {out_t}>")
     text = (
-        preamble(tuple(inputs) + (out,), arch)
-        + "#include <cuprims_transform.cuh>\n\n"
+        preamble(tuple(inputs) + (out,) + iterator_types, arch)
+        + "#include <cuprims_transform.cuh>\n"
+        + ("#include <cuprims_iterator.cuh>\n" + iterator_text if iterator_text else "") + "\n"
         + functor
         + f"\nusing cuprims_selector_t = {selector};\n"
         + f"using cuprims_facts_t = cuprims::transform::facts<cuprims_selector_t, {arch // 10}, {arch % 10}, "
@@ -77,7 +87,7 @@ def transform_source(*, inputs: tuple[ValueType, ...], out: ValueType, op: OpSpe
         ))
     )
     name = ("CUB_NS_QUALIFIER::detail::transform::transform_kernel<cuprims_selector_t, ::cuda::std::int64_t, "
-            f"::cuda::always_true, cuprims_op_t, {out.cpp}*, {in_ptrs}>")
+            f"::cuda::always_true, cuprims_op_t, {out_t}, {in_ptrs}>")
     # CUB's transform kernel defines lambdas inside the kernel body; NVRTC before 13.5
     # treats those as host functions unless unannotated code defaults to device code.
     return Source(text=text, name_expressions=(name,), extern_symbols=externs, meta_fields=META_FIELDS,

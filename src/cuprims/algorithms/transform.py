@@ -57,17 +57,24 @@ class TransformDescription(Description):
 
     def source(self, arch: int) -> Source:
         return transform_source(inputs=tuple(a.value for a in self.inputs), out=self.out.value, op=self.op,
-                                arch=arch)
+                                arch=arch, in_args=self.inputs, out_arg=self.out)
 
     def _link(self) -> tuple[OpInput, ...]:
-        if self.op.kind == "builtin":
-            return ()
-        return (OpInput(op_symbol(self.op, "cuprims_op_0"), self.op, tuple(a.value for a in self.inputs),
-                        self.out.value),)
+        own = () if self.op.kind == "builtin" else (
+            OpInput(op_symbol(self.op, "cuprims_op_0"), self.op, tuple(a.value for a in self.inputs), self.out.value),)
+        return own + tuple(o for a in self.inputs for o in a.linked_ops()) + self.out.linked_ops()
 
     def kernel_params(self) -> tuple[tuple[Any, ...], ...]:
         # transform_kernel(num_items, items_per_thread, can_vectorize, pred, op, out, inputs...)
-        return (("i64", "i32", 1, 1, functor_size(self.op), self.out.param) + (16,) * len(self.inputs),)
+        return (("i64", "i32", 1, 1, functor_size(self.op), self.out.param) + tuple(map(_input_size, self.inputs)),)
+
+
+def _input_size(arg: ArgKind) -> int:
+    """Bytes of CUB's kernel_arg<It> union: 16 for an array, else the iterator (at least 16)."""
+    if arg.is_pointer:
+        return _INPUT_ARG.size
+    align = max(8, arg.state_alignment)
+    return -(-max(_INPUT_ARG.size, arg.state_size) // align) * align
 
 
 class _Plan(Plan):
@@ -143,6 +150,7 @@ class _Transform(Algorithm):
         (kinds,) = desc.kernel_params()
         self._params = driver.ParamPack(kinds)
         self._state = functor_state(desc.op, None)
+        self._iterators = not all(a.is_pointer for a in desc.inputs + (desc.out,))
 
     def _make_plan(self, loaded: Loaded, variant: int) -> _Plan:
         return _Plan(loaded, loaded.device)
@@ -150,23 +158,28 @@ class _Transform(Algorithm):
     # args: (n, input pointers, output pointer, functor state)
     def _dispatch(self, plan: _Plan, args: tuple, temp: int, stream: int) -> None:
         n, p_ins, p_out, state = args
-        ipt, grid, smem, flag = plan.config(n, p_out, p_ins)
+        if self._iterators:  # only arrays' addresses matter for vector loads and stores
+            ipt, grid, smem, flag = plan.config(n, p_out if type(p_out) is int else 0,
+                                                tuple(p if type(p) is int else 0 for p in p_ins))
+        else:
+            ipt, grid, smem, flag = plan.config(n, p_out, p_ins)
         if grid > _MAX_GRID:
             raise ArgumentError("num_items", f"at most {_MAX_GRID * plan.threads * ipt} items for one launch", n)
         mask = plan.align_mask
-        inputs = [_INPUT_ARG.pack(p & ~mask, p & mask) for p in p_ins]
+        inputs = [_INPUT_ARG.pack(p & ~mask, p & mask) if type(p) is int else p for p in p_ins]
         driver.launch(plan.kernel, grid, plan.threads, stream,
                       self._params.pack(n, ipt, flag, b"\0", state, p_out, *inputs), smem)
 
-    def _launch(self, n: int, p_ins: tuple[int, ...], d_out: Any, op: Any, stream: Any) -> None:
-        """Run on ``n`` items whose inputs are bound (``p_ins``)."""
+    def _launch(self, n: int, p_ins: tuple[Any, ...], d_out: Any, op: Any, stream: Any, raw: tuple) -> None:
+        """Run on ``n`` items whose inputs are bound (``p_ins``); ``raw``: the input and
+        output arguments as given (their iterators' operators, for a build)."""
         desc = self.desc
         p_out = desc.out.bind(d_out, n)
         s = stream_handle(stream) if stream is not None else 0  # checked before any device is asked for
         if n == 0:
             return
         state = functor_state(desc.op, op) if desc.op.state_size else self._state
-        self._execute(None, s, True, (n, p_ins, p_out, state), (op,))
+        self._execute(None, s, True, (n, p_ins, p_out, state), (op,) + raw)
 
 
 class _UnaryTransform(_Transform):
@@ -178,7 +191,7 @@ class _UnaryTransform(_Transform):
 
     def _run(self, d_in: Any, d_out: Any, num_items: Any, op: Any, stream: Any) -> None:
         n = num_items if type(num_items) is int and num_items >= 0 else check_num_items(num_items)
-        self._launch(n, (self.desc.inputs[0].bind(d_in, n),), d_out, op, stream)
+        self._launch(n, (self.desc.inputs[0].bind(d_in, n),), d_out, op, stream, (d_in, d_out))
 
     def __call__(self, *, d_in: Any, d_out: Any, op: Any = None, num_items: int, stream: Any = None) -> None:
         """Run the transform on ``num_items`` items."""
@@ -195,7 +208,7 @@ class _BinaryTransform(_Transform):
     def _run(self, d_in1: Any, d_in2: Any, d_out: Any, num_items: Any, op: Any, stream: Any) -> None:
         n = num_items if type(num_items) is int and num_items >= 0 else check_num_items(num_items)
         in1, in2 = self.desc.inputs
-        self._launch(n, (in1.bind(d_in1, n), in2.bind(d_in2, n)), d_out, op, stream)
+        self._launch(n, (in1.bind(d_in1, n), in2.bind(d_in2, n)), d_out, op, stream, (d_in1, d_in2, d_out))
 
     def __call__(self, *, d_in1: Any, d_in2: Any, d_out: Any, op: Any = None, num_items: int,
                  stream: Any = None) -> None:
@@ -206,8 +219,8 @@ class _BinaryTransform(_Transform):
 def _describe(d_out: Any, op: Any, *d_ins: Any) -> TransformDescription:
     """Check the build arguments and describe the transform of ``d_ins`` (one or two)."""
     names = ("d_in",) if len(d_ins) == 1 else ("d_in1", "d_in2")
-    inputs = tuple(describe(x, name) for x, name in zip(d_ins, names))
-    out = describe(d_out, "d_out", output=True)
+    inputs = tuple(describe(x, name, iterators=True) for x, name in zip(d_ins, names))
+    out = describe(d_out, "d_out", iterators=True, output=True)
     spec = op_spec(op)
     if spec.kind == "builtin":
         check_transform_builtin(spec, tuple(a.value for a in inputs), out.value)
@@ -234,7 +247,7 @@ def make_unary_transform(*, d_in: Any, d_out: Any, op: Any, compute_capability: 
         twice(d_in=x, d_out=y, op=lambda v: v * 2 + 1, num_items=x.size)
     """
     desc = _UnaryTransform._described(_describe, d_out, op, d_in)
-    return _UnaryTransform._make(desc, compute_capability, (op,))
+    return _UnaryTransform._make(desc, compute_capability, (op, d_in, d_out))
 
 
 def make_binary_transform(*, d_in1: Any, d_in2: Any, d_out: Any, op: Any,
@@ -259,7 +272,7 @@ def make_binary_transform(*, d_in1: Any, d_in2: Any, d_out: Any, op: Any,
         less(d_in1=a, d_in2=b, d_out=y, op=cuprims.OpKind.LESS, num_items=10)
     """
     desc = _BinaryTransform._described(_describe, d_out, op, d_in1, d_in2)
-    return _BinaryTransform._make(desc, compute_capability, (op,))
+    return _BinaryTransform._make(desc, compute_capability, (op, d_in1, d_in2, d_out))
 
 
 def unary_transform(*, d_in: Any, d_out: Any, op: Any, num_items: int, stream: Any = None) -> None:
