@@ -13,6 +13,7 @@ from .._jit.build import OpInput
 from .._jit.codegen import Source
 from ..errors import ArgumentError, CudaError
 from ..types import ValueType, value_type
+from ._arguments import signature
 from ._common import Builds
 
 __all__ = ["DoubleBuffer", "SortOrder"]
@@ -51,6 +52,12 @@ class DoubleBuffer:
             raise ArgumentError("d_current" if d_current is None else "d_alternate", "a device array", None)
         self.d_buffers = [d_current, d_alternate]
         self.selector = 0
+
+    def _cuprims_signature(self) -> Any:
+        """What a sort's description reads of a DoubleBuffer (its type and both halves' kinds;
+        None where a half has none to give): see ``_arguments.signature``."""
+        halves = (signature(self.current()), signature(self.alternate()))
+        return None if None in halves else (DoubleBuffer, halves)
 
     def current(self) -> Any:
         """The buffer holding the data (the input before a sort, the result after)."""
@@ -110,12 +117,12 @@ def temp_layout(sizes: Sequence[int]) -> tuple[list[int], int]:
     offsets, total = [], 0
     for size in sizes:
         offsets.append(total)
-        total += round_up(size, TEMP_ALIGN)
+        total -= -size // TEMP_ALIGN * TEMP_ALIGN  # size rounded up to TEMP_ALIGN (inline: this runs per call)
     return offsets, total + TEMP_ALIGN - 1
 
 
 def align_base(ptr: int) -> int:
-    return round_up(ptr, TEMP_ALIGN)
+    return -(-ptr // TEMP_ALIGN) * TEMP_ALIGN
 
 
 def overlaps(p0: int, n0: int, p1: int, n1: int) -> bool:
