@@ -18,9 +18,12 @@ from ..types import ValueType
 from ._arguments import ArgKind, describe
 from ._common import Loaded
 from ._skeleton import Algorithm, Description, Plan, description
-from .sort_common import NARROW_MAX_ITEMS, DoubleBuffer, opaque_value_type, overlaps
+from .sort_common import DoubleBuffer, opaque_value_type, overlaps
 
-__all__ = ["NARROW_MAX_ITEMS", "SortAlgorithm", "SortCall", "SortDescription", "SortPlan", "bit_range"]
+# Problems up to this many items run on kernels built with 32-bit offsets (faster index
+# arithmetic, and CUB's tunings for 4-byte offsets); larger ones on build variant 1 with
+# 64-bit offsets, made the first time such a problem comes.
+NARROW_MAX_ITEMS = (1 << 31) - 1
 
 
 @description

@@ -1,27 +1,20 @@
-"""Pieces shared by the sorting algorithms: :class:`DoubleBuffer`, the sort order, CUB's
-temporary-storage layout, offset-width variants, and a device-to-device copy."""
+"""Pieces shared by the sorting algorithms: :class:`DoubleBuffer`, the sort order, opaque
+values, CUB's temporary-storage layout, and device-to-device copies (the sort objects'
+shared base is in :mod:`.sort_base`)."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from .._enums import SortOrder
 from .._jit import driver
-from .._jit.build import OpInput
-from .._jit.codegen import Source
 from ..errors import ArgumentError, CudaError
 from ..types import ValueType, value_type
 from ._arguments import signature
-from ._common import Builds
 
 __all__ = ["DoubleBuffer", "SortOrder"]
-
-# Problems up to this many items run on kernels built with 32-bit offsets (faster index
-# arithmetic, and CUB's tunings for 4-byte offsets); larger ones on a second build with
-# 64-bit offsets, made the first time such a problem comes.
-NARROW_MAX_ITEMS = (1 << 31) - 1
 
 # CUB's alias_temporaries(): every allocation starts on this boundary.
 TEMP_ALIGN = 256
@@ -108,10 +101,6 @@ def opaque_value_type(dtype: Any, argument: str) -> ValueType:
                          size=dt.itemsize, alignment=dt.alignment)
 
 
-def round_up(x: int, m: int) -> int:
-    return -(-x // m) * m
-
-
 def temp_layout(sizes: Sequence[int]) -> tuple[list[int], int]:
     """CUB's alias_temporaries(): (offsets from the 256-aligned base, bytes to allocate)."""
     offsets, total = [], 0
@@ -127,25 +116,6 @@ def align_base(ptr: int) -> int:
 
 def overlaps(p0: int, n0: int, p1: int, n1: int) -> bool:
     return n0 > 0 and n1 > 0 and p0 < p1 + n1 and p1 < p0 + n0
-
-
-class OffsetVariants:
-    """One :class:`Builds` per offset width: the 32-bit build is made eagerly (for the
-    architectures asked for), the 64-bit one on first use by a problem too large for it."""
-
-    def __init__(self, make_source: Callable[[int, bool], Source], ops: Sequence[OpInput]):
-        self._make_source = make_source
-        self._ops = tuple(ops)
-        self._builds: dict[bool, Builds] = {}
-
-    def builds(self, wide: bool) -> Builds:
-        b = self._builds.get(wide)
-        if b is None:
-            b = self._builds[wide] = Builds(lambda arch, w=wide: self._make_source(arch, w), self._ops)
-        return b
-
-    def built(self, wide: bool) -> bool:
-        return wide in self._builds
 
 
 _driver_functions: dict[str, Any] = {}
