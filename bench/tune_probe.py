@@ -54,6 +54,7 @@ def main() -> None:
     import dataclasses
     import os
 
+    import cuprims
     from cuprims import OpKind, SortOrder
     from cuprims._jit import nvrtc
     from cuprims.algorithms import radix_sort as rs
@@ -98,8 +99,12 @@ def main() -> None:
         if headers36:
             nvrtc.cccl_include_dir = lambda: cub36
         try:
-            return rs._RadixSort(keys, out, vals if with_values else None, out_v if with_values else None,
-                                 SortOrder.ASCENDING, None)
+            desc = rs._describe(keys, out, vals if with_values else None, out_v if with_values else None,
+                                SortOrder.ASCENDING)
+            sorter = rs._RadixSort(desc, None, ())
+            if wide:  # build the 64-bit-offset variant now, while the overridden source is in place
+                sorter.cubin(wide_offsets=True)
+            return sorter
         finally:
             rs.radix_sort_source = original_source
             nvrtc.cccl_include_dir = original_include
@@ -131,10 +136,9 @@ def main() -> None:
                 add(work, name, t, "ms", base.get(with_values, t) / t, "ratio = CUB default/this")
         rs.NARROW_MAX_ITEMS = original_narrow
         best = (384, 19) if not with_values else None
-        rs.ZERO_LOOKBACK_WITH_MEMSET = False
-        add(work, f"{best}, init kernel clears look-back", time_sorter(sorter_for(best, with_values, False),
-                                                                       with_values), "ms")
-        rs.ZERO_LOOKBACK_WITH_MEMSET = True
+        with cuprims.settings.override(radix_memset=False):
+            add(work, f"{best}, init kernel clears look-back", time_sorter(sorter_for(best, with_values, False),
+                                                                           with_values), "ms")
         add(work, f"{best}, memset clears look-back", time_sorter(sorter_for(best, with_values, False),
                                                                   with_values), "ms")
         if os.path.isdir(cub36):

@@ -107,7 +107,7 @@ def value_type(dtype: Any, *, argument: str = "dtype") -> ValueType:
         cpp, _ = _SCALARS[key]
         # cuda::std::complex<T> is aligned to its whole size; numpy's complex only to T's
         alignment = dt.itemsize if dt.kind == "c" else dt.alignment
-        vt = ValueType(code=key, dtype=dt.newbyteorder("=") if dt.byteorder != "|" else dt,
+        vt = ValueType(code=key, dtype=dt if dt.byteorder in "=|" else dt.newbyteorder("="),
                        cpp=cpp, size=dt.itemsize, alignment=alignment)
     try:
         _cache[dtype] = vt

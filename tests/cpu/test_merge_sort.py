@@ -20,7 +20,7 @@ from cuprims import OpKind, ProxyArray, RawOp
 from cuprims._jit import driver
 from cuprims._jit.codegen_sort import merge_sort_source
 from cuprims.algorithms import merge_sort as ms
-from cuprims.algorithms import sort_common
+from cuprims.algorithms._skeleton import functor_size
 from cuprims.algorithms.merge_sort import make_merge_sort, merge_sort
 from cuprims.errors import ArgumentError
 from cuprims.op import OpSpec, op_spec
@@ -45,14 +45,14 @@ def test_python_comparator_build_sm90(shared_cache):
     obj = make_merge_sort(d_in_keys=ProxyArray(np.int32), d_out_keys=ProxyArray(np.int32), op=less,
                           compute_capability=90)
     assert obj.compute_capabilities == [90] and obj.cubin()[:4] == ELF
-    builds = obj._variants.builds(False)
+    builds = obj._builds_of(0)
     result, source = builds.result(90), builds.source(90)
     meta = result.meta
     assert meta["key_size"] == 4 and meta["value_size"] == 0 and meta["offset_size"] == 4
     assert meta["threads"] > 0 and meta["threads"] % 32 == 0 and meta["items"] > 0
     assert meta["block_sort_vsmem"] == 0 and meta["merge_vsmem"] == 0
     assert source.extern_symbols == ("cuprims_op_0",)
-    check_param_layout(result, source, ms.param_kinds(4, 1))
+    check_param_layout(result, source, obj.desc.kernel_params())
     # same comparator code again: the same object
     assert make_merge_sort(d_in_keys=ProxyArray(np.int32), d_out_keys=ProxyArray(np.int32), op=less,
                            compute_capability=90) is obj
@@ -63,10 +63,10 @@ def test_struct_keys_with_values_sm80(shared_cache):
                           d_out_keys=ProxyArray(KEY_STRUCT), d_out_values=ProxyArray(np.int16), op=struct_less,
                           compute_capability=80)
     assert obj.compute_capabilities == [80] and obj.cubin(80)[:4] == ELF
-    builds = obj._variants.builds(False)
+    builds = obj._builds_of(0)
     result, source = builds.result(80), builds.source(80)
     assert result.meta["key_size"] == 8 and result.meta["value_size"] == 2
-    check_param_layout(result, source, ms.param_kinds(4, 1))
+    check_param_layout(result, source, obj.desc.kernel_params())
 
 
 # ------------------------------------------------------------------- goldens
@@ -266,7 +266,7 @@ def fake_merge(monkeypatch):
                         value_size=0 if value_dt is None else np.dtype(value_dt).itemsize,
                         offset_size=8 if wide else 4, threads=threads, items=items, block_sort_vsmem=vsmem,
                         merge_vsmem=vsmem // 2, partition_threads=256)
-        monkeypatch.setattr(sort_common.OffsetVariants, "builds", lambda self, wide: FakeBuilds(meta(wide)))
+        monkeypatch.setattr(ms._MergeSort, "_builds_of", lambda self, variant: FakeBuilds(meta(bool(variant))))
         py_op = op
         if isinstance(op, OpKind):
             py_op = {OpKind.LESS: lambda a, b: a < b, OpKind.GREATER: lambda a, b: a > b}[op]
@@ -371,7 +371,7 @@ def test_fake_device_wide_offsets_and_one_shot(fake_merge, monkeypatch):
     (ptr, nbytes, stream), = fake_merge.allocations
     assert stream == 9 and mem.freed == [ptr]
     one_shot_obj = make_merge_sort(d_in_keys=kin, d_out_keys=kout, op=OpKind.GREATER)  # what merge_sort used
-    assert dev.launches[-1][4][3] == 200 and one_shot_obj._plans[(0, True)].offset_size == 8
+    assert dev.launches[-1][4][3] == 200 and one_shot_obj._plans[1].offset_size == 8
     merge_sort(d_in_keys=kin, d_out_keys=kout, num_items=0, op=OpKind.GREATER)
     assert len(fake_merge.allocations) == 1
 
@@ -409,8 +409,8 @@ def test_fake_device_call_argument_errors(fake_merge):
 def test_raw_comparator_state_travels_by_value(fake_merge):
     op = RawOp(ltoir=b"\0" * 16, name="my_cmp", state=b"\1\2\3\4\5", state_alignment=4)
     obj, dev = fake_merge(np.int32, None, OpKind.LESS)  # device emulation uses LESS
-    raw_obj = ms._MergeSort(ProxyArray(np.int32), None, ProxyArray(np.int32), None, op, 90)
-    assert raw_obj._functor_size == 8
+    raw_obj = ms._MergeSort(ms._describe(ProxyArray(np.int32), None, ProxyArray(np.int32), None, op), 90, (op,))
+    assert functor_size(raw_obj.desc.op) == 8
     keys = np.arange(30, dtype=np.int32)[::-1].copy()
     kin = FakeArray(fake_merge.mem, keys)
     tmp = FakeArray(fake_merge.mem, np.zeros(4096, np.uint8))

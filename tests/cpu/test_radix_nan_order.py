@@ -16,7 +16,6 @@ import pytest
 from cuprims import SortOrder
 from cuprims._jit.codegen import Source, preamble
 from cuprims._jit.codegen_sort import NAN_LAST_KEY, nan_last_radix_traits, radix_sort_source
-from cuprims.algorithms import radix_sort as rs
 from cuprims.types import value_type
 from test_radix_sort import ELF, _radix, check_param_layout, ordered_bits, sorted_keys
 
@@ -98,10 +97,10 @@ def test_generated_traits_compute_the_model(dt, shared_cache):
 def test_float_key_builds_sm90(dt, order, value, shared_cache):
     obj = _radix(np.dtype(dt), value, order)
     assert obj.cubin()[:4] == ELF
-    builds = obj._variants.builds(False)
+    builds = obj._builds_of(0)
     result, source = builds.result(90), builds.source(90)
     assert result.meta["key_size"] == np.dtype(dt).itemsize and result.meta["key_bits"] == 8 * np.dtype(dt).itemsize
-    check_param_layout(result, source, rs.param_kinds(4))
+    check_param_layout(result, source, obj.desc.kernel_params())
     # the kernels sort the NaN-last twin; CUB's policy is still chosen for the real type
     assert all(NAN_LAST_KEY in n for i, n in enumerate(source.name_expressions) if i in (0, 1, 4))
     assert f"using cuprims_key_t = {value_type(np.dtype(dt)).cpp};" in source.text

@@ -15,6 +15,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+import cuprims
 from cuprims import ProxyArray, SortOrder
 from cuprims._jit import driver
 from cuprims._jit.codegen_sort import radix_sort_source
@@ -60,7 +61,7 @@ def test_keys_only_build_sm90(shared_cache):
     assert obj.compute_capabilities == [90]
     cubin = obj.cubin()
     assert cubin[:4] == ELF
-    builds = obj._variants.builds(False)
+    builds = obj._builds_of(0)
     result, source = builds.result(90), builds.source(90)
     meta = result.meta
     assert meta["key_size"] == 4 and meta["value_size"] == 0 and meta["offset_size"] == 4
@@ -69,42 +70,42 @@ def test_keys_only_build_sm90(shared_cache):
     for name in ("single_tile_threads", "histogram_threads", "exclusive_sum_threads", "onesweep_threads"):
         assert meta[name] % 32 == 0 and meta[name] > 0, name
     assert meta["onesweep_items"] > 0 and meta["single_tile_items"] > 0
-    check_param_layout(result, source, rs.param_kinds(4))
+    check_param_layout(result, source, obj.desc.kernel_params())
     # the same make call in this thread returns the same object
     assert _radix(np.uint32) is obj
 
 
 def test_pairs_struct_values_descending_double_buffer_sm90(shared_cache):
     obj = _radix(np.float32, STRUCT, SortOrder.DESCENDING, double_buffer=True)
-    builds = obj._variants.builds(False)
+    builds = obj._builds_of(0)
     result, source = builds.result(90), builds.source(90)
     assert result.meta["value_size"] == STRUCT.itemsize and result.meta["key_size"] == 4
     assert "cub::SortOrder::Descending" in source.name_expressions[0]
     assert f"cuprims_bytes_{STRUCT.itemsize}_8" in source.text  # values travel as opaque bytes
-    check_param_layout(result, source, rs.param_kinds(4))
+    check_param_layout(result, source, obj.desc.kernel_params())
     # arrays instead of DoubleBuffers: the same object (the code does not depend on it)
     assert _radix(np.float32, STRUCT, SortOrder.DESCENDING) is obj
 
 
 def test_small_keys_sm80(shared_cache):
     obj = _radix(np.int8, np.int64, cc=80)
-    builds = obj._variants.builds(False)
+    builds = obj._builds_of(0)
     result, source = builds.result(80), builds.source(80)
     assert obj.compute_capabilities == [80]
     # CUB would pick its multi-pass kernels here; cuprims runs onesweep everywhere
     assert result.meta["algorithm"] == 0
     assert result.meta["key_bits"] == 8 and result.meta["value_size"] == 8
-    check_param_layout(result, source, rs.param_kinds(4))
+    check_param_layout(result, source, obj.desc.kernel_params())
 
 
 def test_wide_offset_build(shared_cache):
     obj = _radix(np.uint32)
     cubin = obj.cubin(90, wide_offsets=True)
     assert cubin[:4] == ELF and cubin != obj.cubin(90)
-    builds = obj._variants.builds(True)
+    builds = obj._builds_of(1)
     result, source = builds.result(90), builds.source(90)
     assert result.meta["offset_size"] == 8
-    check_param_layout(result, source, rs.param_kinds(8))
+    check_param_layout(result, source, obj.desc.variant(1).kernel_params())
 
 
 # ------------------------------------------------------------------- goldens
@@ -459,8 +460,8 @@ def fake_radix(monkeypatch):
         dev.radix_bits = meta.get("radix_bits", 8)
         metas = {w: _fake_meta(key_dt, value_dt, w, meta) for w in (False, True)}
         dev.tile = metas[False]["onesweep_threads"] * metas[False]["onesweep_items"]
-        monkeypatch.setattr(sort_common.OffsetVariants, "builds",
-                            lambda self, wide: FakeBuilds(metas[wide], RADIX_ROLES))
+        monkeypatch.setattr(rs._RadixSort, "_builds_of",
+                            lambda self, variant: FakeBuilds(metas[bool(variant)], RADIX_ROLES))
         state["dev"] = dev
         if portion is not None:
             monkeypatch.setattr(rs, "_PORTION_LIMIT", portion)
@@ -654,7 +655,7 @@ def test_fake_device_wide_offsets(fake_radix, monkeypatch):
         got_k, got_v, _, nbytes = _run_object(obj, fake_radix.mem, keys, values, n, double_buffer=False)
         want_k, want_v = reference(keys, values, False)
         assert _same_bits(got_k, want_k) and np.array_equal(got_v, want_v), n
-        osize = dev.launches[-1][0] == "onesweep" and obj._plans[(0, n > 100)].offset_size
+        osize = dev.launches[-1][0] == "onesweep" and obj._plans[int(n > 100)].offset_size
         assert osize == (8 if n > 100 else 4)
 
 
@@ -796,12 +797,12 @@ def test_golden_source(name):
     check_golden(name, render_source(src))
 
 
-def test_fake_device_init_kernel_can_clear_look_back(fake_radix, monkeypatch):
+def test_fake_device_init_kernel_can_clear_look_back(fake_radix):
     """The kernel path (CUB's PDL-era choice) stays correct when memset is switched off."""
-    monkeypatch.setattr(rs, "ZERO_LOOKBACK_WITH_MEMSET", False)
     obj, dev = fake_radix(np.uint32, None, SortOrder.ASCENDING)
     keys = np.random.default_rng(11).integers(0, 1 << 32, 1000, dtype=np.uint32)
-    got_k, _, _, _ = _run_object(obj, fake_radix.mem, keys, None, 1000, double_buffer=False)
+    with cuprims.settings.override(radix_memset=False):
+        got_k, _, _, _ = _run_object(obj, fake_radix.mem, keys, None, 1000, double_buffer=False)
     assert np.array_equal(got_k, np.sort(keys))
     roles = [entry[0] for entry in dev.launches]
     assert "memset" not in roles and roles.count("init") == 1 + roles.count("onesweep")

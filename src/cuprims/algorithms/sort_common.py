@@ -1,26 +1,20 @@
-"""Pieces shared by the sorting algorithms: :class:`DoubleBuffer`, the sort order, CUB's
-temporary-storage layout, offset-width variants, and a device-to-device copy."""
+"""Pieces shared by the sorting algorithms: :class:`DoubleBuffer`, the sort order, opaque
+values, CUB's temporary-storage layout, and device-to-device copies (the sort objects'
+shared base is in :mod:`.sort_base`)."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from .._enums import SortOrder
 from .._jit import driver
-from .._jit.build import OpInput
-from .._jit.codegen import Source
 from ..errors import ArgumentError, CudaError
 from ..types import ValueType, value_type
-from ._common import Builds
+from ._arguments import signature
 
 __all__ = ["DoubleBuffer", "SortOrder"]
-
-# Problems up to this many items run on kernels built with 32-bit offsets (faster index
-# arithmetic, and CUB's tunings for 4-byte offsets); larger ones on a second build with
-# 64-bit offsets, made the first time such a problem comes.
-NARROW_MAX_ITEMS = (1 << 31) - 1
 
 # CUB's alias_temporaries(): every allocation starts on this boundary.
 TEMP_ALIGN = 256
@@ -51,6 +45,12 @@ class DoubleBuffer:
             raise ArgumentError("d_current" if d_current is None else "d_alternate", "a device array", None)
         self.d_buffers = [d_current, d_alternate]
         self.selector = 0
+
+    def _cuprims_signature(self) -> Any:
+        """What a sort's description reads of a DoubleBuffer (its type and both halves' kinds;
+        None where a half has none to give): see ``_arguments.signature``."""
+        halves = (signature(self.current()), signature(self.alternate()))
+        return None if None in halves else (DoubleBuffer, halves)
 
     def current(self) -> Any:
         """The buffer holding the data (the input before a sort, the result after)."""
@@ -101,44 +101,21 @@ def opaque_value_type(dtype: Any, argument: str) -> ValueType:
                          size=dt.itemsize, alignment=dt.alignment)
 
 
-def round_up(x: int, m: int) -> int:
-    return -(-x // m) * m
-
-
 def temp_layout(sizes: Sequence[int]) -> tuple[list[int], int]:
     """CUB's alias_temporaries(): (offsets from the 256-aligned base, bytes to allocate)."""
     offsets, total = [], 0
     for size in sizes:
         offsets.append(total)
-        total += round_up(size, TEMP_ALIGN)
+        total -= -size // TEMP_ALIGN * TEMP_ALIGN  # size rounded up to TEMP_ALIGN (inline: this runs per call)
     return offsets, total + TEMP_ALIGN - 1
 
 
 def align_base(ptr: int) -> int:
-    return round_up(ptr, TEMP_ALIGN)
+    return -(-ptr // TEMP_ALIGN) * TEMP_ALIGN
 
 
 def overlaps(p0: int, n0: int, p1: int, n1: int) -> bool:
     return n0 > 0 and n1 > 0 and p0 < p1 + n1 and p1 < p0 + n0
-
-
-class OffsetVariants:
-    """One :class:`Builds` per offset width: the 32-bit build is made eagerly (for the
-    architectures asked for), the 64-bit one on first use by a problem too large for it."""
-
-    def __init__(self, make_source: Callable[[int, bool], Source], ops: Sequence[OpInput]):
-        self._make_source = make_source
-        self._ops = tuple(ops)
-        self._builds: dict[bool, Builds] = {}
-
-    def builds(self, wide: bool) -> Builds:
-        b = self._builds.get(wide)
-        if b is None:
-            b = self._builds[wide] = Builds(lambda arch, w=wide: self._make_source(arch, w), self._ops)
-        return b
-
-    def built(self, wide: bool) -> bool:
-        return wide in self._builds
 
 
 _driver_functions: dict[str, Any] = {}
