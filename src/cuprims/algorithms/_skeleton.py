@@ -121,11 +121,13 @@ class Algorithm(CompiledAlgorithm):
 
     _object_cache: PerThreadCache
     _descriptions: dict[tuple, Description]
+    _interned: dict[Description, Description]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls._object_cache = PerThreadCache()
         cls._descriptions = {}
+        cls._interned = {}
 
     def __init__(self, desc: Description, compute_capability: Any, raw: Sequence[Any]):
         self.desc = desc
@@ -141,17 +143,21 @@ class Algorithm(CompiledAlgorithm):
     @classmethod
     def _described(cls, describe: Callable[..., Description], *args: Any) -> Description:
         """``describe(*args)``, remembered by the arguments' signatures: a one-shot call
-        with the types of an earlier one skips the checks that call passed, and finds its
-        object by the very same description."""
-        key = tuple(signature(a) for a in args)
-        if None in key:
-            return describe(*args)
+        with the types of an earlier one skips the checks that call passed. Equal
+        descriptions reached from different argument types (arrays, DoubleBuffers,
+        placeholders) are one object, so the object cache finds them by identity."""
+        key = tuple([signature(a) for a in args])
         desc = cls._descriptions.get(key)
-        if desc is None:
-            desc = describe(*args)
-            if len(cls._descriptions) >= _MAX_DESCRIPTIONS:
-                cls._descriptions.clear()
-            cls._descriptions[key] = desc
+        if desc is not None:
+            return desc
+        desc = describe(*args)
+        if None in key:
+            return desc
+        if len(cls._descriptions) >= _MAX_DESCRIPTIONS:
+            cls._descriptions.clear()
+            cls._interned.clear()
+        desc = cls._interned.setdefault(desc, desc)
+        cls._descriptions[key] = desc
         return desc
 
     @classmethod

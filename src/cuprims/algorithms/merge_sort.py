@@ -28,7 +28,7 @@ from .._jit.codegen_sort import check_comparator_builtin, merge_sort_source
 from ..op import OpSpec, op_spec
 from ._common import Loaded, check_num_items
 from ._skeleton import description, functor_size, functor_state
-from .sort_base import NARROW_MAX_ITEMS, SortAlgorithm, SortCall, SortDescription, SortPlan, canonical
+from .sort_base import NARROW_MAX_ITEMS, SortAlgorithm, SortCall, SortDescription, SortPlan
 from .sort_common import align_base, temp_layout
 
 _TRUE, _FALSE = b"\1", b"\0"
@@ -152,7 +152,7 @@ def _describe(d_in_keys: Any, d_in_values: Any, d_out_keys: Any, d_out_values: A
     spec = op_spec(op)
     value_dt = _MergeSort._dtypes(d_in_keys, d_out_keys, d_in_values, d_out_values)[1]
     kinds = _MergeSort._kinds(d_in_keys, d_out_keys, d_in_values, d_out_values, value_dt)
-    return canonical(MergeSortDescription(*kinds, spec))  # type: ignore[return-value]
+    return MergeSortDescription(*kinds, spec)
 
 
 def make_merge_sort(*, d_in_keys: Any, d_in_values: Any = None, d_out_keys: Any, d_out_values: Any = None,

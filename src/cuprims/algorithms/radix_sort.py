@@ -37,7 +37,7 @@ from .._streams import stream_handle
 from ..config import settings
 from ._common import Loaded, check_num_items, parse_compute_capability
 from ._skeleton import description
-from .sort_base import NARROW_MAX_ITEMS, SortAlgorithm, SortCall, SortDescription, SortPlan, bit_range, canonical
+from .sort_base import NARROW_MAX_ITEMS, SortAlgorithm, SortCall, SortDescription, SortPlan, bit_range
 from .sort_common import DoubleBuffer, align_base, memcpy_async, parse_order, temp_layout, zero_words_async
 
 # CUB's onesweep dispatch: portions of at most this many items (rounded down to whole
@@ -232,7 +232,7 @@ def _describe(d_in_keys: Any, d_out_keys: Any, d_in_values: Any, d_out_values: A
     order = parse_order(order)
     value_dt = _RadixSort._dtypes(d_in_keys, d_out_keys, d_in_values, d_out_values)[1]
     kinds = _RadixSort._kinds(d_in_keys, d_out_keys, d_in_values, d_out_values, value_dt)
-    return canonical(RadixSortDescription(*kinds, order))  # type: ignore[return-value]
+    return RadixSortDescription(*kinds, order)
 
 
 def make_radix_sort(*, d_in_keys: Any, d_out_keys: Any, d_in_values: Any, d_out_values: Any, order: SortOrder,

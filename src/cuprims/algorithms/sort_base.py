@@ -54,18 +54,6 @@ class SortDescription(Description):
         return super().variant(index)
 
 
-_canonical: dict[SortDescription, SortDescription] = {}
-
-
-def canonical(desc: SortDescription) -> SortDescription:
-    """The one object standing for descriptions equal to ``desc``: calls described from
-    different argument types (arrays, DoubleBuffers, placeholders) then find their sort
-    object by identity, instead of comparing descriptions field by field on every call."""
-    if len(_canonical) >= 1024 and desc not in _canonical:
-        _canonical.clear()
-    return _canonical.setdefault(desc, desc)
-
-
 class SortCall:
     """One call's bound arguments: checked pointers, item count, and what the dispatch
     leaves for the caller (the temporary layout, a DoubleBuffer's selector flips)."""
