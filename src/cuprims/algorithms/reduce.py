@@ -127,7 +127,7 @@ class _Reduce(Algorithm):
         # one pack per pass so the two launches of a large problem never share a parameter block
         self._first_params, self._second_params = driver.ParamPack(first), driver.ParamPack(second)
         self._accum = desc.d_out.value
-        self._state = functor_state(desc.op, None)
+        self._state = b"\0"  # the functor of an operator without state (with state: packed per call)
         self._init_scalar_type = desc.d_out.value.dtype.type if desc.has_init and not self._accum.is_struct else None
 
     def _make_plan(self, loaded: Loaded, variant: int) -> _Plan:
