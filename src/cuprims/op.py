@@ -150,8 +150,14 @@ class OpSpec:
 _BUILTIN_SPECS: dict[OpKind, OpSpec] = {}
 
 
-def op_spec(op: Any, *, argument: str = "op") -> OpSpec:
-    """Describe ``op`` (an OpKind, a Python callable or a RawOp) for the code generator."""
+def op_spec(op: Any, *, argument: str = "op", bind_captures: bool = False) -> OpSpec:
+    """Describe ``op`` (an OpKind, a Python callable or a RawOp) for the code generator.
+
+    ``bind_captures``: device arrays a Python operator captures become its state, bound
+    at each call; the caller must then pass that state to the functor (see
+    ``algorithms._skeleton.functor_state`` and the transform iterators). Without it they
+    are compiled in as constants, as numba does (keyed by address, never on disk), for
+    algorithms that do not pack a Python operator's state yet."""
     if isinstance(op, OpKind):
         spec = _BUILTIN_SPECS.get(op)
         if spec is not None:
@@ -163,7 +169,7 @@ def op_spec(op: Any, *, argument: str = "op") -> OpSpec:
         return spec
     if isinstance(op, str):
         try:
-            return op_spec(OpKind[op.upper()], argument=argument)
+            return op_spec(OpKind[op.upper()], argument=argument, bind_captures=bind_captures)
         except KeyError:
             raise ArgumentError(argument, "an OpKind name such as 'plus'", op) from None
     if isinstance(op, RawOp):
@@ -172,7 +178,7 @@ def op_spec(op: Any, *, argument: str = "op") -> OpSpec:
     if callable(op):
         from ._jit.recipe import op_recipe_cached
 
-        recipe = op_recipe_cached(op)
+        recipe = op_recipe_cached(op, bind_captures)
         name = getattr(op, "__name__", "op")
         if recipe.captures:
             from ._jit.captures import state_layout

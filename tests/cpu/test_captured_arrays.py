@@ -17,7 +17,7 @@ from cuprims._jit.captures import captured_state
 from cuprims._jit.recipe import callable_recipe, op_recipe
 from cuprims.algorithms.reduce import _Reduce
 from cuprims.errors import ArgumentError, OperatorCompileError
-from cuprims.op import op_spec
+from cuprims.op import op_spec as _op_spec
 from cpu_helpers import ARCH, counters, delta
 
 
@@ -33,6 +33,11 @@ class FakeDeviceArray:
     @property
     def __cuda_array_interface__(self):
         return dict(self._iface)
+
+
+def op_spec(op):
+    """The spec reduce, scan and the transform iterators use: captured arrays are state."""
+    return _op_spec(op, bind_captures=True)
 
 
 def _words(state: bytes) -> list[int]:
@@ -108,6 +113,17 @@ def test_helper_capturing_an_array_keeps_the_old_behaviour():
     digest, persistent = callable_recipe(make(FakeDeviceArray(0x1000, 4)))
     assert persistent is False
     assert op_spec(make(FakeDeviceArray(0x1000, 4))).captures == ()
+
+
+def test_algorithms_that_pack_no_state_keep_compiling_arrays_in():
+    # transform, binary search and the sorts do not pack a Python operator's state yet:
+    # their spec (op_spec's default) compiles a captured array in, as numba does
+    w = FakeDeviceArray(0x7F0000001000, 4)
+    spec = _op_spec(lambda v: v + w[0])
+    assert spec.captures == () and spec.state_size == 0 and spec.persistent is False
+    transform = cuprims.make_unary_transform(d_in=ProxyArray(np.float32), d_out=ProxyArray(np.float32),
+                                             op=lambda v: v + w[0], compute_capability=ARCH)
+    assert transform._spec.state_size == 0 and transform.cubin()[:4] == b"\x7fELF"
 
 
 # ------------------------------------------------------------------ state bytes at call time

@@ -145,7 +145,8 @@ def _pointer_type(vt: ValueType):
 # ------------------------------------------------------------------ captured device arrays
 
 def _captures_of(fn: Callable, captures: Any) -> tuple:
-    """The device arrays ``fn`` captures (as its recipe lists them), unless given."""
+    """The device arrays ``fn`` captures as state (as its recipe lists them), unless given
+    (an empty tuple: compile captured arrays in as constants)."""
     if captures is not None:
         return tuple(captures)
     if not isinstance(fn, pytypes.FunctionType) and not isinstance(getattr(fn, "py_func", None),

@@ -60,8 +60,9 @@ class Recipe(NamedTuple):
 
 
 class _Walker:
-    def __init__(self) -> None:
+    def __init__(self, bind_captures: bool = True) -> None:
         self.persistent = True
+        self.bind_captures = bind_captures
         self.captures: list[Capture] = []
         self._seen: dict[int, int] = {}
 
@@ -87,7 +88,7 @@ class _Walker:
             return ("recursive", self._seen[key])
         # the operator itself (the first function walked) captures arrays as runtime state;
         # the helpers it calls do not (numba compiles their arrays in)
-        top = not self._seen
+        top = not self._seen and self.bind_captures
         self._seen[key] = len(self._seen)
         co = fn.__code__
         globs = fn.__globals__
@@ -172,13 +173,15 @@ class _Walker:
 
 
 def callable_recipe(fn: Any) -> tuple[str, bool]:
-    """(hex digest, persistent) of a Python callable's recipe."""
+    """(hex digest, persistent) of a Python callable's recipe (captured arrays bound)."""
     return op_recipe(fn)[:2]
 
 
-def op_recipe(fn: Any) -> Recipe:
-    """The :class:`Recipe` of a Python callable."""
-    walker = _Walker()
+def op_recipe(fn: Any, bind_captures: bool = True) -> Recipe:
+    """The :class:`Recipe` of a Python callable. With ``bind_captures`` False, device
+    arrays the callable captures are described as numba compiles them in (by address; the
+    recipe is then not persistent), for callers that do not pack operator state."""
+    walker = _Walker(bind_captures)
     if isinstance(fn, types.FunctionType):
         described = walker.function(fn)
     else:
@@ -249,11 +252,11 @@ def callable_recipe_cached(fn: Any) -> tuple[str, bool]:
     return op_recipe_cached(fn)[:2]
 
 
-def op_recipe_cached(fn: Any) -> Recipe:
+def op_recipe_cached(fn: Any, bind_captures: bool = True) -> Recipe:
     """:func:`op_recipe`, remembered per function object while what it reads is unchanged
     (the memo holds object identities only: it keeps nothing alive)."""
     if not isinstance(fn, types.FunctionType):
-        return op_recipe(fn)
+        return op_recipe(fn, bind_captures)
     snap: list = []
     _snapshot(fn, snap, set())
     snapshot = tuple(snap)
@@ -262,10 +265,15 @@ def op_recipe_cached(fn: Any) -> Recipe:
     except TypeError:
         hit = None
     if hit is not None and hit[0] == snapshot:
-        return hit[1]
-    recipe = op_recipe(fn)
+        recipe = hit[1].get(bind_captures)
+        if recipe is not None:
+            return recipe
+        recipes = hit[1]
+    else:
+        recipes = {}
+    recipe = recipes[bind_captures] = op_recipe(fn, bind_captures)
     try:
-        _memo[fn] = (snapshot, recipe)
+        _memo[fn] = (snapshot, recipes)
     except TypeError:
         pass
     return recipe

@@ -193,7 +193,7 @@ def _operator(x: Any) -> Any:
     try:
         from ..op import op_spec
 
-        return ("op", op_spec(x))
+        return ("op", op_spec(x, bind_captures=True))
     except Exception:  # noqa: BLE001 - the description reports it, naming the argument
         return None
 

@@ -106,7 +106,7 @@ def _describe(d_in: Any, d_out: Any, op: Any, h_init: Any, determinism: Any) -> 
         check_host_value(init_dt, accum, "h_init")
     if accum.is_struct != in_vt.is_struct or (accum.is_struct and in_vt.code != accum.code):
         raise ArgumentError("d_in", f"items of the output's type {accum.dtype}", in_vt.dtype)
-    spec = op_spec(op)
+    spec = op_spec(op, bind_captures=True)  # functor_state packs captured arrays per call
     if spec.kind == "builtin":
         check_binary_builtin(spec, accum)
     return ReduceDescription(in_arg, out_arg, spec, init_dt is not None, det)

@@ -101,7 +101,7 @@ def _describe(d_in: Any, d_out: Any, op: Any, init_value: Any, inclusive: bool) 
         check_host_value(init_dt, accum, "init_value")
     elif init_kind == "device":
         check_device_value(init_dt, accum, "init_value")
-    spec = op_spec(op)
+    spec = op_spec(op, bind_captures=True)  # functor_state packs captured arrays per call
     if spec.kind == "builtin":
         check_binary_builtin(spec, accum)
     return ScanDescription(in_arg, out_arg, spec, init_kind, inclusive)

@@ -45,7 +45,7 @@ class TransformIterator(IteratorBase):
     def __init__(self, underlying: Any, transform_op: Any, value_type: Any = None, is_input: bool = True):
         super().__init__()
         self._under = as_iterator(underlying, "underlying")
-        self._spec = spec = op_spec(transform_op, argument="transform_op")
+        self._spec = spec = op_spec(transform_op, argument="transform_op", bind_captures=True)
         self._op = transform_op
         in_vt = self._under.value_type
         if value_type is not None:
@@ -158,7 +158,7 @@ class TransformOutputIterator(IteratorBase):
         self._under = as_iterator(underlying, "underlying")
         if not self._under._writable():
             raise ArgumentError("underlying", "a device array or a writable iterator", underlying)
-        self._spec = spec = op_spec(transform_op, argument="transform_op")
+        self._spec = spec = op_spec(transform_op, argument="transform_op", bind_captures=True)
         self._op = transform_op
         if output_value_type is None:
             output_value_type = _annotated_argument(transform_op)
