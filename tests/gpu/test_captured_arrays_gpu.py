@@ -187,3 +187,15 @@ def test_the_captured_array_is_not_kept_alive():
     FLOOR = cp.asarray([0.0], dtype=cp.float32)
     gc.collect()
     assert ref() is None
+
+
+def test_unary_transform_not_yet_adapted_still_reads_the_array_it_was_built_with():
+    # unary_transform packs no Python operator state yet: a captured array is compiled in
+    # (a new array is a new build), so results stay correct
+    n = 1000
+    x = cp.arange(n, dtype=cp.float32)
+    y = cp.empty_like(x)
+    for shift in (5.0, -2.0):
+        w = cp.asarray([shift], dtype=cp.float32)
+        cuprims.unary_transform(d_in=x, d_out=y, op=lambda v: v + w[0], num_items=n)
+        np.testing.assert_array_equal(y.get(), x.get() + np.float32(shift))
