@@ -24,6 +24,9 @@ class _Proxy:
 class ProxyArray(_Proxy):
     """Stands for a device array of ``dtype`` when building with ``compute_capability=``.
 
+    ``ndim`` matters only for an array an operator captures (a closure variable, global
+    or default argument): the build is made for captured arrays of that many dimensions.
+
     Example::
 
         import numpy as np, cuprims
@@ -33,6 +36,17 @@ class ProxyArray(_Proxy):
                                            h_init=cuprims.ProxyValue(np.float32),
                                            compute_capability=90)
     """
+
+    def __init__(self, dtype: Any, ndim: int = 1):
+        super().__init__(dtype)
+        if not isinstance(ndim, int) or isinstance(ndim, bool) or ndim < 0:
+            from .errors import ArgumentError
+
+            raise ArgumentError("ndim", "a number of dimensions >= 0", ndim)
+        self.ndim = ndim
+
+    def __repr__(self) -> str:
+        return f"ProxyArray({self.dtype})" if self.ndim == 1 else f"ProxyArray({self.dtype}, ndim={self.ndim})"
 
 
 class ProxyValue(_Proxy):

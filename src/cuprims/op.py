@@ -129,6 +129,12 @@ class OpSpec:
 
     ``kind`` is "builtin", "python" or "raw". ``key`` identifies the operator's code:
     the OpKind name, the Python recipe digest, or the RawOp digest.
+
+    A Python operator that captures device arrays has state: ``captures`` lists them
+    (:class:`cuprims._jit.captures.Capture`: where each is found, its dtype and rank), and
+    ``state_size`` is 8 bytes per array (its data pointer) plus 8 per dimension (its
+    extents), alignment 8; the state is packed at each call by
+    :func:`cuprims._jit.captures.captured_state`.
     """
 
     kind: str
@@ -137,14 +143,21 @@ class OpSpec:
     state_size: int = 0
     state_alignment: int = 1
     persistent: bool = True  # False: the key holds an object identity; never stored on disk
+    captures: tuple = ()
     name: str = field(default="op", compare=False)
 
 
 _BUILTIN_SPECS: dict[OpKind, OpSpec] = {}
 
 
-def op_spec(op: Any, *, argument: str = "op") -> OpSpec:
-    """Describe ``op`` (an OpKind, a Python callable or a RawOp) for the code generator."""
+def op_spec(op: Any, *, argument: str = "op", bind_captures: bool = False) -> OpSpec:
+    """Describe ``op`` (an OpKind, a Python callable or a RawOp) for the code generator.
+
+    ``bind_captures``: device arrays a Python operator captures become its state, bound
+    at each call; the caller must then pass that state to the functor (see
+    ``algorithms._skeleton.functor_state`` and the transform iterators). Without it they
+    are compiled in as constants, as numba does (keyed by address, never on disk), for
+    algorithms that do not pack a Python operator's state yet."""
     if isinstance(op, OpKind):
         spec = _BUILTIN_SPECS.get(op)
         if spec is not None:
@@ -156,17 +169,24 @@ def op_spec(op: Any, *, argument: str = "op") -> OpSpec:
         return spec
     if isinstance(op, str):
         try:
-            return op_spec(OpKind[op.upper()], argument=argument)
+            return op_spec(OpKind[op.upper()], argument=argument, bind_captures=bind_captures)
         except KeyError:
             raise ArgumentError(argument, "an OpKind name such as 'plus'", op) from None
     if isinstance(op, RawOp):
         return OpSpec("raw", op.digest(), state_size=len(op.state), state_alignment=op.state_alignment,
                       name=op.name)
     if callable(op):
-        from ._jit.recipe import callable_recipe_cached
+        from ._jit.recipe import op_recipe_cached
 
-        digest, persistent = callable_recipe_cached(op)
-        return OpSpec("python", digest, persistent=persistent, name=getattr(op, "__name__", "op"))
+        recipe = op_recipe_cached(op, bind_captures)
+        name = getattr(op, "__name__", "op")
+        if recipe.captures:
+            from ._jit.captures import state_layout
+
+            size, alignment = state_layout(recipe.captures)
+            return OpSpec("python", recipe.digest, state_size=size, state_alignment=alignment,
+                          persistent=recipe.persistent, captures=recipe.captures, name=name)
+        return OpSpec("python", recipe.digest, persistent=recipe.persistent, name=name)
     raise ArgumentTypeError(argument, "an OpKind, a Python callable or a RawOp", op)
 
 

@@ -57,18 +57,26 @@ def test_transform_key_follows_the_operator():
 
 
 def test_persistence_follows_the_operators_inside():
-    table = FakeDeviceArray(10, "<i4")
+    class Opaque:  # an object the recipe can only name by identity
+        pass
 
-    def lookup(v):
-        return table[v]
+    def odd(v, thing=Opaque()):
+        return v
 
-    captured = TransformIterator(CountingIterator(np.int32(0)), lookup, np.int32)
+    captured = TransformIterator(CountingIterator(np.int32(0)), odd, np.int32)
     plain = TransformIterator(CountingIterator(np.int32(0)), square, np.int32)
     assert plain._persistent() and not captured._persistent()
     assert not PermutationIterator(ProxyArray(np.float32), ReverseIterator(captured))._persistent()
     assert PermutationIterator(ProxyArray(np.float32), ReverseIterator(plain))._persistent()
     # the same answer the linked operators give
     assert [o.spec.persistent for o in iterator_unit(captured, "t").ops] == [False]
+    # a captured device array is runtime state (bound at each call), not an identity
+    table = FakeDeviceArray(10, "<i4")
+
+    def lookup(v):
+        return table[v]
+
+    assert TransformIterator(CountingIterator(np.int32(0)), lookup, np.int32)._persistent()
 
 
 # --- state packing ----------------------------------------------------------------------

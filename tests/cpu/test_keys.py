@@ -300,16 +300,16 @@ def _closure_over(arr):
     return lambda a, b: a + b + arr[0]
 
 
-def test_captured_device_array_is_never_a_persistent_key():
-    # numba bakes a captured device array's address into the compiled code, so such an
-    # operator's code is good for that array in this process only: the recipe names the
-    # pointer and is marked non-persistent (never used as an on-disk key).
+def test_captured_device_array_is_runtime_state_not_key():
+    # A device array the operator captures is bound at each call (its pointer and extents
+    # are the operator's state): the recipe holds its dtype and rank only, and stays
+    # persistent (usable as an on-disk key).
     base = callable_recipe(_closure_over(FakeDeviceArray(0x7F0000001000, (16,), "<f4")))
-    assert base[1] is False
-    assert callable_recipe(_closure_over(FakeDeviceArray(0x7F00DEAD0000, (16,), "<f4")))[0] != base[0]
+    assert base[1] is True
+    assert callable_recipe(_closure_over(FakeDeviceArray(0x7F00DEAD0000, (16,), "<f4"))) == base
+    assert callable_recipe(_closure_over(FakeDeviceArray(0x7F0000001000, (32,), "<f4"))) == base
     assert callable_recipe(_closure_over(FakeDeviceArray(0x7F0000001000, (16,), "<f8")))[0] != base[0]
-    assert callable_recipe(_closure_over(FakeDeviceArray(0x7F0000001000, (32,), "<f4")))[0] != base[0]
-    assert callable_recipe(_closure_over(FakeDeviceArray(0x7F0000001000, (16,), "<f4"))) == base
+    assert callable_recipe(_closure_over(FakeDeviceArray(0x7F0000001000, (4, 4), "<f4")))[0] != base[0]
 
 
 def test_runtime_values_are_not_in_the_key(shared_cache):

@@ -183,7 +183,7 @@ def _op_ltoir(op: OpInput, obj: Any, arch: int) -> list[bytes]:
     stats.bump("numba_compiles")
     with stats.stage("numba", op.spec.name):
         return compile_python_op(obj, op.arg_types, op.result_type, op.symbol, (arch // 10, arch % 10),
-                                 op_name=op.spec.name)
+                                 op_name=op.spec.name, captures=op.spec.captures)
 
 
 def _compile_and_link(source: Source, arch: int, ops: Sequence[OpInput], objs: Sequence[Any],

@@ -8,6 +8,11 @@ by value) and costs nothing once nvJitLink's LTO has inlined the call.
 
 Plain Python functions the operator calls (by global name or through a closure) are
 made device functions too, recursively, so users need not decorate helpers.
+
+An operator that captures device arrays (see :mod:`.captures`) is compiled as a copy of
+itself taking those arrays as leading parameters (rebuilt from its source), called by a
+wrapper with the stateful pointer ABI ``void name(void* state, A0* a0, ..., R* out)``
+that rebuilds each array from the state's pointer and extents.
 """
 
 from __future__ import annotations
@@ -137,35 +142,153 @@ def _pointer_type(vt: ValueType):
     return types.CPointer(getattr(types, numba_type_name(vt)))
 
 
+# ------------------------------------------------------------------ captured device arrays
+
+def _captures_of(fn: Callable, captures: Any) -> tuple:
+    """The device arrays ``fn`` captures as state (as its recipe lists them), unless given
+    (an empty tuple: compile captured arrays in as constants)."""
+    if captures is not None:
+        return tuple(captures)
+    if not isinstance(fn, pytypes.FunctionType) and not isinstance(getattr(fn, "py_func", None),
+                                                                    pytypes.FunctionType):
+        return ()
+    from .recipe import op_recipe_cached
+
+    return op_recipe_cached(fn).captures
+
+
+def _stateful_target(fn: Callable, captures: tuple, op_name: str, signature_text: str) -> Callable:
+    """``fn`` rewritten to take its captured closure variables and globals as leading
+    parameters (captured defaults stay parameters, passed by keyword)."""
+    from .captures import DEFAULT, SourceUnavailable, with_leading_parameters
+
+    py_func = getattr(fn, "py_func", None)
+    if isinstance(py_func, pytypes.FunctionType):
+        fn = py_func
+    leading = tuple(c.name for c in captures if c.where != DEFAULT)
+    try:
+        return with_leading_parameters(fn, leading)
+    except SourceUnavailable as exc:
+        names = ", ".join(repr(c.name) for c in captures)
+        raise OperatorCompileError(op_name, signature_text, TypeError(
+            f"the operator captures device arrays ({names}), which cuprims passes to it at each call by "
+            f"rewriting it from its source; {exc}. Define the operator in a file (or notebook cell) whose "
+            "source Python can read")) from None
+
+
+def _capture_call(captures: tuple, values: list[str], arrays: list[str]) -> str:
+    """``__user(...)`` calling the rewritten operator: captured closure variables and
+    globals first, then ``values``, then captured defaults by keyword."""
+    from .captures import DEFAULT
+
+    lead = [a for c, a in zip(captures, arrays) if c.where != DEFAULT]
+    by_name = [f"{c.name}={a}" for c, a in zip(captures, arrays) if c.where == DEFAULT]
+    return f"__user({', '.join(lead + values + by_name)})"
+
+
+def _array_type(dtype: np.dtype, ndim: int):
+    _, types, _ = _import_numba()
+    from numba.cuda.np.numpy_support import from_dtype
+
+    return types.Array(from_dtype(np.dtype(dtype)), ndim, "C")
+
+
+_state_arrays: dict[tuple, Any] = {}
+
+
+def _state_array(word: int, dtype: np.dtype, ndim: int):
+    """An intrinsic ``(void* state) -> Array(dtype, ndim, 'C')`` reading, from 64-bit word
+    ``word`` of the state, the array's data pointer and then its ``ndim`` extents."""
+    key = (word, np.dtype(dtype).str, ndim)
+    fn = _state_arrays.get(key)
+    if fn is not None:
+        return fn
+    _, types, _ = _import_numba()
+    from llvmlite import ir
+    from numba.cuda.extending import intrinsic
+
+    array_type = _array_type(dtype, ndim)
+
+    def state_array(typingctx, state):
+        def codegen(context, builder, sig, args):
+            i64 = ir.IntType(64)
+            base = builder.bitcast(args[0], i64.as_pointer())
+
+            def load(k: int):
+                return builder.load(builder.gep(base, [i64(word + k)]), align=8)
+
+            ary = context.make_array(array_type)(context, builder)
+            itemsize = context.get_abi_sizeof(context.get_data_type(array_type.dtype))
+            shape = [load(1 + d) for d in range(ndim)]
+            strides = [None] * ndim
+            step = i64(itemsize)
+            for d in reversed(range(ndim)):  # C order
+                strides[d] = step
+                step = builder.mul(step, shape[d])
+            context.populate_array(ary, data=builder.inttoptr(load(0), ary.data.type), shape=shape,
+                                   strides=strides, itemsize=context.get_constant(types.intp, itemsize),
+                                   meminfo=None, parent=None)
+            return ary._getvalue()
+
+        return array_type(types.voidptr), codegen
+
+    state_array.__name__ = f"cuprims_state_array_{word}_{key[1].strip('<>|=')}_{ndim}d"
+    fn = _state_arrays[key] = intrinsic(state_array)
+    return fn
+
+
+# ------------------------------------------------------------------ compiling
+
 def compile_python_op(fn: Callable, arg_types: Sequence[ValueType], result_type: ValueType | None,
-                      abi_name: str, cc: tuple[int, int], *, op_name: str = "op") -> list[bytes]:
+                      abi_name: str, cc: tuple[int, int], *, op_name: str = "op",
+                      captures: Any = None) -> list[bytes]:
     """LTO-IR of ``void abi_name(A0* a0, ..., R* out)`` that stores ``fn(*a)`` in ``*out``,
     followed by the LTO-IR of any support code numba links beside it (float16
     arithmetic, for instance, calls C++ shims that numba compiles with NVRTC).
 
     ``result_type`` None means the result is stored as a bool flag byte (predicates).
+
+    An operator capturing device arrays (``captures``, read from ``fn``'s recipe when not
+    given) gets ``void abi_name(void* state, A0* a0, ..., R* out)``: the state holds each
+    array's pointer and extents (:mod:`.captures`).
     """
     cuda, types, _ = _import_numba()
     args = [f"p{i}" for i in range(len(arg_types))]
     out_vt = result_type
-    loads = ", ".join(_loader(vt, p) for vt, p in zip(arg_types, args))
-    if out_vt is None:
-        store = "pr[0] = 1 if __user(%s) else 0" % loads
-    else:
-        store = _storer(out_vt, "pr", f"__user({loads})")
-    src = f"def __cuprims_wrapper({', '.join(args + ['pr'])}):\n    {store}\n"
     signature_text = f"({', '.join(str(vt.dtype) for vt in arg_types)}) -> " + (
         str(out_vt.dtype) if out_vt is not None else "bool")
+    captures = _captures_of(fn, captures)
+    values = [_loader(vt, p) for vt, p in zip(arg_types, args)]
+    namespace: dict[str, Any] = {}
+    if captures:
+        target = _stateful_target(fn, captures, op_name, signature_text)
+        arrays, word = [], 0
+        for i, cap in enumerate(captures):
+            namespace[f"__cuprims_cap{i}"] = _state_array(word, cap.dtype, cap.ndim)
+            arrays.append(f"__cuprims_cap{i}(ps)")
+            word += 1 + cap.ndim
+        call = _capture_call(captures, values, arrays)
+        params = ["ps"] + args + ["pr"]
+    else:
+        target = fn
+        call = f"__user({', '.join(values)})"
+        params = args + ["pr"]
+    if out_vt is None:
+        store = f"pr[0] = 1 if {call} else 0"
+    else:
+        store = _storer(out_vt, "pr", call)
+    src = f"def __cuprims_wrapper({', '.join(params)}):\n    {store}\n"
     try:
         with _target_capability(tuple(cc)):
-            namespace: dict[str, Any] = {"__user": _device_function(fn, {})}
+            namespace["__user"] = _device_function(target, {})
             if any(vt.is_struct for vt in list(arg_types) + ([out_vt] if out_vt else [])):
                 from .numba_structs import wrapper_namespace
 
                 namespace.update(wrapper_namespace())
             exec(compile(src, f"<cuprims wrapper of {op_name}>", "exec"), namespace)
             wrapper = namespace["__cuprims_wrapper"]
-            ptr_types = [_pointer_type(vt) for vt in arg_types]
+            ptr_types = [types.voidptr] if captures else []
+            ptr_types += [_pointer_type(vt) for vt in arg_types]
             ptr_types.append(_pointer_type(out_vt) if out_vt is not None else types.CPointer(types.uint8))
             codes, _ = cuda.compile_all(wrapper, types.void(*ptr_types), device=True, abi="c",
                                         abi_info={"abi_name": abi_name}, output="ltoir", cc=tuple(cc))
@@ -195,11 +318,13 @@ def numba_version() -> str:
         return "unknown"
 
 
-def infer_result_dtype(fn: Callable, arg_types: Sequence[ValueType], *, op_name: str = "op") -> np.dtype:
+def infer_result_dtype(fn: Callable, arg_types: Sequence[ValueType], *, op_name: str = "op",
+                       captures: Any = None) -> np.dtype:
     """The numpy dtype numba infers for ``fn(*args)`` on scalar ``arg_types`` (no GPU needed).
 
     Used where an operator's result type is not given (a TransformIterator without
-    ``value_type``)."""
+    ``value_type``). Captured device arrays are typed as arrays of their build's dtype
+    and rank (``captures``, read from ``fn``'s recipe when not given)."""
     cuda, types, _ = _import_numba()
     from numba.np import numpy_support
 
@@ -207,10 +332,25 @@ def infer_result_dtype(fn: Callable, arg_types: Sequence[ValueType], *, op_name:
     if any(vt.is_struct for vt in arg_types):
         raise OperatorCompileError(op_name, signature_text, TypeError(
             "the result type of an operator on structs cannot be inferred: give value_type="))
+    captures = _captures_of(fn, captures)
+    scalar_types = tuple(getattr(types, numba_type_name(vt)) for vt in arg_types)
     try:
         with _target_capability((9, 0)):
-            dispatcher = _device_function(fn, {})
-            result = dispatcher.compile_device(tuple(getattr(types, numba_type_name(vt)) for vt in arg_types))
+            if captures:
+                # a Python caller taking the arrays first, for compile_device's positional types
+                arrays = [f"c{i}" for i in range(len(captures))]
+                values = [f"a{i}" for i in range(len(arg_types))]
+                namespace: dict[str, Any] = {"__user": _device_function(
+                    _stateful_target(fn, captures, op_name, signature_text), {})}
+                exec(compile(f"def __cuprims_infer({', '.join(arrays + values)}):\n"
+                             f"    return {_capture_call(captures, values, arrays)}\n",
+                             f"<cuprims caller of {op_name}>", "exec"), namespace)
+                dispatcher = cuda.jit(device=True)(namespace["__cuprims_infer"])
+                result = dispatcher.compile_device(
+                    tuple(_array_type(c.dtype, c.ndim) for c in captures) + scalar_types)
+            else:
+                dispatcher = _device_function(fn, {})
+                result = dispatcher.compile_device(scalar_types)
         return np.dtype(numpy_support.as_dtype(result.signature.return_type))
     except OperatorCompileError:
         raise

@@ -3,8 +3,14 @@
 The digest covers the bytecode, constants, default arguments, the values of closure
 cells and of the globals the code names, recursively for the functions it calls. It
 never covers object identities or device pointers, so the same lambda written in two
-processes has the same digest and the on-disk cache can serve the second one. A
-captured device array contributes its dtype and shape only.
+processes has the same digest and the on-disk cache can serve the second one.
+
+A device array the operator itself captures (closure cell, global, default argument;
+see :mod:`.captures`) is runtime state: it contributes its variable name, dtype and
+number of dimensions only, and the recipe lists the captured arrays in state order.
+A device array reached any other way (captured by a helper function the operator
+calls, or inside a container) is compiled in by numba as a constant: its address is in
+the recipe, which is then non-persistent.
 
 Values we cannot describe by content (arbitrary objects) make the recipe
 "non-persistent": it then contains an object identity, is good for this process only,
@@ -17,9 +23,11 @@ import hashlib
 import sys
 import types
 import weakref
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
+
+from .captures import CELL, DEFAULT, GLOBAL, Capture, array_kind, global_loads, is_device_array
 
 _PY = f"py{sys.version_info[0]}.{sys.version_info[1]}"
 
@@ -42,10 +50,27 @@ def _is_library_module(mod: types.ModuleType) -> bool:
     return mod.__name__.split(".")[0] in _LIBRARY_MODULES
 
 
+class Recipe(NamedTuple):
+    """A Python operator's recipe: its digest, whether the digest may key the on-disk
+    cache, and the device arrays the operator captures (state order)."""
+
+    digest: str
+    persistent: bool
+    captures: tuple[Capture, ...] = ()
+
+
 class _Walker:
-    def __init__(self) -> None:
+    def __init__(self, bind_captures: bool = True) -> None:
         self.persistent = True
+        self.bind_captures = bind_captures
+        self.captures: list[Capture] = []
         self._seen: dict[int, int] = {}
+
+    def _captured(self, where: str, name: str, index: int, value: Any) -> tuple:
+        dt, ndim = array_kind(value, name)
+        cap = Capture(where, name, index, dt, ndim)
+        self.captures.append(cap)
+        return ("captured_array", len(self.captures) - 1, where, dt.str, ndim)
 
     def code(self, co: types.CodeType) -> tuple:
         consts = tuple(self.code(c) if isinstance(c, types.CodeType) else self.const(c) for c in co.co_consts)
@@ -61,28 +86,44 @@ class _Walker:
         key = id(fn)
         if key in self._seen:  # recursion: refer to the earlier visit
             return ("recursive", self._seen[key])
+        # the operator itself (the first function walked) captures arrays as runtime state;
+        # the helpers it calls do not (numba compiles their arrays in)
+        top = not self._seen and self.bind_captures
         self._seen[key] = len(self._seen)
         co = fn.__code__
         globs = fn.__globals__
         names = all_names(co)
+        closure = ()
+        if fn.__closure__:
+            cells = []
+            for i, (name, cell) in enumerate(zip(co.co_freevars, fn.__closure__)):
+                try:
+                    value = cell.cell_contents
+                except ValueError:  # empty cell
+                    cells.append((name, ("empty",)))
+                    continue
+                if top and is_device_array(value):
+                    cells.append((name, self._captured(CELL, name, i, value)))
+                else:
+                    cells.append((name, self.value(value)))
+            closure = tuple(cells)
+        loaded = global_loads(co) if top else ()
+        captured_globals = {name: self._captured(GLOBAL, name, -1, globs[name])
+                            for name in sorted(loaded) if name in globs and is_device_array(globs[name])}
         referenced = []
         for name in names:
-            if name in globs:
+            if name in captured_globals:
+                referenced.append((name, captured_globals[name]))
+            elif name in globs:
                 value = globs[name]
                 if isinstance(value, types.ModuleType) and not _is_library_module(value):
                     referenced.append((name, self.module(value, names)))
                 else:
                     referenced.append((name, self.value(value)))
-        closure = ()
-        if fn.__closure__:
-            cells = []
-            for name, cell in zip(co.co_freevars, fn.__closure__):
-                try:
-                    cells.append((name, self.value(cell.cell_contents)))
-                except ValueError:  # empty cell
-                    cells.append((name, ("empty",)))
-            closure = tuple(cells)
-        defaults = tuple(self.value(d) for d in (fn.__defaults__ or ()))
+        defaults = fn.__defaults__ or ()
+        first = co.co_argcount - len(defaults)
+        defaults = tuple(self._captured(DEFAULT, co.co_varnames[first + j], j, d) if top and is_device_array(d)
+                         else self.value(d) for j, d in enumerate(defaults))
         return ("function", self.code(co), tuple(referenced), closure, defaults)
 
     def module(self, mod: types.ModuleType, names: tuple[str, ...]) -> tuple:
@@ -132,8 +173,15 @@ class _Walker:
 
 
 def callable_recipe(fn: Any) -> tuple[str, bool]:
-    """(hex digest, persistent) of a Python callable's recipe."""
-    walker = _Walker()
+    """(hex digest, persistent) of a Python callable's recipe (captured arrays bound)."""
+    return op_recipe(fn)[:2]
+
+
+def op_recipe(fn: Any, bind_captures: bool = True) -> Recipe:
+    """The :class:`Recipe` of a Python callable. With ``bind_captures`` False, device
+    arrays the callable captures are described as numba compiles them in (by address; the
+    recipe is then not persistent), for callers that do not pack operator state."""
+    walker = _Walker(bind_captures)
     if isinstance(fn, types.FunctionType):
         described = walker.function(fn)
     else:
@@ -146,7 +194,7 @@ def callable_recipe(fn: Any) -> tuple[str, bool]:
         else:  # pragma: no cover - guarded by the caller
             raise TypeError(fn)
     digest = hashlib.sha256(repr((_PY, described)).encode()).hexdigest()
-    return digest, walker.persistent
+    return Recipe(digest, walker.persistent, tuple(walker.captures))
 
 
 def _snapshot(fn: types.FunctionType, out: list, seen: set) -> None:
@@ -154,7 +202,9 @@ def _snapshot(fn: types.FunctionType, out: list, seen: set) -> None:
 
     Cheap to compute; equal snapshots mean the recipe cannot have changed, unless an
     object the code reads was mutated in place (numba freezes such values at compile time
-    too, so this matches how the compiled code behaves)."""
+    too, so this matches how the compiled code behaves). Array-like values add their
+    dtype and rank: a captured array's recipe names those, and a new array may reuse a
+    freed one's identity."""
     if id(fn) in seen:
         return
     seen.add(id(fn))
@@ -168,6 +218,9 @@ def _snapshot(fn: types.FunctionType, out: list, seen: set) -> None:
             _snapshot(value, out, seen)
         elif isinstance(value, types.ModuleType) and not _is_library_module(value):
             out.extend(id(getattr(value, n, None)) for n in names)
+        elif type(value) not in _NO_DTYPE:
+            out.append(getattr(value, "dtype", None))
+            out.append(getattr(value, "ndim", None))
     for cell in fn.__closure__ or ():
         try:
             value = cell.cell_contents
@@ -177,8 +230,18 @@ def _snapshot(fn: types.FunctionType, out: list, seen: set) -> None:
         out.append(id(value))
         if isinstance(value, types.FunctionType):
             _snapshot(value, out, seen)
+        elif type(value) not in _NO_DTYPE:
+            out.append(getattr(value, "dtype", None))
+            out.append(getattr(value, "ndim", None))
     for value in fn.__defaults__ or ():
         out.append(id(value))
+        if type(value) not in _NO_DTYPE:
+            out.append(getattr(value, "dtype", None))
+            out.append(getattr(value, "ndim", None))
+
+
+_NO_DTYPE = frozenset({type(None), bool, int, float, complex, str, bytes, tuple, types.FunctionType,
+                       types.ModuleType, types.BuiltinFunctionType, type})
 
 
 _memo: "weakref.WeakKeyDictionary[Any, tuple]" = weakref.WeakKeyDictionary()
@@ -186,8 +249,14 @@ _memo: "weakref.WeakKeyDictionary[Any, tuple]" = weakref.WeakKeyDictionary()
 
 def callable_recipe_cached(fn: Any) -> tuple[str, bool]:
     """:func:`callable_recipe`, remembered per function object while what it reads is unchanged."""
+    return op_recipe_cached(fn)[:2]
+
+
+def op_recipe_cached(fn: Any, bind_captures: bool = True) -> Recipe:
+    """:func:`op_recipe`, remembered per function object while what it reads is unchanged
+    (the memo holds object identities only: it keeps nothing alive)."""
     if not isinstance(fn, types.FunctionType):
-        return callable_recipe(fn)
+        return op_recipe(fn, bind_captures)
     snap: list = []
     _snapshot(fn, snap, set())
     snapshot = tuple(snap)
@@ -196,10 +265,15 @@ def callable_recipe_cached(fn: Any) -> tuple[str, bool]:
     except TypeError:
         hit = None
     if hit is not None and hit[0] == snapshot:
-        return hit[1], hit[2]
-    digest, persistent = callable_recipe(fn)
+        recipe = hit[1].get(bind_captures)
+        if recipe is not None:
+            return recipe
+        recipes = hit[1]
+    else:
+        recipes = {}
+    recipe = recipes[bind_captures] = op_recipe(fn, bind_captures)
     try:
-        _memo[fn] = (snapshot, digest, persistent)
+        _memo[fn] = (snapshot, recipes)
     except TypeError:
         pass
-    return digest, persistent
+    return recipe

@@ -184,7 +184,7 @@ def _struct_value(x: Any) -> Any:
 
 def _operator(x: Any) -> Any:
     try:
-        return ("op", op_spec(x))
+        return ("op", op_spec(x, bind_captures=True))
     except Exception:  # noqa: BLE001 - the description reports it, naming the argument
         return None
 

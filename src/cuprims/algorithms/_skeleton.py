@@ -28,6 +28,7 @@ from typing import Any, Callable, Sequence
 
 from .._jit import driver
 from .._jit.build import OpInput
+from .._jit.captures import captured_state
 from .._jit.codegen import Source, op_symbol
 from .._streams import stream_handle
 from ..errors import ArgumentError, CudaError
@@ -108,10 +109,17 @@ def functor_size(spec: OpSpec) -> int:
     return -(-spec.state_size // spec.state_alignment) * spec.state_alignment
 
 
-def functor_state(spec: OpSpec, op: Any) -> bytes:
-    """The functor parameter's bytes: a RawOp's state, else one empty byte."""
-    if spec.state_size and isinstance(op, RawOp):
-        return op.state.ljust(functor_size(spec), b"\0")
+def functor_state(spec: OpSpec, op: Any, argument: str = "op") -> bytes:
+    """The functor parameter's bytes: a RawOp's state, the pointers and extents of the
+    device arrays a Python operator captures (read from ``op`` now), else one empty byte.
+
+    A Python operator with captures must be given (``op`` None raises ArgumentError
+    naming ``argument``): its arrays are bound at each call, never kept."""
+    if spec.state_size:
+        if isinstance(op, RawOp):
+            return op.state.ljust(functor_size(spec), b"\0")
+        if spec.captures:
+            return captured_state(op, spec, argument).ljust(functor_size(spec), b"\0")
     return b"\0"
 
 

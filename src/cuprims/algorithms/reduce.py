@@ -106,7 +106,7 @@ def _describe(d_in: Any, d_out: Any, op: Any, h_init: Any, determinism: Any) -> 
         check_host_value(init_dt, accum, "h_init")
     if accum.is_struct != in_vt.is_struct or (accum.is_struct and in_vt.code != accum.code):
         raise ArgumentError("d_in", f"items of the output's type {accum.dtype}", in_vt.dtype)
-    spec = op_spec(op)
+    spec = op_spec(op, bind_captures=True)  # functor_state packs captured arrays per call
     if spec.kind == "builtin":
         check_binary_builtin(spec, accum)
     return ReduceDescription(in_arg, out_arg, spec, init_dt is not None, det)
@@ -127,7 +127,7 @@ class _Reduce(Algorithm):
         # one pack per pass so the two launches of a large problem never share a parameter block
         self._first_params, self._second_params = driver.ParamPack(first), driver.ParamPack(second)
         self._accum = desc.d_out.value
-        self._state = functor_state(desc.op, None)
+        self._state = b"\0"  # the functor of an operator without state (with state: packed per call)
         self._init_scalar_type = desc.d_out.value.dtype.type if desc.has_init and not self._accum.is_struct else None
 
     def _make_plan(self, loaded: Loaded, variant: int) -> _Plan:

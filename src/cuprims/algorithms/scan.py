@@ -101,7 +101,7 @@ def _describe(d_in: Any, d_out: Any, op: Any, init_value: Any, inclusive: bool) 
         check_host_value(init_dt, accum, "init_value")
     elif init_kind == "device":
         check_device_value(init_dt, accum, "init_value")
-    spec = op_spec(op)
+    spec = op_spec(op, bind_captures=True)  # functor_state packs captured arrays per call
     if spec.kind == "builtin":
         check_binary_builtin(spec, accum)
     return ScanDescription(in_arg, out_arg, spec, init_kind, inclusive)
@@ -121,7 +121,7 @@ class _Scan(Algorithm):
         init_kinds, scan_kinds = desc.kernel_params()
         self._init_params, self._scan_params = driver.ParamPack(init_kinds), driver.ParamPack(scan_kinds)
         self._accum = desc.d_out.value
-        self._state = functor_state(desc.op, None)
+        self._state = b"\0"  # the functor of an operator without state (with state: packed per call)
         self._init_scalar_type = self._accum.dtype.type if desc.init_kind == "value" and not self._accum.is_struct \
             else None
 

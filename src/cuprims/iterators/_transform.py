@@ -45,7 +45,7 @@ class TransformIterator(IteratorBase):
     def __init__(self, underlying: Any, transform_op: Any, value_type: Any = None, is_input: bool = True):
         super().__init__()
         self._under = as_iterator(underlying, "underlying")
-        self._spec = spec = op_spec(transform_op, argument="transform_op")
+        self._spec = spec = op_spec(transform_op, argument="transform_op", bind_captures=True)
         self._op = transform_op
         in_vt = self._under.value_type
         if value_type is not None:
@@ -55,7 +55,7 @@ class TransformIterator(IteratorBase):
 
             self._vt = builtin_result_type(spec.builtin, (in_vt,))
         elif spec.kind == "python":
-            self._vt = make_value_type(_infer(transform_op, spec.key, in_vt), argument="value_type")
+            self._vt = make_value_type(_infer(transform_op, spec, in_vt), argument="value_type")
         else:
             raise ArgumentError("value_type", "the result dtype (a RawOp's result type cannot be inferred)", None)
         if spec.kind == "builtin":
@@ -109,18 +109,28 @@ class TransformIterator(IteratorBase):
     def _pack(self, state: StateWriter, count: int | None, argument: str) -> None:
         pack_member(state, self._under, count, argument)
         if self._spec.state_size:
-            op = self._op
-            assert isinstance(op, RawOp)
-            state.raw(op.state, self._spec.state_alignment)
+            _pack_op_state(state, self._op, self._spec, argument)
 
 
-def _infer(fn: Any, key: str, in_vt: ValueType) -> np.dtype:
-    memo_key = (key, in_vt.code)
+def _pack_op_state(state: StateWriter, op: Any, spec: Any, argument: str) -> None:
+    """The functor state of a transform's operator: a RawOp's bytes, or the pointers and
+    extents of the device arrays a Python operator captures, read from it now."""
+    if isinstance(op, RawOp):
+        state.raw(op.state, spec.state_alignment)
+    else:
+        from .._jit.captures import captured_state
+
+        state.raw(captured_state(op, spec, argument), spec.state_alignment)
+
+
+def _infer(fn: Any, spec: Any, in_vt: ValueType) -> np.dtype:
+    memo_key = (spec.key, in_vt.code)
     dt = _inferred.get(memo_key)
     if dt is None:
         from .._jit.numba_ops import infer_result_dtype
 
-        dt = _inferred[memo_key] = infer_result_dtype(fn, (in_vt,), op_name=getattr(fn, "__name__", "op"))
+        dt = _inferred[memo_key] = infer_result_dtype(fn, (in_vt,), op_name=getattr(fn, "__name__", "op"),
+                                                      captures=spec.captures)
     return dt
 
 
@@ -148,7 +158,7 @@ class TransformOutputIterator(IteratorBase):
         self._under = as_iterator(underlying, "underlying")
         if not self._under._writable():
             raise ArgumentError("underlying", "a device array or a writable iterator", underlying)
-        self._spec = spec = op_spec(transform_op, argument="transform_op")
+        self._spec = spec = op_spec(transform_op, argument="transform_op", bind_captures=True)
         self._op = transform_op
         if output_value_type is None:
             output_value_type = _annotated_argument(transform_op)
@@ -210,9 +220,7 @@ class TransformOutputIterator(IteratorBase):
     def _pack(self, state: StateWriter, count: int | None, argument: str) -> None:
         pack_member(state, self._under, count, argument)
         if self._spec.state_size:
-            op = self._op
-            assert isinstance(op, RawOp)
-            state.raw(op.state, self._spec.state_alignment)
+            _pack_op_state(state, self._op, self._spec, argument)
 
 
 def _annotated_argument(fn: Any) -> Any:
