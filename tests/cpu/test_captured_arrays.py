@@ -123,7 +123,7 @@ def test_algorithms_that_pack_no_state_keep_compiling_arrays_in():
     assert spec.captures == () and spec.state_size == 0 and spec.persistent is False
     transform = cuprims.make_unary_transform(d_in=ProxyArray(np.float32), d_out=ProxyArray(np.float32),
                                              op=lambda v: v + w[0], compute_capability=ARCH)
-    assert transform._spec.state_size == 0 and transform.cubin()[:4] == b"\x7fELF"
+    assert transform.desc.op.state_size == 0 and transform.cubin()[:4] == b"\x7fELF"
 
 
 # ------------------------------------------------------------------ state bytes at call time

@@ -30,11 +30,12 @@ from .._jit import driver
 from .._jit.build import OpInput
 from .._jit.captures import captured_state
 from .._jit.codegen import Source, op_symbol
+from .._jit.functors import check_binary_builtin
 from .._streams import stream_handle
 from ..errors import ArgumentError, CudaError
-from ..op import OpSpec, RawOp
+from ..op import OpSpec, RawOp, op_spec
 from ..types import ValueType
-from ._arguments import linked_objects, signature
+from ._arguments import ArgKind, linked_objects, signature
 from ._common import (Builds, CompiledAlgorithm, Loaded, PerThreadCache, frozen, parse_compute_capability, targets,
                       temp_storage_info)
 
@@ -87,12 +88,39 @@ class Description:
         return all(op.spec.persistent for op in self.linked_ops())
 
 
+@description
+class CombinerDescription(Description):
+    """An algorithm that combines the items of ``d_in`` with ``op`` in the type of ``d_out``
+    (reduce, scan): its linked operators are ``op`` and those inside the iterators."""
+
+    d_in: ArgKind
+    d_out: ArgKind
+    op: OpSpec
+
+    def _link(self) -> tuple[OpInput, ...]:
+        return combiner_ops(self.op, self.d_out.value) + self.d_in.linked_ops() + self.d_out.linked_ops()
+
+
 class Plan:
     """Launch facts of one build on one device. ``temp_align`` is the address alignment
     a caller's temporary storage must have."""
 
     temp_align = 1
     device = -1
+
+
+def combiner_spec(op: Any, accum: ValueType) -> OpSpec:
+    """The spec of an operator combining two ``accum`` values (reduce, scan), checked;
+    captured arrays become state packed at each call (:func:`functor_state`)."""
+    spec = op_spec(op, bind_captures=True)
+    if spec.kind == "builtin":
+        check_binary_builtin(spec, accum)
+    return spec
+
+
+def scalar_init_type(accum: ValueType, has_host_value: bool) -> type | None:
+    """The numpy scalar type whose values pass as initial values without conversion."""
+    return accum.dtype.type if has_host_value and not accum.is_struct else None
 
 
 def combiner_ops(op: OpSpec, accum: ValueType) -> tuple[OpInput, ...]:
@@ -128,6 +156,7 @@ class Algorithm(CompiledAlgorithm):
     Description class) and implement ``_make_plan``, ``_temp_bytes`` and ``_dispatch``."""
 
     _object_cache: PerThreadCache
+    _state = b"\0"  # the functor parameter of an operator without state (with state: packed per call)
     _descriptions: dict[tuple, Description]
     _interned: dict[Description, Description]
 
@@ -145,6 +174,8 @@ class Algorithm(CompiledAlgorithm):
         # plan of each variant on the device used last (kernel handles of a CUDA library are
         # valid in every context: only a failed launch calls for a fresh look)
         self._plans: dict[int, Any] = {}
+        # one parameter block per kernel (of variant 0), laid out from the description
+        self._packs = tuple(driver.ParamPack(kinds) for kinds in desc.kernel_params())
         self._setup()
 
     # -- construction ---------------------------------------------------------------

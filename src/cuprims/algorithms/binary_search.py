@@ -142,9 +142,7 @@ class _BinarySearch(Algorithm):
 
     def _setup(self) -> None:
         desc = self.desc
-        (kinds,) = desc.kernel_params()
-        self._params = driver.ParamPack(kinds)
-        self._state = functor_state(desc.comp, None)
+        (self._params,) = self._packs
         self._value_size = desc.data.value.size
         self._max_index = int(np.iinfo(desc.out.value.dtype).max)
         # For experiments: a fixed number of cached levels (None: all), the prefetch window in bytes (0: none).

@@ -17,14 +17,13 @@ from typing import Any
 
 from .._enums import Determinism
 from .._jit import driver
-from .._jit.build import OpInput
-from .._jit.codegen import Source, check_binary_builtin, reduce_source
+from .._jit.codegen import Source, reduce_source
 from ..errors import ArgumentError
-from ..op import OpSpec, op_spec
 from ..types import host_bytes, same_layout
-from ._arguments import ArgKind, describe
+from ._arguments import describe
 from ._common import Loaded, check_num_items
-from ._skeleton import Algorithm, Description, Plan, combiner_ops, description, functor_size, functor_state
+from ._skeleton import (Algorithm, CombinerDescription, Plan, combiner_spec, description, functor_size, functor_state,
+                        scalar_init_type)
 from ._values import check_host_value, host_value_dtype
 
 # CUB launches this many blocks per SM-occupancy slot for reductions.
@@ -35,13 +34,10 @@ _PORTABLE_GRID = 2048
 
 
 @description
-class ReduceDescription(Description):
+class ReduceDescription(CombinerDescription):
     """A reduction: what it reads, what it writes (the type it computes in), the operator,
     whether an initial value is combined in, and the determinism asked for."""
 
-    d_in: ArgKind
-    d_out: ArgKind
-    op: OpSpec
     has_init: bool
     determinism: Determinism
 
@@ -49,9 +45,6 @@ class ReduceDescription(Description):
         return reduce_source(in_type=self.d_in.value, accum=self.d_out.value, op=self.op, has_init=self.has_init,
                              deterministic_across_gpus=self.determinism is Determinism.GPU_TO_GPU, arch=arch,
                              d_in=self.d_in, d_out=self.d_out)
-
-    def _link(self) -> tuple[OpInput, ...]:
-        return combiner_ops(self.op, self.d_out.value) + self.d_in.linked_ops() + self.d_out.linked_ops()
 
     def kernel_params(self) -> tuple[tuple[Any, ...], ...]:
         # reduce_kernel(d_in, d_out, d_partials, num_items, op, init, finalize), over the input
@@ -106,9 +99,7 @@ def _describe(d_in: Any, d_out: Any, op: Any, h_init: Any, determinism: Any) -> 
         check_host_value(init_dt, accum, "h_init")
     if accum.is_struct != in_vt.is_struct or (accum.is_struct and in_vt.code != accum.code):
         raise ArgumentError("d_in", f"items of the output's type {accum.dtype}", in_vt.dtype)
-    spec = op_spec(op, bind_captures=True)  # functor_state packs captured arrays per call
-    if spec.kind == "builtin":
-        check_binary_builtin(spec, accum)
+    spec = combiner_spec(op, accum)
     return ReduceDescription(in_arg, out_arg, spec, init_dt is not None, det)
 
 
@@ -123,12 +114,11 @@ class _Reduce(Algorithm):
 
     def _setup(self) -> None:
         desc = self.desc
-        first, second = desc.kernel_params()
-        # one pack per pass so the two launches of a large problem never share a parameter block
-        self._first_params, self._second_params = driver.ParamPack(first), driver.ParamPack(second)
+        # one pack per pass (the skeleton's _packs), so the two launches of a large problem
+        # never share a parameter block
+        self._first_params, self._second_params = self._packs
         self._accum = desc.d_out.value
-        self._state = b"\0"  # the functor of an operator without state (with state: packed per call)
-        self._init_scalar_type = desc.d_out.value.dtype.type if desc.has_init and not self._accum.is_struct else None
+        self._init_scalar_type = scalar_init_type(self._accum, desc.has_init)
 
     def _make_plan(self, loaded: Loaded, variant: int) -> _Plan:
         return _Plan(loaded, self.desc.determinism is Determinism.GPU_TO_GPU)

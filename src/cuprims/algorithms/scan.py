@@ -23,36 +23,29 @@ from __future__ import annotations
 from typing import Any
 
 from .._jit import driver
-from .._jit.build import OpInput
-from .._jit.codegen import Source, check_binary_builtin
+from .._jit.codegen import Source
 from .._jit.codegen_scan import scan_source
 from ..config import settings
 from ..errors import ArgumentError, ArgumentTypeError
-from ..op import OpSpec, op_spec
 from ..types import host_bytes
-from ._arguments import ArgKind, describe
+from ._arguments import describe
 from ._common import Loaded, check_num_items
-from ._skeleton import Algorithm, Description, Plan, combiner_ops, description, functor_size, functor_state
+from ._skeleton import (Algorithm, CombinerDescription, Plan, combiner_spec, description, functor_size, functor_state,
+                        scalar_init_type)
 from ._values import check_device_value, check_host_value, device_value_pointer, init_value_kind as _init_info
 
 @description
-class ScanDescription(Description):
+class ScanDescription(CombinerDescription):
     """A prefix scan: input and output, operator, what the initial value is ("none",
     "value": passed at launch, "device": read from a one-element device array) and the
     direction."""
 
-    d_in: ArgKind
-    d_out: ArgKind
-    op: OpSpec
     init_kind: str
     inclusive: bool
 
     def source(self, arch: int) -> Source:
         return scan_source(in_type=self.d_in.value, accum=self.d_out.value, op=self.op, init_kind=self.init_kind,
                            inclusive=self.inclusive, arch=arch, d_in=self.d_in, d_out=self.d_out)
-
-    def _link(self) -> tuple[OpInput, ...]:
-        return combiner_ops(self.op, self.d_out.value) + self.d_in.linked_ops() + self.d_out.linked_ops()
 
     def kernel_params(self) -> tuple[tuple[Any, ...], ...]:
         init_param = {"none": 1, "value": self.d_out.value.size, "device": "ptr"}[self.init_kind]
@@ -101,29 +94,21 @@ def _describe(d_in: Any, d_out: Any, op: Any, init_value: Any, inclusive: bool) 
         check_host_value(init_dt, accum, "init_value")
     elif init_kind == "device":
         check_device_value(init_dt, accum, "init_value")
-    spec = op_spec(op, bind_captures=True)  # functor_state packs captured arrays per call
-    if spec.kind == "builtin":
-        check_binary_builtin(spec, accum)
+    spec = combiner_spec(op, accum)
     return ScanDescription(in_arg, out_arg, spec, init_kind, inclusive)
 
 
 class _Scan(Algorithm):
-    """A prefix scan built for fixed types, operator, init kind and direction; call it to run.
-
-    ``scan(temp_storage=None, ...)`` returns the temporary bytes needed and launches
-    nothing; ``scan(temp_storage=buf, ...)`` runs on ``stream``.
-    """
+    """A prefix scan built for fixed types, operator, init kind and direction; call it to
+    run (``temp_storage=None`` returns the temporary bytes needed and launches nothing)."""
 
     desc: ScanDescription
 
     def _setup(self) -> None:
         desc = self.desc
-        init_kinds, scan_kinds = desc.kernel_params()
-        self._init_params, self._scan_params = driver.ParamPack(init_kinds), driver.ParamPack(scan_kinds)
+        self._init_params, self._scan_params = self._packs
         self._accum = desc.d_out.value
-        self._state = b"\0"  # the functor of an operator without state (with state: packed per call)
-        self._init_scalar_type = self._accum.dtype.type if desc.init_kind == "value" and not self._accum.is_struct \
-            else None
+        self._init_scalar_type = scalar_init_type(self._accum, desc.init_kind == "value")
 
     def _make_plan(self, loaded: Loaded, variant: int) -> _Plan:
         return _Plan(loaded)

@@ -5,12 +5,10 @@ transform (a transform needs no temporary storage, so there is no ``temp_storage
 argument); ``unary_transform`` / ``binary_transform`` do both in one call.
 
 The result of ``op`` is converted to ``d_out``'s type, so inputs and output may have
-different types (``int8`` in, ``float32`` out). Built-in operators follow the rules in
-:mod:`cuprims._jit.codegen_transform` (binary ones compute in numpy's common type of the
-inputs, comparisons give ``bool``).
-
-Device code is CUB's own transform kernel; its host dispatch (CUB's
-``dispatch_transform.cuh``) is ours, here, driven by the policy the compiled code exports:
+different types (``int8`` in, ``float32`` out); inputs and output may be iterators. Built-in
+operators follow :mod:`cuprims._jit.functors` (binary ones compute in numpy's common type
+of the inputs, comparisons give ``bool``). Device code is CUB's own transform kernel; its
+host dispatch (CUB's ``dispatch_transform.cuh``) is ours, driven by the exported policy:
 
 * bulk-copy (TMA, sm_90+) and LDGSTS (sm_80) algorithms stage each block's tile in
   shared memory. Items per thread grow until ``occupancy x tile x bytes loaded per item``
@@ -147,9 +145,7 @@ class _Transform(Algorithm):
 
     def _setup(self) -> None:
         desc = self.desc
-        (kinds,) = desc.kernel_params()
-        self._params = driver.ParamPack(kinds)
-        self._state = functor_state(desc.op, None)
+        (self._params,) = self._packs
         self._iterators = not all(a.is_pointer for a in desc.inputs + (desc.out,))
 
     def _make_plan(self, loaded: Loaded, variant: int) -> _Plan:
