@@ -15,7 +15,67 @@ from ._base import IteratorBase, IteratorCode, LinkedOp, Member, StateWriter, as
 _inferred: dict[tuple[str, str], np.dtype] = {}
 
 
-class TransformIterator(IteratorBase):
+class _OperatorIterator(IteratorBase):
+    """What both transform iterators share: an underlying sequence, a unary operator
+    between it and the algorithm (``_spec``, ``_op``), and the value type the algorithm sees."""
+
+    __slots__ = ("_under", "_op", "_spec", "_vt")
+
+    @property
+    def value_type(self) -> ValueType:
+        return self._vt
+
+    def _inner(self) -> tuple[IteratorBase, ...]:
+        return (self._under,)
+
+    def _persistent(self) -> bool:
+        return self._spec.persistent and super()._persistent()
+
+    def _linked_objects(self) -> list[Any]:
+        own = [] if self._spec.kind == "builtin" else [self._op]
+        return super()._linked_objects() + own
+
+    def _spec_key(self) -> str:
+        spec = self._spec
+        return f"{spec.kind}:{spec.key}:{spec.state_size}/{spec.state_alignment}"
+
+    def _emit_operator(self, code: IteratorCode, in_vt: ValueType, out_vt: ValueType,
+                       operand: str) -> tuple[list[Member], str]:
+        """Define the ``under`` member and the operator's functor (linking a Python or raw
+        operator); return the struct's members and the C++ call on ``operand``."""
+        from .._jit.codegen import op_symbol
+        from .._jit.codegen_transform import transform_functor
+
+        spec = self._spec
+        code.note_type(self._vt)
+        members = [emit_member(code, self._under, "under")]
+        fn_name = code.new_name() + "_fn"
+        symbol = op_symbol(spec, code.new_op_symbol())
+        functor, _ = transform_functor(fn_name, spec, (in_vt,), out_vt, symbol)
+        code.definitions.append(functor)
+        if spec.kind != "builtin":
+            code.ops.append(LinkedOp(symbol, spec, (in_vt,), out_vt, self._op))
+        if not spec.state_size:
+            return members, f"{fn_name}{{}}({operand})"
+        size = -(-spec.state_size // spec.state_alignment) * spec.state_alignment
+        members.append(Member("fn", fn_name, size, spec.state_alignment))
+        return members, f"fn({operand})"
+
+    def _pack(self, state: StateWriter, count: int | None, argument: str) -> None:
+        pack_member(state, self._under, count, argument)
+        if self._spec.state_size:
+            # a RawOp's bytes, or the pointers and extents of the device arrays a Python
+            # operator captures, read from it now
+            op, spec = self._op, self._spec
+            if isinstance(op, RawOp):
+                state.raw(op.state, spec.state_alignment)
+            else:
+                from .._jit.captures import captured_state
+
+                state.raw(captured_state(op, spec, argument), spec.state_alignment)
+
+
+class TransformIterator(_OperatorIterator):
     """Item i is ``transform_op(underlying[i])``.
 
     ``transform_op`` is a unary OpKind (NEGATE, IDENTITY, BIT_NOT, LOGICAL_NOT), a Python
@@ -34,7 +94,7 @@ class TransformIterator(IteratorBase):
         it = cuprims.TransformIterator(x, lambda v: v * v)   # 0, 1, 4, 9
     """
 
-    __slots__ = ("_under", "_op", "_spec", "_vt")
+    __slots__ = ()
 
     def __new__(cls, underlying: Any = None, transform_op: Any = None, value_type: Any = None,
                 is_input: bool = True) -> Any:
@@ -63,64 +123,14 @@ class TransformIterator(IteratorBase):
 
             check_transform_builtin(spec, (in_vt,), self._vt, argument="transform_op")
 
-    @property
-    def value_type(self) -> ValueType:
-        return self._vt
-
-    def _inner(self) -> tuple[IteratorBase, ...]:
-        return (self._under,)
-
-    def _persistent(self) -> bool:
-        return self._spec.persistent and super()._persistent()
-
-    def _linked_objects(self) -> list[Any]:
-        own = [] if self._spec.kind == "builtin" else [self._op]
-        return super()._linked_objects() + own
-
     def _kind_key(self) -> str:
-        spec = self._spec
-        return (f"transform({self._under._key()},{spec.kind}:{spec.key}:{spec.state_size}/{spec.state_alignment}"
-                f"->{self._vt.code})")
+        return f"transform({self._under._key()},{self._spec_key()}->{self._vt.code})"
 
     def _emit(self, code: IteratorCode) -> tuple[str, list[Member]]:
-        from .._jit.codegen import op_symbol
-        from .._jit.codegen_transform import transform_functor
-
-        in_vt, vt, spec = self._under.value_type, self._vt, self._spec
-        code.note_type(vt)
-        under = emit_member(code, self._under, "under")
-        fn_name = code.new_name() + "_fn"
-        symbol = op_symbol(spec, code.new_op_symbol())
-        functor, _ = transform_functor(fn_name, spec, (in_vt,), vt, symbol)
-        code.definitions.append(functor)
-        if spec.kind != "builtin":
-            code.ops.append(LinkedOp(symbol, spec, (in_vt,), vt, self._op))
-        members = [under]
-        if spec.state_size:
-            size = -(-spec.state_size // spec.state_alignment) * spec.state_alignment
-            members.append(Member("fn", fn_name, size, spec.state_alignment))
-            call = "fn(under[i])"
-        else:
-            call = f"{fn_name}{{}}(under[i])"
+        members, call = self._emit_operator(code, self._under.value_type, self._vt, "under[i]")
         name = code.new_name()
-        code.define(name, members, vt, f"return {call};")
+        code.define(name, members, self._vt, f"return {call};")
         return name, members
-
-    def _pack(self, state: StateWriter, count: int | None, argument: str) -> None:
-        pack_member(state, self._under, count, argument)
-        if self._spec.state_size:
-            _pack_op_state(state, self._op, self._spec, argument)
-
-
-def _pack_op_state(state: StateWriter, op: Any, spec: Any, argument: str) -> None:
-    """The functor state of a transform's operator: a RawOp's bytes, or the pointers and
-    extents of the device arrays a Python operator captures, read from it now."""
-    if isinstance(op, RawOp):
-        state.raw(op.state, spec.state_alignment)
-    else:
-        from .._jit.captures import captured_state
-
-        state.raw(captured_state(op, spec, argument), spec.state_alignment)
 
 
 def _infer(fn: Any, spec: Any, in_vt: ValueType) -> np.dtype:
@@ -134,7 +144,7 @@ def _infer(fn: Any, spec: Any, in_vt: ValueType) -> np.dtype:
     return dt
 
 
-class TransformOutputIterator(IteratorBase):
+class TransformOutputIterator(_OperatorIterator):
     """An output: writing ``v`` at ``i`` stores ``transform_op(v)`` at ``underlying[i]``
     (a device array or a writable iterator).
 
@@ -151,7 +161,7 @@ class TransformOutputIterator(IteratorBase):
                             h_init=np.float32(0))
     """
 
-    __slots__ = ("_under", "_op", "_spec", "_vt")
+    __slots__ = ()
 
     def __init__(self, underlying: Any, transform_op: Any, output_value_type: Any = None):
         super().__init__()
@@ -169,58 +179,18 @@ class TransformOutputIterator(IteratorBase):
 
             check_transform_builtin(spec, (self._vt,), self._under.value_type, argument="transform_op")
 
-    @property
-    def value_type(self) -> ValueType:
-        return self._vt
-
-    def _inner(self) -> tuple[IteratorBase, ...]:
-        return (self._under,)
-
     def _writable(self) -> bool:
         return True
 
-    def _persistent(self) -> bool:
-        return self._spec.persistent and super()._persistent()
-
-    def _linked_objects(self) -> list[Any]:
-        own = [] if self._spec.kind == "builtin" else [self._op]
-        return super()._linked_objects() + own
-
     def _kind_key(self) -> str:
-        spec = self._spec
-        return (f"transform_output({self._under._key()},{spec.kind}:{spec.key}:{spec.state_size}/"
-                f"{spec.state_alignment}<-{self._vt.code})")
+        return f"transform_output({self._under._key()},{self._spec_key()}<-{self._vt.code})"
 
     def _emit(self, code: IteratorCode) -> tuple[str, list[Member]]:
-        from .._jit.codegen import op_symbol
-        from .._jit.codegen_transform import transform_functor
-
-        out_vt, vt, spec = self._under.value_type, self._vt, self._spec
-        code.note_type(vt)
-        under = emit_member(code, self._under, "under")
-        fn_name = code.new_name() + "_fn"
-        symbol = op_symbol(spec, code.new_op_symbol())
-        functor, _ = transform_functor(fn_name, spec, (vt,), out_vt, symbol)
-        code.definitions.append(functor)
-        if spec.kind != "builtin":
-            code.ops.append(LinkedOp(symbol, spec, (vt,), out_vt, self._op))
-        members = [under]
-        if spec.state_size:
-            size = -(-spec.state_size // spec.state_alignment) * spec.state_alignment
-            members.append(Member("fn", fn_name, size, spec.state_alignment))
-            call = "fn(v)"
-        else:
-            call = f"{fn_name}{{}}(v)"
+        members, call = self._emit_operator(code, self._vt, self._under.value_type, "v")
         name = code.new_name()
         # read as an input it has nothing to give: a zero value
-        code.define(name, members, vt, "return {};",
-                    write=f"under.write(i, {call});" if code.output else None)
+        code.define(name, members, self._vt, "return {};", write=f"under.write(i, {call});" if code.output else None)
         return name, members
-
-    def _pack(self, state: StateWriter, count: int | None, argument: str) -> None:
-        pack_member(state, self._under, count, argument)
-        if self._spec.state_size:
-            _pack_op_state(state, self._op, self._spec, argument)
 
 
 def _annotated_argument(fn: Any) -> Any:
