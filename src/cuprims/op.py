@@ -79,6 +79,21 @@ def _as_bytes(code: Any, argument: str) -> bytes:
     raise ArgumentTypeError(argument, "LTO-IR as bytes (or an object with a .code bytes attribute)", code)
 
 
+# Operator state travels by value in kernel parameters (4 KiB in all, shared with the
+# algorithm's own arguments and iterators).
+MAX_STATE_BYTES = 1024
+
+_CPP_KEYWORDS = frozenset("""
+alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t char16_t char32_t class
+compl concept const consteval constexpr constinit const_cast continue co_await co_return co_yield decltype
+default delete do double dynamic_cast else enum explicit export extern false float for friend goto if inline
+int long mutable namespace new noexcept not not_eq nullptr operator or or_eq private protected public register
+reinterpret_cast requires return short signed sizeof static static_assert static_cast struct switch template
+this thread_local throw true try typedef typeid typename union unsigned using virtual void volatile wchar_t
+while xor xor_eq main memcpy memset malloc free printf
+""".split())
+
+
 class RawOp:
     """An operator given as LTO-IR that you compiled yourself.
 
@@ -95,11 +110,18 @@ class RawOp:
 
     def __init__(self, *, ltoir: Any, name: str, state: bytes = b"", state_alignment: int = 1,
                  extra_ltoirs: list[Any] | None = None):
-        if not isinstance(name, str) or not name.isidentifier():
+        if not isinstance(name, str) or not name.isidentifier() or not name.isascii():
             raise ArgumentError("name", "a C identifier naming the operator's symbol", name)
+        if name in _CPP_KEYWORDS or name.startswith("__") or (name[0] == "_" and name[1:2].isupper()) \
+                or name.startswith("cuprims_"):
+            raise ArgumentError("name", "a symbol name that is not a C++ keyword, not reserved (__x, _X) and not "
+                                "cuprims' own (cuprims_*)", name)
         self.ltoir = _as_bytes(ltoir, "ltoir")
         self.name = name
         self.state = bytes(state)
+        if len(self.state) > MAX_STATE_BYTES:
+            raise ArgumentError("state", f"at most {MAX_STATE_BYTES} bytes of operator state (it travels in the "
+                                "kernel's parameters; cuprims.op.MAX_STATE_BYTES)", f"{len(self.state)} bytes")
         if not isinstance(state_alignment, int) or state_alignment < 1 or state_alignment & (state_alignment - 1):
             raise ArgumentError("state_alignment", "a power of two >= 1", state_alignment)
         self.state_alignment = state_alignment

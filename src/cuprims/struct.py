@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from .errors import ArgumentError
+from .types import check_struct
 
 # Attribute names every struct class uses itself; fields may not take them.
 _RESERVED = frozenset({"dtype"})
@@ -336,7 +337,9 @@ def gpu_struct(field_dict: Any, name: str = "AnonymousStruct") -> type:
     Args:
         field_dict: ``{field name: dtype or gpu_struct type}``, a structured numpy dtype,
             or a class whose annotations declare the fields (``r: np.int32``). A field's
-            type may also be ``(dtype, shape)`` for a fixed-size array.
+            type may also be ``(dtype, shape)`` for a fixed-size array. A struct holds at
+            most ``cuprims.types.MAX_STRUCT_BYTES`` (1024) bytes, nests at most
+            ``MAX_STRUCT_DEPTH`` (16) deep, and every field has a non-zero size.
         name: the class name (for an annotated class, its own name is the default).
 
     Returns:
@@ -365,6 +368,7 @@ def gpu_struct(field_dict: Any, name: str = "AnonymousStruct") -> type:
         declared[field], dt = _field_type(spec, field)
         dtypes.append((field, dt))
     dtype = np.dtype(dtypes, align=True)
+    check_struct(dtype, "field_dict")  # size, depth and zero-size fields, before any build
     if isinstance(field_dict, type) and not _is_struct_class(field_dict):
         module = field_dict.__module__
     else:  # like namedtuple: the caller's module, so that a module-level struct pickles by name

@@ -36,6 +36,12 @@ _SCALARS: dict[str, tuple[str, str]] = {
 
 SUPPORTED_SCALARS = tuple(np.dtype(k) for k in _SCALARS)
 
+# Limits on struct value types, checked before anything is compiled: larger structs make
+# NVRTC and nvJitLink take minutes (a 4 KiB value: over 300 s to link), and deeper nesting
+# than any real record is a mistake.
+MAX_STRUCT_BYTES = 1024
+MAX_STRUCT_DEPTH = 16
+
 
 @dataclass(frozen=True)
 class ValueType:
@@ -80,18 +86,47 @@ def struct_code(dt: np.dtype) -> str:
     return hashlib.sha256(repr(dt.descr).encode() + str(dt.itemsize).encode()).hexdigest()[:16]
 
 
+def check_struct(dt: np.dtype, argument: str) -> None:
+    """Size, nesting depth and field sizes of a struct dtype against the limits, walked
+    without recursion (so a 600-deep nest is an ArgumentError, not a RecursionError)."""
+    if dt.itemsize > MAX_STRUCT_BYTES:
+        raise ArgumentError(argument, f"a struct of at most {MAX_STRUCT_BYTES} bytes (cuprims.types.MAX_STRUCT_BYTES)",
+                            f"{dt.itemsize} bytes")
+    stack = [(dt, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_STRUCT_DEPTH:
+            raise ArgumentError(argument, f"structs nested at most {MAX_STRUCT_DEPTH} deep "
+                                "(cuprims.types.MAX_STRUCT_DEPTH)", f"a deeper nest")
+        if node.subdtype is not None:
+            stack.append((node.subdtype[0], depth))
+            if node.itemsize == 0:
+                raise ArgumentError(argument, "fields of non-zero size", f"a zero-length array field in {node}")
+            continue
+        if node.names is None:
+            continue
+        for name in node.names:
+            field = node.fields[name][0]
+            if field.itemsize == 0:
+                raise ArgumentError(argument, "fields of non-zero size", f"field {name!r} of {field}")
+            stack.append((field, depth + 1))
+
+
 def value_type(dtype: Any, *, argument: str = "dtype") -> ValueType:
     """The :class:`ValueType` of a numpy dtype (or anything ``np.dtype`` accepts, or a gpu_struct)."""
     try:
         return _cache[dtype]
     except (KeyError, TypeError):
         pass
+    if dtype is None:  # np.dtype(None) would quietly be float64
+        raise ArgumentError(argument, "a numpy dtype or a gpu_struct type", None)
     struct_dtype = getattr(dtype, "_cuprims_dtype", None)
     try:
         dt = struct_dtype if struct_dtype is not None else np.dtype(dtype)
-    except TypeError as exc:
-        raise ArgumentError(argument, "a numpy dtype or a gpu_struct type", dtype) from exc
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise ArgumentError(argument, "a numpy dtype or a gpu_struct type", type(dtype).__name__) from None
     if dt.names is not None:
+        check_struct(dt, argument)
         align = _struct_alignment(dt)
         if dt.itemsize % align:
             raise ArgumentError(argument, "a struct dtype whose size is a multiple of its alignment "
@@ -133,26 +168,55 @@ def numba_type_name(vt: ValueType) -> str:
 
 
 def host_bytes(value: Any, vt: ValueType, *, argument: str) -> bytes:
-    """The bytes of a host value converted to ``vt`` (used for init values passed at launch)."""
+    """The bytes of a host value converted to ``vt`` (used for init values passed at launch).
+
+    Conversions follow numpy's ``same_kind`` rule (float64 -> float32 is fine, 3.7 -> int32
+    is not), and a value that does not fit the target is an ArgumentError, never wrapped
+    or truncated. A struct value must be of ``vt``'s own struct type."""
     data = getattr(value, "_cuprims_data", None)
     if data is not None:
         value = data
-    try:
-        arr = np.asarray(value)
-        if vt.is_struct:
-            if arr.dtype != vt.dtype:
-                if arr.dtype.names is None or arr.dtype.itemsize != vt.size:
-                    raise ArgumentError(argument, f"a value of struct type {vt.dtype}", value)
-                arr = arr.view(vt.dtype)
-        else:
-            if arr.size != 1:
-                raise ArgumentError(argument, f"one {vt.dtype} value", value)
-            arr = arr.astype(vt.dtype, copy=False)
-    except ArgumentError:
-        raise
-    except (TypeError, ValueError) as exc:
-        raise ArgumentError(argument, f"a value convertible to {vt.dtype}", value) from exc
+    if vt.is_struct:
+        arr = np.asarray(value) if isinstance(value, np.ndarray | np.void) else None
+        if arr is None or arr.dtype != vt.dtype:
+            given = arr.dtype if arr is not None else value
+            raise ArgumentError(argument, f"a value of the output's struct type {vt.dtype}", given)
+    else:
+        arr = _scalar_array(value, vt, argument)
     raw = arr.reshape(-1)[:1].tobytes()
     if len(raw) != vt.size:
         raise ArgumentError(argument, f"one {vt.dtype} value", value)
     return raw
+
+
+def _scalar_array(value: Any, vt: ValueType, argument: str) -> np.ndarray:
+    """``value`` as a one-element array of ``vt``'s dtype, converted by numpy's same_kind rule
+    and range-checked."""
+    target = vt.dtype
+    if isinstance(value, (bool, int, float, complex)) and not isinstance(value, np.generic):
+        kind = "b" if isinstance(value, bool) else "i" if isinstance(value, int) else \
+            "f" if isinstance(value, float) else "c"
+        if not np.can_cast(np.dtype({"b": "?", "i": "i8", "f": "f8", "c": "c16"}[kind]), target, "same_kind") \
+                and not (kind == "i" and target.kind == "u"):
+            raise ArgumentError(argument, f"a value convertible to {target} (numpy's same_kind rule)", value)
+        if kind == "i" and target.kind in "iu":
+            _check_range(value, target, argument)
+        return np.asarray(value).astype(target) if kind != "i" or target.kind not in "iu" \
+            else np.asarray(value, dtype=target)
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError) as exc:
+        raise ArgumentError(argument, f"a value convertible to {target}", value) from exc
+    if arr.size != 1:
+        raise ArgumentError(argument, f"one {target} value", value)
+    if arr.dtype.kind not in "biufc" or not np.can_cast(arr.dtype, target, "same_kind"):
+        raise ArgumentError(argument, f"a value convertible to {target} (numpy's same_kind rule)", arr.dtype)
+    if arr.dtype.kind in "iu" and target.kind in "iu":
+        _check_range(int(arr.reshape(-1)[0]), target, argument)
+    return arr.astype(target, copy=False)
+
+
+def _check_range(v: int, target: np.dtype, argument: str) -> None:
+    info = np.iinfo(target)
+    if not info.min <= v <= info.max:
+        raise ArgumentError(argument, f"a value in the range of {target} ({info.min}..{info.max})", v)

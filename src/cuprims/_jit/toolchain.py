@@ -127,3 +127,21 @@ def toolchain_fingerprint() -> str:
 
     return (f"codegen={CODEGEN_VERSION};own={own_sources_digest()};cccl={cccl_version()};"
             f"nvrtc={nvrtc_version()};nvjitlink={nvjitlink_version()}")
+
+
+@functools.lru_cache(maxsize=None)
+def supported_archs() -> tuple[int, ...] | None:
+    """The architectures this NVRTC can compile for (e.g. 75 .. 121), or None where it
+    cannot be asked (then builds are left to report unsupported targets themselves)."""
+    try:
+        import cuda.pathfinder as pf
+
+        pf.load_nvidia_dynamic_lib("nvrtc")
+        from cuda.bindings import nvrtc
+
+        err, archs = nvrtc.nvrtcGetSupportedArchs()
+        if int(err) != 0:
+            return None
+        return tuple(int(a) for a in archs)
+    except Exception:  # noqa: BLE001 - an old or odd NVRTC: no up-front check
+        return None

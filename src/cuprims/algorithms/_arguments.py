@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import Any
+import functools
+import inspect
+from typing import Any, Callable
 
 import numpy as np
 
@@ -231,3 +233,36 @@ def signature(x: Any) -> Any:
     if signer is None:
         signer = _signers[type(x)] = _signer_for(x)
     return signer(x)
+
+
+def keyword_checked(fn: Callable) -> Callable:
+    """``fn`` with call-binding mistakes (an unknown or missing keyword, positional
+    arguments) raised as ArgumentTypeError naming the argument, instead of a bare TypeError.
+    Costs nothing on a correct call beyond the wrapper's frame."""
+    sig = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except TypeError as exc:
+            tb = exc.__traceback__
+            if tb is None or tb.tb_next is not None:  # raised inside fn: not a binding mistake
+                raise
+            raise _binding_error(fn.__name__, sig, args, kwargs) from None
+
+    return wrapper
+
+
+def _binding_error(name: str, sig: inspect.Signature, args: tuple, kwargs: dict) -> ArgumentTypeError:
+    params = sig.parameters
+    takes_var_kw = any(p.kind is p.VAR_KEYWORD for p in params.values())
+    if args:
+        return ArgumentTypeError(f"{name}(...)", "keyword arguments only", f"{len(args)} positional")
+    for key in kwargs:
+        if key not in params and not takes_var_kw:
+            return ArgumentTypeError(key, f"one of {name}'s keywords: " + ", ".join(params), "an unknown keyword")
+    for pname, p in params.items():
+        if p.default is p.empty and p.kind is p.KEYWORD_ONLY and pname not in kwargs:
+            return ArgumentTypeError(pname, f"a value (a required keyword of {name})", "nothing")
+    return ArgumentTypeError(f"{name}(...)", "arguments matching its signature", f"{sorted(kwargs)}")

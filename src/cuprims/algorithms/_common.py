@@ -7,6 +7,8 @@ import threading
 from collections import OrderedDict
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from ..errors import ArgumentError, NoDeviceError
 from .._jit import driver
 from .._jit.build import BuildResult, OpInput, build
@@ -62,9 +64,23 @@ def parse_compute_capability(cc: Any, argument: str = "compute_capability") -> l
     except (ValueError, TypeError):
         raise ArgumentError(argument, "an int like 90, a tuple (9, 0), a string '9.0' or a list of them",
                             cc) from None
-    if not 50 <= arch <= 200:
-        raise ArgumentError(argument, "a compute capability between 5.0 and 20.0", cc)
+    check_arch(arch, argument, cc)
     return [arch]
+
+
+def check_arch(arch: int, argument: str = "compute_capability", given: Any = None) -> None:
+    """Raise ArgumentError unless this NVRTC builds for ``sm_<arch>`` (before any compiler runs)."""
+    from .._jit.toolchain import supported_archs
+
+    archs = supported_archs()
+    if archs is None:
+        if not 50 <= arch <= 200:
+            raise ArgumentError(argument, "a compute capability between 5.0 and 20.0", arch if given is None else given)
+        return
+    if arch not in archs:
+        shown = ", ".join(f"{a // 10}.{a % 10}" for a in archs)
+        raise ArgumentError(argument, f"a compute capability this NVRTC builds for ({shown})",
+                            arch if given is None else given)
 
 
 class Loaded:
@@ -170,7 +186,9 @@ class CompiledAlgorithm:
 def current_arch() -> int:
     device = driver.current_device()
     major, minor = driver.compute_capability(device)
-    return major * 10 + minor
+    arch = major * 10 + minor
+    check_arch(arch, "the current device", f"sm_{arch}")
+    return arch
 
 
 def targets(compute_capability: Any) -> list[int]:
@@ -236,6 +254,8 @@ def invalidate_wrapper_caches() -> None:
 def check_num_items(num_items: Any, name: str = "num_items") -> int:
     if type(num_items) is int and num_items >= 0:
         return num_items
+    if isinstance(num_items, (bool, np.bool_)):  # True is an int to Python, never a count here
+        raise ArgumentError(name, "a non-negative integer", num_items)
     try:
         import operator
 

@@ -9,9 +9,8 @@ An algorithm module writes four things and copies nothing:
   the kernels' parameter layout (:meth:`Description.kernel_params`) and, later, the record a
   serialized object stores. It holds no user object.
 * a plan class (:class:`Plan`): launch facts for one device, read from the build's
-  exported metadata once per device.
-* the dispatch: :meth:`Algorithm._temp_bytes` (temporary storage a call needs) and
-  :meth:`Algorithm._dispatch` (the launches), given the call's bound arguments.
+  exported metadata once per device;
+* the dispatch: ``_temp_bytes`` (the temporary bytes a bound call needs) and ``_dispatch``.
 * its public ``make_*`` / one-shot functions, which describe the arguments and call
   :meth:`Algorithm._make` and :meth:`Algorithm._execute`.
 
@@ -116,11 +115,6 @@ def combiner_spec(op: Any, accum: ValueType) -> OpSpec:
     if spec.kind == "builtin":
         check_binary_builtin(spec, accum)
     return spec
-
-
-def scalar_init_type(accum: ValueType, has_host_value: bool) -> type | None:
-    """The numpy scalar type whose values pass as initial values without conversion."""
-    return accum.dtype.type if has_host_value and not accum.is_struct else None
 
 
 def combiner_ops(op: OpSpec, accum: ValueType) -> tuple[OpInput, ...]:

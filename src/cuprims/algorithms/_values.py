@@ -35,13 +35,15 @@ def host_value_dtype(value: Any) -> np.dtype | None:
 def check_host_value(dtype: np.dtype, accum: ValueType, argument: str) -> None:
     """Raise ArgumentError unless a host value of ``dtype`` can be converted to ``accum``."""
     if accum.is_struct or dtype.names is not None:
-        if dtype.itemsize != accum.size or (dtype.names is None) != (not accum.is_struct):
+        if dtype != accum.dtype:  # the output's own struct type, not merely one of its size
             raise ArgumentError(argument, f"a value of the output's type {accum.dtype}", dtype)
         return
     if dtype.kind not in "biufc":
         raise ArgumentError(argument, f"a value convertible to {accum.dtype}", dtype)
     if dtype.kind == "c" and accum.kind != "c":
         raise ArgumentError(argument, f"a real value for a {accum.dtype} output", dtype)
+    if not np.can_cast(dtype, accum.dtype, "same_kind"):
+        raise ArgumentError(argument, f"a value convertible to {accum.dtype} (numpy's same_kind rule)", dtype)
 
 
 def init_value_kind(value: Any) -> tuple[str, np.dtype | None]:
@@ -83,3 +85,8 @@ def device_value_pointer(x: Any, accum: ValueType, argument: str) -> int:
     if ptr & (accum.alignment - 1):
         raise ArgumentError(argument, f"data aligned to {accum.alignment} bytes", hex(ptr))
     return ptr
+
+
+def scalar_init_type(accum: ValueType, has_host_value: bool) -> type | None:
+    """The numpy scalar type whose values pass as initial values without conversion."""
+    return accum.dtype.type if has_host_value and not accum.is_struct else None

@@ -40,7 +40,7 @@ from .._jit.codegen_binary_search import INDEX_CODES, binary_search_source, chec
 from .._streams import stream_handle
 from ..errors import ArgumentError, CudaError
 from ..op import OpKind, OpSpec, op_spec
-from ._arguments import ArgKind, describe
+from ._arguments import ArgKind, describe, keyword_checked
 from ._common import Loaded, check_num_items
 from ._skeleton import Algorithm, Description, Plan, description, functor_size, functor_state
 
@@ -202,6 +202,7 @@ class _UpperBound(_BinarySearch):
 
 # ------------------------------------------------------------------- public functions
 
+@keyword_checked
 def make_lower_bound(*, d_data: Any, d_values: Any, d_out: Any, comp: Any = None,
                      compute_capability: Any = None) -> _LowerBound:
     """Build (or fetch from cache) a lower-bound search: for each value, the index of the
@@ -229,6 +230,7 @@ def make_lower_bound(*, d_data: Any, d_values: Any, d_out: Any, comp: Any = None
     return _LowerBound._make(desc, compute_capability, (comp, d_values))
 
 
+@keyword_checked
 def make_upper_bound(*, d_data: Any, d_values: Any, d_out: Any, comp: Any = None,
                      compute_capability: Any = None) -> _UpperBound:
     """Build (or fetch from cache) an upper-bound search: for each value, the index of the
@@ -262,7 +264,7 @@ def lower_bound(*, d_data: Any, num_items: int, d_values: Any, num_values: int, 
         cuprims.lower_bound(d_data=data, num_items=10, d_values=values, num_values=2, d_out=out)
         assert out.tolist() == [2, 0]
     """
-    obj = make_lower_bound(d_data=d_data, d_values=d_values, d_out=d_out, comp=comp)
+    obj = make_lower_bound.__wrapped__(d_data=d_data, d_values=d_values, d_out=d_out, comp=comp)
     obj._run(d_data, num_items, d_values, num_values, d_out, comp, stream)
 
 
@@ -280,5 +282,5 @@ def upper_bound(*, d_data: Any, num_items: int, d_values: Any, num_values: int, 
                             comp=cuprims.OpKind.GREATER)
         assert out.tolist() == [3]
     """
-    obj = make_upper_bound(d_data=d_data, d_values=d_values, d_out=d_out, comp=comp)
+    obj = make_upper_bound.__wrapped__(d_data=d_data, d_values=d_values, d_out=d_out, comp=comp)
     obj._run(d_data, num_items, d_values, num_values, d_out, comp, stream)

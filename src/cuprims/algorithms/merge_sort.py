@@ -26,6 +26,7 @@ from .._jit.build import OpInput
 from .._jit.codegen import Source, op_symbol
 from .._jit.codegen_sort import check_comparator_builtin, merge_sort_source
 from ..op import OpSpec, op_spec
+from ._arguments import keyword_checked
 from ._common import Loaded, check_num_items
 from ._skeleton import description, functor_size, functor_state
 from .sort_base import NARROW_MAX_ITEMS, SortAlgorithm, SortCall, SortDescription, SortPlan
@@ -155,6 +156,7 @@ def _describe(d_in_keys: Any, d_in_values: Any, d_out_keys: Any, d_out_values: A
     return MergeSortDescription(*kinds, spec)
 
 
+@keyword_checked
 def make_merge_sort(*, d_in_keys: Any, d_in_values: Any = None, d_out_keys: Any, d_out_values: Any = None,
                     op: Any, compute_capability: Any = None) -> _MergeSort:
     """Build (or fetch from cache) a stable merge sort of keys (and values) by ``op``.

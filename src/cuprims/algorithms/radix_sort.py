@@ -35,6 +35,7 @@ from .._jit.codegen import Source
 from .._jit.codegen_sort import check_radix_key, radix_sort_source
 from .._streams import stream_handle
 from ..config import settings
+from ._arguments import keyword_checked
 from ._common import Loaded, check_num_items, parse_compute_capability
 from ._skeleton import description
 from .sort_base import NARROW_MAX_ITEMS, SortAlgorithm, SortCall, SortDescription, SortPlan, bit_range
@@ -235,6 +236,7 @@ def _describe(d_in_keys: Any, d_out_keys: Any, d_in_values: Any, d_out_values: A
     return RadixSortDescription(*kinds, order)
 
 
+@keyword_checked
 def make_radix_sort(*, d_in_keys: Any, d_out_keys: Any, d_in_values: Any, d_out_values: Any, order: SortOrder,
                     compute_capability: Any = None) -> _RadixSort:
     """Build (or fetch from cache) a radix sort of keys (and values) in ``order``.

@@ -20,11 +20,10 @@ from .._jit import driver
 from .._jit.codegen import Source, reduce_source
 from ..errors import ArgumentError
 from ..types import host_bytes, same_layout
-from ._arguments import describe
+from ._arguments import describe, keyword_checked
 from ._common import Loaded, check_num_items
-from ._skeleton import (Algorithm, CombinerDescription, Plan, combiner_spec, description, functor_size, functor_state,
-                        scalar_init_type)
-from ._values import check_host_value, host_value_dtype
+from ._skeleton import Algorithm, CombinerDescription, Plan, combiner_spec, description, functor_size, functor_state
+from ._values import check_host_value, host_value_dtype, scalar_init_type
 
 # CUB launches this many blocks per SM-occupancy slot for reductions.
 _SUBSCRIPTION_FACTOR = 5
@@ -99,6 +98,9 @@ def _describe(d_in: Any, d_out: Any, op: Any, h_init: Any, determinism: Any) -> 
         check_host_value(init_dt, accum, "h_init")
     if accum.is_struct != in_vt.is_struct or (accum.is_struct and in_vt.code != accum.code):
         raise ArgumentError("d_in", f"items of the output's type {accum.dtype}", in_vt.dtype)
+    if in_vt.kind == "c" and accum.kind != "c":
+        raise ArgumentError("d_out", f"a complex output for {in_vt.dtype} input items (the imaginary part "
+                            "would be lost)", accum.dtype)
     spec = combiner_spec(op, accum)
     return ReduceDescription(in_arg, out_arg, spec, init_dt is not None, det)
 
@@ -170,6 +172,7 @@ class _Reduce(Algorithm):
 
 _KWARGS = ("compute_capability", "determinism")
 
+@keyword_checked
 def make_reduce_into(*, d_in: Any, d_out: Any, op: Any, h_init: Any = None, **kwargs: Any) -> _Reduce:
     """Build (or fetch from cache) a reduction of ``d_in`` into ``d_out[0]``.
 
@@ -214,5 +217,5 @@ def reduce_into(*, d_in: Any, d_out: Any, num_items: int, op: Any, h_init: Any =
                             h_init=np.int32(0))
         assert int(out[0]) == 45
     """
-    obj = make_reduce_into(d_in=d_in, d_out=d_out, op=op, h_init=h_init, **kwargs)
+    obj = make_reduce_into.__wrapped__(d_in=d_in, d_out=d_out, op=op, h_init=h_init, **kwargs)
     obj._run(None, d_in, d_out, num_items, op, h_init, stream, True)

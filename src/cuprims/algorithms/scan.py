@@ -28,11 +28,11 @@ from .._jit.codegen_scan import scan_source
 from ..config import settings
 from ..errors import ArgumentError, ArgumentTypeError
 from ..types import host_bytes
-from ._arguments import describe
+from ._arguments import describe, keyword_checked
 from ._common import Loaded, check_num_items
-from ._skeleton import (Algorithm, CombinerDescription, Plan, combiner_spec, description, functor_size, functor_state,
-                        scalar_init_type)
-from ._values import check_device_value, check_host_value, device_value_pointer, init_value_kind as _init_info
+from ._skeleton import Algorithm, CombinerDescription, Plan, combiner_spec, description, functor_size, functor_state
+from ._values import (check_device_value, check_host_value, device_value_pointer, init_value_kind as _init_info,
+                      scalar_init_type)
 
 @description
 class ScanDescription(CombinerDescription):
@@ -193,6 +193,7 @@ def _make(d_in: Any, d_out: Any, op: Any, init_value: Any, inclusive: bool, comp
     return _Scan._make(desc, compute_capability, (op, d_in, d_out))
 
 
+@keyword_checked
 def make_inclusive_scan(*, d_in: Any, d_out: Any, op: Any, init_value: Any = None,
                         compute_capability: Any = None) -> _Scan:
     """Build (or fetch from cache) an inclusive scan: ``d_out[i] = init ⊕ d_in[0] ⊕ ... ⊕ d_in[i]``.
@@ -219,6 +220,7 @@ def make_inclusive_scan(*, d_in: Any, d_out: Any, op: Any, init_value: Any = Non
     return _make(d_in, d_out, op, init_value, True, compute_capability)
 
 
+@keyword_checked
 def make_exclusive_scan(*, d_in: Any, d_out: Any, op: Any, init_value: Any, compute_capability: Any = None) -> _Scan:
     """Build (or fetch from cache) an exclusive scan: ``d_out[0] = init``,
     ``d_out[i] = init ⊕ d_in[0] ⊕ ... ⊕ d_in[i-1]``.

@@ -34,7 +34,7 @@ from .._jit.codegen_transform import (ALGO_LDGSTS, ALGO_UBLKCP, ALGO_VECTORIZED,
 from .._streams import stream_handle
 from ..errors import ArgumentError, CudaError
 from ..op import OpSpec, op_spec
-from ._arguments import ArgKind, describe
+from ._arguments import ArgKind, describe, keyword_checked
 from ._common import Loaded, check_num_items
 from ._skeleton import Algorithm, Description, Plan, description, functor_size, functor_state
 
@@ -225,6 +225,7 @@ def _describe(d_out: Any, op: Any, *d_ins: Any) -> TransformDescription:
 
 # ------------------------------------------------------------------- public functions
 
+@keyword_checked
 def make_unary_transform(*, d_in: Any, d_out: Any, op: Any, compute_capability: Any = None) -> _UnaryTransform:
     """Build (or fetch from cache) a transform writing ``d_out[i] = op(d_in[i])``.
 
@@ -246,6 +247,7 @@ def make_unary_transform(*, d_in: Any, d_out: Any, op: Any, compute_capability: 
     return _UnaryTransform._make(desc, compute_capability, (op, d_in, d_out))
 
 
+@keyword_checked
 def make_binary_transform(*, d_in1: Any, d_in2: Any, d_out: Any, op: Any,
                           compute_capability: Any = None) -> _BinaryTransform:
     """Build (or fetch from cache) a transform writing ``d_out[i] = op(d_in1[i], d_in2[i])``.
@@ -281,7 +283,7 @@ def unary_transform(*, d_in: Any, d_out: Any, op: Any, num_items: int, stream: A
         cuprims.unary_transform(d_in=x, d_out=y, op=lambda v: v * 0.5, num_items=10)
         assert float(y[3]) == 1.5
     """
-    make_unary_transform(d_in=d_in, d_out=d_out, op=op)._run(d_in, d_out, num_items, op, stream)
+    make_unary_transform.__wrapped__(d_in=d_in, d_out=d_out, op=op)._run(d_in, d_out, num_items, op, stream)
 
 
 def binary_transform(*, d_in1: Any, d_in2: Any, d_out: Any, op: Any, num_items: int, stream: Any = None) -> None:
@@ -294,5 +296,5 @@ def binary_transform(*, d_in1: Any, d_in2: Any, d_out: Any, op: Any, num_items: 
         cuprims.binary_transform(d_in1=a, d_in2=b, d_out=y, op=cuprims.OpKind.PLUS, num_items=10)
         assert float(y[9]) == 10.0
     """
-    make_binary_transform(d_in1=d_in1, d_in2=d_in2, d_out=d_out, op=op)._run(d_in1, d_in2, d_out, num_items, op,
-                                                                           stream)
+    obj = make_binary_transform.__wrapped__(d_in1=d_in1, d_in2=d_in2, d_out=d_out, op=op)
+    obj._run(d_in1, d_in2, d_out, num_items, op, stream)
