@@ -79,6 +79,9 @@ def _as_bytes(code: Any, argument: str) -> bytes:
     raise ArgumentTypeError(argument, "LTO-IR as bytes (or an object with a .code bytes attribute)", code)
 
 
+# The first bytes of every LTO-IR module NVVM writes (numba-cuda's and NVRTC's alike).
+_LTOIR_MAGIC = b"\xedCN\x7f"
+
 # Operator state travels by value in kernel parameters (4 KiB in all, shared with the
 # algorithm's own arguments and iterators).
 MAX_STATE_BYTES = 1024
@@ -125,6 +128,9 @@ class RawOp:
         if not isinstance(state_alignment, int) or state_alignment < 1 or state_alignment & (state_alignment - 1):
             raise ArgumentError("state_alignment", "a power of two >= 1", state_alignment)
         self.state_alignment = state_alignment
+        if not self.ltoir.startswith(_LTOIR_MAGIC):
+            raise ArgumentError("ltoir", "LTO-IR (NVVM's output, as numba-cuda's output='ltoir' or NVRTC's "
+                                "-dlto give)", f"{len(self.ltoir)} bytes starting {self.ltoir[:4]!r}")
         self.extra_ltoirs = tuple(_as_bytes(x, "extra_ltoirs") for x in (extra_ltoirs or ()))
 
     def digest(self) -> str:

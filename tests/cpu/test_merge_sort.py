@@ -407,7 +407,7 @@ def test_fake_device_call_argument_errors(fake_merge):
 
 
 def test_raw_comparator_state_travels_by_value(fake_merge):
-    op = RawOp(ltoir=b"\0" * 16, name="my_cmp", state=b"\1\2\3\4\5", state_alignment=4)
+    op = RawOp(ltoir=b"\xedCN\x7f" + b"\0" * 12, name="my_cmp", state=b"\1\2\3\4\5", state_alignment=4)
     obj, dev = fake_merge(np.int32, None, OpKind.LESS)  # device emulation uses LESS
     raw_obj = ms._MergeSort(ms._describe(ProxyArray(np.int32), None, ProxyArray(np.int32), None, op), 90, (op,))
     assert functor_size(raw_obj.desc.op) == 8
@@ -418,7 +418,7 @@ def test_raw_comparator_state_travels_by_value(fake_merge):
             op=op)
     states = {entry[4][8] for entry in dev.launches if entry[0] == "block_sort"}
     assert states == {b"\1\2\3\4\5\0\0\0"}
-    op2 = RawOp(ltoir=b"\0" * 16, name="my_cmp", state=b"\x09\x09\x09\x09\x09", state_alignment=4)
+    op2 = RawOp(ltoir=b"\xedCN\x7f" + b"\0" * 12, name="my_cmp", state=b"\x09\x09\x09\x09\x09", state_alignment=4)
     raw_obj(temp_storage=tmp, d_in_keys=kin, d_in_values=None, d_out_keys=kin, d_out_values=None, num_items=30,
             op=op2)
     assert dev.launches[-1][4][6] == b"\x09\x09\x09\x09\x09\0\0\0"

@@ -13,8 +13,9 @@ import numpy as np
 from .. import _arrays
 from .._jit import driver
 from .._jit.codegen_sort import carrier_alignment
-from ..errors import ArgumentError
-from ..types import ValueType
+from ..errors import ArgumentError, ArgumentTypeError
+from ..iterators._base import IteratorBase
+from ..types import ValueType, value_type
 from ._arguments import ArgKind, describe
 from ._common import Loaded
 from ._skeleton import Algorithm, Description, Plan, description
@@ -154,7 +155,11 @@ class SortAlgorithm(Algorithm):
     @classmethod
     def _pair_dtype(cls, d_in: Any, d_out: Any, names: tuple[str, str, str], db: bool) -> np.dtype:
         what, name_in, name_out = names
+        if isinstance(d_in, IteratorBase):
+            raise ArgumentTypeError(name_in, "a device array (sorts do not take iterators yet)", d_in)
         dt = _arrays.array_dtype(d_in.current() if isinstance(d_in, DoubleBuffer) else d_in, name_in)
+        # the input's own type first: a bad one is named as the input's, not as a mismatch
+        (value_type if what == "keys" else opaque_value_type)(dt, argument=name_in)
         if what == "values":
             cls._check_value_form(d_in, db)
         if db:
