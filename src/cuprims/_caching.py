@@ -19,12 +19,35 @@ def clear_all_caches(*, disk: bool = False) -> None:
     from .algorithms._common import invalidate_wrapper_caches
 
     build.clear_memory()
-    # Per-thread caches of algorithm objects notice this on their next lookup.
+    # Per-thread caches of algorithm objects are emptied in every thread, and remembered
+    # descriptions dropped.
     invalidate_wrapper_caches()
+    from .algorithms._skeleton import Algorithm
+
+    Algorithm._forget_descriptions()
+    _release_freed_memory()
     if disk:
         cache = build.disk_cache()
         if cache is not None:
             cache.clear()
+
+
+def _release_freed_memory() -> None:
+    """Give the heap that compiled code and the compilers freed back to the system.
+
+    nvJitLink and NVVM allocate and free several MB per build; glibc keeps freed blocks for
+    reuse, so without this a long-lived process's resident memory only grows (about
+    0.3 MB per distinct build) even after every cache is emptied."""
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc (musl has no malloc_trim)
+        pass
 
 
 def cache_info() -> dict[str, Any]:

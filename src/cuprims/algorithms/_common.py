@@ -214,6 +214,10 @@ class PerThreadCache:
         self.max_entries = max_entries
         self._tls = threading.local()
         self._generation = 0
+        # every thread's mapping, so that invalidation empties them all at once (their
+        # objects hold compiled code: it must not wait for each thread's next lookup)
+        self._all: list[OrderedDict] = []
+        self._all_lock = threading.Lock()
         _ALL_WRAPPER_CACHES.append(self)
 
     def _cache(self) -> "OrderedDict":
@@ -221,6 +225,8 @@ class PerThreadCache:
         if getattr(tls, "generation", -1) != self._generation:
             tls.cache = OrderedDict()
             tls.generation = self._generation
+            with self._all_lock:
+                self._all.append(tls.cache)
         return tls.cache
 
     def get(self, key: Any) -> Any:
@@ -243,6 +249,10 @@ class PerThreadCache:
 
     def invalidate(self) -> None:
         self._generation += 1
+        with self._all_lock:
+            for cache in self._all:
+                cache.clear()
+            self._all.clear()
 
 
 def invalidate_wrapper_caches() -> None:

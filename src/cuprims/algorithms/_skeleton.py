@@ -208,6 +208,16 @@ class Algorithm(CompiledAlgorithm):
             cls._object_cache.put(key, obj)
         return obj
 
+    @classmethod
+    def _forget_descriptions(cls) -> None:
+        """Drop the remembered descriptions of this class and its subclasses."""
+        for sub in [cls, *cls.__subclasses__()]:
+            if "_descriptions" in vars(sub):
+                sub._descriptions.clear()
+                sub._interned.clear()
+            if sub is not cls:
+                sub._forget_descriptions()
+
     def _setup(self) -> None:
         """Per-object constants derived from ``self.desc`` (parameter packs and the like)."""
 
