@@ -159,17 +159,9 @@ def _kernel_ltoir(source: Source, arch: int, disk: DiskCache | None) -> tuple[by
     def build() -> tuple[bytes, dict[str, str]]:
         if disk is None:
             return compile_and_keep()
-        read = _kernel_entry_reader(source)
-        hit = disk.get("kernel", key, read)
-        if hit is not None:
-            return hit
         # The caller may hold this build's cubin lock; a kernel lock is only ever taken
         # inside a cubin lock (never the reverse), so processes cannot deadlock.
-        with disk.lock("kernel", key):
-            hit = disk.get("kernel", key, read)  # another process may have compiled it meanwhile
-            if hit is not None:
-                return hit
-            return compile_and_keep()
+        return disk.get_or_build("kernel", key, _kernel_entry_reader(source), compile_and_keep)
 
     return _kernel_memory.get_or_build(key, build)
 
@@ -221,19 +213,14 @@ def build(source: Source, arch: int, ops: Sequence[OpInput] = (), objs: Sequence
     def from_disk_or_compile() -> BuildResult:
         if disk is None:
             return _compile_and_link(source, arch, ops, objs, None)
-        read = _cubin_entry_reader(source, arch)
-        with stats.stage("disk lookup"):
-            hit = disk.get("cubin", key, read)
-        if hit is not None:
-            return hit
-        with disk.lock("cubin", key):
-            hit = disk.get("cubin", key, read)  # another process may have built it meanwhile
-            if hit is not None:
-                return hit
+
+        def compile_and_keep() -> BuildResult:
             result = _compile_and_link(source, arch, ops, objs, disk)
             disk.put("cubin", key, {"arch": arch, "kernels": result.kernels, "meta": result.meta},
                      {"cubin": result.cubin})
             return result
+
+        return disk.get_or_build("cubin", key, _cubin_entry_reader(source, arch), compile_and_keep)
 
     _memory.max_entries = config.memory_cache_size()  # read when asked for, like every setting
     return _memory.get_or_build(("cubin", key), from_disk_or_compile)

@@ -502,6 +502,21 @@ class DiskCache:
         stats.bump("disk_writes")
         mark_usable("disk cache", self.root)
 
+    def get_or_build(self, kind: str, key: str, read: Callable[[dict[str, Any], dict[str, bytes]], Any],
+                     build: Callable[[], Any]) -> Any:
+        """The entry (as ``read`` makes it), or ``build()`` under the key's inter-process
+        lock, looking again once the lock is held (another process may have built it
+        meanwhile). ``build`` writes the entry itself."""
+        with stats.stage("disk lookup", kind):
+            hit = self.get(kind, key, read)
+        if hit is not None:
+            return hit
+        with self.lock(kind, key):
+            hit = self.get(kind, key, read)
+            if hit is not None:
+                return hit
+            return build()
+
     @contextlib.contextmanager
     def lock(self, kind: str, key: str) -> Iterator[None]:
         """An inter-process lock for one kind and key (advisory; a no-op where unsupported).
