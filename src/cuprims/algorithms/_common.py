@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+import weakref
 from collections import OrderedDict
 from typing import Any, Callable, Sequence
 
@@ -214,9 +215,10 @@ class PerThreadCache:
         self.max_entries = max_entries
         self._tls = threading.local()
         self._generation = 0
-        # every thread's mapping, so that invalidation empties them all at once (their
-        # objects hold compiled code: it must not wait for each thread's next lookup)
-        self._all: list[OrderedDict] = []
+        # every live thread's mapping (weakly: a finished thread's goes with it), so that
+        # invalidation empties them all at once (their objects hold compiled code: it must
+        # not wait for each thread's next lookup)
+        self._all: list[weakref.ref] = []
         self._all_lock = threading.Lock()
         _ALL_WRAPPER_CACHES.append(self)
 
@@ -226,7 +228,8 @@ class PerThreadCache:
             tls.cache = OrderedDict()
             tls.generation = self._generation
             with self._all_lock:
-                self._all.append(tls.cache)
+                self._all = [r for r in self._all if r() is not None]
+                self._all.append(weakref.ref(tls.cache))
         return tls.cache
 
     def get(self, key: Any) -> Any:
@@ -250,8 +253,10 @@ class PerThreadCache:
     def invalidate(self) -> None:
         self._generation += 1
         with self._all_lock:
-            for cache in self._all:
-                cache.clear()
+            for ref in self._all:
+                cache = ref()
+                if cache is not None:
+                    cache.clear()
             self._all.clear()
 
 
