@@ -146,8 +146,8 @@ def functor_state(spec: OpSpec, op: Any, argument: str = "op") -> bytes:
 
 
 class Algorithm(CompiledAlgorithm):
-    """Base of every built algorithm object. Subclasses set ``_description`` (their
-    Description class) and implement ``_make_plan``, ``_temp_bytes`` and ``_dispatch``."""
+    """Base of every built algorithm object, made from one :class:`Description` (``desc``).
+    Subclasses implement ``_make_plan``, ``_temp_bytes`` and ``_dispatch``."""
 
     _object_cache: PerThreadCache
     _state = b"\0"  # the functor parameter of an operator without state (with state: packed per call)
@@ -211,12 +211,11 @@ class Algorithm(CompiledAlgorithm):
     @classmethod
     def _forget_descriptions(cls) -> None:
         """Drop the remembered descriptions of this class and its subclasses."""
-        for sub in [cls, *cls.__subclasses__()]:
-            if "_descriptions" in vars(sub):
-                sub._descriptions.clear()
-                sub._interned.clear()
-            if sub is not cls:
-                sub._forget_descriptions()
+        if "_descriptions" in vars(cls):
+            cls._descriptions.clear()
+            cls._interned.clear()
+        for sub in cls.__subclasses__():
+            sub._forget_descriptions()
 
     def _setup(self) -> None:
         """Per-object constants derived from ``self.desc`` (parameter packs and the like)."""
@@ -298,7 +297,6 @@ class Algorithm(CompiledAlgorithm):
                         raise ArgumentError("temp_storage", "storage sized on the device it is used with (query "
                                             "the size again after switching devices)", "a stale size") from None
                     driver.free_async(owned, s)
-                    owned = 0
                     owned = temp = driver.alloc_async(fresh_needed, s)
                 self._dispatch(fresh, args, temp, s)
         finally:
