@@ -181,7 +181,12 @@ def _op_ltoir(op: OpInput, obj: Any, arch: int) -> list[bytes]:
 def _compile_and_link(source: Source, arch: int, ops: Sequence[OpInput], objs: Sequence[Any],
                       disk: DiskCache | None) -> BuildResult:
     from .link import link_cubin
+    from .raw_probe import check_arity
 
+    for op, obj in zip(ops, objs):
+        if op.spec.kind == "raw":
+            # before NVRTC and numba: a RawOp of the wrong arity is an argument error, not a wrong answer
+            check_arity(obj, len(op.arg_types) + 1 + bool(op.spec.state_size), arch)
     needs_numba = any(op.spec.kind == "python" for op in ops)
     if needs_numba:
         # NVRTC (native, releases the GIL) runs beside numba's Python-heavy compile.

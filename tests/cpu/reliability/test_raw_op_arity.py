@@ -1,0 +1,101 @@
+"""A RawOp's function must take the parameters the algorithm passes (issue 13, item 10).
+
+LTO-IR does not let the linker compare a declaration with its definition, so a unary
+function linked where a binary one is called would read a pointer that was never passed.
+These cases build ahead of time for sm_90 with real LTO-IR from numba-cuda."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numba import cuda, types
+
+import cuprims
+from cuprims import OpKind, ProxyArray, ProxyValue, RawOp
+from cuprims.errors import ArgumentError
+
+F4P = types.CPointer(types.float32)
+
+
+def _ltoir(fn, n_pointers: int, name: str) -> bytes:
+    ltoir, _ = cuda.compile(fn, types.void(*([F4P] * n_pointers)), device=True, abi="c",
+                            abi_info={"abi_name": name}, output="ltoir", cc=(9, 0))
+    return ltoir
+
+
+def _unary(a, r):
+    r[0] = a[0] * 2
+
+
+def _binary(a, b, r):
+    r[0] = a[0] + b[0]
+
+
+def _with_state(s, a, r):
+    r[0] = a[0] * s[0]
+
+
+@pytest.fixture(scope="module")
+def unary():
+    return RawOp(ltoir=_ltoir(_unary, 2, "arity_unary"), name="arity_unary")
+
+
+@pytest.fixture(scope="module")
+def binary():
+    return RawOp(ltoir=_ltoir(_binary, 3, "arity_binary"), name="arity_binary")
+
+
+def _compiles():
+    info = cuprims.cache_info()
+    return tuple(info[k] for k in ("numba_compiles", "nvrtc_compiles", "links"))
+
+
+def test_unary_function_refused_by_a_reduction(unary):
+    before = _compiles()
+    with pytest.raises(ArgumentError) as info:
+        cuprims.make_reduce_into(d_in=ProxyArray(np.float32), d_out=ProxyArray(np.float32), op=unary,
+                                 h_init=ProxyValue(np.float32), compute_capability=90)
+    assert info.value.argument == "op"
+    assert "3 pointer parameters" in str(info.value) and "2 parameters" in str(info.value)
+    assert _compiles() == before    # refused before NVRTC ran
+
+
+def test_binary_function_refused_by_a_unary_transform(binary):
+    with pytest.raises(ArgumentError) as info:
+        cuprims.make_unary_transform(d_in=ProxyArray(np.float32), d_out=ProxyArray(np.float32), op=binary,
+                                     compute_capability=90)
+    assert info.value.argument == "op"
+
+
+def test_binary_function_refused_as_a_transform_iterators_operator(binary):
+    it = cuprims.TransformIterator(ProxyArray(np.float32), binary, value_type=np.float32)
+    with pytest.raises(ArgumentError) as info:
+        cuprims.make_reduce_into(d_in=it, d_out=ProxyArray(np.float32), op=OpKind.PLUS,
+                                 h_init=ProxyValue(np.float32), compute_capability=90)
+    assert info.value.argument == "op"
+
+
+def test_a_name_the_ltoir_does_not_define(unary):
+    wrong = RawOp(ltoir=unary.ltoir, name="not_in_there")
+    with pytest.raises(ArgumentError) as info:
+        cuprims.make_unary_transform(d_in=ProxyArray(np.float32), d_out=ProxyArray(np.float32), op=wrong,
+                                     compute_capability=90)
+    assert info.value.argument == "name"
+
+
+def test_state_counts_as_the_first_parameter():
+    from cuprims._jit.raw_probe import check_arity, parameter_count
+
+    stateful = RawOp(ltoir=_ltoir(_with_state, 3, "arity_stateful"), name="arity_stateful",
+                     state=np.float32(3).tobytes(), state_alignment=4)
+    assert parameter_count(stateful, 90) == 3
+    check_arity(stateful, 3, 90)                      # state, input, result: a unary transform
+    with pytest.raises(ArgumentError, match="the state's address"):
+        check_arity(stateful, 4, 90)                  # a binary one would pass one more
+
+
+def test_the_right_arity_builds(unary):
+    t = cuprims.make_unary_transform(d_in=ProxyArray(np.float32), d_out=ProxyArray(np.float32), op=unary,
+                                     compute_capability=90)
+    assert t is not None
+    assert cuprims.cache_info()["links"] >= 1
