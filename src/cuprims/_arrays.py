@@ -30,6 +30,14 @@ def _read_cupy(x: Any, name: str) -> Info:
     return x.data.ptr, x.dtype, x.size
 
 
+def _read_cupy_fast(x: Any, name: str) -> Info:
+    # CuPy's ndarray keeps its contiguity as a plain attribute; ``flags`` builds an object
+    # per access (about 0.25 us, a tenth of a call's own host cost)
+    if not x._c_contiguous:
+        raise _not_contiguous(name, x)
+    return x.data.ptr, x.dtype, x.size
+
+
 _TORCH_DTYPES: dict[Any, np.dtype] = {}
 
 
@@ -180,7 +188,7 @@ def _reader_for(tp: type, x: Any = None) -> Callable[[Any, str], Info] | None:
         return None  # host memory (numpy arrays also speak DLPack, for the CPU)
     mod = tp.__module__ or ""
     if mod.startswith("cupy") and tp.__name__ == "ndarray":
-        return _read_cupy
+        return _read_cupy_fast if x is not None and isinstance(getattr(x, "_c_contiguous", None), bool) else _read_cupy
     if mod.startswith("torch") and hasattr(tp, "data_ptr"):
         return _read_torch
     if hasattr(tp, "__cuda_array_interface__"):

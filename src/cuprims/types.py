@@ -3,7 +3,8 @@
 A :class:`ValueType` is the frozen, hashable description of one element type that
 flows through the pipeline. Scalars map to C++ built-in types; structs (from
 :func:`cuprims.gpu_struct` or a structured numpy dtype) map to a storage struct of the
-same size and alignment, so C++ never needs to know the fields.
+same layout: typed fields (f0, f1, ... with explicit padding) where the layout allows, so
+that the compiler keeps values in registers, else an aligned byte array.
 """
 
 from __future__ import annotations
@@ -63,9 +64,9 @@ class ValueType:
         return self.dtype.kind
 
     def storage_decl(self) -> str:
-        """C++ declaration of the storage struct (structs only)."""
-        return (f"struct __align__({self.alignment}) {self.cpp} "
-                f"{{ unsigned char bytes[{self.size}]; }};")
+        """C++ declaration (and layout check) of the storage struct (structs only), after
+        those of the structs it nests (see :func:`struct_decls`)."""
+        return "\n".join(decl for _, decl in struct_decls(self))
 
     def __repr__(self) -> str:  # short, for error messages
         return f"ValueType({self.dtype!r})" if not self.is_struct else f"ValueType({self.cpp})"
@@ -149,6 +150,64 @@ def value_type(dtype: Any, *, argument: str = "dtype") -> ValueType:
     except TypeError:
         pass
     return vt
+
+
+# C++ types standing for a field's bytes. They only carry layout (C++ never computes with
+# a struct's fields): half as its 16 bits, complex as two reals (numpy aligns complex to
+# its parts, cuda::std::complex to its whole size).
+_FIELD_CPP = {**{k: v[0] for k, v in _SCALARS.items()}, "f2": "unsigned short", "c8": "float", "c16": "double"}
+
+
+def _field_cpp(dt: np.dtype) -> tuple[str, int, int] | None:
+    """(C++ element type, element count, alignment) of a field, or None when it has no
+    typed C++ spelling (a byte-swapped scalar, an odd kind)."""
+    count = 1
+    if dt.subdtype is not None:
+        base, shape = dt.subdtype
+        for extent in shape:
+            count *= extent
+        dt = base
+    if dt.names is not None:
+        vt = value_type(dt, argument="field")
+        return vt.cpp, count, vt.alignment
+    key = f"{dt.kind}{dt.itemsize}"
+    if key not in _FIELD_CPP or dt.byteorder == ">":
+        return None
+    if key in ("c8", "c16"):
+        return _FIELD_CPP[key], 2 * count, dt.itemsize // 2
+    return _FIELD_CPP[key], count, dt.itemsize
+
+
+def struct_decls(vt: ValueType) -> list[tuple[str, str]]:
+    """(C++ name, declaration) of ``vt``'s storage struct and, first, of the structs it
+    nests, each once. Fields are typed and named f0, f1, ... with explicit padding, so a
+    copy moves typed values (a byte array makes NVVM copy byte by byte through local
+    memory); a layout C++ cannot state (a misaligned field) falls back to bytes."""
+    out: list[tuple[str, str]] = []
+    dt = vt.dtype
+    members, offset, pad = [], 0, 0
+    for k, name in enumerate(dt.names):
+        field, field_offset = dt.fields[name][0], dt.fields[name][1]
+        spelled = _field_cpp(field)
+        if spelled is None or field_offset < offset or field_offset % spelled[2]:
+            members = None
+            break
+        if spelled[0].startswith("cuprims_struct_"):
+            for nested in struct_decls(value_type(field.subdtype[0] if field.subdtype else field, argument="field")):
+                if nested not in out:
+                    out.append(nested)
+        if field_offset > offset:
+            members.append(f"unsigned char pad{pad}[{field_offset - offset}];")
+            pad += 1
+        cpp, count, _ = spelled
+        members.append(f"{cpp} f{k}[{count}];" if field.subdtype is not None or count > 1 else f"{cpp} f{k};")
+        offset = field_offset + field.itemsize
+    if members is not None and offset < vt.size:
+        members.append(f"unsigned char pad{pad}[{vt.size - offset}];")
+    body = " ".join(members) if members else f"unsigned char bytes[{vt.size}];"
+    out.append((vt.cpp, f"struct __align__({vt.alignment}) {vt.cpp} {{ {body} }};\n"
+                        f"static_assert(sizeof({vt.cpp}) == {vt.size} && alignof({vt.cpp}) == {vt.alignment});"))
+    return out
 
 
 def _layout_of(dt: np.dtype) -> Any:

@@ -168,7 +168,7 @@ def test_value_type_of_struct_classes(struct, size, align):
     assert vt.is_struct and vt.kind == "V"
     assert vt.dtype == struct.dtype
     assert (vt.size, vt.alignment) == (size, align) == (struct.dtype.itemsize, struct.dtype.alignment)
-    assert f"__align__({align})" in vt.storage_decl() and f"[{size}]" in vt.storage_decl()
+    assert f"__align__({align})" in vt.storage_decl() and f"sizeof({vt.cpp}) == {size}" in vt.storage_decl()
     assert value_type(struct.dtype).code == vt.code
     assert cuprims.ProxyArray(struct).dtype == struct.dtype
 
@@ -440,3 +440,31 @@ def test_linked_code_inlines_struct_operator(warm_builds):
     assert ".entry" in ptx
     assert "cuprims_op_0" not in ptx
     assert not re.search(r"\bcall(\.uni)?\b", ptx)
+
+
+def test_storage_structs_have_typed_fields_at_numpy_offsets():
+    """Typed fields (a byte array would make NVVM copy values byte by byte through local
+    memory), padding where numpy pads, nested structs declared first, and each layout
+    checked by a static_assert that NVRTC evaluates."""
+    from cuprims._jit import nvrtc
+    from cuprims._jit.codegen import Source, preamble
+    from cuprims.types import struct_decls
+
+    inner = cuprims.gpu_struct({"a": np.uint8, "b": np.float64})
+    outer = cuprims.gpu_struct({"flag": np.bool_, "inner": inner, "xs": (np.int16, 3), "z": np.complex64,
+                                "h": np.float16})
+    vt = value_type(outer)
+    decls = struct_decls(vt)
+    assert [cpp for cpp, _ in decls] == [value_type(inner).cpp, vt.cpp]
+    inner_decl = decls[0][1]
+    assert "unsigned char f0; unsigned char pad0[7]; double f1;" in inner_decl
+    outer_decl = decls[1][1]
+    assert f"{value_type(inner).cpp} f1;" in outer_decl and "short f2[3];" in outer_decl
+    assert "float f3[2];" in outer_decl and "unsigned short f4;" in outer_decl
+    # misaligned fields have no C++ spelling: the storage falls back to bytes
+    packed = np.dtype({"names": ["a", "b"], "formats": [np.uint8, np.int32], "offsets": [0, 1], "itemsize": 8})
+    assert "unsigned char bytes[8];" in struct_decls(value_type(packed))[0][1]
+    # NVRTC checks sizes and alignments (static_asserts) and field offsets (below)
+    checks = "".join(f"static_assert(__builtin_offsetof({vt.cpp}, f{k}) == {outer.dtype.fields[n][1]});\n"
+                     for k, n in enumerate(outer.dtype.names))
+    nvrtc.compile_to_ltoir(Source(preamble((vt, value_type(packed)), 90) + checks, (), (), ()), 90)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ..op import OpSpec
-from ..types import ValueType
+from ..types import ValueType, struct_decls
 from .functors import binary_functor, check_binary_builtin, extern_op_call  # noqa: F401 (the codegen API)
 
 # Bump when generated code changes meaning in a way the source text would not show
@@ -56,10 +56,12 @@ def preamble(value_types: tuple[ValueType, ...], arch: int) -> str:
     ]
     seen = set()
     for vt in value_types:
-        if vt.is_struct and vt.cpp not in seen:
-            seen.add(vt.cpp)
-            lines.append(vt.storage_decl())
-            lines.append(f"static_assert(sizeof({vt.cpp}) == {vt.size} && alignof({vt.cpp}) == {vt.alignment});")
+        if not vt.is_struct:
+            continue
+        for cpp, decl in struct_decls(vt):
+            if cpp not in seen:
+                seen.add(cpp)
+                lines.append(decl)
     return "\n".join(lines) + "\n"
 
 
@@ -120,12 +122,20 @@ def reduce_source(*, in_type: ValueType, accum: ValueType, op: OpSpec, has_init:
     else:
         selector = base_selector % ""
     init_t = t if has_init else "cuprims::reduce::no_init"
+    overrides = None
+    if accum.is_struct and d_in is not None and d_in.unit is not None:
+        # CUB scales items per thread down by the accumulator's size (16-byte pairs: 4), but
+        # an iterator's items (an argmax's Zip(x, Counting) loads 4 bytes) are not that
+        # large: with so few loads in flight the reduction falls 10% short of bandwidth
+        # (H200, bench/tune_reduce_policy.py). Up to 256 bytes of items per thread instead.
+        items = max(1, min(16, 256 // accum.size))
+        overrides = {"multi_tile.items_per_thread": items, "single_tile.items_per_thread": items}
     text = (
         preamble((in_type, accum) + iterator_types, arch)
         + "#include <cuprims_reduce.cuh>\n"
         + ("#include <cuprims_iterator.cuh>\n" + iterator_text if iterator_text else "") + "\n"
         + functor
-        + f"\nusing cuprims_selector_t = {selector};\n"
+        + "\n" + tuned_selector(selector, overrides)
         + "constexpr auto cuprims_policy = cuprims_selector_t{}(::cuda::compute_capability{"
         + f"{arch // 10}, {arch % 10}" + "});\n"
         + meta_export((

@@ -69,9 +69,12 @@ class ZipIterator(IteratorBase):
         reads, writes = [], []
         for k, (p, off) in enumerate(zip(self._parts, self._offsets)):
             t = p.value_type.cpp
-            # fields are copied byte-wise: the struct's storage is a byte array
-            reads.append(f"{{ const {t} x = part{k}[i]; ::cuda::std::memcpy(r.bytes + {off}, &x, sizeof(x)); }}")
-            writes.append(f"{{ {t} x; ::cuda::std::memcpy(&x, v.bytes + {off}, sizeof(x)); part{k}.write(i, x); }}")
+            # copied by address and size: the storage struct's fields are f0, f1, ... or bytes
+            # (types.struct_decls); a copy that covers one field whole compiles to a move
+            reads.append(f"{{ const {t} x = part{k}[i]; ::cuda::std::memcpy(reinterpret_cast<unsigned char*>(&r) + "
+                         f"{off}, &x, sizeof(x)); }}")
+            writes.append(f"{{ {t} x; ::cuda::std::memcpy(&x, reinterpret_cast<const unsigned char*>(&v) + {off}, "
+                          f"sizeof(x)); part{k}.write(i, x); }}")
         body = f"{vt.cpp} r;\n    " + "\n    ".join(reads) + "\n    return r;"
         write = "\n    ".join(writes) if code.output and self._writable() else None
         name = code.new_name()

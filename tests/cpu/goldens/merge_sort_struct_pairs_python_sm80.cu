@@ -4,7 +4,7 @@
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ != 800
 #error "cuprims: this unit was generated for sm_80"
 #endif
-struct __align__(4) cuprims_struct_c8ad231d18713d60 { unsigned char bytes[8]; };
+struct __align__(4) cuprims_struct_c8ad231d18713d60 { int f0; float f1; };
 static_assert(sizeof(cuprims_struct_c8ad231d18713d60) == 8 && alignof(cuprims_struct_c8ad231d18713d60) == 4);
 #include <cub/device/dispatch/kernels/kernel_merge_sort.cuh>
 
