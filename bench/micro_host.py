@@ -46,9 +46,9 @@ def main():
         "cupy data.ptr": lambda: x.data.ptr,
         "current_device": driver.current_device,
         "init bytes": lambda: r._init_bytes(init),
-        "device plan": lambda: r._device_plan(0, None),
+        "device plan": lambda: r._device_plan(0, ()),
     }
-    plan = r._device_plan(0, None)
+    plan = r._device_plan(0, ())
     pack = driver.ParamPack(("ptr", "ptr", "i64", 1, 4, "i32"))
     params = pack.pack(x.data.ptr, out.data.ptr, 1024, b"\0", init.tobytes(), 1)
     rows["pack"] = lambda: pack.pack(x.data.ptr, out.data.ptr, 1024, b"\0", init.tobytes(), 1)

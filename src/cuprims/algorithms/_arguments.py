@@ -96,6 +96,11 @@ class ArgKind:
     def bind(self, x: Any, count: int, count_name: str | None = "num_items") -> Any:
         """The kernel parameter for ``x`` reading or writing ``count`` items."""
         if self._is_pointer:
+            reader = _arrays.readers.get(type(x))
+            if reader is not None:  # the common case, checked inline; anything off is reported below
+                ptr, dt, size = reader(x, self.name)
+                if (dt is self._dtype or dt == self._dtype) and size >= count and not ptr & self._mask:
+                    return ptr
             try:
                 return _arrays.checked_array(x, self.name, self._dtype, count, self._mask, count_name)[0]
             except ArgumentTypeError:

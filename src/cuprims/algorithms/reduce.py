@@ -121,6 +121,7 @@ class _Reduce(Algorithm):
         self._first_params, self._second_params = self._packs
         self._accum = desc.d_out.value
         self._init_scalar_type = scalar_init_type(self._accum, desc.has_init)
+        self._stateful = bool(desc.op.state_size)
 
     def _make_plan(self, loaded: Loaded, variant: int) -> _Plan:
         return _Plan(loaded, self.desc.determinism is Determinism.GPU_TO_GPU)
@@ -159,7 +160,7 @@ class _Reduce(Algorithm):
         n = num_items if type(num_items) is int and num_items >= 0 else check_num_items(num_items)
         desc = self.desc
         args = (desc.d_in.bind(d_in, n), desc.d_out.bind(d_out, 1, None), n,
-                functor_state(desc.op, op) if desc.op.state_size else self._state, self._init_bytes(h_init))
+                functor_state(desc.op, op) if self._stateful else self._state, self._init_bytes(h_init))
         return self._execute(temp_storage, stream, one_shot, args, (op, d_in, d_out))
 
     def __call__(self, *, temp_storage: Any, d_in: Any, d_out: Any, num_items: int, op: Any = None,
