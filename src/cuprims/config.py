@@ -17,6 +17,8 @@ environment variable       ``settings.``        meaning
                                                 without programmatic dependent launch
 ``CUPRIMS_RADIX_MEMSET``   ``radix_memset``     ``0`` clears radix sort's look-back flags
                                                 with a kernel instead of the driver's memset
+``CUPRIMS_PCH``            ``pch``              ``0`` compiles every unit without NVRTC
+                                                precompiled headers (see ``_jit/pch.py``)
 =========================  ===================  =========================================
 
 A setting assigned in code (``cuprims.settings.pdl = False``) wins over its environment
@@ -126,6 +128,7 @@ class Settings:
     trace = _Setting("CUPRIMS_TRACE", _flag(False), bool)
     pdl = _Setting("CUPRIMS_PDL", _flag(True), bool)
     radix_memset = _Setting("CUPRIMS_RADIX_MEMSET", _flag(True), bool)
+    pch = _Setting("CUPRIMS_PCH", _flag(True), bool)
 
     def __init__(self) -> None:
         self._overrides: dict[str, Any] = {}

@@ -170,10 +170,11 @@ def _op_ltoir(op: OpInput, obj: Any, arch: int) -> list[bytes]:
     if op.spec.kind == "raw":
         assert isinstance(obj, RawOp)
         return [obj.ltoir, *obj.extra_ltoirs]
-    from .numba_ops import compile_python_op
+    from .numba_ops import compile_python_op, import_numba
 
+    import_numba()  # timed as its own stage ("numba import") on the first compile
     stats.bump("numba_compiles")
-    with stats.stage("numba", op.spec.name):
+    with stats.stage("numba compile", op.spec.name):
         return compile_python_op(obj, op.arg_types, op.result_type, op.symbol, (arch // 10, arch % 10),
                                  op_name=op.spec.name, captures=op.spec.captures)
 

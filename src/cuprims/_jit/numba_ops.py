@@ -31,14 +31,17 @@ _lock = threading.RLock()
 _numba = None
 
 
-def _import_numba():
+def import_numba():
     global _numba
     if _numba is None:
-        import numba  # noqa: F401
-        from numba import cuda, types
-        import numba.cuda.dispatcher as dispatcher_module
+        from . import stats
 
-        from . import numba_structs  # noqa: F401  (lets device code call gpu_struct classes)
+        with stats.stage("numba import"):
+            import numba  # noqa: F401
+            from numba import cuda, types
+            import numba.cuda.dispatcher as dispatcher_module
+
+            from . import numba_structs  # noqa: F401  (lets device code call gpu_struct classes)
 
         _numba = (cuda, types, dispatcher_module)
     return _numba
@@ -56,7 +59,7 @@ def _target_capability(cc: tuple[int, int]):
     """numba-cuda compiles called device functions for ``get_current_device()``'s
     capability, which needs a driver. For ahead-of-time builds (and to make the callee
     match the caller's target) we answer that lookup with the build's target."""
-    cuda, _, dispatcher_module = _import_numba()
+    cuda, _, dispatcher_module = import_numba()
     with _lock:
         original = dispatcher_module.get_current_device
         dispatcher_module.get_current_device = lambda: _TargetDevice(cc)
@@ -68,7 +71,7 @@ def _target_capability(cc: tuple[int, int]):
 
 def _device_function(fn: Callable, memo: dict[int, Any]):
     """A numba device dispatcher for ``fn`` whose plain-Python callees are device functions too."""
-    cuda, _, _ = _import_numba()
+    cuda, _, _ = import_numba()
     py_func = getattr(fn, "py_func", None)
     if py_func is not None and isinstance(py_func, pytypes.FunctionType):
         fn = py_func
@@ -134,7 +137,7 @@ def _storer(vt: ValueType, ptr: str, value: str) -> str:
 
 
 def _pointer_type(vt: ValueType):
-    _, types, _ = _import_numba()
+    _, types, _ = import_numba()
     if vt.is_struct:
         return types.voidptr
     if vt.code == "b1":
@@ -187,7 +190,7 @@ def _capture_call(captures: tuple, values: list[str], arrays: list[str]) -> str:
 
 
 def _array_type(dtype: np.dtype, ndim: int):
-    _, types, _ = _import_numba()
+    _, types, _ = import_numba()
     from numba.cuda.np.numpy_support import from_dtype
 
     return types.Array(from_dtype(np.dtype(dtype)), ndim, "C")
@@ -203,7 +206,7 @@ def _state_array(word: int, dtype: np.dtype, ndim: int):
     fn = _state_arrays.get(key)
     if fn is not None:
         return fn
-    _, types, _ = _import_numba()
+    _, types, _ = import_numba()
     from llvmlite import ir
     from numba.cuda.extending import intrinsic
 
@@ -252,7 +255,7 @@ def compile_python_op(fn: Callable, arg_types: Sequence[ValueType], result_type:
     given) gets ``void abi_name(void* state, A0* a0, ..., R* out)``: the state holds each
     array's pointer and extents (:mod:`.captures`).
     """
-    cuda, types, _ = _import_numba()
+    cuda, types, _ = import_numba()
     args = [f"p{i}" for i in range(len(arg_types))]
     out_vt = result_type
     signature_text = f"({', '.join(str(vt.dtype) for vt in arg_types)}) -> " + (
@@ -325,7 +328,7 @@ def infer_result_dtype(fn: Callable, arg_types: Sequence[ValueType], *, op_name:
     Used where an operator's result type is not given (a TransformIterator without
     ``value_type``). Captured device arrays are typed as arrays of their build's dtype
     and rank (``captures``, read from ``fn``'s recipe when not given)."""
-    cuda, types, _ = _import_numba()
+    cuda, types, _ = import_numba()
     from numba.np import numpy_support
 
     signature_text = f"({', '.join(str(vt.dtype) for vt in arg_types)}) -> ?"

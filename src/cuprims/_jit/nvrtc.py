@@ -12,6 +12,7 @@ from ..errors import CompileError
 from . import lazy, stats
 from .cache import UnsafeDirectory, open_private_dir, report_unusable, write_file_atomic
 from .codegen import Source
+from .pch import compile_with_pch
 from .toolchain import KERNELS_DIR, cccl_include_dir, cuda_include_dir
 
 # NVRTC options besides arch and include paths. They build the ProgramOptions below and
@@ -77,12 +78,15 @@ def compile_to_ltoir(source: Source, arch: int) -> tuple[bytes, dict[str, str]]:
     dump = config.dump_dir()
     if dump is not None:
         write_source(source.text, dump)
-    options = ProgramOptions(arch=f"sm_{arch}", include_path=_include_dirs(), **COMPILE_OPTIONS,
-                             **dict(source.compile_options))
+    options = dict(arch=f"sm_{arch}", include_path=_include_dirs(), **COMPILE_OPTIONS, **dict(source.compile_options))
+
+    def compile_unit(pch_options: dict) -> object:
+        program = Program(source.text, "c++", ProgramOptions(**options, **pch_options))
+        return program.compile("ltoir", name_expressions=list(source.name_expressions))
+
     stats.bump("nvrtc_compiles")
     try:
-        program = Program(source.text, "c++", options)
-        obj = program.compile("ltoir", name_expressions=list(source.name_expressions))
+        obj = compile_with_pch(source.header_prefix, options, compile_unit)
     except Exception as exc:
         log = str(exc)
         path, why_not = save_source(source.text)

@@ -11,7 +11,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..errors import ArgumentError, NoDeviceError
-from .._jit import driver
+from .._jit import driver, stats
 from .._jit.build import BuildResult, OpInput, build
 from .._jit.codegen import Source
 
@@ -124,7 +124,8 @@ class Builds:
     def source(self, arch: int) -> Source:
         src = self._sources.get(arch)
         if src is None:
-            src = self._sources[arch] = self._make_source(arch)
+            with stats.stage("source", f"sm_{arch}"):
+                src = self._sources[arch] = self._make_source(arch)
         return src
 
     @property
@@ -162,7 +163,8 @@ class Builds:
             with result.load_lock:
                 loaded = result.loaded.get(device)
                 if loaded is None:
-                    loaded = Loaded(result, self.source(arch), device)
+                    with stats.stage("load", f"device {device}"):
+                        loaded = Loaded(result, self.source(arch), device)
                     result.loaded[device] = loaded
             self._by_device[device] = loaded
             return loaded

@@ -5,9 +5,9 @@
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ != 800
 #error "cuprims: this unit was generated for sm_80"
 #endif
+#include <cub/device/dispatch/kernels/kernel_merge_sort.cuh>
 struct __align__(4) cuprims_struct_c8ad231d18713d60 { int f0; float f1; };
 static_assert(sizeof(cuprims_struct_c8ad231d18713d60) == 8 && alignof(cuprims_struct_c8ad231d18713d60) == 4);
-#include <cub/device/dispatch/kernels/kernel_merge_sort.cuh>
 
 extern "C" __device__ void cuprims_op_0(void*, void*, void*);
 struct cuprims_compare_t

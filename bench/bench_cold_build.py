@@ -1,0 +1,154 @@
+"""Cold builds: where the first build of each algorithm spends its time, stage by stage.
+
+Every case runs in a fresh process with an empty cache directory and CUPRIMS_TRACE=1;
+the stages are the trace's (import, numba import, numba compile, source generation,
+NVRTC, link, load) plus the build's wall time. Each process then makes a second,
+distinct build of the same algorithm (new types or operator), and a third process
+repeats the first build over the warm disk cache. On a machine with a GPU the builds are
+for the device (and loaded); without one they are ahead of time for sm_90. cuda.compute's
+first build of the same reduction is timed beside ours when it is importable.
+
+Run:  python bench/bench_cold_build.py [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _harness import add_extra_path, write_results  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# case -> (first build, a later distinct build of the same algorithm); `A(dtype)` makes an
+# argument (a device array on a GPU, else a ProxyArray), `CC` the compute_capability keyword.
+CASES = {
+    "reduce OpKind.PLUS": (
+        "cuprims.make_reduce_into(d_in=A(f4), d_out=A(f4), op=OpKind.PLUS, h_init=np.float32(0), **CC)",
+        "cuprims.make_reduce_into(d_in=A(f8), d_out=A(f8), op=OpKind.MAXIMUM, h_init=np.float64(0), **CC)"),
+    "reduce lambda a+b": (
+        "cuprims.make_reduce_into(d_in=A(f4), d_out=A(f4), op=lambda a, b: a + b, h_init=np.float32(0), **CC)",
+        "cuprims.make_reduce_into(d_in=A(f4), d_out=A(f4), op=lambda a, b: max(a, b), h_init=np.float32(0), **CC)"),
+    "inclusive_scan OpKind.PLUS": (
+        "cuprims.make_inclusive_scan(d_in=A(i4), d_out=A(i4), op=OpKind.PLUS, **CC)",
+        "cuprims.make_inclusive_scan(d_in=A(f4), d_out=A(f4), op=OpKind.PLUS, **CC)"),
+    "unary_transform lambda": (
+        "cuprims.make_unary_transform(d_in=A(f4), d_out=A(f4), op=lambda v: v * 2 + 1, **CC)",
+        "cuprims.make_unary_transform(d_in=A(f4), d_out=A(f4), op=lambda v: v * 3 - 1, **CC)"),
+    "radix_sort uint32 keys": (
+        "cuprims.make_radix_sort(d_in_keys=A(u4), d_out_keys=A(u4), d_in_values=None, d_out_values=None, "
+        "order=SortOrder.ASCENDING, **CC)",
+        "cuprims.make_radix_sort(d_in_keys=A(i4), d_out_keys=A(i4), d_in_values=None, d_out_values=None, "
+        "order=SortOrder.ASCENDING, **CC)"),
+    "merge_sort Python comparator": (
+        "cuprims.make_merge_sort(d_in_keys=A(i4), d_out_keys=A(i4), op=lambda a, b: a < b, **CC)",
+        "cuprims.make_merge_sort(d_in_keys=A(i4), d_out_keys=A(i4), op=lambda a, b: a > b, **CC)"),
+    "lower_bound int32": (
+        "cuprims.make_lower_bound(d_data=A(i4), d_values=A(i4), d_out=A(u8), **CC)",
+        "cuprims.make_lower_bound(d_data=A(f4), d_values=A(f4), d_out=A(u8), **CC)"),
+}
+
+CHILD = r"""
+import json, sys, time
+t0 = time.perf_counter()
+import cuprims
+import_s = time.perf_counter() - t0
+import numpy as np
+from cuprims import OpKind, SortOrder
+f4, f8, i4, u4, u8 = np.float32, np.float64, np.int32, np.uint32, np.uint64
+try:
+    import cupy as cp
+    gpu = cp.cuda.runtime.getDeviceCount() > 0
+except Exception:
+    gpu = False
+A = (lambda dt: cp.empty(16, dt)) if gpu else cuprims.ProxyArray
+CC = {} if gpu else {"compute_capability": 90}
+print("@@first", file=sys.stderr, flush=True)
+t = time.perf_counter(); FIRST; first_s = time.perf_counter() - t
+print("@@second", file=sys.stderr, flush=True)
+t = time.perf_counter(); SECOND; second_s = time.perf_counter() - t
+info = cuprims.cache_info()
+print(json.dumps({"import": import_s, "first": first_s, "second": second_s, "gpu": gpu,
+                  "compiles": {k: info[k] for k in ("numba_compiles", "nvrtc_compiles", "links")}}))
+"""
+
+CC_CHILD = r"""
+import json, time
+t0 = time.perf_counter()
+import numpy as np, cupy as cp
+import cuda.compute as cc
+import_s = time.perf_counter() - t0
+x, out = cp.empty(16, np.float32), cp.empty(1, np.float32)
+t = time.perf_counter()
+cc.make_reduce_into(x, out, cc.OpKind.PLUS, np.zeros(1, np.float32))
+print(json.dumps({"import": import_s, "first": time.perf_counter() - t}))
+"""
+
+
+def _run(code: str, cache: str, env_extra: dict[str, str] | None = None) -> tuple[dict, dict[str, dict[str, float]]]:
+    env = {**os.environ, "CUPRIMS_CACHE_DIR": cache, "CUPRIMS_TRACE": "1", **(env_extra or {})}
+    env.pop("CUPRIMS_DISK_CACHE", None)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+    if proc.returncode:
+        raise RuntimeError(proc.stderr[-3000:])
+    stages: dict[str, dict[str, float]] = {"first": {}, "second": {}}
+    part = "first"
+    for line in proc.stderr.splitlines():
+        if line.startswith("@@"):
+            part = line[2:]
+        elif line.startswith("[cuprims] "):
+            name, seconds = line[10:24].strip(), float(line[24:].split()[0])
+            stages[part][name] = stages[part].get(name, 0.0) + seconds
+    return json.loads(proc.stdout.strip().splitlines()[-1]), stages
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", default=None)
+    parser.add_argument("--cases", default=None, help="comma-separated subset of the case names")
+    args = parser.parse_args()
+    add_extra_path()
+
+    rows = []
+    cases = {k: v for k, v in CASES.items() if not args.cases or k in args.cases.split(",")}
+    gpu = None
+    for name, (first, second) in cases.items():
+        with tempfile.TemporaryDirectory(prefix="cuprims-cold-") as cache:
+            code = CHILD.replace("FIRST", first).replace("SECOND", second)
+            result, stages = _run(code, cache)
+            warm, _ = _run(code, cache)
+        gpu = result["gpu"]
+        work = f"cold build: {name}"
+        rows.append({"work": work, "variant": "import cuprims", "value": result["import"], "unit": "s"})
+        for stage, seconds in stages["first"].items():
+            rows.append({"work": work, "variant": f"stage: {stage}", "value": seconds, "unit": "s"})
+        rows.append({"work": work, "variant": "cuprims first build (total)", "value": result["first"], "unit": "s"})
+        rows.append({"work": work, "variant": "cuprims later distinct build", "value": result["second"], "unit": "s",
+                     "note": ", ".join(f"{k} {v:.2f}" for k, v in stages["second"].items())})
+        rows.append({"work": work, "variant": "cuprims second process (warm disk)", "value": warm["first"],
+                     "unit": "s", "note": "compiles: " + ", ".join(f"{k} {v}" for k, v in warm["compiles"].items())})
+        print(json.dumps(rows[-1]), flush=True)
+        if name == "reduce OpKind.PLUS" and gpu:
+            try:
+                with tempfile.TemporaryDirectory() as cache:
+                    cc_result, _ = _run(CC_CHILD, cache, {"PYTHONPATH": os.environ.get("CUPRIMS_BENCH_EXTRA_PATH", "")
+                                                          + os.pathsep + os.environ.get("PYTHONPATH", "")})
+                rows.append({"work": work, "variant": "cuda.compute first build", "value": cc_result["first"],
+                             "unit": "s", "note": f"import {cc_result['import']:.2f} s"})
+            except Exception as exc:  # noqa: BLE001
+                print("cuda.compute cold build failed:", str(exc)[-500:])
+    extra = {"machine": "GPU (builds for the device, loaded)" if gpu else "no GPU (ahead of time for sm_90)",
+             "cpus": os.cpu_count()}
+    dirs = [ROOT / "bench" / "results"] + ([Path(args.out)] if args.out else [])
+    suffix = "gpu-host" if gpu else "cpu"
+    print(write_results(f"cold-build-{suffix}", rows, extra, dirs))
+
+
+if __name__ == "__main__":
+    main()
