@@ -149,3 +149,14 @@ def kernel_param_sizes(cubin: bytes, lowered: str) -> list[int]:
 def pack_sizes(kinds) -> list[int]:
     """The parameter sizes a cuprims ParamPack with these kinds writes."""
     return [8 if k in ("ptr", "i64") else 4 if k == "i32" else max(int(k), 1) for k in kinds]
+
+
+def check_kernel_params(obj, arch: int = ARCH) -> None:
+    """Assert that each kernel of built object ``obj`` takes, in the cubin for ``sm_<arch>``,
+    the parameters its description's ``kernel_params()`` lays out (what the host packs)."""
+    source, result = obj._builds.source(arch), obj._builds.result(arch)
+    kinds_per_kernel = obj.desc.kernel_params()
+    assert len(source.name_expressions) == len(kinds_per_kernel)
+    for expr, kinds in zip(source.name_expressions, kinds_per_kernel):
+        sizes = kernel_param_sizes(result.cubin, result.kernels[expr])
+        assert sizes == pack_sizes(kinds), (expr, sizes, kinds)

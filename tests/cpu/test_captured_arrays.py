@@ -15,10 +15,12 @@ import cuprims
 from cuprims import OpKind, ProxyArray, ProxyValue, TransformIterator
 from cuprims._jit.captures import captured_state
 from cuprims._jit.recipe import callable_recipe, op_recipe
+from cuprims.algorithms.binary_search import _LowerBound
 from cuprims.algorithms.reduce import _Reduce
+from cuprims.algorithms.transform import _BinaryTransform, _UnaryTransform
 from cuprims.errors import ArgumentError, OperatorCompileError
 from cuprims.op import op_spec as _op_spec
-from cpu_helpers import ARCH, counters, delta
+from cpu_helpers import ARCH, check_kernel_params, counters, delta
 
 
 class FakeDeviceArray:
@@ -115,15 +117,13 @@ def test_helper_capturing_an_array_keeps_the_old_behaviour():
     assert op_spec(make(FakeDeviceArray(0x1000, 4))).captures == ()
 
 
-def test_algorithms_that_pack_no_state_keep_compiling_arrays_in():
-    # transform, binary search and the sorts do not pack a Python operator's state yet:
-    # their spec (op_spec's default) compiles a captured array in, as numba does
+def test_op_spec_default_still_compiles_arrays_in():
+    # op_spec's default (merge sort's spec) compiles a captured array in, as numba does;
+    # reduce, scan, transform and binary search bind it at each call
     w = FakeDeviceArray(0x7F0000001000, 4)
     spec = _op_spec(lambda v: v + w[0])
     assert spec.captures == () and spec.state_size == 0 and spec.persistent is False
-    transform = cuprims.make_unary_transform(d_in=ProxyArray(np.float32), d_out=ProxyArray(np.float32),
-                                             op=lambda v: v + w[0], compute_capability=ARCH)
-    assert transform.desc.op.state_size == 0 and transform.cubin()[:4] == b"\x7fELF"
+    assert op_spec(lambda v: v + w[0]).state_size == 16
 
 
 # ------------------------------------------------------------------ state bytes at call time
@@ -262,6 +262,147 @@ def test_operator_without_source_is_a_clear_error():
     with pytest.raises(OperatorCompileError) as info:
         _reduce(ns["op"])
     assert "captures device arrays ('w')" in str(info.value) and "source" in str(info.value)
+
+
+# ------------------------------------------------------------------ transform and binary search
+
+def _unary(op):
+    return cuprims.make_unary_transform(d_in=ProxyArray(np.float32), d_out=ProxyArray(np.float32), op=op,
+                                        compute_capability=ARCH)
+
+
+def _binary(op):
+    return cuprims.make_binary_transform(d_in1=ProxyArray(np.float32), d_in2=ProxyArray(np.int32),
+                                         d_out=ProxyArray(np.float64), op=op, compute_capability=ARCH)
+
+
+def _lower(comp):
+    return cuprims.make_lower_bound(d_data=ProxyArray(np.int32), d_values=ProxyArray(np.int32),
+                                    d_out=ProxyArray(np.int64), comp=comp, compute_capability=ARCH)
+
+
+def _scaled_by(arr):
+    return lambda v: v * arr[1]
+
+
+def _shifted_by(table):
+    return lambda a, b: a + b * table[0, 1] + table.shape[1]
+
+
+def _by_key(keys):
+    return lambda a, b: keys[a] < keys[b]
+
+
+# name: (build, operator factory, dtype and rank of the captured array, two arrays of that kind)
+BOUND_CASES = {
+    "unary_transform": (_unary, _scaled_by, np.float32, 1,
+                        (FakeDeviceArray(0x1000, 4), FakeDeviceArray(0x2000, 1 << 20))),
+    "binary_transform": (_binary, _shifted_by, np.float64, 2,
+                         (FakeDeviceArray(0x1000, (2, 3), "<f8"), FakeDeviceArray(0x2000, (7, 5), "<f8"))),
+    "lower_bound": (_lower, _by_key, np.int32, 1,
+                    (FakeDeviceArray(0x1000, 10, "<i4"), FakeDeviceArray(0x2000, 99, "<i4"))),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BOUND_CASES))
+def test_transform_and_search_build_once_for_arrays_of_a_kind(case):
+    build, make_op, dtype, ndim, arrays = BOUND_CASES[case]
+    before = counters()
+    obj = build(make_op(ProxyArray(dtype, ndim=ndim)))
+    spec = obj.desc.operator
+    assert len(spec.captures) == 1 and spec.captures[0].dtype == dtype and spec.captures[0].ndim == ndim
+    assert (spec.state_size, spec.state_alignment) == (8 * (1 + ndim), 8) and spec.persistent
+    assert obj.cubin(ARCH)[:4] == b"\x7fELF"
+    check_kernel_params(obj)  # the functor parameter carries the state
+    assert delta(before) == {"numba_compiles": 1, "nvrtc_compiles": 1, "links": 1}
+    for arr in arrays:  # real arrays of the kind: the same description, the same object, no build
+        other = build(make_op(arr))
+        assert other is obj and other.desc is obj.desc
+    assert delta(before) == {"numba_compiles": 1, "nvrtc_compiles": 1, "links": 1}
+
+
+def _record_calls(monkeypatch, cls):
+    seen = []
+    monkeypatch.setattr(cls, "_execute", lambda self, temp, stream, one_shot, args, raw: seen.append(args))
+    return seen
+
+
+def test_unary_transform_call_packs_the_current_array(monkeypatch):
+    w = FakeDeviceArray(0x1000, 8)
+
+    def op(v):
+        return v * w[1]
+
+    transform = _unary(op)
+    seen = _record_calls(monkeypatch, _UnaryTransform)
+    x, y = FakeDeviceArray(0xA000, 100), FakeDeviceArray(0xB000, 100)
+    transform(d_in=x, d_out=y, op=op, num_items=100)
+    w = FakeDeviceArray(0x2000, 16)  # noqa: F841 - the closure reads the new value
+    transform(d_in=x, d_out=y, op=op, num_items=100)
+    assert [_words(args[3]) for args in seen] == [[0x1000, 8], [0x2000, 16]]
+    with pytest.raises(ArgumentError) as info:
+        transform(d_in=x, d_out=y, num_items=100)
+    assert info.value.argument == "op" and "captures device arrays" in str(info.value)
+    assert len(seen) == 2
+
+
+def test_binary_transform_call_packs_the_current_array(monkeypatch):
+    table = FakeDeviceArray(0x3000, (2, 3), "<f8")
+    op = _shifted_by(table)
+    transform = _binary(op)
+    seen = _record_calls(monkeypatch, _BinaryTransform)
+    a, b, y = FakeDeviceArray(0xA000, 10), FakeDeviceArray(0xB000, 10, "<i4"), FakeDeviceArray(0xC000, 10, "<f8")
+    transform(d_in1=a, d_in2=b, d_out=y, op=op, num_items=10)
+    op.__closure__[0].cell_contents = FakeDeviceArray(0x4000, (5, 7), "<f8")
+    transform(d_in1=a, d_in2=b, d_out=y, op=op, num_items=10)
+    assert [_words(args[3]) for args in seen] == [[0x3000, 2, 3], [0x4000, 5, 7]]
+    with pytest.raises(ArgumentError) as info:
+        transform(d_in1=a, d_in2=b, d_out=y, num_items=10)
+    assert info.value.argument == "op"
+    op.__closure__[0].cell_contents = FakeDeviceArray(0x4000, (5, 7), "<f4")
+    with pytest.raises(ArgumentError, match="float64"):
+        transform(d_in1=a, d_in2=b, d_out=y, op=op, num_items=10)
+
+
+def test_lower_bound_call_packs_the_current_array(monkeypatch):
+    keys = FakeDeviceArray(0x5000, 10, "<i4")
+
+    def comp(a, b):
+        return keys[a] < keys[b]
+
+    search = _lower(comp)
+    seen = _record_calls(monkeypatch, _LowerBound)
+    data, values, out = (FakeDeviceArray(0xA000, 10, "<i4"), FakeDeviceArray(0xB000, 4, "<i4"),
+                         FakeDeviceArray(0xC000, 4, "<i8"))
+    search(d_data=data, num_items=10, d_values=values, num_values=4, d_out=out, comp=comp)
+    keys = FakeDeviceArray(0x6000, 30, "<i4")  # noqa: F841 - the closure reads the new value
+    search(d_data=data, num_items=10, d_values=values, num_values=4, d_out=out, comp=comp)
+    assert [_words(args[5]) for args in seen] == [[0x5000, 10], [0x6000, 30]]
+    with pytest.raises(ArgumentError) as info:
+        search(d_data=data, num_items=10, d_values=values, num_values=4, d_out=out)
+    assert info.value.argument == "comp" and "captures device arrays" in str(info.value)
+
+
+def test_transform_and_search_keep_no_captured_array_alive(monkeypatch):
+    w = FakeDeviceArray(0x1000, 8, "<i4")
+    ref = weakref.ref(w)
+
+    def op(v):
+        return v + w[0]
+
+    def comp(a, b):
+        return w[a] < w[b]
+
+    transform, search = _unary(op), _lower(comp)
+    monkeypatch.setattr(_UnaryTransform, "_execute", lambda *args: None)
+    monkeypatch.setattr(_LowerBound, "_execute", lambda *args: None)
+    transform(d_in=FakeDeviceArray(0xA000, 4), d_out=FakeDeviceArray(0xB000, 4), op=op, num_items=4)
+    i4 = FakeDeviceArray(0xA000, 4, "<i4")
+    search(d_data=i4, num_items=4, d_values=i4, num_values=4, d_out=FakeDeviceArray(0xB000, 4, "<i8"), comp=comp)
+    w = FakeDeviceArray(0x2000, 8, "<i4")  # noqa: F841 - rebinding drops the closures' reference
+    gc.collect()
+    assert ref() is None
+    assert transform.desc.op.captures and search.desc.comp.captures
 
 
 # ------------------------------------------------------------------ caches

@@ -16,6 +16,7 @@ from cuprims.algorithms._arguments import describe
 from cuprims.algorithms._common import Builds
 from cuprims.errors import ArgumentError, ArgumentTypeError, CudaError
 from cuprims.types import value_type
+from cpu_helpers import check_kernel_params
 
 
 def square(v):
@@ -66,6 +67,64 @@ def test_iterators_only_where_allowed():
     with pytest.raises(ArgumentTypeError) as info:
         describe(CountingIterator(np.int32(0)), "d_out", iterators=True, output=True)
     assert info.value.argument == "d_out"
+
+
+# ------------------------------------------------------------------ kernel parameters against the cubin
+
+def _offset_by(w):
+    return lambda v: v + w[0]
+
+
+def _blend(table):
+    return lambda a, b: a * table[0, 1] + b
+
+
+def _combine(w):
+    return lambda a, b: a + b + w[0]
+
+
+def _key_order(keys):
+    return lambda a, b: keys[a] < keys[b]
+
+
+P, f4, i4 = ProxyArray, np.float32, np.int32
+# Descriptions of each algorithm with and without captured arrays (an operator's state is
+# a by-value functor parameter of state_size bytes; without state the functor takes 1).
+KERNEL_PARAM_CASES = {
+    "reduce_builtin": lambda: cuprims.make_reduce_into(d_in=P(f4), d_out=P(f4), op=OpKind.PLUS, h_init=ProxyValue(f4),
+                                                       compute_capability=90),
+    "reduce_captured": lambda: cuprims.make_reduce_into(d_in=P(f4), d_out=P(f4), op=_combine(P(f4)),
+                                                        h_init=ProxyValue(f4), compute_capability=90),
+    "inclusive_scan_captured": lambda: cuprims.make_inclusive_scan(d_in=P(i4), d_out=P(i4), op=_combine(P(i4)),
+                                                                   compute_capability=90),
+    "unary_transform_python": lambda: cuprims.make_unary_transform(d_in=P(f4), d_out=P(f4), op=square,
+                                                                   compute_capability=90),
+    "unary_transform_captured": lambda: cuprims.make_unary_transform(d_in=P(f4), d_out=P(f4), op=_offset_by(P(f4)),
+                                                                     compute_capability=90),
+    "unary_transform_captured_iterator": lambda: cuprims.make_unary_transform(
+        d_in=CountingIterator(np.int64(0)), d_out=P(f4), op=_offset_by(P(f4)), compute_capability=90),
+    "binary_transform_builtin": lambda: cuprims.make_binary_transform(d_in1=P(f4), d_in2=P(i4), d_out=P(np.float64),
+                                                                      op=OpKind.PLUS, compute_capability=90),
+    "binary_transform_captured_2d": lambda: cuprims.make_binary_transform(
+        d_in1=P(f4), d_in2=P(i4), d_out=P(np.float64), op=_blend(P(np.float64, ndim=2)), compute_capability=90),
+    "lower_bound_builtin": lambda: cuprims.make_lower_bound(d_data=P(i4), d_values=P(i4), d_out=P(np.int64),
+                                                            compute_capability=90),
+    "lower_bound_captured": lambda: cuprims.make_lower_bound(d_data=P(i4), d_values=P(i4), d_out=P(np.int64),
+                                                             comp=_key_order(P(i4)), compute_capability=90),
+    "upper_bound_captured_iterator": lambda: cuprims.make_upper_bound(
+        d_data=P(i4), d_values=CountingIterator(i4(0)), d_out=P(np.uint32), comp=_key_order(P(i4)),
+        compute_capability=90),
+}
+
+
+@pytest.mark.parametrize("case", sorted(KERNEL_PARAM_CASES))
+def test_kernel_params_match_the_cubin(shared_cache, case):
+    obj = KERNEL_PARAM_CASES[case]()
+    check_kernel_params(obj, 90)
+    spec = obj.desc.operator
+    assert bool(spec.captures) == ("captured" in case)
+    if spec.captures:
+        assert spec.state_size and _skeleton.functor_size(spec) == spec.state_size
 
 
 # ------------------------------------------------------------------ settings

@@ -1,6 +1,7 @@
-"""Operators that capture CuPy arrays, on a GPU: reduce, scan and transform iterators read
-the array bound at each call; swapping it (a global rebound, a closure cell reassigned,
-a default replaced) changes the results and compiles nothing new."""
+"""Operators that capture CuPy arrays, on a GPU: reduce, scan, unary and binary transforms,
+binary search comparators and transform iterators read the array bound at each call;
+swapping it (a global rebound, a closure cell reassigned, a default replaced) changes the
+results and compiles nothing new, and nothing keeps a dropped array alive."""
 
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ cp = pytest.importorskip("cupy")
 
 COMPILES = ("numba_compiles", "nvrtc_compiles", "links")
 
-FLOOR = None  # a global the operators below capture (rebound by the tests)
+FLOOR = None  # globals the operators below capture (rebound by the tests)
+OFFSET = None
+KEYS = None
 
 
 def _compiles() -> tuple:
@@ -26,8 +29,19 @@ def _compiles() -> tuple:
     return tuple(info[k] for k in COMPILES)
 
 
+def _weak(x):
+    try:
+        return weakref.ref(x)
+    except TypeError:
+        pytest.skip("this CuPy's arrays take no weak references")
+
+
 def _clipped_max(a, b):
     return max(max(a, b), FLOOR[0])  # associative: max(items, h_init, FLOOR[0])
+
+
+def _by_key(a, b):
+    return KEYS[a] < KEYS[b]  # indices ordered by the key each one has in the captured table
 
 
 def _reduce(d_in, n, op, dtype=np.float32, h_init=0):
@@ -189,13 +203,126 @@ def test_the_captured_array_is_not_kept_alive():
     assert ref() is None
 
 
-def test_unary_transform_not_yet_adapted_still_reads_the_array_it_was_built_with():
-    # unary_transform packs no Python operator state yet: a captured array is compiled in
-    # (a new array is a new build), so results stay correct
+def test_unary_transform_reads_the_closure_array_at_each_call():
+    # a new closure over a new array of the same kind: the same build, the new array read
     n = 1000
     x = cp.arange(n, dtype=cp.float32)
     y = cp.empty_like(x)
-    for shift in (5.0, -2.0):
+    before = None
+    for shift in (5.0, -2.0, 0.5):
         w = cp.asarray([shift], dtype=cp.float32)
         cuprims.unary_transform(d_in=x, d_out=y, op=lambda v: v + w[0], num_items=n)
         np.testing.assert_array_equal(y.get(), x.get() + np.float32(shift))
+        if before is None:
+            before = _compiles()
+    assert _compiles() == before
+
+
+@pytest.mark.parametrize("n", [1, 1000, (1 << 20) + 3])
+def test_unary_transform_reads_the_global_bound_at_each_call(n):
+    global OFFSET
+    x = cp.arange(n, dtype=cp.float32)
+    y = cp.empty_like(x)
+    op = lambda v: v + OFFSET[0]  # noqa: E731
+    OFFSET = cp.asarray([-5.0], dtype=cp.float32)
+    cuprims.unary_transform(d_in=x, d_out=y, op=op, num_items=n)
+    np.testing.assert_array_equal(y.get(), x.get() - np.float32(5))
+    before = _compiles()
+    for shift in (3.0, 1e6, -0.25):
+        OFFSET = cp.asarray([shift], dtype=cp.float32)
+        cuprims.unary_transform(d_in=x, d_out=y, op=op, num_items=n)
+        np.testing.assert_array_equal(y.get(), x.get() + np.float32(shift))
+    assert _compiles() == before
+    ref = _weak(OFFSET)
+    OFFSET = None
+    gc.collect()
+    assert ref() is None
+
+
+def test_binary_transform_reads_the_global_bound_at_each_call():
+    global OFFSET
+    n = 100_003
+    a_host = np.random.default_rng(3).standard_normal(n).astype(np.float32)
+    b_host = (np.arange(n) % 17).astype(np.int32)
+    a, b = cp.asarray(a_host), cp.asarray(b_host)
+    y = cp.empty(n, cp.float64)
+    op = lambda p, q: p * OFFSET[0] + q * OFFSET[1]  # noqa: E731
+    OFFSET = cp.asarray([1.0, 2.0], dtype=cp.float64)
+    cuprims.binary_transform(d_in1=a, d_in2=b, d_out=y, op=op, num_items=n)
+    before = _compiles()
+    # every product is exact in float64, so the sums are too (with or without FMA)
+    for w0, w1 in ((1.0, 2.0), (-0.5, 0.25), (3.0, 0.0)):
+        OFFSET = cp.asarray([w0, w1], dtype=cp.float64)
+        cuprims.binary_transform(d_in1=a, d_in2=b, d_out=y, op=op, num_items=n)
+        np.testing.assert_array_equal(y.get(), a_host.astype(np.float64) * w0 + b_host.astype(np.float64) * w1)
+    assert _compiles() == before
+    ref = _weak(OFFSET)
+    OFFSET = None
+    gc.collect()
+    assert ref() is None
+
+
+def test_built_binary_transform_reads_the_closure_cell_at_each_call():
+    n = 50_000
+    a = cp.arange(n, dtype=cp.int32)
+    b = cp.full(n, 3, dtype=cp.int32)
+    y = cp.empty(n, cp.int64)
+
+    def make():
+        scale = cp.asarray([1, 1], dtype=cp.int64)
+
+        def op(p, q):
+            return p * scale[0] + q * scale[1]
+
+        def set_scale(s0, s1):
+            nonlocal scale
+            scale = cp.asarray([s0, s1], dtype=cp.int64)
+        return op, set_scale
+
+    op, set_scale = make()
+    transform = cuprims.make_binary_transform(d_in1=a, d_in2=b, d_out=y, op=op)
+    transform(d_in1=a, d_in2=b, d_out=y, op=op, num_items=n)
+    np.testing.assert_array_equal(y.get(), np.arange(n, dtype=np.int64) + 3)
+    old = _weak(op.__closure__[0].cell_contents)
+    before = _compiles()
+    for s0, s1 in ((2, 0), (-1, 10 ** 9), (0, 7)):
+        set_scale(s0, s1)
+        transform(d_in1=a, d_in2=b, d_out=y, op=op, num_items=n)
+        np.testing.assert_array_equal(y.get(), np.arange(n, dtype=np.int64) * s0 + 3 * s1)
+    assert _compiles() == before
+    gc.collect()
+    assert old() is None  # the first array, dropped by set_scale, is not kept by the object
+    with pytest.raises(ArgumentError) as info:  # the operator's arrays are bound per call: op= is needed
+        transform(d_in1=a, d_in2=b, d_out=y, num_items=n)
+    assert info.value.argument == "op"
+
+
+def test_lower_bound_comparator_reads_the_table_bound_at_each_call():
+    global KEYS
+    m, nv = 5000, 3000
+    rng = np.random.default_rng(4)
+    values_host = rng.integers(0, m, nv).astype(np.int32)  # indices into the key table
+    values = cp.asarray(values_host)
+    out = cp.empty(nv, cp.int64)
+    before = None
+    for _ in range(3):
+        keys_host = rng.integers(-1000, 1000, m).astype(np.int32)  # with ties
+        order = np.argsort(keys_host, kind="stable").astype(np.int32)  # indices sorted by their keys
+        KEYS = cp.asarray(keys_host)
+        data = cp.asarray(order)
+        cuprims.lower_bound(d_data=data, num_items=m, d_values=values, num_values=nv, d_out=out, comp=_by_key)
+        expect = np.searchsorted(keys_host[order], keys_host[values_host], side="left")
+        np.testing.assert_array_equal(out.get(), expect)
+        if before is None:
+            before = _compiles()
+    assert _compiles() == before
+    search = cuprims.make_upper_bound(d_data=data, d_values=values, d_out=out, comp=_by_key)
+    search(d_data=data, num_items=m, d_values=values, num_values=nv, d_out=out, comp=_by_key)
+    np.testing.assert_array_equal(out.get(), np.searchsorted(keys_host[order], keys_host[values_host], side="right"))
+    with pytest.raises(ArgumentError) as info:  # the comparator's arrays are bound per call: comp= is needed
+        search(d_data=data, num_items=m, d_values=values, num_values=nv, d_out=out)
+    assert info.value.argument == "comp"
+    ref = _weak(KEYS)
+    KEYS = None
+    gc.collect()
+    assert ref() is None

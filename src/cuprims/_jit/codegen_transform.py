@@ -22,6 +22,7 @@ Python operators are compiled by numba with the output's type as their result ty
 
 from __future__ import annotations
 
+import struct
 from typing import Any
 
 from ..op import OpSpec
@@ -33,9 +34,22 @@ from .functors import check_transform_builtin, common_type, transform_functor  #
 # in cuprims_transform.cuh).
 ALGO_PREFETCH, ALGO_VECTORIZED, ALGO_LDGSTS, ALGO_UBLKCP = 0, 1, 2, 3
 
+# One 16-byte kernel argument per input: {pointer, int head padding, 4 bytes of padding}
+# (CUB's kernel_arg union; its layout is pinned by static_asserts in cuprims_transform.cuh).
+INPUT_ARG = struct.Struct("<Qi4x")
+
 META_FIELDS = ("algorithm", "threads", "min_ipt", "max_ipt", "ipt_no_input", "vec_ipt", "vec_size",
                "min_bytes_in_flight", "loaded_bytes", "copy_align", "smem_1", "smem_2", "smem_cap",
                "out_size", "in1_size", "in2_size")
+
+
+def input_arg_size(arg: Any) -> int:
+    """Bytes of CUB's kernel_arg<It> union for input ``arg`` (an argument kind): 16 for an
+    array, else the iterator's state (at least 16)."""
+    if arg.is_pointer:
+        return INPUT_ARG.size
+    align = max(8, arg.state_alignment)
+    return -(-max(INPUT_ARG.size, arg.state_size) // align) * align
 
 
 def transform_source(*, inputs: tuple[ValueType, ...], out: ValueType, op: OpSpec, arch: int,

@@ -121,7 +121,7 @@ def _describe(d_data: Any, d_values: Any, d_out: Any, comp: Any) -> SearchDescri
     out = describe(d_out, "d_out", output=True)
     if out.value.code not in INDEX_CODES:
         raise ArgumentError("d_out", "an array of int32, int64, uint32 or uint64 indices", out.value.dtype)
-    spec = op_spec(OpKind.LESS if comp is None else comp, argument="comp")
+    spec = op_spec(OpKind.LESS if comp is None else comp, argument="comp", bind_captures=True)
     if spec.kind == "builtin":
         check_comparator_builtin(spec, data.value)
     return SearchDescription(data, values, out, spec)
@@ -179,7 +179,7 @@ class _BinarySearch(Algorithm):
         s = stream_handle(stream) if stream is not None else 0  # checked before any device is asked for
         if nv == 0:
             return
-        state = functor_state(desc.comp, comp) if desc.comp.state_size else self._state
+        state = functor_state(desc.comp, comp, "comp") if desc.comp.state_size else self._state
         self._execute(None, s, True, (p_data, n, p_values, nv, p_out, state), (comp, d_values))
 
     def __call__(self, *, d_data: Any, num_items: int, d_values: Any, num_values: int, d_out: Any,
@@ -214,7 +214,9 @@ def make_lower_bound(*, d_data: Any, d_values: Any, d_out: Any, comp: Any = None
             iterator of that value type (e.g. ``cuprims.CountingIterator(np.int32(0))``).
         d_out: device array of int32, int64, uint32 or uint64 receiving the indices.
         comp: None / ``OpKind.LESS`` (ascending), ``OpKind.GREATER`` (descending), a Python
-            callable ``comp(a, b) -> bool`` or a ``RawOp``.
+            callable ``comp(a, b) -> bool`` or a ``RawOp``. Device arrays a Python ``comp``
+            captures (a global, closure variable or default argument) are read at each call,
+            never compiled in: pass ``comp=`` to every call of the object.
         compute_capability: build ahead of time for these targets (no GPU needed).
 
     Example::
@@ -236,7 +238,8 @@ def make_upper_bound(*, d_data: Any, d_values: Any, d_out: Any, comp: Any = None
     """Build (or fetch from cache) an upper-bound search: for each value, the index of the
     first element of sorted ``d_data`` that is greater than it (``np.searchsorted(side="right")``).
 
-    Arguments as for :func:`make_lower_bound`.
+    Arguments as for :func:`make_lower_bound` (device arrays a Python ``comp`` captures are
+    read at each call).
 
     Example::
 

@@ -23,14 +23,13 @@ Offsets are 64-bit, so more than 2^31 items work.
 
 from __future__ import annotations
 
-import struct
 from typing import Any
 
 from .._jit import driver
 from .._jit.build import OpInput
 from .._jit.codegen import Source, op_symbol
-from .._jit.codegen_transform import (ALGO_LDGSTS, ALGO_UBLKCP, ALGO_VECTORIZED, check_transform_builtin,
-                                      transform_source)
+from .._jit.codegen_transform import (ALGO_LDGSTS, ALGO_UBLKCP, ALGO_VECTORIZED, INPUT_ARG, check_transform_builtin,
+                                      input_arg_size, transform_source)
 from .._streams import stream_handle
 from ..errors import ArgumentError, CudaError
 from ..op import OpSpec, op_spec
@@ -38,9 +37,6 @@ from ._arguments import ArgKind, describe, keyword_checked
 from ._common import Loaded, check_num_items
 from ._skeleton import Algorithm, Description, Plan, description, functor_size, functor_state
 
-# One 16-byte kernel argument per input: {pointer, int head padding, 4 bytes of padding}
-# (CUB's kernel_arg union; its layout is pinned by static_asserts in cuprims_transform.cuh).
-_INPUT_ARG = struct.Struct("<Qi4x")
 _MAX_GRID = (1 << 31) - 1
 _TRUE, _FALSE = b"\x01", b"\x00"
 
@@ -64,15 +60,7 @@ class TransformDescription(Description):
 
     def kernel_params(self) -> tuple[tuple[Any, ...], ...]:
         # transform_kernel(num_items, items_per_thread, can_vectorize, pred, op, out, inputs...)
-        return (("i64", "i32", 1, 1, functor_size(self.op), self.out.param) + tuple(map(_input_size, self.inputs)),)
-
-
-def _input_size(arg: ArgKind) -> int:
-    """Bytes of CUB's kernel_arg<It> union: 16 for an array, else the iterator (at least 16)."""
-    if arg.is_pointer:
-        return _INPUT_ARG.size
-    align = max(8, arg.state_alignment)
-    return -(-max(_INPUT_ARG.size, arg.state_size) // align) * align
+        return (("i64", "i32", 1, 1, functor_size(self.op), self.out.param) + tuple(map(input_arg_size, self.inputs)),)
 
 
 class _Plan(Plan):
@@ -162,7 +150,7 @@ class _Transform(Algorithm):
         if grid > _MAX_GRID:
             raise ArgumentError("num_items", f"at most {_MAX_GRID * plan.threads * ipt} items for one launch", n)
         mask = plan.align_mask
-        inputs = [_INPUT_ARG.pack(p & ~mask, p & mask) if type(p) is int else p for p in p_ins]
+        inputs = [INPUT_ARG.pack(p & ~mask, p & mask) if type(p) is int else p for p in p_ins]
         driver.launch(plan.kernel, grid, plan.threads, stream,
                       self._params.pack(n, ipt, flag, b"\0", state, p_out, *inputs), smem)
 
@@ -217,7 +205,7 @@ def _describe(d_out: Any, op: Any, *d_ins: Any) -> TransformDescription:
     names = ("d_in",) if len(d_ins) == 1 else ("d_in1", "d_in2")
     inputs = tuple(describe(x, name, iterators=True) for x, name in zip(d_ins, names))
     out = describe(d_out, "d_out", iterators=True, output=True)
-    spec = op_spec(op)
+    spec = op_spec(op, bind_captures=True)
     if spec.kind == "builtin":
         check_transform_builtin(spec, tuple(a.value for a in inputs), out.value)
     return TransformDescription(inputs, out, spec)
@@ -233,7 +221,9 @@ def make_unary_transform(*, d_in: Any, d_out: Any, op: Any, compute_capability: 
         d_in: device array (or ``ProxyArray`` when building ahead of time) of input items.
         d_out: device array receiving the results; ``op``'s result is converted to its dtype.
         op: a unary ``OpKind`` (NEGATE, IDENTITY, BIT_NOT, LOGICAL_NOT), a Python callable
-            ``f(x) -> value`` or a ``RawOp`` (``void name(void* in, void* out)``).
+            ``f(x) -> value`` or a ``RawOp`` (``void name(void* in, void* out)``). Device arrays
+            a Python ``op`` captures (a global, closure variable or default argument) are read
+            at each call, never compiled in: pass ``op=`` to every call of the object.
         compute_capability: build ahead of time for these targets (no GPU needed).
 
     Example::
@@ -258,7 +248,8 @@ def make_binary_transform(*, d_in1: Any, d_in2: Any, d_out: Any, op: Any,
         d_out: device array receiving the results; ``op``'s result is converted to its dtype.
         op: a binary ``OpKind`` (PLUS, MINUS, MULTIPLIES, DIVIDES, MODULUS, comparisons,
             MINIMUM, MAXIMUM, bit and logical operators), a Python callable ``f(a, b) -> value``
-            or a ``RawOp`` (``void name(void* a, void* b, void* out)``).
+            or a ``RawOp`` (``void name(void* a, void* b, void* out)``). Device arrays a Python
+            ``op`` captures are read at each call, as for :func:`make_unary_transform`.
         compute_capability: build ahead of time for these targets (no GPU needed).
 
     Example::
