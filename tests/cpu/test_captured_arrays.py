@@ -116,7 +116,7 @@ def test_helper_capturing_an_array_keeps_the_old_behaviour():
 
 
 def test_algorithms_that_pack_no_state_keep_compiling_arrays_in():
-    # transform, binary search and the sorts do not pack a Python operator's state yet:
+    # transform and binary search do not pack a Python operator's state yet (merge sort does):
     # their spec (op_spec's default) compiles a captured array in, as numba does
     w = FakeDeviceArray(0x7F0000001000, 4)
     spec = _op_spec(lambda v: v + w[0])
