@@ -118,8 +118,8 @@ def test_helper_capturing_an_array_keeps_the_old_behaviour():
 
 
 def test_op_spec_default_still_compiles_arrays_in():
-    # op_spec's default (merge sort's spec) compiles a captured array in, as numba does;
-    # reduce, scan, transform and binary search bind it at each call
+    # op_spec's default compiles a captured array in, as numba does; every algorithm
+    # (reduce, scan, transform, binary search, merge sort) binds it at each call instead
     w = FakeDeviceArray(0x7F0000001000, 4)
     spec = _op_spec(lambda v: v + w[0])
     assert spec.captures == () and spec.state_size == 0 and spec.persistent is False

@@ -1,5 +1,8 @@
 """Merge sort on a GPU against numpy: built-in and Python comparators, stability, struct
-keys, values of every shape, in place, edge sizes up to 2^26 and past 2^31 items.
+keys, values of every shape, in place, edge sizes up to 2^26 and past 2^31 items;
+iterator keys (Transform, Reverse, Permutation, Zip) and values (Counting: an argsort
+against numpy's stable argsort; Zip), and a comparator capturing a CuPy array that is
+read at each call (rebinding it changes the order and compiles nothing).
 
 Run:  python -m pytest tests/gpu/test_merge_sort_gpu.py -x -q
 """
@@ -12,7 +15,7 @@ import numpy as np
 import pytest
 
 import cuprims
-from cuprims import OpKind
+from cuprims import CountingIterator, OpKind, PermutationIterator, ReverseIterator, TransformIterator, ZipIterator
 from cuprims.algorithms.merge_sort import make_merge_sort, merge_sort
 
 cp = pytest.importorskip("cupy")
@@ -211,3 +214,173 @@ def test_more_than_2_pow_31_items():
     edges = cp.asnumpy(cp.searchsorted(keys, cp.arange(m + 1, dtype=cp.uint16).astype(cp.uint8)))
     edges[-1] = n
     assert np.array_equal(np.diff(edges), counts)
+
+
+# ------------------------------------------------------------------- iterators
+
+ITER_SIZES = [0, 1, 1000, (1 << 20) + 7]
+COMPILES = ("numba_compiles", "nvrtc_compiles", "links")
+
+
+def _compiles() -> tuple:
+    info = cuprims.cache_info()
+    return tuple(info[k] for k in COMPILES)
+
+
+def _bucket(v):
+    return v % 97
+
+
+@pytest.mark.parametrize("n", ITER_SIZES)
+def test_transform_keys_counting_values_is_a_stable_argsort(n):
+    host = np.random.default_rng(n).integers(0, 1 << 30, n).astype(np.int32)
+    d = cp.asarray(host)
+    out_k, out_v = cp.empty(n, np.int32), cp.empty(n, np.int64)
+    merge_sort(d_in_keys=TransformIterator(d, _bucket, np.int32), d_in_values=CountingIterator(np.int64(0)),
+               d_out_keys=out_k, d_out_values=out_v, num_items=n, op=OpKind.LESS)
+    keys = host % 97
+    order = np.argsort(keys, kind="stable")
+    assert np.array_equal(cp.asnumpy(out_v), order) and np.array_equal(cp.asnumpy(out_k), keys[order])
+    assert np.array_equal(cp.asnumpy(d), host), "the array under the iterator was modified"
+
+
+@pytest.mark.parametrize("n", ITER_SIZES)
+def test_reverse_keys_descending(n):
+    host = ties("float32", n, np.random.default_rng(n + 1))
+    d = cp.asarray(host)
+    out_k, out_v = cp.empty(n, np.float32), cp.empty(n, np.int32)
+    merge_sort(d_in_keys=ReverseIterator(d), d_in_values=CountingIterator(np.int32(0)), d_out_keys=out_k,
+               d_out_values=out_v, num_items=n, op=OpKind.GREATER)
+    rev = host[::-1].copy()
+    perm = stable_order(rev, True)
+    assert np.array_equal(cp.asnumpy(out_k), rev[perm]) and np.array_equal(cp.asnumpy(out_v), perm)
+    assert np.array_equal(cp.asnumpy(d), host)
+
+
+@pytest.mark.parametrize("n", ITER_SIZES)
+def test_permutation_keys_with_array_values(n):
+    rng = np.random.default_rng(n + 2)
+    pool = rng.standard_normal(5000)
+    idx = rng.integers(0, pool.size, n).astype(np.int64)  # repeated indices: tied keys
+    vals = np.arange(n, dtype=np.int32)
+    keys_it = PermutationIterator(cp.asarray(pool), cp.asarray(idx))
+    out_k, out_v = cp.empty(n, np.float64), cp.empty(n, np.int32)
+    merge_sort(d_in_keys=keys_it, d_in_values=cp.asarray(vals), d_out_keys=out_k, d_out_values=out_v,
+               num_items=n, op=py_less)
+    keys = pool[idx]
+    order = np.argsort(keys, kind="stable")
+    assert np.array_equal(cp.asnumpy(out_k), keys[order]) and np.array_equal(cp.asnumpy(out_v), vals[order])
+
+
+@pytest.mark.parametrize("n", ITER_SIZES)
+def test_zip_values_into_structs(n):
+    rng = np.random.default_rng(n + 3)
+    keys = ties("int16", n, rng)
+    tags = rng.standard_normal(n).astype(np.float32)
+    Tagged = cuprims.gpu_struct({"tag": np.float32, "index": np.int64})  # the layout of Zip(float32, int64)
+    out_k, out_v = cp.empty(n, np.int16), Structs(np.zeros(n, Tagged.dtype))
+    merge_sort(d_in_keys=cp.asarray(keys), d_in_values=ZipIterator(cp.asarray(tags), CountingIterator(np.int64(0))),
+               d_out_keys=out_k, d_out_values=out_v, num_items=n, op=OpKind.LESS)
+    order = np.argsort(keys, kind="stable")
+    got = out_v.get()
+    assert np.array_equal(cp.asnumpy(out_k), keys[order])
+    assert np.array_equal(got["index"], order) and np.array_equal(got["tag"], tags[order])
+
+
+@pytest.mark.parametrize("n", [1000, (1 << 20) + 7])
+def test_zip_keys_read_as_structs(n):
+    rng = np.random.default_rng(n + 4)
+    a = rng.integers(0, 50, n).astype(np.int32)
+    b = rng.integers(0, 4, n).astype(np.float32)
+    out_k, out_v = Structs(np.zeros(n, KEY_STRUCT)), cp.empty(n, np.int64)
+    merge_sort(d_in_keys=ZipIterator(cp.asarray(a), cp.asarray(b)), d_in_values=CountingIterator(np.int64(0)),
+               d_out_keys=out_k, d_out_values=out_v, num_items=n, op=struct_less)
+    perm = np.lexsort((np.arange(n), -b, a))  # a ascending, b descending, then input order
+    got = out_k.get()
+    assert np.array_equal(got["a"], a[perm]) and np.array_equal(got["b"], b[perm])
+    assert np.array_equal(cp.asnumpy(out_v), perm)
+
+
+def test_built_sorter_takes_new_iterator_states():
+    """One build serves every iterator of its kind: the counting start and the array under
+    the transform are launch state."""
+    n = 50_000
+    rng = np.random.default_rng(5)
+    out_k, out_v = cp.empty(n, np.int32), cp.empty(n, np.int64)
+    first = cp.asarray(rng.integers(0, 1 << 30, n).astype(np.int32))
+    sorter = make_merge_sort(d_in_keys=TransformIterator(first, _bucket, np.int32), d_out_keys=out_k,
+                             d_in_values=CountingIterator(np.int64(0)), d_out_values=out_v, op=OpKind.LESS)
+    temp = None
+    before = None
+    for start in (0, 10 ** 12, -7):
+        host = rng.integers(0, 1 << 30, n).astype(np.int32)
+        args = dict(d_in_keys=TransformIterator(cp.asarray(host), _bucket, np.int32),
+                    d_in_values=CountingIterator(np.int64(start)), d_out_keys=out_k, d_out_values=out_v,
+                    num_items=n, op=OpKind.LESS)
+        if temp is None:
+            temp = cp.empty(sorter(temp_storage=None, **args), np.uint8)
+            before = _compiles()
+        sorter(temp_storage=temp, **args)
+        order = np.argsort(host % 97, kind="stable")
+        assert np.array_equal(cp.asnumpy(out_v), order + start)
+        assert np.array_equal(cp.asnumpy(out_k), (host % 97)[order])
+    assert _compiles() == before
+
+
+# ------------------------------------------------------------------- comparators capturing CuPy arrays
+
+RANK = None  # a global the comparator below captures (rebound by the test)
+
+
+def _by_rank(a, b):
+    return RANK[a] < RANK[b]
+
+
+def test_comparator_capturing_a_closure_array_reads_it_at_each_call():
+    n = 200_000
+    rng = np.random.default_rng(6)
+    host = rng.integers(0, 1000, n).astype(np.int32)
+    d = cp.asarray(host)
+    out_k, out_v = cp.empty(n, np.int32), cp.empty(n, np.int32)
+    weights = cp.asarray(np.arange(1000, dtype=np.float32))  # distinct per key: ties only among equal keys
+
+    def by_weight(a, b):
+        return weights[a] < weights[b]
+
+    sorter = make_merge_sort(d_in_keys=d, d_out_keys=out_k, d_in_values=CountingIterator(np.int32(0)),
+                             d_out_values=out_v, op=by_weight)
+    args = dict(d_in_keys=d, d_in_values=CountingIterator(np.int32(0)), d_out_keys=out_k, d_out_values=out_v,
+                num_items=n, op=by_weight)
+    temp = cp.empty(sorter(temp_storage=None, **args), np.uint8)
+    before = _compiles()
+    tables = [np.arange(1000, dtype=np.float32), np.arange(1000, dtype=np.float32)[::-1].copy(),
+              rng.permutation(1000).astype(np.float32)]
+    results = []
+    for table in tables:
+        weights = cp.asarray(table)  # rebinds the closure cell the comparator reads
+        sorter(temp_storage=temp, **args)
+        order = np.argsort(table[host], kind="stable")
+        assert np.array_equal(cp.asnumpy(out_v), order) and np.array_equal(cp.asnumpy(out_k), host[order])
+        results.append(cp.asnumpy(out_k))
+    assert not np.array_equal(results[0], results[1])  # the rebinding changed the order
+    assert _compiles() == before
+    with pytest.raises(cuprims.errors.ArgumentError):  # its arrays are bound per call: op= is needed
+        sorter(temp_storage=temp, **{**args, "op": None})
+
+
+@pytest.mark.parametrize("n", [1, 1000, (1 << 20) + 7])
+def test_comparator_capturing_a_global_one_shot(n):
+    global RANK
+    rng = np.random.default_rng(n + 7)
+    host = rng.integers(0, 64, n).astype(np.int64)
+    d = cp.asarray(host)
+    out = cp.empty(n, np.int64)
+    RANK = cp.asarray(np.arange(64, dtype=np.int32))
+    merge_sort(d_in_keys=d, d_out_keys=out, num_items=n, op=_by_rank)
+    assert np.array_equal(cp.asnumpy(out), np.sort(host))
+    before = _compiles()
+    for table in (np.arange(64, dtype=np.int32)[::-1].copy(), rng.permutation(64).astype(np.int32)):
+        RANK = cp.asarray(table)
+        merge_sort(d_in_keys=d, d_out_keys=out, num_items=n, op=_by_rank)
+        assert np.array_equal(cp.asnumpy(out), host[np.argsort(table[host], kind="stable")])
+    assert _compiles() == before

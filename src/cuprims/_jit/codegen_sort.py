@@ -16,6 +16,10 @@ Types:
   one build;
 * merge-sort keys are the real type for scalars (built-in comparisons need it) and a
   storage struct for structs; merge-sort values are opaque bytes like radix-sort values.
+  Merge sort's inputs may be iterators (``cuprims::input_iterator`` over a generated
+  state, ``kernels/cuprims_iterator.cuh``), which CUB's block-sort kernel reads natively:
+  keys as items of the key type, values copied bit for bit into their opaque carrier
+  (:func:`_values_as_bytes`). A sort of arrays generates the text it always did.
 
 Merge sort's built-in comparators are those of :mod:`.functors` (the ones binary search
 uses too): LESS is ascending with NaN after every number (numpy's ``np.sort`` order), a
@@ -31,7 +35,7 @@ from ..errors import ArgumentError
 from ..op import OpSpec
 from ..types import ValueType
 from . import functors
-from .codegen import Source, meta_export, op_symbol, preamble, tuned_selector
+from .codegen import Source, iterator_parts, meta_export, op_symbol, preamble, tuned_selector
 
 _CUB = "CUB_NS_QUALIFIER"
 
@@ -244,9 +248,37 @@ def check_comparator_builtin(op: OpSpec, key: ValueType, argument: str = "op") -
     functors.check_comparator_builtin(op, key, argument)
 
 
+def _values_as_bytes(values_in: Any, value: ValueType) -> str:
+    """C++ reading a values iterator's items as the opaque carrier the sort moves
+    (``cuprims_value_t``): its state struct wrapped in one whose items are the same bytes
+    (a bitwise copy, never a numeric conversion), and ``cuprims_values_in_t``, the
+    kernel parameter over it, laid out as ``values_in``'s own iterator."""
+    state, own = values_in.unit.type_name, values_in.value.cpp
+    name = "cuprims_values_bytes_t"
+    adapted = f"cuprims::input_iterator<{name}, cuprims_value_t>"
+    return (
+        "// the values iterator's items, bit for bit, as the bytes the sort moves\n"
+        f"struct {name}\n{{\n  {state} inner;\n"
+        "  __device__ __forceinline__ cuprims_value_t operator[](long long i) const\n  {\n"
+        f"    const {own} v = inner[i];\n    cuprims_value_t r;\n"
+        "    ::cuda::std::memcpy(&r, &v, sizeof(r));\n    return r;\n  }\n};\n"
+        f"static_assert(sizeof({own}) == sizeof(cuprims_value_t) && sizeof(cuprims_value_t) == {value.size}, "
+        "\"values iterator items differ in size from the sorted values\");\n"
+        f"using cuprims_values_in_t = {adapted};\n"
+        f"static_assert(sizeof(cuprims_values_in_t) == {values_in.state_size} && alignof(cuprims_values_in_t) == "
+        f"{values_in.state_alignment}, \"iterator layout differs from cuprims' packing\");\n"
+    )
+
+
 def merge_sort_source(*, key: ValueType, value: ValueType | None, op: OpSpec, wide_offsets: bool,
-                      arch: int) -> Source:
+                      arch: int, keys_in: Any = None, values_in: Any = None) -> Source:
     """Source for CUB's merge sort of ``key`` keys (and ``value`` values) ordered by ``op``.
+
+    ``keys_in``/``values_in`` (argument kinds, ``algorithms._arguments.ArgKind``; None or
+    an array kind for arrays) give the C++ of iterator inputs: CUB's block-sort kernel
+    reads them through iterators of items of ``key`` (converted as
+    ``cuprims::input_iterator`` does) and of the values' opaque carrier (the iterator's
+    items copied bitwise); every other kernel works on the output and scratch arrays.
 
     Kernels, in this order: 0 block sort, 1 partition, 2 merge.
     """
@@ -256,21 +288,34 @@ def merge_sort_source(*, key: ValueType, value: ValueType | None, op: OpSpec, wi
     # every cache key, stays as it was)
     functor, externs = functors.comparator_functor("cuprims_compare_t", op, key, op_symbol(op, "cuprims_op_0"),
                                                    zero_flag=False)
+    keys_in = keys_in if keys_in is not None and keys_in.unit is not None else None
+    values_in = values_in if value is not None and values_in is not None and values_in.unit is not None else None
+    iterator_text, iterator_types, iterator_symbols = iterator_parts((keys_in, values_in))
+    externs += iterator_symbols
     offset_t = "unsigned long long" if wide_offsets else "unsigned int"
     if value is None:
         value_t, value_decl = f"{_CUB}::NullType", ""
     else:
         value_t, value_decl = bytes_type(value)
-    agents = ("cuprims_merge::merge_sort_vsmem_helper_t<cuprims_policy_getter_t, cuprims_key_t*, cuprims_value_t*, "
+    # what the block-sort kernel reads: arrays as pointers (the text of a sort of arrays is
+    # as it always was), iterators under the aliases declared below
+    key_in_t = "cuprims_key_t*" if keys_in is None else "cuprims_keys_in_t"
+    value_in_t = "cuprims_value_t*" if values_in is None else "cuprims_values_in_t"
+    inputs = "" if keys_in is None else f"using cuprims_keys_in_t = {keys_in.cpp()};\n"
+    if values_in is not None:
+        inputs += _values_as_bytes(values_in, value)
+    agents = (f"cuprims_merge::merge_sort_vsmem_helper_t<cuprims_policy_getter_t, {key_in_t}, {value_in_t}, "
               "cuprims_key_t*, cuprims_value_t*, cuprims_offset_t, cuprims_compare_t, cuprims_key_t, cuprims_value_t>")
     text = (
-        preamble((key,), arch)
-        + "#include <cub/device/dispatch/kernels/kernel_merge_sort.cuh>\n\n"
+        preamble((key,) + iterator_types, arch)
+        + "#include <cub/device/dispatch/kernels/kernel_merge_sort.cuh>\n"
+        + ("#include <cuprims_iterator.cuh>\n" + iterator_text if iterator_text else "") + "\n"
         + value_decl
         + functor
         + f"using cuprims_key_t = {key.cpp};\n"
         + f"using cuprims_value_t = {value_t};\n"
         + f"using cuprims_offset_t = {offset_t};\n"
+        + inputs
         + "using cuprims_selector_t = " + _CUB + "::detail::merge_sort::policy_selector_from_types<cuprims_key_t*>;\n"
         + "namespace cuprims_merge = " + _CUB + "::detail::merge_sort;\n"
         # the policy the kernels use on this arch, after CUB's fallback for large types
@@ -293,7 +338,9 @@ def merge_sort_source(*, key: ValueType, value: ValueType | None, op: OpSpec, wi
             ("partition_threads", str(MERGE_PARTITION_THREADS)),
         ))
     )
-    args = ("cuprims_selector_t, cuprims_key_t*, cuprims_value_t*, cuprims_key_t*, cuprims_value_t*, "
+    # the merge kernel names the block sort's input types too (CUB sizes both agents' shared
+    # memory together)
+    args = (f"cuprims_selector_t, {key_in_t}, {value_in_t}, cuprims_key_t*, cuprims_value_t*, "
             "cuprims_offset_t, cuprims_compare_t, cuprims_key_t, cuprims_value_t")
     names = (
         f"cuprims_merge::DeviceMergeSortBlockSortKernel<{args}>",

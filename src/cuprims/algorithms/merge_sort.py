@@ -8,6 +8,20 @@ items that compare equal keep their input order. Keys may be structs (with a Pyt
 raw comparator); values of any dtype are moved as opaque bytes. ``d_out_keys`` may be
 ``d_in_keys`` itself (and ``d_out_values`` ``d_in_values``) to sort in place.
 
+The inputs may be iterators (``CountingIterator``, ``TransformIterator``,
+``PermutationIterator``, ``ReverseIterator``, ``ZipIterator``, ...): the first kernel reads
+``d_in_keys`` and ``d_in_values`` through them, so ``d_in_values=CountingIterator(np.int64(0))``
+gives a stable argsort without an index array. Their items must be of the output arrays'
+dtype (or, for structs, of its layout: a ZipIterator's items into an array of gpu_structs).
+Outputs are arrays; an iterator must not read from the outputs' memory (there is no in-place
+sort of an iterator). An object built for an iterator takes, at each call, any iterator of
+the same kind (its state, such as a counting start or the arrays inside, may differ).
+
+A Python comparator that captures device arrays (a closure variable, a global or a default
+argument holding a CuPy array, read inside the comparator) reads the arrays bound when each
+call is made: they travel as the comparator's state in the kernel parameters, are never
+compiled in, and rebinding one compiles nothing new (``op`` must then be given at each call).
+
 Host dispatch (ours, mirroring CUB's ``dispatch_merge_sort.cuh``): one block-sort
 kernel sorts each tile; then ceil(log2(tiles)) rounds of a partition kernel (merge-path
 split points) and a merge kernel double the sorted run length, ping-ponging between the
@@ -50,19 +64,22 @@ class MergeSortDescription(SortDescription):
 
     def source(self, arch: int) -> Source:
         return merge_sort_source(key=self.key, value=self.value, op=self.op, wide_offsets=self.wide_offsets,
-                                 arch=arch)
+                                 arch=arch, keys_in=self.d_in_keys, values_in=self.d_in_values)
 
     def _link(self) -> tuple[OpInput, ...]:
-        if self.op.kind == "builtin":
-            return ()
-        return (OpInput(op_symbol(self.op, "cuprims_op_0"), self.op, (self.key, self.key), None),)
+        # the comparator, then the operators inside the input iterators (the order of _objects)
+        own = () if self.op.kind == "builtin" else (
+            OpInput(op_symbol(self.op, "cuprims_op_0"), self.op, (self.key, self.key), None),)
+        values = () if self.d_in_values is None else self.d_in_values.linked_ops()
+        return own + self.d_in_keys.linked_ops() + values
 
     def kernel_params(self) -> tuple[tuple[Any, ...], ...]:
         off, f = self.offset_kind, functor_size(self.op)
+        values_in = "ptr" if self.d_in_values is None else self.d_in_values.param
         return (
-            # block sort: ping, keys in, values in, keys out, values out, count, scratch keys,
-            # scratch values, comparator, vsmem
-            (1, "ptr", "ptr", "ptr", "ptr", off, "ptr", "ptr", f, "ptr"),
+            # block sort: ping, keys in, values in (pointers or iterator states), keys out, values
+            # out, count, scratch keys, scratch values, comparator, vsmem
+            (1, self.d_in_keys.param, values_in, "ptr", "ptr", off, "ptr", "ptr", f, "ptr"),
             # partition: ping, keys ping, keys pong, count, partitions, partition array,
             # comparator, merged tiles target, tile items
             (1, "ptr", "ptr", off, off, "ptr", f, off, "i32"),
@@ -94,6 +111,7 @@ class _MergeSort(SortAlgorithm):
     desc: MergeSortDescription
     _plan_class = _Plan
     _in_place = True
+    _iterators = True
 
     def _temp_bytes(self, plan: _Plan, call: SortCall) -> int:
         n = call.n
@@ -136,8 +154,10 @@ class _MergeSort(SortAlgorithm):
         if n == 0:
             return 1 if temp_storage is None and not one_shot else None
         spec = self.desc.op
-        call.state = functor_state(spec, op) if spec.state_size else b"\0"
-        return self._execute(temp_storage, stream, one_shot, call, (op,), 1 if n > NARROW_MAX_ITEMS else 0)
+        # a RawOp's state, or the arrays a Python comparator captures, read from it now
+        call.state = functor_state(spec, op) if spec.state_size else self._state
+        return self._execute(temp_storage, stream, one_shot, call, (op, d_in_keys, d_in_values),
+                             1 if n > NARROW_MAX_ITEMS else 0)
 
     def __call__(self, *, temp_storage: Any, d_in_keys: Any, d_in_values: Any, d_out_keys: Any, d_out_values: Any,
                  num_items: int, op: Any, stream: Any = None) -> int | None:
@@ -149,8 +169,8 @@ class _MergeSort(SortAlgorithm):
 # ------------------------------------------------------------------- public functions
 
 def _describe(d_in_keys: Any, d_in_values: Any, d_out_keys: Any, d_out_values: Any, op: Any) -> MergeSortDescription:
-    """Check the build arguments and describe the sort."""
-    spec = op_spec(op)
+    """Check the build arguments and describe the sort (captured arrays are comparator state)."""
+    spec = op_spec(op, bind_captures=True)
     value_dt = _MergeSort._dtypes(d_in_keys, d_out_keys, d_in_values, d_out_values)[1]
     kinds = _MergeSort._kinds(d_in_keys, d_out_keys, d_in_values, d_out_values, value_dt)
     return MergeSortDescription(*kinds, spec)
@@ -162,12 +182,18 @@ def make_merge_sort(*, d_in_keys: Any, d_in_values: Any = None, d_out_keys: Any,
     """Build (or fetch from cache) a stable merge sort of keys (and values) by ``op``.
 
     Args:
-        d_in_keys: device array of keys (any dtype, structs too), or a ``ProxyArray``.
-        d_in_values: device array of values of any dtype, or None.
-        d_out_keys: device array for the sorted keys (``d_in_keys`` itself sorts in place).
-        d_out_values: device array for the sorted values, or None.
+        d_in_keys: device array of keys (any dtype, structs too), a ``ProxyArray``, or an
+            input iterator (``TransformIterator``, ``ReverseIterator``, ``PermutationIterator``,
+            ``ZipIterator``, ...) whose items are of ``d_out_keys``' dtype (or struct layout).
+        d_in_values: device array of values of any dtype, an input iterator of
+            ``d_out_values``' dtype (``CountingIterator(np.int64(0))``: the sorting
+            permutation, an argsort), or None.
+        d_out_keys: device array for the sorted keys (``d_in_keys`` itself, an array, sorts
+            in place). Never an iterator.
+        d_out_values: device array for the sorted values, or None. Never an iterator.
         op: ``OpKind.LESS``, ``OpKind.GREATER``, a Python callable ``op(a, b) -> bool``
-            meaning a comes before b, or a ``RawOp``.
+            meaning a comes before b (device arrays it captures are read at each call), or a
+            ``RawOp``.
         compute_capability: build ahead of time for these targets (no GPU needed).
 
     Example::
@@ -182,7 +208,7 @@ def make_merge_sort(*, d_in_keys: Any, d_in_values: Any = None, d_out_keys: Any,
                d_out_values=None, num_items=keys.size, op=lambda a, b: a < b)
     """
     desc = _MergeSort._described(_describe, d_in_keys, d_in_values, d_out_keys, d_out_values, op)
-    return _MergeSort._make(desc, compute_capability, (op,))
+    return _MergeSort._make(desc, compute_capability, (op, d_in_keys, d_in_values))
 
 
 def merge_sort(*, d_in_keys: Any, d_in_values: Any = None, d_out_keys: Any, d_out_values: Any = None,
@@ -202,5 +228,5 @@ def merge_sort(*, d_in_keys: Any, d_in_values: Any = None, d_out_keys: Any, d_ou
         assert vals.tolist() == [10.0, 20.0, 30.0]
     """
     obj = _MergeSort._make(_MergeSort._described(_describe, d_in_keys, d_in_values, d_out_keys, d_out_values, op),
-                           None, (op,))
+                           None, (op, d_in_keys, d_in_values))
     obj._run(None, d_in_keys, d_in_values, d_out_keys, d_out_values, num_items, op, stream, True)

@@ -1,6 +1,7 @@
 """The base both sort objects share: their description's common part (64-bit offsets as
-build variant 1) and one object per distinct description, one call's bound arguments, the checks of keys and values (arrays or
-DoubleBuffers) at build time and per call, and a radix sort's bit range."""
+build variant 1) and one object per distinct description, one call's bound arguments, the
+checks of keys and values (arrays, DoubleBuffers, or input iterators where the sort takes
+them) at build time and per call, and a radix sort's bit range."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from .._jit import driver
 from .._jit.codegen_sort import carrier_alignment
 from ..errors import ArgumentError, ArgumentTypeError
 from ..iterators._base import IteratorBase
-from ..types import ValueType, value_type
+from ..types import ValueType, same_layout, value_type
 from ._arguments import ArgKind, describe
 from ._common import Loaded
 from ._skeleton import Algorithm, Description, Plan, description
@@ -30,7 +31,8 @@ NARROW_MAX_ITEMS = (1 << 31) - 1
 @description
 class SortDescription(Description):
     """What both sorts' descriptions share: the kinds of keys and values (the values' None
-    for keys only); subclasses add their options and ``wide_offsets`` (variant 1)."""
+    for keys only; an input may be an iterator kind where the sort takes iterators);
+    subclasses add their options and ``wide_offsets`` (variant 1)."""
 
     d_in_keys: ArgKind
     d_out_keys: ArgKind
@@ -43,7 +45,8 @@ class SortDescription(Description):
 
     @property
     def value(self) -> ValueType | None:
-        return None if self.d_in_values is None else self.d_in_values.value
+        """The values' type as the sort moves them (opaque bytes, of the output's dtype)."""
+        return None if self.d_out_values is None else self.d_out_values.value
 
     @property
     def offset_kind(self) -> str:
@@ -56,12 +59,13 @@ class SortDescription(Description):
 
 
 class SortCall:
-    """One call's bound arguments: checked pointers, item count, and what the dispatch
-    leaves for the caller (the temporary layout, a DoubleBuffer's selector flips)."""
+    """One call's bound arguments: checked pointers (an input iterator's packed state),
+    item count, and what the dispatch leaves for the caller (the temporary layout, a
+    DoubleBuffer's selector flips)."""
 
     __slots__ = ("k_in", "k_out", "v_in", "v_out", "n", "overwrite", "begin", "end", "state", "layout", "flips")
 
-    def __init__(self, k_in: int, k_out: int, v_in: int, v_out: int, n: int, overwrite: bool):
+    def __init__(self, k_in: Any, k_out: int, v_in: Any, v_out: int, n: int, overwrite: bool):
         self.k_in, self.k_out, self.v_in, self.v_out, self.n, self.overwrite = k_in, k_out, v_in, v_out, n, overwrite
         self.flips = 0
 
@@ -88,7 +92,8 @@ class SortAlgorithm(Algorithm):
     """What both sort objects share: their arguments, checked at build time (:meth:`_dtypes`,
     :meth:`_kinds`) and bound per call (:meth:`_bind`), and a plan per offset width.
     ``_double_buffers``: keys (and values) may come as DoubleBuffers; ``_in_place``: the
-    output may be the input itself.
+    output may be the input itself; ``_iterators``: the inputs may be iterators (the
+    outputs are arrays).
 
     ``sorter(temp_storage=None, ...)`` returns the temporary bytes needed and launches
     nothing; ``sorter(temp_storage=buf, ...)`` sorts on ``stream``.
@@ -98,6 +103,7 @@ class SortAlgorithm(Algorithm):
     _plan_class: Callable[[Loaded, tuple], SortPlan]
     _double_buffers = False
     _in_place = False
+    _iterators = False
 
     def _setup(self) -> None:
         self._key = self.desc.key
@@ -113,6 +119,7 @@ class SortAlgorithm(Algorithm):
         """Check the build arguments' forms and dtypes; return the dtypes (keys, values or None)."""
         if d_in_keys is None:
             raise ArgumentError("d_in_keys", "a device array or a DoubleBuffer" if cls._double_buffers
+                                else "a device array of keys or an iterator" if cls._iterators
                                 else "a device array of keys", None)
         db = cls._double_buffers and isinstance(d_in_keys, DoubleBuffer)
         key_dt = cls._pair_dtype(d_in_keys, d_out_keys, _KEYS, db)
@@ -122,20 +129,26 @@ class SortAlgorithm(Algorithm):
             return key_dt, None
         return key_dt, cls._pair_dtype(d_in_values, d_out_values, _VALUES, db)
 
-    @staticmethod
-    def _kinds(d_in_keys: Any, d_out_keys: Any, d_in_values: Any, d_out_values: Any,
+    @classmethod
+    def _kinds(cls, d_in_keys: Any, d_out_keys: Any, d_in_values: Any, d_out_values: Any,
                value_dt: np.dtype | None) -> tuple[ArgKind, ArgKind, ArgKind | None, ArgKind | None]:
         """The argument kinds of checked build arguments; values are opaque bytes aligned as
-        their carrier needs."""
-        keys = describe(_array(d_in_keys), "d_in_keys")
-        out = describe(_array(d_in_keys) if d_out_keys is None else d_out_keys, "d_out_keys", output=True,
-                       vt=keys.value)
+        their carrier needs (``value_dt``: the output values' dtype)."""
+        keys = describe(_array(d_in_keys), "d_in_keys", iterators=cls._iterators)
+        if keys.is_pointer:
+            out = describe(_array(d_in_keys) if d_out_keys is None else d_out_keys, "d_out_keys", output=True,
+                           vt=keys.value)
+        else:
+            out = describe(d_out_keys, "d_out_keys", output=True)
+            if keys.value.code != out.value.code:
+                keys = keys.viewed_as(out.value)  # e.g. a ZipIterator's (v0, v1) read as the output's struct
         if value_dt is None:
             return keys, out, None, None
         vt = opaque_value_type(value_dt, argument="d_in_values")
         align = carrier_alignment(vt)
         v_out = _array(d_in_values) if d_out_values is None else d_out_values
-        return (keys, out, describe(_array(d_in_values), "d_in_values", vt=vt, alignment=align),
+        return (keys, out, describe(_array(d_in_values), "d_in_values", iterators=cls._iterators, vt=vt,
+                                    alignment=align),
                 describe(v_out, "d_out_values", output=True, vt=vt, alignment=align))
 
     @classmethod
@@ -154,9 +167,15 @@ class SortAlgorithm(Algorithm):
 
     @classmethod
     def _pair_dtype(cls, d_in: Any, d_out: Any, names: tuple[str, str, str], db: bool) -> np.dtype:
+        """The dtype of checked keys (or values): the input's, or an iterator's output's."""
         what, name_in, name_out = names
+        if isinstance(d_out, IteratorBase):
+            raise ArgumentTypeError(name_out, f"a device array for the sorted {what} (a sort writes arrays, "
+                                    "not iterators)", d_out)
         if isinstance(d_in, IteratorBase):
-            raise ArgumentTypeError(name_in, "a device array (sorts do not take iterators yet)", d_in)
+            if not cls._iterators:
+                raise ArgumentTypeError(name_in, "a device array (this sort takes no iterators)", d_in)
+            return cls._iterator_dtype(d_in, d_out, names)
         dt = _arrays.array_dtype(d_in.current() if isinstance(d_in, DoubleBuffer) else d_in, name_in)
         # the input's own type first: a bad one is named as the input's, not as a mismatch
         (value_type if what == "keys" else opaque_value_type)(dt, argument=name_in)
@@ -175,6 +194,25 @@ class SortAlgorithm(Algorithm):
         if out_dt != dt:
             raise ArgumentError(name_out, f"an array of the {what}' dtype {dt}", f"an array of {out_dt}")
         return dt
+
+    @staticmethod
+    def _iterator_dtype(d_in: IteratorBase, d_out: Any, names: tuple[str, str, str]) -> np.dtype:
+        """The output's dtype for an input iterator: the iterator's items' own, or a struct
+        of their layout (a ZipIterator's items into an array of gpu_structs)."""
+        what, name_in, name_out = names
+        if not d_in._readable():
+            raise ArgumentTypeError(name_in, f"a device array or an input iterator of {what} (a DiscardIterator "
+                                    "or TransformOutputIterator, or an iterator over one, is an output: it has no "
+                                    "items to read)", d_in)
+        dt = d_in.dtype
+        if d_out is None:
+            raise ArgumentError(name_out, f"a device array for the sorted {what} (an iterator cannot be sorted in "
+                                "place)", None)
+        out_dt = _arrays.array_dtype(d_out, name_out)
+        if out_dt != dt and not (dt.names is not None and out_dt.names is not None and same_layout(dt, out_dt)):
+            raise ArgumentError(name_out, f"an array of the {what}' dtype {dt} (the items of {name_in}) or of a "
+                                "struct of its layout", f"an array of {out_dt}")
+        return out_dt
 
     # -- call time -------------------------------------------------------------------
     def _bind(self, d_in_keys: Any, d_out_keys: Any, d_in_values: Any, d_out_values: Any, n: int) -> SortCall:
@@ -196,14 +234,16 @@ class SortAlgorithm(Algorithm):
                                                "values", db)
             key_bytes, value_bytes = n * self._key_size, n * self._value_size
             for a, b in ((k_in, call.v_out), (k_out, call.v_in), (k_out, call.v_out)):
-                if overlaps(a, key_bytes, b, value_bytes):
+                # (an input iterator's state is no memory range)
+                if type(a) is int and type(b) is int and overlaps(a, key_bytes, b, value_bytes):
                     raise ArgumentError("d_out_values", "memory apart from the keys", "an array overlapping them")
         elif d_out_values is not None:
             raise ArgumentError("d_out_values", "None (no d_in_values were given)", d_out_values)
         return call
 
     def _pair(self, kind_in: ArgKind, kind_out: ArgKind, d_in: Any, d_out: Any, n: int, what: str,
-              db: bool) -> tuple[int, int]:
+              db: bool) -> tuple[Any, int]:
+        """The input's kernel parameter (a pointer, or an iterator's state) and the output's pointer."""
         if db:
             if d_out is not None:
                 raise ArgumentError(kind_out.name, f"None when {kind_in.name} is a DoubleBuffer (the result lands "
@@ -214,7 +254,9 @@ class SortAlgorithm(Algorithm):
                 raise ArgumentError(kind_out.name, self._out_hint(what), None)
             if self._double_buffers and isinstance(d_out, DoubleBuffer):
                 raise ArgumentError(kind_out.name, f"a device array (DoubleBuffers go in {kind_in.name})", d_out)
-            p_in, p_out = kind_in.pointer(d_in, n), kind_out.pointer(d_out, n)
+            p_in, p_out = kind_in.bind(d_in, n), kind_out.pointer(d_out, n)
+            if not kind_in.is_pointer:
+                return p_in, p_out  # an iterator (which must not read the output's memory)
         nbytes = n * kind_in.value.size
         if (p_in != p_out or not self._in_place) and overlaps(p_in, nbytes, p_out, nbytes):
             if self._in_place:

@@ -182,6 +182,12 @@ class IteratorBase:
         """Whether the kernel can write through this iterator (an output iterator)."""
         return False
 
+    def _readable(self) -> bool:
+        """Whether reading gives items of a sequence: false for the output-only kinds
+        (DiscardIterator, TransformOutputIterator, which read as zeros) and anything
+        built over one."""
+        return all(inner._readable() for inner in self._inner())
+
     def _linked_objects(self) -> list[Any]:
         """The Python objects (callables, RawOps) behind the operators this tree links, in
         the order its ``_emit`` lists them (inner iterators first)."""

@@ -44,6 +44,9 @@ class DiscardIterator(IteratorBase):
     def _writable(self) -> bool:
         return True
 
+    def _readable(self) -> bool:
+        return False
+
     def _kind_key(self) -> str:
         return f"discard({self._vt.code})"
 

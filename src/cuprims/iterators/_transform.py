@@ -182,6 +182,9 @@ class TransformOutputIterator(_OperatorIterator):
     def _writable(self) -> bool:
         return True
 
+    def _readable(self) -> bool:
+        return False
+
     def _kind_key(self) -> str:
         return f"transform_output({self._under._key()},{self._spec_key()}<-{self._vt.code})"
 

@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 import cuprims
-from cuprims import CountingIterator, OpKind, ProxyArray, ProxyValue, RawOp, SortOrder
+from cuprims import (CountingIterator, DiscardIterator, OpKind, ProxyArray, ProxyValue, RawOp, SortOrder,
+                     TransformOutputIterator)
 from cuprims.errors import CuprimsError
 
 P, V = ProxyArray, ProxyValue
@@ -68,8 +69,19 @@ ALGORITHMS: dict[str, Algo] = {
                                                    d_out_keys=P(cuprims.gpu_struct({"a": i4}))), "d_in_keys"),
                               "values without output": (dict(d_in_values=P(i4)), "d_out_values")}),
     "merge_sort": Algo(cuprims.make_merge_sort, dict(d_in_keys=P(i4), d_out_keys=P(i4), op=OpKind.LESS),
-                       ("d_in_keys", "d_out_keys"), no_iterators=("d_in_keys", "d_out_keys"), op="op",
-                       extra={"arithmetic comparator": (dict(op=OpKind.PLUS), "op")}),
+                       ("d_in_keys", "d_out_keys"), no_iterators=("d_out_keys",), op="op",
+                       extra={"arithmetic comparator": (dict(op=OpKind.PLUS), "op"),
+                              # the inputs take iterators, but only ones with items to read, of the outputs' dtype
+                              "d_in_keys: a DiscardIterator": (dict(d_in_keys=DiscardIterator(P(i4))), "d_in_keys"),
+                              "d_in_keys: a TransformOutputIterator": (
+                                  dict(d_in_keys=TransformOutputIterator(P(i4), OpKind.NEGATE)), "d_in_keys"),
+                              "d_in_keys: an iterator of another dtype": (
+                                  dict(d_in_keys=CountingIterator(np.int64(0))), "d_out_keys"),
+                              "d_in_values: a DiscardIterator": (
+                                  dict(d_in_values=DiscardIterator(P(i8)), d_out_values=P(i8)), "d_in_values"),
+                              "d_out_values: an iterator": (
+                                  dict(d_in_values=CountingIterator(np.int64(0)),
+                                       d_out_values=CountingIterator(np.int64(0))), "d_out_values")}),
 }
 
 
