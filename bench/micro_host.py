@@ -61,13 +61,25 @@ def main():
     rows["make_reduce_into hit"] = lambda: cuprims.make_reduce_into(d_in=x, d_out=out, op=OpKind.PLUS, h_init=init)
     pyop = lambda a, b: a + b  # noqa: E731
     rows["op_spec(lambda)"] = lambda: cuprims.op.op_spec(pyop)
+    y = cp.empty_like(x)
+    affine = lambda v: v * 2 + 1  # noqa: E731
+    small = cuprims.make_unary_transform(d_in=x, d_out=y, op=affine)
+    rows["transform object (lambda)"] = lambda: small(d_in=x, d_out=y, op=affine, num_items=1024)
+    rows["unary_transform one-shot"] = lambda: cuprims.unary_transform(d_in=x, d_out=y, op=affine, num_items=1024)
+    rows["make_unary_transform hit"] = lambda: cuprims.make_unary_transform(d_in=x, d_out=y, op=affine)
     for name, fn in rows.items():
         try:
             us = per_call(fn)
-            print(f"{name:24s} {us:7.2f} us")
+            print(f"{name:26s} {us:7.2f} us")
         except Exception as exc:  # noqa: BLE001
-            print(f"{name:24s} failed: {exc}")
+            print(f"{name:26s} failed: {exc}")
         cp.cuda.Device().synchronize()
+    import cProfile
+    import pstats
+
+    one_shot = rows["unary_transform one-shot"]
+    cProfile.runctx("for _ in range(2000): one_shot()", globals(), {"one_shot": one_shot}, "/tmp/one_shot.prof")
+    pstats.Stats("/tmp/one_shot.prof").sort_stats("tottime").print_stats(16)
 
 
 if __name__ == "__main__":
