@@ -204,18 +204,32 @@ def op_spec(op: Any, *, argument: str = "op", bind_captures: bool = False) -> Op
         return OpSpec("raw", op.digest(), state_size=len(op.state), state_alignment=op.state_alignment,
                       name=op.name)
     if callable(op):
-        from ._jit.recipe import op_recipe_cached
-
-        recipe = op_recipe_cached(op, bind_captures)
+        global _op_recipe_cached
+        if _op_recipe_cached is None:
+            from ._jit.recipe import op_recipe_cached as _op_recipe_cached
+        recipe = _op_recipe_cached(op, bind_captures)
         name = getattr(op, "__name__", "op")
+        spec = _PYTHON_SPECS.get((recipe, name))   # one-shot calls ask for the same spec again and again
+        if spec is not None:
+            return spec
         if recipe.captures:
             from ._jit.captures import state_layout
 
             size, alignment = state_layout(recipe.captures)
-            return OpSpec("python", recipe.digest, state_size=size, state_alignment=alignment,
+            spec = OpSpec("python", recipe.digest, state_size=size, state_alignment=alignment,
                           persistent=recipe.persistent, captures=recipe.captures, name=name)
-        return OpSpec("python", recipe.digest, persistent=recipe.persistent, name=name)
+        else:
+            spec = OpSpec("python", recipe.digest, persistent=recipe.persistent, name=name)
+        if len(_PYTHON_SPECS) >= 4096:
+            _PYTHON_SPECS.clear()
+        _PYTHON_SPECS[(recipe, name)] = spec
+        return spec
     raise ArgumentTypeError(argument, "an OpKind, a Python callable or a RawOp", op)
+
+
+_op_recipe_cached = None   # bound on first use (keeps `import cuprims` light)
+# (recipe, name) -> OpSpec: recipes hold digests and capture descriptions, no user objects
+_PYTHON_SPECS: dict[Any, OpSpec] = {}
 
 
 __all__ = ["OpKind", "RawOp", "Operator", "OpSpec", "op_spec"]
