@@ -8,7 +8,8 @@ from . import config
 
 
 def clear_all_caches(*, disk: bool = False) -> None:
-    """Forget every compiled algorithm held in memory (and, with ``disk=True``, on disk).
+    """Forget every compiled algorithm held in memory (and, with ``disk=True``, on disk), and
+    return the device memory that one-shot calls freed (kept for their next calls) to the driver.
 
     Example::
 
@@ -25,6 +26,9 @@ def clear_all_caches(*, disk: bool = False) -> None:
     from .algorithms._skeleton import Algorithm
 
     Algorithm._forget_descriptions()
+    from ._jit import driver
+
+    driver.trim_pools()  # device memory one-shot calls freed, kept for reuse until now
     _release_freed_memory()
     if disk:
         cache = build.disk_cache()

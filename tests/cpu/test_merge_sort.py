@@ -444,7 +444,7 @@ def fake_merge(monkeypatch):
     monkeypatch.setattr(driver, "launch", lambda *a, **k: state["dev"].launch(*a, **k))
     allocations = []
 
-    def alloc_async(nbytes, stream):
+    def alloc_async(nbytes, stream, device=-1):
         ptr = mem.alloc(nbytes, skew=32)
         allocations.append((ptr, nbytes, stream))
         return ptr

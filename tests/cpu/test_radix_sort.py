@@ -485,7 +485,7 @@ def fake_radix(monkeypatch):
     monkeypatch.setattr(driver, "launch", lambda *a, **k: state["dev"].launch(*a, **k))
     allocations = []
 
-    def alloc_async(nbytes, stream):
+    def alloc_async(nbytes, stream, device=-1):
         ptr = mem.alloc(nbytes, skew=64)
         allocations.append((ptr, nbytes, stream))
         return ptr

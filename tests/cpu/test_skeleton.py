@@ -207,7 +207,7 @@ def fake_driver(monkeypatch):
         device, types.SimpleNamespace(device=device, extra={})))
     monkeypatch.setattr(_skeleton.driver, "current_device", lambda: _FakeDriver.current)
 
-    def alloc(n, s):
+    def alloc(n, s, device=-1):
         _FakeDriver.allocs.append(n)
         return 4096 * len(_FakeDriver.allocs)
 

@@ -274,7 +274,7 @@ class Algorithm(CompiledAlgorithm):
         owned = temp = available = 0
         if needed:
             if temp_storage is None:
-                owned = temp = driver.alloc_async(needed, s)
+                owned = temp = driver.alloc_async(needed, s, plan.device)
                 available = needed
             else:
                 temp, available = temp_storage_info(temp_storage, needed)
@@ -297,7 +297,7 @@ class Algorithm(CompiledAlgorithm):
                         raise ArgumentError("temp_storage", "storage sized on the device it is used with (query "
                                             "the size again after switching devices)", "a stale size") from None
                     driver.free_async(owned, s)
-                    owned = temp = driver.alloc_async(fresh_needed, s)
+                    owned = temp = driver.alloc_async(fresh_needed, s, fresh.device)
                 self._dispatch(fresh, args, temp, s)
         finally:
             if owned:
