@@ -54,11 +54,11 @@ def main() -> None:
             lambda: cuprims.reduce_into(d_in=f, d_out=out1, num_items=N, op=OpKind.PLUS, h_init=init_f)),
         "inclusive_scan (OpKind.PLUS)": (
             with_temp(cuprims.make_inclusive_scan(d_in=i, d_out=io, op=OpKind.PLUS), d_in=i, d_out=io,
-                      num_items=N),
+                      op=OpKind.PLUS, init_value=None, num_items=N),
             lambda: cuprims.inclusive_scan(d_in=i, d_out=io, op=OpKind.PLUS, num_items=N)),
         "exclusive_scan (OpKind.PLUS)": (
             with_temp(cuprims.make_exclusive_scan(d_in=i, d_out=io, op=OpKind.PLUS, init_value=init_i),
-                      d_in=i, d_out=io, num_items=N, init_value=init_i),
+                      d_in=i, d_out=io, op=OpKind.PLUS, num_items=N, init_value=init_i),
             lambda: cuprims.exclusive_scan(d_in=i, d_out=io, op=OpKind.PLUS, init_value=init_i, num_items=N)),
         "unary_transform (lambda)": (
             (lambda t: lambda: t(d_in=f, d_out=fo, op=affine, num_items=N))(
@@ -69,8 +69,8 @@ def main() -> None:
                 cuprims.make_binary_transform(d_in1=f, d_in2=f, d_out=fo, op=OpKind.PLUS)),
             lambda: cuprims.binary_transform(d_in1=f, d_in2=f, d_out=fo, op=OpKind.PLUS, num_items=N)),
         "lower_bound": (
-            with_temp(cuprims.make_lower_bound(d_data=sorted_i, d_values=i, d_out=idx), d_data=sorted_i,
-                      num_items=N, d_values=i, num_values=N, d_out=idx),
+            (lambda b: lambda: b(d_data=sorted_i, num_items=N, d_values=i, num_values=N, d_out=idx))(
+                cuprims.make_lower_bound(d_data=sorted_i, d_values=i, d_out=idx)),
             lambda: cuprims.lower_bound(d_data=sorted_i, num_items=N, d_values=i, num_values=N, d_out=idx)),
         "radix_sort (uint32 keys)": (
             with_temp(cuprims.make_radix_sort(d_in_keys=u, d_out_keys=uo, d_in_values=None, d_out_values=None,
@@ -78,8 +78,8 @@ def main() -> None:
                       d_in_keys=u, d_out_keys=uo, d_in_values=None, d_out_values=None, num_items=N),
             lambda: cuprims.radix_sort(d_in_keys=u, d_out_keys=uo, num_items=N, order=SortOrder.ASCENDING)),
         "merge_sort (Python comparator)": (
-            with_temp(cuprims.make_merge_sort(d_in_keys=i, d_out_keys=io, op=less), d_in_keys=i, d_out_keys=io,
-                      num_items=N, op=less),
+            with_temp(cuprims.make_merge_sort(d_in_keys=i, d_out_keys=io, op=less), d_in_keys=i, d_in_values=None,
+                      d_out_keys=io, d_out_values=None, num_items=N, op=less),
             lambda: cuprims.merge_sort(d_in_keys=i, d_out_keys=io, num_items=N, op=less)),
     }
     rows, add = result_rows(34, 30)

@@ -27,14 +27,12 @@ from typing import Any, Callable, Sequence
 
 from .._jit import driver
 from .._jit.build import OpInput
-from .._jit.captures import captured_state
-from .._jit.codegen import Source, op_symbol
-from .._jit.functors import check_binary_builtin
+from .._jit.codegen import Source
 from .._streams import stream_handle
 from ..errors import ArgumentError, CudaError
-from ..op import OpSpec, RawOp, op_spec
-from ..types import ValueType
+from ..op import OpSpec
 from ._arguments import ArgKind, linked_objects, signature
+from ._operators import combiner_ops, combiner_spec, functor_size, functor_state  # noqa: F401 (re-exported)
 from ._common import (Builds, CompiledAlgorithm, Loaded, PerThreadCache, frozen, parse_compute_capability, targets,
                       temp_storage_info)
 
@@ -106,43 +104,6 @@ class Plan:
 
     temp_align = 1
     device = -1
-
-
-def combiner_spec(op: Any, accum: ValueType) -> OpSpec:
-    """The spec of an operator combining two ``accum`` values (reduce, scan), checked;
-    captured arrays become state packed at each call (:func:`functor_state`)."""
-    spec = op_spec(op, bind_captures=True)
-    if spec.kind == "builtin":
-        check_binary_builtin(spec, accum)
-    return spec
-
-
-def combiner_ops(op: OpSpec, accum: ValueType) -> tuple[OpInput, ...]:
-    """The linked operator of an algorithm combining two ``accum`` values (none for a built-in)."""
-    if op.kind == "builtin":
-        return ()
-    return (OpInput(op_symbol(op, "cuprims_op_0"), op, (accum, accum), accum),)
-
-
-def functor_size(spec: OpSpec) -> int:
-    """Bytes of an operator's functor parameter (its state, padded; 1 for an empty functor)."""
-    if not spec.state_size:
-        return 1
-    return -(-spec.state_size // spec.state_alignment) * spec.state_alignment
-
-
-def functor_state(spec: OpSpec, op: Any, argument: str = "op") -> bytes:
-    """The functor parameter's bytes: a RawOp's state, the pointers and extents of the
-    device arrays a Python operator captures (read from ``op`` now), else one empty byte.
-
-    A Python operator with captures must be given (``op`` None raises ArgumentError
-    naming ``argument``): its arrays are bound at each call, never kept."""
-    if spec.state_size:
-        if isinstance(op, RawOp):
-            return op.state.ljust(functor_size(spec), b"\0")
-        if spec.captures:
-            return captured_state(op, spec, argument).ljust(functor_size(spec), b"\0")
-    return b"\0"
 
 
 class Algorithm(CompiledAlgorithm):
