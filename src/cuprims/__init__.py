@@ -24,6 +24,7 @@ from .algorithms.radix_sort import make_radix_sort, radix_sort
 from .algorithms.sort_common import DoubleBuffer
 from .algorithms.binary_search import lower_bound, make_lower_bound, make_upper_bound, upper_bound
 from .algorithms.reduce import make_reduce_into, reduce_into
+from .algorithms.segmented_reduce import make_segmented_reduce, segmented_reduce
 from .algorithms.scan import exclusive_scan, inclusive_scan, make_exclusive_scan, make_inclusive_scan
 from .algorithms.transform import binary_transform, make_binary_transform, make_unary_transform, unary_transform
 from .iterators import (CacheModifiedInputIterator, ConstantIterator, CountingIterator, DiscardIterator,
@@ -37,7 +38,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Determinism", "OpKind", "ProxyArray", "ProxyValue", "RawOp", "SortOrder",
     "cache_info", "clear_all_caches", "errors", "gpu_struct", "settings",
-    "make_reduce_into", "reduce_into",
+    "make_reduce_into", "reduce_into", "make_segmented_reduce", "segmented_reduce",
     "make_inclusive_scan", "inclusive_scan", "make_exclusive_scan", "exclusive_scan",
     "make_unary_transform", "unary_transform", "make_binary_transform", "binary_transform",
     "make_lower_bound", "make_upper_bound", "lower_bound", "upper_bound",

@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from .._jit.build import OpInput
+from ..errors import ArgumentError
+from ..types import same_layout
 from .._jit.captures import captured_state
 from .._jit.codegen import op_symbol
 from .._jit.functors import check_binary_builtin
@@ -49,3 +51,20 @@ def functor_state(spec: OpSpec, op: Any, argument: str = "op") -> bytes:
         if spec.captures:
             return captured_state(op, spec, argument).ljust(functor_size(spec), b"\0")
     return b"\0"
+
+
+def combined_input(in_arg: Any, out_arg: Any) -> Any:
+    """The input argument kind of an algorithm combining its items in the output's type
+    (reduce, segmented reduce), checked against that type: an iterator's struct of the
+    output's layout (a ZipIterator's (v0, v1)) is read as the output's struct."""
+    in_vt, accum = in_arg.value, out_arg.value
+    if not in_arg.is_pointer and in_vt.is_struct and accum.is_struct and in_vt.code != accum.code \
+            and same_layout(in_vt.dtype, accum.dtype):
+        in_arg = in_arg.viewed_as(accum)
+        in_vt = accum
+    if accum.is_struct != in_vt.is_struct or (accum.is_struct and in_vt.code != accum.code):
+        raise ArgumentError("d_in", f"items of the output's type {accum.dtype}", in_vt.dtype)
+    if in_vt.kind == "c" and accum.kind != "c":
+        raise ArgumentError("d_out", f"a complex output for {in_vt.dtype} input items (the imaginary part "
+                            "would be lost)", accum.dtype)
+    return in_arg

@@ -19,9 +19,10 @@ from .._enums import Determinism
 from .._jit import driver
 from .._jit.codegen import Source, reduce_source
 from ..errors import ArgumentError
-from ..types import host_bytes, same_layout
+from ..types import host_bytes
 from ._arguments import describe, keyword_checked
 from ._common import Loaded, check_num_items
+from ._operators import combined_input
 from ._skeleton import Algorithm, CombinerDescription, Plan, combiner_spec, description, functor_size, functor_state
 from ._values import check_host_value, host_value_dtype, scalar_init_type
 
@@ -88,19 +89,11 @@ def _describe(d_in: Any, d_out: Any, op: Any, h_init: Any, determinism: Any) -> 
     det = _parse_determinism(determinism)
     in_arg = describe(d_in, "d_in", iterators=True)
     out_arg = describe(d_out, "d_out", iterators=True, output=True)
-    in_vt, accum = in_arg.value, out_arg.value
-    if not in_arg.is_pointer and in_vt.is_struct and accum.is_struct and in_vt.code != accum.code \
-            and same_layout(in_vt.dtype, accum.dtype):
-        in_arg = in_arg.viewed_as(accum)  # e.g. a ZipIterator's (v0, v1) read as the output's struct
-        in_vt = accum
+    accum = out_arg.value
     init_dt = host_value_dtype(h_init)
     if init_dt is not None:
         check_host_value(init_dt, accum, "h_init")
-    if accum.is_struct != in_vt.is_struct or (accum.is_struct and in_vt.code != accum.code):
-        raise ArgumentError("d_in", f"items of the output's type {accum.dtype}", in_vt.dtype)
-    if in_vt.kind == "c" and accum.kind != "c":
-        raise ArgumentError("d_out", f"a complex output for {in_vt.dtype} input items (the imaginary part "
-                            "would be lost)", accum.dtype)
+    in_arg = combined_input(in_arg, out_arg)
     spec = combiner_spec(op, accum)
     return ReduceDescription(in_arg, out_arg, spec, init_dt is not None, det)
 

@@ -1,0 +1,62 @@
+"""Source for segmented reductions: CUB's DeviceSegmentedReduceKernel, and cuprims' slice
+and combine kernels for few segments (``kernels/cuprims_segmented_reduce.cuh``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..op import OpSpec
+from ..types import ValueType
+from .codegen import Source, binary_functor, iterator_parts, meta_export, op_symbol, preamble
+
+SEGMENTED_META = ("threads", "items", "medium_items_per_tile", "medium_segments_per_block", "small_items_per_tile",
+                  "small_segments_per_block", "accum_size", "accum_align")
+
+
+def _param(arg: Any, value: ValueType, output: bool = False) -> str:
+    """The C++ type of an argument: a pointer for an array, else its iterator type."""
+    if arg.unit is None:
+        return f"{value.cpp}*" if output else f"const {value.cpp}*"
+    return arg.cpp()
+
+
+def segmented_reduce_source(*, d_in: Any, d_out: Any, begin: Any, end: Any, accum: ValueType, op: OpSpec,
+                            arch: int) -> Source:
+    """Source for reducing segments of ``d_in`` into ``d_out`` (argument kinds) in type ``accum``,
+    segment i being [begin[i], end[i]) (argument kinds of one integer type)."""
+    functor, externs = binary_functor("cuprims_op_t", op, accum, op_symbol(op, "cuprims_op_0"))
+    iterator_text, iterator_types, iterator_symbols = iterator_parts((d_in, d_out, begin, end))
+    externs += iterator_symbols
+    t, offset = accum.cpp, begin.value.cpp
+    selector = f"CUB_NS_QUALIFIER::detail::segmented_reduce::policy_selector_from_types<{t}, {offset}, cuprims_op_t>"
+    text = (
+        preamble((d_in.value, accum, begin.value) + iterator_types, arch)
+        + "#include <cuprims_segmented_reduce.cuh>\n"
+        + ("#include <cuprims_iterator.cuh>\n" + iterator_text if iterator_text else "") + "\n"
+        + functor
+        + f"\nusing cuprims_selector_t = {selector};\n"
+        + "constexpr auto cuprims_policy = cuprims_selector_t{}(::cuda::compute_capability{"
+        + f"{arch // 10}, {arch % 10}" + "});\n"
+        + meta_export((
+            ("threads", "cuprims_policy.large_reduce.threads_per_block"),
+            ("items", "cuprims_policy.large_reduce.items_per_thread"),
+            ("medium_items_per_tile", "cuprims_policy.medium_reduce.items_per_tile()"),
+            ("medium_segments_per_block", "cuprims_policy.medium_reduce.segments_per_block()"),
+            ("small_items_per_tile", "cuprims_policy.small_reduce.items_per_tile()"),
+            ("small_segments_per_block", "cuprims_policy.small_reduce.segments_per_block()"),
+            ("accum_size", f"sizeof({t})"),
+            ("accum_align", f"alignof({t})"),
+        ))
+    )
+    p_in, p_out = _param(d_in, d_in.value), _param(d_out, accum, output=True)
+    p_begin, p_end = _param(begin, begin.value), _param(end, end.value)
+    names = (
+        # CUB's kernel: a thread, a warp or a block per segment
+        f"CUB_NS_QUALIFIER::detail::segmented_reduce::DeviceSegmentedReduceKernel<cuprims_selector_t, {p_in}, "
+        f"{p_out}, {p_begin}, {p_end}, {offset}, cuprims_op_t, {t}, {t}>",
+        # few segments: slices of each, then their combination
+        f"cuprims::segmented_reduce::slice_kernel<cuprims_selector_t, {p_in}, {p_begin}, {p_end}, {t}, cuprims_op_t>",
+        f"cuprims::segmented_reduce::combine_kernel<cuprims_selector_t, {p_out}, {p_begin}, {p_end}, {t}, "
+        "cuprims_op_t>",
+    )
+    return Source(text=text, name_expressions=names, extern_symbols=externs, meta_fields=SEGMENTED_META)

@@ -1,0 +1,109 @@
+"""Segmented reduce on the CPU: ahead-of-time sm_90 builds (arrays and iterator offsets),
+goldens, the kernels' parameters against the cubin, the host dispatch, and bad arguments
+named before anything is compiled."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+import cuprims
+from cpu_helpers import check_golden, check_kernel_params, counters, delta, render_source
+from cuprims import CountingIterator, OpKind, ProxyArray as P, ProxyValue as V, TransformIterator
+from cuprims.algorithms.segmented_reduce import cub_grid, slices_for
+from cuprims.errors import ArgumentError
+
+f4, i4, i8 = np.float32, np.int32, np.int64
+
+
+def _fixed_offsets(size: int):
+    starts = TransformIterator(CountingIterator(i8(0)), lambda i: i * size)
+    ends = TransformIterator(CountingIterator(i8(1)), lambda i: i * size)
+    return starts, ends
+
+
+def _make(**over):
+    kw = dict(d_in=P(f4), d_out=P(f4), start_offsets_in=P(i8), end_offsets_in=P(i8), op=OpKind.PLUS,
+              h_init=V(f4), compute_capability=90)
+    kw.update(over)
+    return cuprims.make_segmented_reduce(**kw)
+
+
+def test_golden_arrays_plus(shared_cache):
+    obj = _make()
+    check_golden("segmented_reduce_f4_plus_i8_offsets_sm90", render_source(obj._builds.source(90)))
+    check_kernel_params(obj, 90)
+    meta = obj._builds.result(90).meta
+    assert meta["threads"] * meta["items"] > meta["medium_items_per_tile"] > meta["small_items_per_tile"] >= 1
+    assert meta["small_segments_per_block"] == meta["threads"]            # a thread per segment
+    assert meta["medium_segments_per_block"] * 32 == meta["threads"]     # a warp per segment
+
+
+def test_iterator_offsets_and_python_op(shared_cache):
+    starts, ends = _fixed_offsets(256)
+    obj = _make(d_in=P(i4), d_out=P(i8), start_offsets_in=starts, end_offsets_in=ends, op=lambda a, b: a + b,
+                h_init=i8(0))
+    check_golden("segmented_reduce_i4_to_i8_python_fixed_size_sm90", render_source(obj._builds.source(90)))
+    check_kernel_params(obj, 90)
+    # new iterator objects of the same kinds (and equal operators) are the same build
+    before = counters()
+    starts2, ends2 = _fixed_offsets(256)
+    again = _make(d_in=P(i4), d_out=P(i8), start_offsets_in=starts2, end_offsets_in=ends2, op=lambda a, b: a + b,
+                  h_init=i8(0))
+    assert again is obj and delta(before) == {"numba_compiles": 0, "nvrtc_compiles": 0, "links": 0}
+
+
+def test_struct_values_and_uint32_offsets(shared_cache):
+    pair = cuprims.gpu_struct({"lo": np.float32, "hi": np.float32})
+
+    def widest(a, b):
+        return pair(min(a.lo, b.lo), max(a.hi, b.hi))
+
+    obj = _make(d_in=P(pair.dtype), d_out=P(pair.dtype), start_offsets_in=P(np.uint32), end_offsets_in=P(np.uint32),
+                op=widest, h_init=pair(np.inf, -np.inf))
+    check_kernel_params(obj, 90)
+
+
+@pytest.mark.parametrize("over, argument", [
+    (dict(start_offsets_in=P(f4)), "start_offsets_in"),
+    (dict(end_offsets_in=P(i4)), "end_offsets_in"),
+    (dict(start_offsets_in=P(np.int16), end_offsets_in=P(np.int16)), "start_offsets_in"),
+    (dict(h_init=None), "h_init"),
+    (dict(h_init=3.5, d_out=P(i4), d_in=P(i4)), "h_init"),
+    (dict(d_in=P(np.complex64)), "d_out"),
+    (dict(d_out=np.zeros(4, f4)), "d_out"),
+    (dict(op=OpKind.LESS), "op"),
+    (dict(compute_capability=55), "compute_capability"),
+])
+def test_bad_arguments_are_named_before_any_compile(over, argument):
+    before = counters()
+    with pytest.raises(ArgumentError) as info:
+        _make(**over)
+    assert info.value.argument == argument, str(info.value)
+    assert delta(before) == {"numba_compiles": 0, "nvrtc_compiles": 0, "links": 0}
+
+
+PLAN = SimpleNamespace(tile_items=4096, small_tile=16, small_segments=256, medium_tile=512, medium_segments=8,
+                       block_slots=132 * 8)
+
+
+@pytest.mark.parametrize("segments, hint, grid", [
+    (10_000, 10, 40),          # a thread per segment: 256 per block
+    (10_000, 300, 1250),       # a warp per segment: 8 per block
+    (10_000, 5000, 10_000),    # a block per segment
+    (10_000, 0, 10_000),       # no hint: a block per segment
+])
+def test_cub_mapping_follows_the_hint(segments, hint, grid):
+    assert slices_for(PLAN, segments, hint) == 1
+    assert cub_grid(PLAN, segments, hint) == grid
+
+
+def test_few_segments_are_sliced_over_the_whole_gpu():
+    assert slices_for(PLAN, 1, 0) == PLAN.block_slots                 # one huge segment, no hint
+    assert slices_for(PLAN, 1, 1 << 28) == PLAN.block_slots           # a hint larger than the GPU
+    assert slices_for(PLAN, 4, 10 * 4096) == 10                        # no more slices than tiles
+    assert slices_for(PLAN, 4, 4 * 4096) == 1                          # short enough for one block
+    assert slices_for(PLAN, PLAN.block_slots, 0) == 1                  # enough segments to fill the GPU
+    assert slices_for(PLAN, 0, 0) == 1
