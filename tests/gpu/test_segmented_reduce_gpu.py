@@ -94,7 +94,7 @@ def test_struct_values():
     host["hi"] = host["lo"] + 1
     starts, ends = _irregular(50, 400, seed=9, empty_every=1000)
     out = cp.empty(starts.size, pair.dtype)
-    d_in = cp.asarray(host.view(np.uint8)).view(pair.dtype)
+    d_in = cp.asarray(host)
     cuprims.segmented_reduce(d_in=d_in, d_out=out, num_segments=starts.size, start_offsets_in=cp.asarray(starts),
                              end_offsets_in=cp.asarray(ends), op=widest, h_init=pair(np.inf, -np.inf))
     got = out.get()
