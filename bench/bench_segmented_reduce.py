@@ -82,7 +82,7 @@ def main() -> None:
             add(work, "cuda.compute offset arrays", t_cc, "ms", t_cc / t_arr, "ratio = cuda.compute/cuprims")
         except Exception as exc:  # noqa: BLE001
             print("cuda.compute fixed-size segmented reduce failed:", exc)
-    del x, xt
+    x = xt = outt = None  # free the 1 GiB before the next section
 
     # --- irregular segments --------------------------------------------------------------
     ns = 1 << 16
