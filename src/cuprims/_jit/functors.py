@@ -190,6 +190,19 @@ def comparator_functor(name: str, op: OpSpec, key: ValueType, symbol: str, *,
     return _linked_functor(name, op, symbol, "bool", [(t, "a", "lhs"), (t, "b", "rhs")], flag, "flag", "flag != 0")
 
 
+def equality_functor(name: str, op: OpSpec, key: ValueType, symbol: str) -> tuple[str, tuple[str, ...]]:
+    """Equality functor ``name``: ``bool operator()(const K& a, const K& b)``, true when the
+    two keys are equal (unique-by-key); ``OpKind.EQUAL_TO`` is C++'s ``==`` on scalar keys
+    (so NaN equals nothing), anything else a linked operator writing a flag byte."""
+    if op.kind == "builtin":
+        if op.builtin is not OpKind.EQUAL_TO or key.is_struct:
+            raise ArgumentError("op", "OpKind.EQUAL_TO on scalar keys, a Python callable or a RawOp "
+                                "(struct keys need a Python or raw equality)", op.builtin)
+        t = key.cpp
+        return _functor(name, "bool", f"const {t}& a, const {t}& b", ["return a == b;"]), ()
+    return comparator_functor(name, op, key, symbol)
+
+
 def _transform_body(kind: OpKind, inputs: tuple[ValueType, ...], out: ValueType) -> list[str]:
     o = out.cpp
     if len(inputs) == 1:

@@ -1,0 +1,106 @@
+"""Unique-by-key on the GPU against numpy: every key dtype, runs of every length, all equal,
+all distinct, empty input, NaN keys (never equal), struct keys with a Python equality,
+iterator inputs, DiscardIterator outputs, the count written on the device, streams."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+cp = pytest.importorskip("cupy")
+
+import cuprims  # noqa: E402
+from cuprims import CountingIterator, DiscardIterator, OpKind  # noqa: E402
+
+
+def _expected(keys: np.ndarray, items: np.ndarray):
+    if keys.size == 0:
+        return keys, items
+    first = np.ones(keys.size, bool)
+    first[1:] = keys[1:] != keys[:-1]   # NaN != NaN: every NaN starts a run
+    return keys[first], items[first]
+
+
+def _run(keys: np.ndarray, items: np.ndarray, count_dtype=np.int64, op=OpKind.EQUAL_TO):
+    n = keys.size
+    ko, io = cp.zeros(max(n, 1), keys.dtype), cp.zeros(max(n, 1), items.dtype)
+    count = cp.full(1, -1, count_dtype)
+    cuprims.unique_by_key(d_in_keys=cp.asarray(keys), d_in_items=cp.asarray(items), d_out_keys=ko, d_out_items=io,
+                          d_out_num_selected=count, op=op, num_items=n)
+    m = int(count.get()[0])
+    return ko.get()[:m], io.get()[:m]
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.uint32, np.int64, np.float32, np.float64])
+@pytest.mark.parametrize("n", [1, 1000, (1 << 20) + 7])
+def test_runs_against_numpy(dtype, n):
+    rng = np.random.default_rng(n)
+    keys = np.sort(rng.integers(0, max(2, n // 8), n)).astype(dtype)
+    items = rng.random(n).astype(np.float32)
+    got_k, got_i = _run(keys, items)
+    want_k, want_i = _expected(keys, items)
+    np.testing.assert_array_equal(got_k, want_k)
+    np.testing.assert_array_equal(got_i, want_i)
+
+
+def test_edge_inputs_and_count_types():
+    for keys in (np.zeros(0, np.int32), np.full(5000, 3, np.int32), np.arange(5000, dtype=np.int32)):
+        items = np.arange(keys.size, dtype=np.int64)
+        for count_dtype in (np.int32, np.uint64):
+            got_k, got_i = _run(keys, items, count_dtype)
+            want_k, want_i = _expected(keys, items)
+            np.testing.assert_array_equal(got_k, want_k)
+            np.testing.assert_array_equal(got_i, want_i)
+
+
+def test_nan_keys_never_compare_equal():
+    keys = np.array([1.0, np.nan, np.nan, 2.0, 2.0], np.float32)
+    items = np.arange(5, dtype=np.int32)
+    got_k, got_i = _run(keys, items)
+    np.testing.assert_array_equal(got_i, [0, 1, 2, 3])
+
+
+def test_struct_keys_with_a_python_equality_counting_items_and_discard():
+    pair = cuprims.gpu_struct({"a": np.int32, "b": np.int32})
+    rng = np.random.default_rng(2)
+    n = 100_003
+    host = np.zeros(n, pair.dtype)
+    host["a"] = np.sort(rng.integers(0, 50, n))
+    host["b"] = host["a"] % 3
+    keys = cp.asarray(host)
+    ko = cp.empty(n, pair.dtype)
+    idx = cp.zeros(n, np.int64)
+    count = cp.zeros(1, np.int32)
+    eq = lambda x, y: x.a == y.a and x.b == y.b  # noqa: E731
+    cuprims.unique_by_key(d_in_keys=keys, d_in_items=CountingIterator(np.int64(0)), d_out_keys=ko, d_out_items=idx,
+                          d_out_num_selected=count, op=eq, num_items=n)
+    m = int(count.get()[0])
+    first = np.flatnonzero(np.r_[True, host["a"][1:] != host["a"][:-1]])
+    assert m == first.size
+    np.testing.assert_array_equal(idx.get()[:m], first)
+    np.testing.assert_array_equal(ko.get()[:m]["a"], host["a"][first])
+    # keys only: the items go to a DiscardIterator
+    ko2 = cp.empty(n, pair.dtype)
+    cuprims.unique_by_key(d_in_keys=keys, d_in_items=CountingIterator(np.int64(0)), d_out_keys=ko2,
+                          d_out_items=DiscardIterator(idx), d_out_num_selected=count, op=eq, num_items=n)
+    assert int(count.get()[0]) == m
+    np.testing.assert_array_equal(ko2.get()[:m]["a"], host["a"][first])
+
+
+def test_object_api_temp_query_and_a_stream():
+    n = 1 << 20
+    keys = cp.asarray(np.sort(np.random.default_rng(4).integers(0, 5000, n)).astype(np.int64))
+    items = cp.arange(n, dtype=np.float64)
+    ko, io, count = cp.empty(n, np.int64), cp.empty(n, np.float64), cp.empty(1, np.int64)
+    kw = dict(d_in_keys=keys, d_in_items=items, d_out_keys=ko, d_out_items=io, d_out_num_selected=count)
+    u = cuprims.make_unique_by_key(op=OpKind.EQUAL_TO, **kw)
+    nbytes = u(temp_storage=None, num_items=n, **kw)
+    assert nbytes >= 1
+    stream = cp.cuda.Stream(non_blocking=True)
+    tmp = cp.empty(nbytes, np.uint8)
+    u(temp_storage=tmp, num_items=n, stream=stream, **kw)
+    stream.synchronize()
+    want_k, want_i = _expected(keys.get(), items.get())
+    m = int(count.get()[0])
+    np.testing.assert_array_equal(ko.get()[:m], want_k)
+    np.testing.assert_array_equal(io.get()[:m], want_i)
