@@ -203,6 +203,15 @@ def equality_functor(name: str, op: OpSpec, key: ValueType, symbol: str) -> tupl
     return comparator_functor(name, op, key, symbol)
 
 
+def predicate_functor(name: str, op: OpSpec, vt: ValueType, symbol: str) -> tuple[str, tuple[str, ...]]:
+    """Predicate functor ``name``: ``bool operator()(const T& x)`` calling linked operator
+    ``symbol`` (a Python callable or RawOp writing one flag byte, nonzero = true)."""
+    if op.kind == "builtin":
+        raise ArgumentError("op", "a Python callable f(x) -> bool or a RawOp (a predicate)", op.builtin)
+    return _linked_functor(name, op, symbol, "bool", [(vt.cpp, "a", "arg")], "unsigned char flag = 0;", "flag",
+                           "flag != 0")
+
+
 def _transform_body(kind: OpKind, inputs: tuple[ValueType, ...], out: ValueType) -> list[str]:
     o = out.cpp
     if len(inputs) == 1:

@@ -37,6 +37,14 @@ class Algo:
     extra: dict[str, tuple[Any, str]] = field(default_factory=dict)  # case name -> (overrides, argument)
 
 
+def _below_three(v):
+    return v < 3
+
+
+def _above_six(v):
+    return v > 6
+
+
 ALGORITHMS: dict[str, Algo] = {
     "reduce": Algo(cuprims.make_reduce_into, dict(d_in=P(i4), d_out=P(i4), op=OpKind.PLUS, h_init=V(i4)),
                    ("d_in", "d_out"), op="op", init="h_init", init_type=i4,
@@ -57,6 +65,15 @@ ALGORITHMS: dict[str, Algo] = {
                           no_iterators=("d_out_num_selected",), op="op",
                           extra={"a float count": (dict(d_out_num_selected=P(f4)), "d_out_num_selected"),
                                  "an ordering, not an equality": (dict(op=OpKind.LESS), "op")}),
+    "three_way_partition": Algo(cuprims.make_three_way_partition,
+                                dict(d_in=P(i4), d_first_part_out=P(i4), d_second_part_out=P(i4),
+                                     d_unselected_out=P(i4), d_num_selected_out=P(i8),
+                                     select_first_part_op=_below_three, select_second_part_op=_above_six),
+                                ("d_in", "d_first_part_out", "d_second_part_out", "d_unselected_out",
+                                 "d_num_selected_out"),
+                                no_iterators=("d_num_selected_out",), op="select_first_part_op",
+                                extra={"a built-in predicate": (dict(select_second_part_op=OpKind.LESS),
+                                                                "select_second_part_op")}),
     "inclusive_scan": Algo(cuprims.make_inclusive_scan, dict(d_in=P(i4), d_out=P(i4), op=OpKind.PLUS),
                            ("d_in", "d_out"), op="op"),
     "exclusive_scan": Algo(cuprims.make_exclusive_scan, dict(d_in=P(i4), d_out=P(i4), op=OpKind.PLUS,

@@ -1,0 +1,214 @@
+"""Three-way partition: ``make_three_way_partition``, the object, and ``three_way_partition``.
+
+Each item of ``d_in`` goes to one of three outputs, in CUB's order: the items for which
+``select_first_part_op`` holds go to ``d_first_part_out`` (in input order); of the rest,
+those for which ``select_second_part_op`` holds go to ``d_second_part_out`` (in input
+order); the others go to ``d_unselected_out``, in input order too.
+``d_num_selected_out[0]`` and ``[1]`` receive the first two counts, on the device. Predicates are Python callables ``f(x) -> bool`` or RawOps; they may capture
+device arrays (read at each call).
+
+Host dispatch (ours, mirroring CUB's for one partition of up to 2^31 - 1 items): an
+init kernel readies the tile states and zeroes the counts, then CUB's kernel handles one
+tile per block with decoupled look-back.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._jit import driver
+from .._jit.build import OpInput
+from .._jit.codegen import Source, op_symbol
+from .._jit.codegen_partition import CONTEXT_BYTES, three_way_partition_source
+from ..errors import ArgumentError
+from ..op import OpSpec, op_spec
+from ._arguments import ArgKind, describe, keyword_checked
+from ._common import Loaded, check_num_items
+from ._skeleton import Algorithm, Description, Plan, description, functor_size, functor_state
+
+__all__ = ["make_three_way_partition", "three_way_partition"]
+
+_INIT_THREADS = 256          # CUB's init block for this algorithm
+_REGION_ALIGN = 256
+_MAX_ITEMS = (1 << 31) - 1   # one partition: CUB's per-partition offsets are int32
+_OUTPUTS = ("d_first_part_out", "d_second_part_out", "d_unselected_out")
+
+
+@description
+class ThreeWayPartitionDescription(Description):
+    """Input, the three outputs, the counts' type, and the two predicates."""
+
+    d_in: ArgKind
+    first: ArgKind
+    second: ArgKind
+    unselected: ArgKind
+    num_selected: ArgKind
+    first_op: OpSpec
+    second_op: OpSpec
+
+    @property
+    def operator(self) -> None:
+        return None  # two operators, both listed by _link (see _Partition._objects)
+
+    def source(self, arch: int) -> Source:
+        return three_way_partition_source(d_in=self.d_in, first=self.first, second=self.second,
+                                          unselected=self.unselected, num_selected=self.num_selected,
+                                          first_op=self.first_op, second_op=self.second_op, arch=arch)
+
+    def _link(self) -> tuple[OpInput, ...]:
+        own = tuple(OpInput(op_symbol(op, f"cuprims_op_{k}"), op, (self.d_in.value,), None)
+                    for k, op in enumerate((self.first_op, self.second_op)))
+        return own + tuple(o for a in (self.d_in, self.first, self.second, self.unselected) for o in a.linked_ops())
+
+    def kernel_params(self) -> tuple[tuple[Any, ...], ...]:
+        return (
+            ("ptr", "i32", "ptr"),     # init: tile state, tiles, counts
+            # sweep: input, three outputs, counts, tile state, two predicates, items, tiles, context
+            (self.d_in.param, self.first.param, self.second.param, self.unselected.param, "ptr", "ptr",
+             functor_size(self.first_op), functor_size(self.second_op), "i32", "i32", len(CONTEXT_BYTES)),
+        )
+
+
+class _Plan(Plan):
+    """Kernel handles, tile size, and the tile states' storage per tile."""
+
+    __slots__ = ("init", "sweep", "threads", "tile_items", "padding", "word_bytes", "device")
+
+    def __init__(self, loaded: Loaded):
+        meta = loaded.meta
+        self.init, self.sweep = loaded.handles
+        self.threads = meta["threads"]
+        self.tile_items = self.threads * meta["items"]
+        self.padding, self.word_bytes = meta["tile_padding"], meta["tile_word_bytes"]
+
+
+def tile_storage_bytes(plan: Any, num_items: int) -> tuple[int, int]:
+    """(tiles, temporary bytes: alignment slack and the tile states) for ``num_items``."""
+    tiles = -(-num_items // plan.tile_items)
+    return tiles, _REGION_ALIGN + (max(tiles, 1) + plan.padding) * plan.word_bytes
+
+
+def _predicate(op: Any, argument: str) -> OpSpec:
+    spec = op_spec(op, argument=argument, bind_captures=True)
+    if spec.kind == "builtin":
+        raise ArgumentError(argument, "a Python callable f(x) -> bool or a RawOp (a predicate)", op)
+    return spec
+
+
+def _describe(d_in: Any, first: Any, second: Any, unselected: Any, num_selected: Any, first_op: Any,
+              second_op: Any) -> ThreeWayPartitionDescription:
+    in_arg = describe(d_in, "d_in", iterators=True)
+    outs = []
+    for x, name in zip((first, second, unselected), _OUTPUTS):
+        out = describe(x, name, iterators=True, output=True)
+        if out.value.code != in_arg.value.code and (out.is_pointer or out.value.is_struct or in_arg.value.is_struct):
+            raise ArgumentError(name, f"an array of the input's type {in_arg.value.dtype} (or an output iterator of "
+                                "that type)", out.value.dtype)
+        outs.append(out)
+    count = describe(num_selected, "d_num_selected_out", output=True)
+    if count.value.kind not in "iu" or count.value.size < 4:
+        raise ArgumentError("d_num_selected_out", "a device array of two 32- or 64-bit integers", count.value.dtype)
+    return ThreeWayPartitionDescription(in_arg, *outs, count, _predicate(first_op, "select_first_part_op"),
+                                        _predicate(second_op, "select_second_part_op"))
+
+
+class _Partition(Algorithm):
+    """A three-way partition built for fixed types and predicates; call it to run.
+
+    ``obj(temp_storage=None, ...)`` returns the temporary bytes needed and launches
+    nothing; ``obj(temp_storage=buf, ...)`` runs on ``stream``.
+    """
+
+    desc: ThreeWayPartitionDescription
+
+    def _setup(self) -> None:
+        self._init_params, self._sweep_params = self._packs
+
+    def _objects(self, first_op: Any = None, second_op: Any = None, *iterators: Any) -> list[Any]:
+        from ._arguments import linked_objects
+
+        return [first_op, second_op] + linked_objects(*iterators)
+
+    def _make_plan(self, loaded: Loaded, variant: int) -> _Plan:
+        return _Plan(loaded)
+
+    # args: (p_in, p_first, p_second, p_unselected, p_counts, state1, state2, n)
+    def _temp_bytes(self, plan: _Plan, args: tuple) -> int:
+        return tile_storage_bytes(plan, args[7])[1]
+
+    def _dispatch(self, plan: _Plan, args: tuple, temp: int, stream: int) -> None:
+        p_in, p_first, p_second, p_unsel, p_counts, s1, s2, n = args
+        tiles, _ = tile_storage_bytes(plan, n)
+        tile_state = -(-temp // _REGION_ALIGN) * _REGION_ALIGN
+        ready = max(tiles, 1)
+        driver.launch(plan.init, -(-ready // _INIT_THREADS), _INIT_THREADS, stream,
+                      self._init_params.pack(tile_state, ready, p_counts))
+        if n:
+            driver.launch(plan.sweep, tiles, plan.threads, stream,
+                          self._sweep_params.pack(p_in, p_first, p_second, p_unsel, p_counts, tile_state, s1, s2, n,
+                                                  tiles, CONTEXT_BYTES))
+
+    def _run(self, temp_storage: Any, d_in: Any, first: Any, second: Any, unselected: Any, num_selected: Any,
+             first_op: Any, second_op: Any, num_items: Any, stream: Any, one_shot: bool) -> int | None:
+        n = check_num_items(num_items)
+        if n > _MAX_ITEMS:
+            raise ArgumentError("num_items", f"at most {_MAX_ITEMS} items (one partition)", n)
+        d = self.desc
+        args = (d.d_in.bind(d_in, n), d.first.bind(first, n), d.second.bind(second, n),
+                d.unselected.bind(unselected, n), d.num_selected.bind(num_selected, 2, None),
+                functor_state(d.first_op, first_op, "select_first_part_op"),
+                functor_state(d.second_op, second_op, "select_second_part_op"), n)
+        return self._execute(temp_storage, stream, one_shot, args, (first_op, second_op, d_in, first, second,
+                                                                    unselected))
+
+    def __call__(self, *, temp_storage: Any, d_in: Any, d_first_part_out: Any, d_second_part_out: Any,
+                 d_unselected_out: Any, d_num_selected_out: Any, select_first_part_op: Any = None,
+                 select_second_part_op: Any = None, num_items: int, stream: Any = None) -> int | None:
+        """Run (or, with ``temp_storage=None``, return the temporary bytes needed)."""
+        return self._run(temp_storage, d_in, d_first_part_out, d_second_part_out, d_unselected_out,
+                         d_num_selected_out, select_first_part_op, select_second_part_op, num_items, stream, False)
+
+
+@keyword_checked
+def make_three_way_partition(*, d_in: Any, d_first_part_out: Any, d_second_part_out: Any, d_unselected_out: Any,
+                             d_num_selected_out: Any, select_first_part_op: Any, select_second_part_op: Any,
+                             compute_capability: Any = None) -> _Partition:
+    """Build (or fetch from cache) a three-way partition.
+
+    Args:
+        d_in: device array or iterator of items.
+        d_first_part_out, d_second_part_out, d_unselected_out: device arrays (room for
+            ``num_items``) or output iterators of the input's type.
+        d_num_selected_out: a device array of two int32/int64 (or unsigned) counters.
+        select_first_part_op, select_second_part_op: Python callables ``f(x) -> bool`` or
+            RawOps.
+        compute_capability: build ahead of time for these targets (no GPU needed).
+
+    Example::
+
+        import cupy as cp, numpy as np, cuprims
+        x = cp.arange(10, dtype=np.int32)
+        a, b, c, counts = cp.empty(10, np.int32), cp.empty(10, np.int32), cp.empty(10, np.int32), \\
+            cp.empty(2, np.int64)
+        cuprims.three_way_partition(d_in=x, d_first_part_out=a, d_second_part_out=b, d_unselected_out=c,
+                                    d_num_selected_out=counts, select_first_part_op=lambda v: v < 3,
+                                    select_second_part_op=lambda v: v > 6, num_items=10)
+        # counts == [3, 3]; a[:3] == [0, 1, 2]; b[:3] == [7, 8, 9]; c[:4] == [3, 4, 5, 6]
+    """
+    desc = _Partition._described(_describe, d_in, d_first_part_out, d_second_part_out, d_unselected_out,
+                                 d_num_selected_out, select_first_part_op, select_second_part_op)
+    return _Partition._make(desc, compute_capability, (select_first_part_op, select_second_part_op, d_in,
+                                                       d_first_part_out, d_second_part_out, d_unselected_out))
+
+
+def three_way_partition(*, d_in: Any, d_first_part_out: Any, d_second_part_out: Any, d_unselected_out: Any,
+                        d_num_selected_out: Any, select_first_part_op: Any, select_second_part_op: Any,
+                        num_items: int, stream: Any = None) -> None:
+    """Three-way partition in one call (temporary storage allocated and freed on ``stream``);
+    see :func:`make_three_way_partition` for the example."""
+    obj = make_three_way_partition.__wrapped__(
+        d_in=d_in, d_first_part_out=d_first_part_out, d_second_part_out=d_second_part_out,
+        d_unselected_out=d_unselected_out, d_num_selected_out=d_num_selected_out,
+        select_first_part_op=select_first_part_op, select_second_part_op=select_second_part_op)
+    obj._run(None, d_in, d_first_part_out, d_second_part_out, d_unselected_out, d_num_selected_out,
+             select_first_part_op, select_second_part_op, num_items, stream, True)

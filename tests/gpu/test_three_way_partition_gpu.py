@@ -1,0 +1,82 @@
+"""Three-way partition on the GPU against numpy: CUB's order (first part and second part
+in input order, the rest in input order too), every size edge, all or none selected,
+iterator input, DiscardIterator output, captured arrays, counts written on the device."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+cp = pytest.importorskip("cupy")
+
+import cuprims  # noqa: E402
+from cuprims import CountingIterator, DiscardIterator  # noqa: E402
+
+
+def _partition(x: np.ndarray, first, second):
+    f = np.array([bool(first(v)) for v in x], bool) if x.size < 5000 else first(x)
+    s = (~f) & (np.array([bool(second(v)) for v in x], bool) if x.size < 5000 else second(x))
+    return x[f], x[s], x[~f & ~s]
+
+
+def _run(host: np.ndarray, first, second, count_dtype=np.int64):
+    n = host.size
+    outs = [cp.full(max(n, 1), -7, host.dtype) for _ in range(3)]
+    counts = cp.full(2, -1, count_dtype)
+    cuprims.three_way_partition(d_in=cp.asarray(host), d_first_part_out=outs[0], d_second_part_out=outs[1],
+                                d_unselected_out=outs[2], d_num_selected_out=counts, select_first_part_op=first,
+                                select_second_part_op=second, num_items=n)
+    c1, c2 = (int(v) for v in counts.get())
+    return outs[0].get()[:c1], outs[1].get()[:c2], outs[2].get()[:n - c1 - c2]
+
+
+def _small(v):
+    return v < 30
+
+
+def _large(v):
+    return v > 70
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float32, np.uint8])
+@pytest.mark.parametrize("n", [0, 1, 1000, (1 << 20) + 7])
+def test_against_numpy(dtype, n):
+    host = np.random.default_rng(n).integers(0, 100, n).astype(dtype)
+    got = _run(host, _small, _large)
+    want = _partition(host, _small, _large)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+
+
+def test_all_first_none_selected_and_overlapping_predicates():
+    host = np.arange(5000, dtype=np.int32)
+    got = _run(host, lambda v: v >= 0, lambda v: v >= 0)     # everything in the first part
+    assert got[0].size == 5000 and got[1].size == 0 and got[2].size == 0
+    got = _run(host, lambda v: v < 0, lambda v: v < 0, np.int32)   # nothing selected
+    np.testing.assert_array_equal(got[2], host)
+
+
+def test_counting_input_discarded_rest_and_a_captured_bound():
+    n = 100_003
+    bound = cp.asarray([n // 3], dtype=np.int64)
+
+    def below(v):
+        return v < bound[0]
+
+    first, second = cp.zeros(n, np.int64), cp.zeros(n, np.int64)
+    counts = cp.zeros(2, np.int64)
+    cuprims.three_way_partition(d_in=CountingIterator(np.int64(0)), d_first_part_out=first, d_second_part_out=second,
+                                d_unselected_out=DiscardIterator(first), d_num_selected_out=counts,
+                                select_first_part_op=below, select_second_part_op=lambda v: v % 2 == 0, num_items=n)
+    c1, c2 = (int(v) for v in counts.get())
+    assert c1 == n // 3
+    np.testing.assert_array_equal(first.get()[:c1], np.arange(n // 3))
+    rest = np.arange(n // 3, n)
+    np.testing.assert_array_equal(second.get()[:c2], rest[rest % 2 == 0])
+    # a new bound is read at the next call, with no new build
+    before = cuprims.cache_info()["links"]
+    bound[0] = 10
+    cuprims.three_way_partition(d_in=CountingIterator(np.int64(0)), d_first_part_out=first, d_second_part_out=second,
+                                d_unselected_out=DiscardIterator(first), d_num_selected_out=counts,
+                                select_first_part_op=below, select_second_part_op=lambda v: v % 2 == 0, num_items=n)
+    assert int(counts.get()[0]) == 10 and cuprims.cache_info()["links"] == before
