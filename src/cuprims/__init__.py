@@ -27,6 +27,7 @@ from .algorithms.reduce import make_reduce_into, reduce_into
 from .algorithms.segmented_reduce import make_segmented_reduce, segmented_reduce
 from .algorithms.scan import exclusive_scan, inclusive_scan, make_exclusive_scan, make_inclusive_scan
 from .algorithms.unique_by_key import make_unique_by_key, unique_by_key
+from .algorithms.select import make_select, select
 from .algorithms.three_way_partition import make_three_way_partition, three_way_partition
 from .algorithms.transform import binary_transform, make_binary_transform, make_unary_transform, unary_transform
 from .iterators import (CacheModifiedInputIterator, ConstantIterator, CountingIterator, DiscardIterator,
@@ -46,6 +47,7 @@ __all__ = [
     "make_lower_bound", "make_upper_bound", "lower_bound", "upper_bound",
     "DoubleBuffer", "make_radix_sort", "radix_sort", "make_merge_sort", "merge_sort",
     "make_unique_by_key", "unique_by_key", "make_three_way_partition", "three_way_partition",
+    "make_select", "select",
     "CacheModifiedInputIterator", "ConstantIterator", "CountingIterator", "DiscardIterator", "PermutationIterator",
     "ReverseIterator", "ShuffleIterator", "TransformIterator", "TransformOutputIterator", "ZipIterator",
 ]

@@ -12,7 +12,7 @@ import pytest
 import cuprims
 from cpu_helpers import check_golden, check_kernel_params, counters, delta, render_source
 from cuprims import CountingIterator, DiscardIterator, OpKind, ProxyArray as P
-from cuprims.algorithms.three_way_partition import tile_storage_bytes
+from cuprims.algorithms._lookback import tile_storage
 from cuprims.errors import ArgumentError
 
 i4, i8, f4 = np.int32, np.int64, np.float32
@@ -65,5 +65,5 @@ def test_bad_arguments_are_named_before_any_compile(over, argument):
 
 def test_storage_bytes():
     plan = SimpleNamespace(tile_items=3840, padding=32, word_bytes=16)
-    assert tile_storage_bytes(plan, 3840 * 5 + 1) == (6, 256 + (6 + 32) * 16)
-    assert tile_storage_bytes(plan, 0) == (0, 256 + 33 * 16)
+    assert tile_storage(plan, 3840 * 5 + 1) == (6, 256 + (6 + 32) * 16)
+    assert tile_storage(plan, 0) == (0, 256 + 33 * 16)

@@ -162,6 +162,24 @@ def iterator_parts(args: tuple[Any, ...]) -> tuple[str, tuple[ValueType, ...], t
     return text, types, symbols
 
 
+def arg_param(arg: Any, output: bool = False) -> str:
+    """The C++ type of an algorithm argument: a pointer for an array, else its iterator type."""
+    if arg.unit is None:
+        return f"{arg.value.cpp}*" if output else f"const {arg.value.cpp}*"
+    return arg.cpp()
+
+
+def lookback_meta(policy: str, tile_state: str) -> str:
+    """The exported metadata of a single-pass (look-back) algorithm: its tile shape from
+    ``policy`` (an expression), and the tile states' look-back padding and word size."""
+    return meta_export((
+        ("threads", f"{policy}.threads_per_block"),
+        ("items", f"{policy}.items_per_thread"),
+        ("tile_padding", f"{tile_state}::TILE_STATUS_PADDING"),
+        ("tile_word_bytes", f"sizeof(typename {tile_state}::TxnWord)"),
+    ))
+
+
 def reduce_source(*, in_type: ValueType, accum: ValueType, op: OpSpec, has_init: bool,
                   deterministic_across_gpus: bool, arch: int, d_in: Any = None, d_out: Any = None) -> Source:
     """Source for a device-wide reduction of ``in_type`` items into an ``accum`` value;

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..op import OpSpec
-from .codegen import Source, iterator_parts, meta_export, op_symbol, preamble
+from .codegen import Source, arg_param, iterator_parts, lookback_meta, op_symbol, preamble
 from .functors import predicate_functor
 
 PARTITION_META = ("threads", "items", "tile_padding", "tile_word_bytes")
@@ -17,20 +17,14 @@ _CONTEXT = "CUB_NS_QUALIFIER::detail::three_way_partition::streaming_context_t<l
 CONTEXT_BYTES = b"\x01\x01" + bytes(6) + bytes(8) + bytes(16)
 
 
-def _param(arg: Any, output: bool = False) -> str:
-    if arg.unit is None:
-        return f"{arg.value.cpp}*" if output else f"const {arg.value.cpp}*"
-    return arg.cpp()
-
-
 def three_way_partition_source(*, d_in: Any, first: Any, second: Any, unselected: Any, num_selected: Any,
                                first_op: OpSpec, second_op: OpSpec, arch: int) -> Source:
     vt = d_in.value
     f1, e1 = predicate_functor("cuprims_first_t", first_op, vt, op_symbol(first_op, "cuprims_op_0"))
     f2, e2 = predicate_functor("cuprims_second_t", second_op, vt, op_symbol(second_op, "cuprims_op_1"))
     iterator_text, iterator_types, iterator_symbols = iterator_parts((d_in, first, second, unselected))
-    p_in, p_count = _param(d_in), f"{num_selected.value.cpp}*"
-    p_outs = ", ".join(_param(a, output=True) for a in (first, second, unselected))
+    p_in, p_count = arg_param(d_in), f"{num_selected.value.cpp}*"
+    p_outs = ", ".join(arg_param(a, output=True) for a in (first, second, unselected))
     text = (
         preamble((vt, num_selected.value) + iterator_types, arch)
         + "#include <cub/device/dispatch/kernels/kernel_three_way_partition.cuh>\n"
@@ -43,12 +37,7 @@ def three_way_partition_source(*, d_in: Any, first: Any, second: Any, unselected
         + f"static_assert(sizeof({_TILE_STATE}) == sizeof(void*), \"cuprims passes the tile state as a pointer\");\n"
         + f"static_assert(sizeof({_CONTEXT}) == {len(CONTEXT_BYTES)} && alignof({_CONTEXT}) == 8, "
         + "\"cuprims packs the streaming context as CONTEXT_BYTES\");\n"
-        + meta_export((
-            ("threads", "cuprims_policy.threads_per_block"),
-            ("items", "cuprims_policy.items_per_thread"),
-            ("tile_padding", f"{_TILE_STATE}::TILE_STATUS_PADDING"),
-            ("tile_word_bytes", f"sizeof(typename {_TILE_STATE}::TxnWord)"),
-        ))
+        + lookback_meta("cuprims_policy", _TILE_STATE)
     )
     names = (
         f"CUB_NS_QUALIFIER::detail::three_way_partition::DeviceThreeWayPartitionInitKernel<{_TILE_STATE}, {p_count}>",

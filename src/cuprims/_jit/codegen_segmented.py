@@ -7,17 +7,10 @@ from typing import Any
 
 from ..op import OpSpec
 from ..types import ValueType
-from .codegen import Source, binary_functor, iterator_parts, meta_export, op_symbol, preamble
+from .codegen import Source, arg_param, binary_functor, iterator_parts, meta_export, op_symbol, preamble
 
 SEGMENTED_META = ("threads", "items", "medium_items_per_tile", "medium_segments_per_block", "small_items_per_tile",
                   "small_segments_per_block", "accum_size", "accum_align")
-
-
-def _param(arg: Any, value: ValueType, output: bool = False) -> str:
-    """The C++ type of an argument: a pointer for an array, else its iterator type."""
-    if arg.unit is None:
-        return f"{value.cpp}*" if output else f"const {value.cpp}*"
-    return arg.cpp()
 
 
 def segmented_reduce_source(*, d_in: Any, d_out: Any, begin: Any, end: Any, accum: ValueType, op: OpSpec,
@@ -48,8 +41,8 @@ def segmented_reduce_source(*, d_in: Any, d_out: Any, begin: Any, end: Any, accu
             ("accum_align", f"alignof({t})"),
         ))
     )
-    p_in, p_out = _param(d_in, d_in.value), _param(d_out, accum, output=True)
-    p_begin, p_end = _param(begin, begin.value), _param(end, end.value)
+    p_in, p_out = arg_param(d_in), arg_param(d_out, output=True)
+    p_begin, p_end = arg_param(begin), arg_param(end)
     names = (
         # CUB's kernel: a thread, a warp or a block per segment
         f"CUB_NS_QUALIFIER::detail::segmented_reduce::DeviceSegmentedReduceKernel<cuprims_selector_t, {p_in}, "

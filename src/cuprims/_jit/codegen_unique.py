@@ -6,17 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..op import OpSpec
-from .codegen import Source, iterator_parts, meta_export, op_symbol, preamble
+from .codegen import Source, arg_param, iterator_parts, meta_export, op_symbol, preamble
 from .functors import equality_functor
 
 UNIQUE_META = ("threads", "items", "vsmem_per_block", "tile_padding", "tile_word_bytes")
 _TILE_STATE = "CUB_NS_QUALIFIER::ScanTileState<long long>"
-
-
-def _param(arg: Any, output: bool = False) -> str:
-    if arg.unit is None:
-        return f"{arg.value.cpp}*" if output else f"const {arg.value.cpp}*"
-    return arg.cpp()
 
 
 def unique_by_key_source(*, keys_in: Any, values_in: Any, keys_out: Any, values_out: Any, num_selected: Any,
@@ -26,8 +20,8 @@ def unique_by_key_source(*, keys_in: Any, values_in: Any, keys_out: Any, values_
     functor, externs = equality_functor("cuprims_eq_t", op, key, op_symbol(op, "cuprims_op_0"))
     iterator_text, iterator_types, iterator_symbols = iterator_parts((keys_in, values_in, keys_out, values_out))
     externs += iterator_symbols
-    p_kin, p_vin = _param(keys_in), _param(values_in)
-    p_kout, p_vout = _param(keys_out, output=True), _param(values_out, output=True)
+    p_kin, p_vin = arg_param(keys_in), arg_param(values_in)
+    p_kout, p_vout = arg_param(keys_out, output=True), arg_param(values_out, output=True)
     p_count = f"{num_selected.value.cpp}*"
     agents = (f"CUB_NS_QUALIFIER::detail::unique_by_key::unique_by_key_vsmem_helper_t<cuprims_policy_getter, "
               f"{p_kin}, {p_vin}, {p_kout}, {p_vout}, cuprims_eq_t, long long>")

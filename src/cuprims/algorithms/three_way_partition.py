@@ -24,12 +24,12 @@ from ..errors import ArgumentError
 from ..op import OpSpec, op_spec
 from ._arguments import ArgKind, describe, keyword_checked
 from ._common import Loaded, check_num_items
-from ._skeleton import Algorithm, Description, Plan, description, functor_size, functor_state
+from ._lookback import LookbackPlan, ready_tiles, tile_storage
+from ._skeleton import Algorithm, Description, description, functor_size, functor_state
 
 __all__ = ["make_three_way_partition", "three_way_partition"]
 
 _INIT_THREADS = 256          # CUB's init block for this algorithm
-_REGION_ALIGN = 256
 _MAX_ITEMS = (1 << 31) - 1   # one partition: CUB's per-partition offsets are int32
 _OUTPUTS = ("d_first_part_out", "d_second_part_out", "d_unselected_out")
 
@@ -67,25 +67,6 @@ class ThreeWayPartitionDescription(Description):
             (self.d_in.param, self.first.param, self.second.param, self.unselected.param, "ptr", "ptr",
              functor_size(self.first_op), functor_size(self.second_op), "i32", "i32", len(CONTEXT_BYTES)),
         )
-
-
-class _Plan(Plan):
-    """Kernel handles, tile size, and the tile states' storage per tile."""
-
-    __slots__ = ("init", "sweep", "threads", "tile_items", "padding", "word_bytes", "device")
-
-    def __init__(self, loaded: Loaded):
-        meta = loaded.meta
-        self.init, self.sweep = loaded.handles
-        self.threads = meta["threads"]
-        self.tile_items = self.threads * meta["items"]
-        self.padding, self.word_bytes = meta["tile_padding"], meta["tile_word_bytes"]
-
-
-def tile_storage_bytes(plan: Any, num_items: int) -> tuple[int, int]:
-    """(tiles, temporary bytes: alignment slack and the tile states) for ``num_items``."""
-    tiles = -(-num_items // plan.tile_items)
-    return tiles, _REGION_ALIGN + (max(tiles, 1) + plan.padding) * plan.word_bytes
 
 
 def _predicate(op: Any, argument: str) -> OpSpec:
@@ -129,20 +110,17 @@ class _Partition(Algorithm):
 
         return [first_op, second_op] + linked_objects(*iterators)
 
-    def _make_plan(self, loaded: Loaded, variant: int) -> _Plan:
-        return _Plan(loaded)
+    def _make_plan(self, loaded: Loaded, variant: int) -> LookbackPlan:
+        return LookbackPlan(loaded)
 
     # args: (p_in, p_first, p_second, p_unselected, p_counts, state1, state2, n)
-    def _temp_bytes(self, plan: _Plan, args: tuple) -> int:
-        return tile_storage_bytes(plan, args[7])[1]
+    def _temp_bytes(self, plan: LookbackPlan, args: tuple) -> int:
+        return tile_storage(plan, args[7])[1]
 
-    def _dispatch(self, plan: _Plan, args: tuple, temp: int, stream: int) -> None:
+    def _dispatch(self, plan: LookbackPlan, args: tuple, temp: int, stream: int) -> None:
         p_in, p_first, p_second, p_unsel, p_counts, s1, s2, n = args
-        tiles, _ = tile_storage_bytes(plan, n)
-        tile_state = -(-temp // _REGION_ALIGN) * _REGION_ALIGN
-        ready = max(tiles, 1)
-        driver.launch(plan.init, -(-ready // _INIT_THREADS), _INIT_THREADS, stream,
-                      self._init_params.pack(tile_state, ready, p_counts))
+        tiles, _ = tile_storage(plan, n)
+        tile_state = ready_tiles(plan, self._init_params, temp, tiles, p_counts, stream, _INIT_THREADS)
         if n:
             driver.launch(plan.sweep, tiles, plan.threads, stream,
                           self._sweep_params.pack(p_in, p_first, p_second, p_unsel, p_counts, tile_state, s1, s2, n,

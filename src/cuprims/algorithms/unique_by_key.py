@@ -25,12 +25,12 @@ from ..errors import ArgumentError
 from ..op import OpKind, OpSpec, op_spec
 from ._arguments import ArgKind, describe, keyword_checked
 from ._common import Loaded, check_num_items
-from ._skeleton import Algorithm, Description, Plan, description, functor_size, functor_state
+from ._lookback import REGION_ALIGN, LookbackPlan, ready_tiles, tile_storage
+from ._skeleton import Algorithm, Description, description, functor_size, functor_state
 
 __all__ = ["make_unique_by_key", "unique_by_key"]
 
 _INIT_THREADS = 128          # the init kernel's block (one thread per tile state), as CUB launches it
-_REGION_ALIGN = 256          # each region of the temporary storage starts at this alignment
 
 
 @description
@@ -63,29 +63,23 @@ class UniqueByKeyDescription(Description):
         )
 
 
-class _Plan(Plan):
-    """Kernel handles, tile size, and what the temporary storage holds per tile."""
+class _Plan(LookbackPlan):
+    """The look-back plan, and the virtual shared memory CUB's agent needs per block."""
 
-    __slots__ = ("init", "sweep", "threads", "tile_items", "vsmem_per_block", "padding", "word_bytes", "temp_align",
-                 "device")
+    __slots__ = ("vsmem_per_block", "temp_align")
 
     def __init__(self, loaded: Loaded):
-        meta = loaded.meta
-        self.init, self.sweep = loaded.handles
-        self.threads = meta["threads"]
-        self.tile_items = self.threads * meta["items"]
-        self.vsmem_per_block = meta["vsmem_per_block"]
-        self.padding, self.word_bytes = meta["tile_padding"], meta["tile_word_bytes"]
+        super().__init__(loaded)
+        self.vsmem_per_block = loaded.meta["vsmem_per_block"]
         # CUB's agent finds its virtual shared memory at 128-byte steps from the region's start
-        self.temp_align = _REGION_ALIGN if self.vsmem_per_block else 1
+        self.temp_align = REGION_ALIGN if self.vsmem_per_block else 1
 
 
 def storage_layout(plan: Any, num_items: int) -> tuple[int, int, int]:
-    """(tiles, offset of the virtual shared memory, total bytes) for ``num_items`` items; the
-    tile states start at the first ``_REGION_ALIGN`` boundary of the storage."""
-    tiles = -(-num_items // plan.tile_items)
-    tile_bytes = (max(tiles, 1) + plan.padding) * plan.word_bytes
-    vsmem_at = _REGION_ALIGN + -(-tile_bytes // _REGION_ALIGN) * _REGION_ALIGN
+    """(tiles, offset of the virtual shared memory, total bytes) for ``num_items`` items:
+    the tile states (see :func:`._lookback.tile_storage`), then CUB's virtual shared memory."""
+    tiles, tile_bytes = tile_storage(plan, num_items)
+    vsmem_at = -(-tile_bytes // REGION_ALIGN) * REGION_ALIGN
     return tiles, vsmem_at, vsmem_at + tiles * plan.vsmem_per_block
 
 
@@ -137,10 +131,7 @@ class _UniqueByKey(Algorithm):
     def _dispatch(self, plan: _Plan, args: tuple, temp: int, stream: int) -> None:
         p_kin, p_vin, p_kout, p_vout, p_count, state, n = args
         tiles, vsmem_at, _ = storage_layout(plan, n)
-        tile_state = -(-temp // _REGION_ALIGN) * _REGION_ALIGN
-        ready = max(tiles, 1)
-        driver.launch(plan.init, -(-ready // _INIT_THREADS), _INIT_THREADS, stream,
-                      self._init_params.pack(tile_state, ready, p_count))
+        tile_state = ready_tiles(plan, self._init_params, temp, tiles, p_count, stream, _INIT_THREADS)
         if n:
             driver.launch(plan.sweep, tiles, plan.threads, stream,
                           self._sweep_params.pack(p_kin, p_vin, p_kout, p_vout, p_count, tile_state, state, n, tiles,

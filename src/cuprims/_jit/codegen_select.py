@@ -1,0 +1,39 @@
+"""Source for select (stream compaction by a predicate): cuprims' select kernel on CUB's
+AgentSelectIf (``kernels/cuprims_select.cuh``) and CUB's init kernel for its tile states."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..op import OpSpec
+from .codegen import Source, arg_param, iterator_parts, lookback_meta, op_symbol, preamble
+from .functors import predicate_functor
+
+SELECT_META = ("threads", "items", "tile_padding", "tile_word_bytes")
+_TILE_STATE = "CUB_NS_QUALIFIER::ScanTileState<int>"
+
+
+def select_source(*, d_in: Any, d_out: Any, num_selected: Any, op: OpSpec, arch: int) -> Source:
+    vt = d_in.value
+    functor, externs = predicate_functor("cuprims_predicate_t", op, vt, op_symbol(op, "cuprims_op_0"))
+    iterator_text, iterator_types, iterator_symbols = iterator_parts((d_in, d_out))
+    p_in, p_out, p_count = arg_param(d_in), arg_param(d_out, output=True), f"{num_selected.value.cpp}*"
+    text = (
+        preamble((vt, num_selected.value) + iterator_types, arch)
+        + "#include <cuprims_select.cuh>\n"
+        + ("#include <cuprims_iterator.cuh>\n" + iterator_text if iterator_text else "") + "\n"
+        + functor
+        + f"\nusing cuprims_selector_t = CUB_NS_QUALIFIER::detail::select::policy_selector_from_types<{p_in}, "
+        + f"CUB_NS_QUALIFIER::NullType*, {p_out}, int, CUB_NS_QUALIFIER::SelectImpl::Select>;\n"
+        + "constexpr auto cuprims_policy = cuprims_selector_t{}(::cuda::compute_capability{"
+        + f"{arch // 10}, {arch % 10}" + "}).lookback;\n"
+        + f"static_assert(sizeof({_TILE_STATE}) == sizeof(void*), \"cuprims passes the tile state as a pointer\");\n"
+        + lookback_meta("cuprims_policy", _TILE_STATE)
+    )
+    names = (
+        f"CUB_NS_QUALIFIER::detail::scan::DeviceCompactInitKernel<{_TILE_STATE}, {p_count}>",
+        f"cuprims::select::select_kernel<cuprims_selector_t, {p_in}, {p_out}, {p_count}, cuprims_predicate_t>",
+    )
+    # CUB's select tuning header has unannotated (host) helpers: NVRTC takes them as device code
+    return Source(text=text, name_expressions=names, extern_symbols=externs + iterator_symbols,
+                  meta_fields=SELECT_META, compile_options=(("device_as_default_execution_space", True),))

@@ -1,0 +1,62 @@
+"""Select on the CPU: ahead-of-time sm_90 builds (arrays, iterators, an output iterator, a
+captured array), a golden, the kernels' parameters against the cubin, and bad arguments
+named before any compile."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import cuprims
+from cpu_helpers import check_golden, check_kernel_params, counters, delta, render_source
+from cuprims import CountingIterator, OpKind, ProxyArray as P, TransformOutputIterator
+from cuprims.errors import ArgumentError
+
+i4, i8, f4 = np.int32, np.int64, np.float32
+
+
+def _even(v):
+    return v % 2 == 0
+
+
+def _make(**over):
+    kw = dict(d_in=P(i4), d_out=P(i4), d_num_selected_out=P(i8), cond=_even, compute_capability=90)
+    kw.update(over)
+    return cuprims.make_select(**kw)
+
+
+def test_golden_and_parameters(shared_cache):
+    obj = _make()
+    check_golden("select_i4_python_even_sm90", render_source(obj._builds.source(90)))
+    check_kernel_params(obj, 90)
+    meta = obj._builds.result(90).meta
+    assert meta["threads"] * meta["items"] >= 128 and meta["tile_word_bytes"] in (8, 16)
+
+
+def test_iterator_input_output_iterator_and_a_captured_array(shared_cache):
+    hits = P(i8)
+
+    def counted(v):
+        return v < hits[0]
+
+    obj = _make(d_in=CountingIterator(i8(0)), d_out=TransformOutputIterator(P(i8), lambda v: v * 2),
+                d_num_selected_out=P(np.uint32), cond=counted)
+    check_kernel_params(obj, 90)
+    assert obj.desc.op.state_size > 0
+
+
+@pytest.mark.parametrize("over, argument", [
+    (dict(cond=OpKind.LESS), "cond"),
+    (dict(cond=None), "cond"),
+    (dict(d_out=P(f4)), "d_out"),
+    (dict(d_num_selected_out=P(f4)), "d_num_selected_out"),
+    (dict(d_num_selected_out=CountingIterator(i8(0))), "d_num_selected_out"),
+    (dict(d_in=np.zeros(3, i4)), "d_in"),
+    (dict(compute_capability=55), "compute_capability"),
+])
+def test_bad_arguments_are_named_before_any_compile(over, argument):
+    before = counters()
+    with pytest.raises(ArgumentError) as info:
+        _make(**over)
+    assert info.value.argument == argument, str(info.value)
+    assert delta(before) == {"numba_compiles": 0, "nvrtc_compiles": 0, "links": 0}
