@@ -98,6 +98,15 @@ def build_ahead_of_time() -> None:
             d_in_keys=P(i4), d_out_keys=P(i4), op=less, compute_capability=90)),
         ("lower_bound, values from an iterator", lambda: cuprims.make_lower_bound(
             d_data=P(i4), d_values=CountingIterator(np.int32(0)), d_out=P(i8), compute_capability=90)),
+        ("segmented_reduce, fixed-size segments", lambda: cuprims.make_segmented_reduce(
+            d_in=P(f4), d_out=P(f4), start_offsets_in=TransformIterator(CountingIterator(i8(0)), lambda i: i * 256),
+            end_offsets_in=TransformIterator(CountingIterator(i8(1)), lambda i: i * 256), op=OpKind.PLUS,
+            h_init=V(f4), compute_capability=90)),
+        ("unique_by_key, int32 keys", lambda: cuprims.make_unique_by_key(
+            d_in_keys=P(i4), d_in_items=P(f4), d_out_keys=P(i4), d_out_items=P(f4), d_out_num_selected=P(i8),
+            op=OpKind.EQUAL_TO, compute_capability=90)),
+        ("select, lambda v: v % 2 == 0", lambda: cuprims.make_select(
+            d_in=P(i4), d_out=P(i4), d_num_selected_out=P(i8), cond=lambda v: v % 2 == 0, compute_capability=90)),
     ]
     for label, make in builds:
         t0 = time.perf_counter()
