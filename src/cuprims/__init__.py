@@ -23,6 +23,7 @@ from .algorithms.merge_sort import make_merge_sort, merge_sort
 from .algorithms.radix_sort import make_radix_sort, radix_sort
 from .algorithms.sort_common import DoubleBuffer
 from .algorithms.binary_search import lower_bound, make_lower_bound, make_upper_bound, upper_bound
+from .algorithms.histogram import histogram_even, make_histogram_even
 from .algorithms.reduce import make_reduce_into, reduce_into
 from .algorithms.scan import exclusive_scan, inclusive_scan, make_exclusive_scan, make_inclusive_scan
 from .algorithms.transform import binary_transform, make_binary_transform, make_unary_transform, unary_transform
@@ -42,6 +43,7 @@ __all__ = [
     "make_unary_transform", "unary_transform", "make_binary_transform", "binary_transform",
     "make_lower_bound", "make_upper_bound", "lower_bound", "upper_bound",
     "DoubleBuffer", "make_radix_sort", "radix_sort", "make_merge_sort", "merge_sort",
+    "make_histogram_even", "histogram_even",
     "CacheModifiedInputIterator", "ConstantIterator", "CountingIterator", "DiscardIterator", "PermutationIterator",
     "ReverseIterator", "ShuffleIterator", "TransformIterator", "TransformOutputIterator", "ZipIterator",
 ]
