@@ -23,6 +23,7 @@ from .algorithms.merge_sort import make_merge_sort, merge_sort
 from .algorithms.radix_sort import make_radix_sort, radix_sort
 from .algorithms.sort_common import DoubleBuffer
 from .algorithms.binary_search import lower_bound, make_lower_bound, make_upper_bound, upper_bound
+from .algorithms.histogram import histogram_even, make_histogram_even
 from .algorithms.reduce import make_reduce_into, reduce_into
 from .algorithms.segmented_reduce import make_segmented_reduce, segmented_reduce
 from .algorithms.scan import exclusive_scan, inclusive_scan, make_exclusive_scan, make_inclusive_scan
@@ -48,6 +49,7 @@ __all__ = [
     "DoubleBuffer", "make_radix_sort", "radix_sort", "make_merge_sort", "merge_sort",
     "make_unique_by_key", "unique_by_key", "make_three_way_partition", "three_way_partition",
     "make_select", "select",
+    "make_histogram_even", "histogram_even",
     "CacheModifiedInputIterator", "ConstantIterator", "CountingIterator", "DiscardIterator", "PermutationIterator",
     "ReverseIterator", "ShuffleIterator", "TransformIterator", "TransformOutputIterator", "ZipIterator",
 ]

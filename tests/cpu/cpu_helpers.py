@@ -160,3 +160,80 @@ def check_kernel_params(obj, arch: int = ARCH) -> None:
     for expr, kinds in zip(source.name_expressions, kinds_per_kernel):
         sizes = kernel_param_sizes(result.cubin, result.kernels[expr])
         assert sizes == pack_sizes(kinds), (expr, sizes, kinds)
+
+
+# ------------------------------------------------------------------ a fake device's memory
+#
+# Host dispatch tests run against fake devices: device memory is numpy bytes at made-up
+# addresses (every access is bounds- and alignment-checked against one allocation), and
+# each kernel is emulated by what it computes (see test_radix_sort.py, test_histogram.py).
+
+class FakeMemory:
+    def __init__(self):
+        self.blocks: dict[int, np.ndarray] = {}
+        self.next = 1 << 36
+        self.freed: list[int] = []
+
+    def alloc(self, nbytes: int, skew: int = 0) -> int:
+        base = self.next + skew
+        self.blocks[base] = np.full(max(nbytes, 1), 0xCD, np.uint8)  # garbage, like fresh device memory
+        self.next = (base + nbytes + 8192) // 4096 * 4096
+        return base
+
+    def free(self, ptr: int) -> None:
+        assert ptr in self.blocks, hex(ptr)
+        self.freed.append(ptr)
+        del self.blocks[ptr]
+
+    def view(self, ptr: int, dtype, count: int) -> np.ndarray:
+        dtype = np.dtype(dtype)
+        nbytes = count * dtype.itemsize
+        assert ptr % max(dtype.alignment, 1) == 0 or dtype.names is not None, f"misaligned {dtype} at {hex(ptr)}"
+        for base, block in self.blocks.items():
+            if base <= ptr and ptr + nbytes <= base + block.size:
+                return block[ptr - base:ptr - base + nbytes].view(dtype)
+        if nbytes == 0:
+            return np.zeros(0, dtype)
+        raise AssertionError(f"access of {nbytes} bytes at {hex(ptr)} outside every allocation")
+
+
+class FakeArray:
+    """A device array in fake memory, read through the CUDA Array Interface."""
+
+    def __init__(self, mem: FakeMemory, host: np.ndarray, skew: int = 0):
+        self.mem, self.dtype, self.size = mem, host.dtype, host.size
+        self.ptr = mem.alloc(host.nbytes, skew)
+        mem.view(self.ptr, np.uint8, host.nbytes)[:] = host.view(np.uint8).reshape(-1)
+
+    @property
+    def __cuda_array_interface__(self):
+        iface = {"shape": (self.size,), "typestr": self.dtype.str, "data": (self.ptr, False), "version": 3,
+                 "strides": None}
+        if self.dtype.names is not None:
+            iface["descr"] = self.dtype.descr
+        return iface
+
+    def get(self) -> np.ndarray:
+        return self.mem.view(self.ptr, np.uint8, self.size * self.dtype.itemsize).copy().view(self.dtype)
+
+    @classmethod
+    def empty(cls, mem, n, dtype):
+        return cls(mem, np.zeros(n, dtype))
+
+
+class FakePack:
+    def __init__(self, kinds):
+        self.kinds = tuple(kinds)
+
+    def pack(self, *values):
+        assert len(values) == len(self.kinds), (self.kinds, values)
+        for kind, v in zip(self.kinds, values):
+            if kind == "ptr":
+                assert isinstance(v, int) and 0 <= v < 1 << 64, v
+            elif kind == "i64":
+                assert isinstance(v, int) and -(1 << 63) <= v < 1 << 63, v
+            elif kind == "i32":
+                assert isinstance(v, int) and -(1 << 31) <= v < 1 << 31, v
+            else:
+                assert isinstance(v, bytes) and len(v) == kind, (kind, v)
+        return values

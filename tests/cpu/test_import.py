@@ -57,7 +57,8 @@ def test_builtin_op_build_does_not_import_numba(warm_cache_dir):
 
 
 PUBLIC = ["make_reduce_into", "reduce_into", "OpKind", "RawOp", "ProxyArray", "ProxyValue", "gpu_struct",
-          "Determinism", "SortOrder", "clear_all_caches", "cache_info", "errors"]
+          "Determinism", "SortOrder", "clear_all_caches", "cache_info", "errors", "make_histogram_even",
+          "histogram_even"]
 
 
 @pytest.mark.parametrize("name", PUBLIC)

@@ -25,7 +25,7 @@ from cuprims.algorithms.radix_sort import make_radix_sort, radix_sort
 from cuprims.algorithms.sort_common import DoubleBuffer
 from cuprims.errors import ArgumentError
 from cuprims.types import value_type
-from cpu_helpers import check_golden, kernel_param_sizes, pack_sizes, render_source
+from cpu_helpers import FakeArray, FakeMemory, FakePack, check_golden, kernel_param_sizes, pack_sizes, render_source
 
 ELF = b"\x7fELF"
 
@@ -224,77 +224,6 @@ def test_temp_layout_matches_cub_alias_temporaries():
 # allocation), and each CUB kernel is emulated by what it computes. A wrong pointer,
 # pass order, temporary-storage size or buffer choice in the host code shows up as a
 # wrong result or a failed check, without a GPU.
-
-class FakeMemory:
-    def __init__(self):
-        self.blocks: dict[int, np.ndarray] = {}
-        self.next = 1 << 36
-        self.freed: list[int] = []
-
-    def alloc(self, nbytes: int, skew: int = 0) -> int:
-        base = self.next + skew
-        self.blocks[base] = np.full(max(nbytes, 1), 0xCD, np.uint8)  # garbage, like fresh device memory
-        self.next = (base + nbytes + 8192) // 4096 * 4096
-        return base
-
-    def free(self, ptr: int) -> None:
-        assert ptr in self.blocks, hex(ptr)
-        self.freed.append(ptr)
-        del self.blocks[ptr]
-
-    def view(self, ptr: int, dtype, count: int) -> np.ndarray:
-        dtype = np.dtype(dtype)
-        nbytes = count * dtype.itemsize
-        assert ptr % max(dtype.alignment, 1) == 0 or dtype.names is not None, f"misaligned {dtype} at {hex(ptr)}"
-        for base, block in self.blocks.items():
-            if base <= ptr and ptr + nbytes <= base + block.size:
-                return block[ptr - base:ptr - base + nbytes].view(dtype)
-        if nbytes == 0:
-            return np.zeros(0, dtype)
-        raise AssertionError(f"access of {nbytes} bytes at {hex(ptr)} outside every allocation")
-
-
-class FakeArray:
-    """A device array in fake memory, read through the CUDA Array Interface."""
-
-    def __init__(self, mem: FakeMemory, host: np.ndarray, skew: int = 0):
-        self.mem, self.dtype, self.size = mem, host.dtype, host.size
-        self.ptr = mem.alloc(host.nbytes, skew)
-        mem.view(self.ptr, np.uint8, host.nbytes)[:] = host.view(np.uint8).reshape(-1)
-
-    @property
-    def __cuda_array_interface__(self):
-        iface = {"shape": (self.size,), "typestr": self.dtype.str, "data": (self.ptr, False), "version": 3,
-                 "strides": None}
-        if self.dtype.names is not None:
-            iface["descr"] = self.dtype.descr
-        return iface
-
-    def get(self) -> np.ndarray:
-        return self.mem.view(self.ptr, np.uint8, self.size * self.dtype.itemsize).copy().view(self.dtype)
-
-    @classmethod
-    def empty(cls, mem, n, dtype):
-        return cls(mem, np.zeros(n, dtype))
-
-
-class FakePack:
-    def __init__(self, kinds):
-        self.kinds = tuple(kinds)
-
-    def pack(self, *values):
-        assert len(values) == len(self.kinds), (self.kinds, values)
-        for kind, v in zip(self.kinds, values):
-            if kind == "ptr":
-                assert isinstance(v, int) and 0 <= v < 1 << 64, v
-            elif kind == "i64":
-                assert isinstance(v, int) and -(1 << 63) <= v < 1 << 63, v
-            elif kind == "i32":
-                assert isinstance(v, int) and -(1 << 31) <= v < 1 << 31, v
-            else:
-                assert isinstance(v, bytes) and len(v) == kind, (kind, v)
-        return values
-
 
 def ordered_bits(keys: np.ndarray, descending: bool) -> np.ndarray:
     """The words the radix kernels order keys by: CUB's twiddled bits (floating-point keys

@@ -18,6 +18,7 @@ import pytest
 
 import cuprims
 from cuprims import OpKind, ProxyArray, ProxyValue
+from cuprims._jit import driver
 from cuprims._jit.codegen_scan import SCAN_META_FIELDS, scan_source
 from cuprims.algorithms import scan as scan_mod
 from cuprims.algorithms.scan import exclusive_scan, inclusive_scan, make_exclusive_scan, make_inclusive_scan
@@ -416,16 +417,16 @@ def test_valid_calls_without_gpu_raise_no_device(incl, excl, excl_device):
 # ------------------------------------------------------------------ launch plumbing
 
 def test_pdl_config_is_built_without_a_gpu():
-    cfg, _, attr = scan_mod.driver.launch_pdl._config()
+    cfg, _, attr = driver.launch_pdl._config()
     assert cfg.numAttrs == 1 and cfg.gridDimY == 1 and cfg.blockDimZ == 1
     assert cfg.attrs[0].value.programmaticStreamSerializationAllowed == 1
 
 
 def test_pdl_launch_falls_back_to_plain_launches(monkeypatch):
     calls = []
-    monkeypatch.setattr(scan_mod.driver, "launch", lambda *args: calls.append(args))
+    monkeypatch.setattr(driver, "launch", lambda *args: calls.append(args))
     # the bindings reject the arguments: a plain launch instead, reported to the caller
-    assert scan_mod.driver.launch_pdl("not a kernel handle", 3, 128, 0, 0x1000) is False
+    assert driver.launch_pdl("not a kernel handle", 3, 128, 0, 0x1000) is False
     assert calls == [("not a kernel handle", 3, 128, 0, 0x1000)]
     # a failed PDL launch never turns the feature off for the whole process
     assert cuprims.settings.pdl is True

@@ -29,6 +29,7 @@ from .._jit import driver
 from .._jit.build import OpInput
 from .._jit.codegen import Source
 from .._streams import stream_handle
+from ..config import settings
 from ..errors import ArgumentError, CudaError
 from ..op import OpSpec
 from ._arguments import ArgKind, linked_objects, signature
@@ -100,10 +101,15 @@ class CombinerDescription(Description):
 
 class Plan:
     """Launch facts of one build on one device. ``temp_align`` is the address alignment
-    a caller's temporary storage must have."""
+    a caller's temporary storage must have; ``pdl_capable`` (set by a plan of several
+    kernels whose device takes programmatic dependent launch) lets
+    :meth:`Algorithm._launcher` launch them that way."""
 
     temp_align = 1
     device = -1
+    pdl_capable = False
+    pdl = False
+    pdl_version = -1  # settings.version when ``pdl`` was last decided
 
 
 class Algorithm(CompiledAlgorithm):
@@ -206,6 +212,22 @@ class Algorithm(CompiledAlgorithm):
 
     def _dispatch(self, plan: Any, args: Any, temp: int, stream: int) -> None:
         raise NotImplementedError
+
+    def _launcher(self, plan: Plan) -> Callable[[Any, int, int, int, int], None]:
+        """How to launch ``plan``'s kernels: with programmatic dependent launch (the next
+        kernel's blocks are scheduled while the previous one finishes, as CUB launches
+        on sm_90+) where the plan may and ``settings.pdl`` is on (re-read after a setting
+        changes in code), else plainly."""
+        if plan.pdl_version != settings.version:
+            plan.pdl = plan.pdl_capable and settings.pdl
+            plan.pdl_version = settings.version
+        return self._pdl_or_plain if plan.pdl else driver.launch
+
+    def _pdl_or_plain(self, kernel: Any, grid: int, block: int, stream: int, params: int) -> None:
+        if not driver.launch_pdl(kernel, grid, block, stream, params):
+            # PDL is unavailable on this device: its plans launch plainly from now on
+            for plan in self._plans.values():
+                plan.pdl = plan.pdl_capable = False
 
     # -- per device ----------------------------------------------------------------
     def _device_plan(self, device: int, raw: Sequence[Any], variant: int = 0) -> Any:

@@ -22,10 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._jit import driver
 from .._jit.codegen import Source
 from .._jit.codegen_scan import scan_source
-from ..config import settings
 from ..errors import ArgumentError, ArgumentTypeError
 from ..types import host_bytes
 from ._arguments import describe, keyword_checked
@@ -71,10 +69,8 @@ class _Plan(Plan):
         self.max_tiles = meta["max_tiles"]
         # Programmatic dependent launch (sm_90+), as CUB's scan dispatch does: the scan
         # kernel's blocks are scheduled while the init kernel finishes, and wait for it
-        # before touching the tile states. Re-read when settings change in code.
+        # before touching the tile states (see Algorithm._launcher).
         self.pdl_capable = loaded.arch >= 90
-        self.settings_version = -1
-        self.pdl = False
 
 
 def _describe(d_in: Any, d_out: Any, op: Any, init_value: Any, inclusive: bool) -> ScanDescription:
@@ -149,23 +145,12 @@ class _Scan(Algorithm):
         if n == 0:
             return
         num_tiles = -(-n // plan.tile_items)
-        if plan.settings_version != settings.version:
-            plan.pdl = plan.pdl_capable and settings.pdl
-            plan.settings_version = settings.version
-        launch = driver.launch
-        if plan.pdl:
-            launch = self._pdl_or_plain
+        launch = self._launcher(plan)
         if num_tiles > 1:
             launch(plan.init, -(-num_tiles // plan.init_threads), plan.init_threads, stream,
                    self._init_params.pack(temp, num_tiles))
         launch(plan.scan, num_tiles, plan.threads, stream,
                self._scan_params.pack(p_in, p_out, temp, num_tiles, state, init, n))
-
-    def _pdl_or_plain(self, kernel: Any, grid: int, block: int, stream: int, params: int) -> None:
-        if not driver.launch_pdl(kernel, grid, block, stream, params):
-            # PDL is unavailable on this device: its plan launches plainly from now on
-            for plan in self._plans.values():
-                plan.pdl = plan.pdl_capable = False
 
     def _run(self, temp_storage: Any, d_in: Any, d_out: Any, num_items: Any, op: Any, init_value: Any,
              stream: Any, one_shot: bool) -> int | None:

@@ -117,6 +117,16 @@ ALGORITHMS: dict[str, Algo] = {
                               "d_out_values: an iterator": (
                                   dict(d_in_values=CountingIterator(np.int64(0)),
                                        d_out_values=CountingIterator(np.int64(0))), "d_out_values")}),
+    "histogram_even": Algo(cuprims.make_histogram_even,
+                           dict(d_samples=P(np.uint8), d_histogram=P(i4), h_num_output_levels=np.array([257], i4),
+                                h_lower_level=np.array([0], i4), h_upper_level=np.array([256], i4), num_samples=1000),
+                           ("d_samples", "d_histogram"), no_iterators=("d_histogram",),
+                           extra={"one level": (dict(h_num_output_levels=np.array([1], i4)), "h_num_output_levels"),
+                                  "lower above upper": (dict(h_lower_level=np.array([300], i4)), "h_lower_level"),
+                                  "level dtypes differ": (dict(h_upper_level=np.array([256.0])), "h_upper_level"),
+                                  "float counters": (dict(d_histogram=P(f4)), "d_histogram"),
+                                  "complex samples": (dict(d_samples=P(np.complex64)), "d_samples"),
+                                  "negative count": (dict(num_samples=-1), "num_samples")}),
 }
 
 
