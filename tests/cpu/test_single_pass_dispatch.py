@@ -1,0 +1,126 @@
+"""Host dispatch of segmented reduce, unique-by-key, three-way partition and select, run on
+the CPU against a recording driver: the launches (kernel, grid, block), every packed
+kernel parameter checked against the description's kinds (FakePack), and the temporary
+storage. The kernels themselves run in tests/gpu."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+import cuprims
+from cpu_helpers import FakeArray, FakeMemory, FakePack
+from cuprims import CountingIterator, OpKind, ProxyArray as P, ProxyValue as V
+from cuprims._jit import driver
+
+i4, i8, f4 = np.int32, np.int64, np.float32
+
+
+@pytest.fixture
+def recorder(monkeypatch, fresh_caches):
+    mem = FakeMemory()
+    launches = []
+    monkeypatch.setattr(driver, "ParamPack", FakePack)
+    monkeypatch.setattr(driver, "launch", lambda k, grid, block, stream, params, shared=0:
+                        launches.append((k, grid, block, params)))
+    monkeypatch.setattr(driver, "alloc_async", lambda nbytes, stream, device=-1: mem.alloc(nbytes))
+    monkeypatch.setattr(driver, "free_async", lambda ptr, stream: mem.free(ptr))
+    return SimpleNamespace(mem=mem, launches=launches)
+
+
+def _plan(obj, **attrs):
+    """A plan for device 0 from the build's exported metadata, kernel handles as names."""
+    meta = obj._builds.result(90).meta
+    names = obj._builds.source(90).name_expressions
+    plan = SimpleNamespace(device=0, temp_align=1, threads=meta["threads"], tile_items=meta["threads"] * meta["items"],
+                           **attrs)
+    obj._plans[0] = plan
+    return plan, meta, names
+
+
+def test_segmented_reduce_cub_and_sliced_dispatch(recorder):
+    obj = cuprims.make_segmented_reduce(d_in=P(f4), d_out=P(f4), start_offsets_in=P(i8), end_offsets_in=P(i8),
+                                        op=OpKind.PLUS, h_init=V(f4), compute_capability=90)
+    meta = obj._builds.result(90).meta
+    names = obj._builds.source(90).name_expressions
+    plan, _, _ = _plan(obj, cub=names[0], slice=names[1], combine=names[2],
+                       medium_tile=meta["medium_items_per_tile"], medium_segments=meta["medium_segments_per_block"],
+                       small_tile=meta["small_items_per_tile"], small_segments=meta["small_segments_per_block"],
+                       block_slots=64, accum_size=4)
+    mem = recorder.mem
+    x = FakeArray(mem, np.ones(10_000, f4))
+    out = FakeArray.empty(mem, 1000, f4)
+    starts = FakeArray(mem, np.arange(0, 10_000, 10, dtype=i8))
+    ends = FakeArray(mem, np.arange(10, 10_001, 10, dtype=i8))
+    kw = dict(d_in=x, d_out=out, start_offsets_in=starts, end_offsets_in=ends, h_init=f4(0))
+    obj._run(None, num_segments=1000, op=None, max_segment_size=10, stream=None, one_shot=True, **kw)
+    kernel, grid, block, params = recorder.launches[-1]
+    assert kernel == names[0] and grid == -(-1000 // plan.small_segments) and block == plan.threads
+    assert params[4] == 1000 and params[7] == 10
+    # few segments: slices and a combine, partials in temporary storage
+    recorder.launches.clear()
+    nbytes = obj(temp_storage=None, num_segments=3, max_segment_size=None, **kw)
+    assert nbytes == 3 * (64 // 3) * 4
+    obj._run(None, num_segments=3, op=None, max_segment_size=None, stream=None, one_shot=True, **kw)
+    (k1, g1, _, p1), (k2, g2, _, p2) = recorder.launches
+    assert (k1, g1, p1[3]) == (names[1], 3 * 21, 21) and (k2, g2, p2[4]) == (names[2], 3, 21)
+    assert p1[5] == p2[0]   # the slices' partials are what the combine reads
+
+
+def test_unique_by_key_dispatch(recorder):
+    obj = cuprims.make_unique_by_key(d_in_keys=P(i4), d_in_items=P(f4), d_out_keys=P(i4), d_out_items=P(f4),
+                                     d_out_num_selected=P(i8), op=OpKind.EQUAL_TO, compute_capability=90)
+    meta = obj._builds.result(90).meta
+    names = obj._builds.source(90).name_expressions
+    _plan(obj, init=names[0], sweep=names[1], padding=meta["tile_padding"], word_bytes=meta["tile_word_bytes"],
+          vsmem_per_block=meta["vsmem_per_block"])
+    mem, n = recorder.mem, 100_000
+    arrays = [FakeArray(mem, np.zeros(n, dt)) for dt in (i4, f4, i4, f4)]
+    count = FakeArray.empty(mem, 1, i8)
+    obj._run(None, *arrays, count, None, n, None, True)
+    (k0, g0, b0, p0), (k1, g1, b1, p1) = recorder.launches
+    tiles = -(-n // (meta["threads"] * meta["items"]))
+    assert (k0, g0, b0, p0[1]) == (names[0], -(-tiles // 128), 128, tiles)
+    assert (k1, g1, p1[7], p1[8]) == (names[1], tiles, n, tiles) and p1[5] == p0[0] and p0[0] % 256 == 0
+    # an empty input still zeroes the count, and launches nothing else
+    recorder.launches.clear()
+    obj._run(None, *arrays, count, None, 0, None, True)
+    assert [k for k, *_ in recorder.launches] == [names[0]]
+
+
+def test_three_way_partition_dispatch(recorder):
+    obj = cuprims.make_three_way_partition(d_in=P(i4), d_first_part_out=P(i4), d_second_part_out=P(i4),
+                                           d_unselected_out=P(i4), d_num_selected_out=P(i8),
+                                           select_first_part_op=lambda v: v < 3,
+                                           select_second_part_op=lambda v: v > 6, compute_capability=90)
+    meta = obj._builds.result(90).meta
+    names = obj._builds.source(90).name_expressions
+    _plan(obj, init=names[0], sweep=names[1], padding=meta["tile_padding"], word_bytes=meta["tile_word_bytes"])
+    mem, n = recorder.mem, 50_000
+    arrays = [FakeArray(mem, np.zeros(n, i4)) for _ in range(4)]
+    counts = FakeArray.empty(mem, 2, i8)
+    obj._run(None, *arrays, counts, lambda v: v < 3, lambda v: v > 6, n, None, True)
+    (k0, _, b0, _), (k1, g1, _, p1) = recorder.launches
+    assert (k0, b0, k1) == (names[0], 256, names[1]) and p1[8] == n and p1[9] == g1
+    with pytest.raises(cuprims.errors.ArgumentError) as info:
+        obj._run(None, *arrays, counts, lambda v: v < 3, lambda v: v > 6, 1 << 31, None, True)
+    assert info.value.argument in ("num_items", "d_in")
+
+
+def test_select_dispatch_with_an_iterator_input(recorder):
+    obj = cuprims.make_select(d_in=CountingIterator(i8(0)), d_out=P(i8), d_num_selected_out=P(i4),
+                              cond=lambda v: v % 2 == 0, compute_capability=90)
+    meta = obj._builds.result(90).meta
+    names = obj._builds.source(90).name_expressions
+    _plan(obj, init=names[0], sweep=names[1], padding=meta["tile_padding"], word_bytes=meta["tile_word_bytes"])
+    mem, n = recorder.mem, 12_345
+    out, count = FakeArray.empty(mem, n, i8), FakeArray.empty(mem, 1, i4)
+    nbytes = obj(temp_storage=None, d_in=CountingIterator(i8(0)), d_out=out, d_num_selected_out=count, num_items=n,
+                 cond=lambda v: v % 2 == 0)
+    tiles = -(-n // (meta["threads"] * meta["items"]))
+    assert nbytes == 256 + (tiles + meta["tile_padding"]) * meta["tile_word_bytes"]
+    obj._run(None, CountingIterator(i8(0)), out, count, lambda v: v % 2 == 0, n, None, True)
+    (_, _, _, p0), (k1, g1, b1, p1) = recorder.launches
+    assert (k1, g1, b1) == (names[1], tiles, meta["threads"]) and p1[3] == p0[0] and p1[5:] == (n, tiles)
