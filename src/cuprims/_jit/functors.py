@@ -190,14 +190,20 @@ def comparator_functor(name: str, op: OpSpec, key: ValueType, symbol: str, *,
     return _linked_functor(name, op, symbol, "bool", [(t, "a", "lhs"), (t, "b", "rhs")], flag, "flag", "flag != 0")
 
 
+def check_equality_builtin(op: OpSpec, key: ValueType, argument: str = "op") -> None:
+    """Raise ArgumentError (naming ``argument``) unless built-in ``op`` is an equality on
+    ``key`` values: ``OpKind.EQUAL_TO`` on scalars (struct keys need a linked operator)."""
+    if op.builtin is not OpKind.EQUAL_TO or key.is_struct:
+        raise ArgumentError(argument, "OpKind.EQUAL_TO on scalar keys, a Python callable or a RawOp (struct keys "
+                            "need a Python or raw equality)", op.builtin)
+
+
 def equality_functor(name: str, op: OpSpec, key: ValueType, symbol: str) -> tuple[str, tuple[str, ...]]:
     """Equality functor ``name``: ``bool operator()(const K& a, const K& b)``, true when the
     two keys are equal (unique-by-key); ``OpKind.EQUAL_TO`` is C++'s ``==`` on scalar keys
     (so NaN equals nothing), anything else a linked operator writing a flag byte."""
     if op.kind == "builtin":
-        if op.builtin is not OpKind.EQUAL_TO or key.is_struct:
-            raise ArgumentError("op", "OpKind.EQUAL_TO on scalar keys, a Python callable or a RawOp "
-                                "(struct keys need a Python or raw equality)", op.builtin)
+        check_equality_builtin(op, key)
         t = key.cpp
         return _functor(name, "bool", f"const {t}& a, const {t}& b", ["return a == b;"]), ()
     return comparator_functor(name, op, key, symbol)

@@ -1,12 +1,15 @@
 """What the single-pass (decoupled look-back) algorithms share on the host: the tile
 states in temporary storage, readied by an init kernel that also zeroes the counts
-(unique-by-key, select, three-way partition)."""
+(unique-by-key, select, three-way partition), and the checks of their arguments."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from .._jit import driver
+from ..errors import ArgumentError
+from ..op import OpSpec, op_spec
+from ._arguments import ArgKind, describe
 from ._common import Loaded
 from ._skeleton import Plan
 
@@ -42,3 +45,29 @@ class LookbackPlan(Plan):
         self.threads = meta["threads"]
         self.tile_items = self.threads * meta["items"]
         self.padding, self.word_bytes = meta["tile_padding"], meta["tile_word_bytes"]
+
+
+def output_like(x: Any, name: str, like: ArgKind) -> ArgKind:
+    """Output argument ``name``, of input ``like``'s type: an array of that dtype, or an
+    output iterator (one of another scalar type converts on writing)."""
+    out = describe(x, name, iterators=True, output=True)
+    if out.value.code != like.value.code and (out.is_pointer or out.value.is_struct or like.value.is_struct):
+        raise ArgumentError(name, f"an array of {like.value.dtype} like its input (or an output iterator of that "
+                            "type, e.g. DiscardIterator(that array))", out.value.dtype)
+    return out
+
+
+def count_output(x: Any, name: str, what: str = "a device array of a 32- or 64-bit integer type") -> ArgKind:
+    """The device array (never an iterator) that receives a count, of a 32- or 64-bit integer type."""
+    count = describe(x, name, output=True)
+    if count.value.kind not in "iu" or count.value.size < 4:
+        raise ArgumentError(name, what, count.value.dtype)
+    return count
+
+
+def predicate(op: Any, argument: str) -> OpSpec:
+    """The spec of predicate ``op`` (a Python callable or RawOp; captured arrays bound per call)."""
+    spec = op_spec(op, argument=argument, bind_captures=True)
+    if spec.kind == "builtin":
+        raise ArgumentError(argument, "a Python callable f(x) -> bool or a RawOp (a predicate)", op)
+    return spec

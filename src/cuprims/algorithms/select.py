@@ -22,10 +22,10 @@ from .._jit.build import OpInput
 from .._jit.codegen import Source, op_symbol
 from .._jit.codegen_select import select_source
 from ..errors import ArgumentError
-from ..op import OpSpec, op_spec
+from ..op import OpSpec
 from ._arguments import ArgKind, describe, keyword_checked
 from ._common import Loaded, check_num_items
-from ._lookback import LookbackPlan, ready_tiles, tile_storage
+from ._lookback import LookbackPlan, count_output, output_like, predicate, ready_tiles, tile_storage
 from ._skeleton import Algorithm, Description, description, functor_size, functor_state
 
 __all__ = ["make_select", "select"]
@@ -60,18 +60,8 @@ class SelectDescription(Description):
 
 def _describe(d_in: Any, d_out: Any, d_num_selected_out: Any, cond: Any) -> SelectDescription:
     in_arg = describe(d_in, "d_in", iterators=True)
-    out = describe(d_out, "d_out", iterators=True, output=True)
-    if out.value.code != in_arg.value.code and (out.is_pointer or out.value.is_struct or in_arg.value.is_struct):
-        raise ArgumentError("d_out", f"an array of the input's type {in_arg.value.dtype} (or an output iterator of "
-                            "that type)", out.value.dtype)
-    count = describe(d_num_selected_out, "d_num_selected_out", output=True)
-    if count.value.kind not in "iu" or count.value.size < 4:
-        raise ArgumentError("d_num_selected_out", "a device array of a 32- or 64-bit integer type",
-                            count.value.dtype)
-    spec = op_spec(cond, argument="cond", bind_captures=True)
-    if spec.kind == "builtin":
-        raise ArgumentError("cond", "a Python callable f(x) -> bool or a RawOp (a predicate)", cond)
-    return SelectDescription(in_arg, out, count, spec)
+    return SelectDescription(in_arg, output_like(d_out, "d_out", in_arg),
+                             count_output(d_num_selected_out, "d_num_selected_out"), predicate(cond, "cond"))
 
 
 class _Select(Algorithm):

@@ -21,10 +21,10 @@ from .._jit.build import OpInput
 from .._jit.codegen import Source, op_symbol
 from .._jit.codegen_partition import CONTEXT_BYTES, three_way_partition_source
 from ..errors import ArgumentError
-from ..op import OpSpec, op_spec
-from ._arguments import ArgKind, describe, keyword_checked
+from ..op import OpSpec
+from ._arguments import ArgKind, describe, keyword_checked, linked_objects
 from ._common import Loaded, check_num_items
-from ._lookback import LookbackPlan, ready_tiles, tile_storage
+from ._lookback import LookbackPlan, count_output, output_like, predicate, ready_tiles, tile_storage
 from ._skeleton import Algorithm, Description, description, functor_size, functor_state
 
 __all__ = ["make_three_way_partition", "three_way_partition"]
@@ -69,28 +69,13 @@ class ThreeWayPartitionDescription(Description):
         )
 
 
-def _predicate(op: Any, argument: str) -> OpSpec:
-    spec = op_spec(op, argument=argument, bind_captures=True)
-    if spec.kind == "builtin":
-        raise ArgumentError(argument, "a Python callable f(x) -> bool or a RawOp (a predicate)", op)
-    return spec
-
-
 def _describe(d_in: Any, first: Any, second: Any, unselected: Any, num_selected: Any, first_op: Any,
               second_op: Any) -> ThreeWayPartitionDescription:
     in_arg = describe(d_in, "d_in", iterators=True)
-    outs = []
-    for x, name in zip((first, second, unselected), _OUTPUTS):
-        out = describe(x, name, iterators=True, output=True)
-        if out.value.code != in_arg.value.code and (out.is_pointer or out.value.is_struct or in_arg.value.is_struct):
-            raise ArgumentError(name, f"an array of the input's type {in_arg.value.dtype} (or an output iterator of "
-                                "that type)", out.value.dtype)
-        outs.append(out)
-    count = describe(num_selected, "d_num_selected_out", output=True)
-    if count.value.kind not in "iu" or count.value.size < 4:
-        raise ArgumentError("d_num_selected_out", "a device array of two 32- or 64-bit integers", count.value.dtype)
-    return ThreeWayPartitionDescription(in_arg, *outs, count, _predicate(first_op, "select_first_part_op"),
-                                        _predicate(second_op, "select_second_part_op"))
+    outs = [output_like(x, name, in_arg) for x, name in zip((first, second, unselected), _OUTPUTS)]
+    count = count_output(num_selected, "d_num_selected_out", "a device array of two 32- or 64-bit integers")
+    return ThreeWayPartitionDescription(in_arg, *outs, count, predicate(first_op, "select_first_part_op"),
+                                        predicate(second_op, "select_second_part_op"))
 
 
 class _Partition(Algorithm):
@@ -106,8 +91,6 @@ class _Partition(Algorithm):
         self._init_params, self._sweep_params = self._packs
 
     def _objects(self, first_op: Any = None, second_op: Any = None, *iterators: Any) -> list[Any]:
-        from ._arguments import linked_objects
-
         return [first_op, second_op] + linked_objects(*iterators)
 
     def _make_plan(self, loaded: Loaded, variant: int) -> LookbackPlan:

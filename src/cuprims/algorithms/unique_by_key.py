@@ -21,11 +21,11 @@ from .._jit import driver
 from .._jit.build import OpInput
 from .._jit.codegen import Source, op_symbol
 from .._jit.codegen_unique import unique_by_key_source
-from ..errors import ArgumentError
-from ..op import OpKind, OpSpec, op_spec
+from .._jit.functors import check_equality_builtin
+from ..op import OpSpec, op_spec
 from ._arguments import ArgKind, describe, keyword_checked
 from ._common import Loaded, check_num_items
-from ._lookback import REGION_ALIGN, LookbackPlan, ready_tiles, tile_storage
+from ._lookback import REGION_ALIGN, LookbackPlan, count_output, output_like, ready_tiles, tile_storage
 from ._skeleton import Algorithm, Description, description, functor_size, functor_state
 
 __all__ = ["make_unique_by_key", "unique_by_key"]
@@ -83,28 +83,16 @@ def storage_layout(plan: Any, num_items: int) -> tuple[int, int, int]:
     return tiles, vsmem_at, vsmem_at + tiles * plan.vsmem_per_block
 
 
-def _output_matching(x: Any, name: str, like: ArgKind) -> ArgKind:
-    out = describe(x, name, iterators=True, output=True)
-    if out.value.code != like.value.code and (out.is_pointer or out.value.is_struct or like.value.is_struct):
-        raise ArgumentError(name, f"an array of {like.value.dtype} like its input (or an output iterator of that "
-                            "type, e.g. DiscardIterator(that array))", out.value.dtype)
-    return out
-
-
 def _describe(d_in_keys: Any, d_in_items: Any, d_out_keys: Any, d_out_items: Any, d_out_num_selected: Any,
               op: Any) -> UniqueByKeyDescription:
     keys_in = describe(d_in_keys, "d_in_keys", iterators=True)
     items_in = describe(d_in_items, "d_in_items", iterators=True)
-    keys_out = _output_matching(d_out_keys, "d_out_keys", keys_in)
-    items_out = _output_matching(d_out_items, "d_out_items", items_in)
-    count = describe(d_out_num_selected, "d_out_num_selected", output=True)
-    if count.value.kind not in "iu" or count.value.size < 4:
-        raise ArgumentError("d_out_num_selected", "a device array of a 32- or 64-bit integer type",
-                            count.value.dtype)
+    keys_out = output_like(d_out_keys, "d_out_keys", keys_in)
+    items_out = output_like(d_out_items, "d_out_items", items_in)
+    count = count_output(d_out_num_selected, "d_out_num_selected")
     spec = op_spec(op, bind_captures=True)
-    if spec.kind == "builtin" and (spec.builtin is not OpKind.EQUAL_TO or keys_in.value.is_struct):
-        raise ArgumentError("op", "OpKind.EQUAL_TO on scalar keys, a Python callable or a RawOp (struct keys "
-                            "need a Python or raw equality)", op)
+    if spec.kind == "builtin":
+        check_equality_builtin(spec, keys_in.value)
     return UniqueByKeyDescription(keys_in, items_in, keys_out, items_out, count, spec)
 
 
