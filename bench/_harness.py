@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -130,3 +131,29 @@ def write_results(name: str, rows: list[dict[str, Any]], extra: dict[str, Any], 
         except ImportError:
             print("matplotlib is not installed (pip install -e '.[bench]'): no chart", file=sys.stderr)
     return md
+
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def bench_arguments(log2n: int | None = 28) -> argparse.Namespace:
+    """A benchmark's command line (``--out DIR``, and ``--log2n`` when it takes a size), with
+    cuda.compute's side directory put on the path."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", default=None)
+    if log2n is not None:
+        parser.add_argument("--log2n", type=int, default=log2n)
+    args = parser.parse_args()
+    add_extra_path()
+    return args
+
+
+def save_results(name: str, rows: list[dict[str, Any]], out: str | None, cuda_compute_ran: bool) -> None:
+    """Write the results to bench/results (and to ``out``) with the device and the peers'
+    versions beside them, and print the markdown table."""
+    import cupy as cp
+    import torch
+
+    extra = {"device": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(), "cupy": cp.__version__,
+             "torch": torch.__version__, "cuda.compute": dist_version("cuda-cccl") if cuda_compute_ran else None}
+    print(write_results(name, rows, extra, [RESULTS] + ([Path(out)] if out else [])))

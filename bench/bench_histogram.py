@@ -11,14 +11,12 @@ Work: 2^28 uint8 samples into 256 bins (cuprims, cuda.compute's make_histogram_e
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import add_extra_path, device_ms, dist_version, host_us, result_rows, write_results  # noqa: E402
+from _harness import bench_arguments, device_ms, host_us, result_rows, save_results  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
 
 
 class _Histograms:
@@ -67,11 +65,7 @@ class _Histograms:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--out", default=None)
-    parser.add_argument("--log2n", type=int, default=28)
-    args = parser.parse_args()
-    add_extra_path()
+    args = bench_arguments()
 
     import cupy as cp
     import numpy as np
@@ -159,13 +153,7 @@ def main() -> None:
     except Exception as exc:  # noqa: BLE001
         print("torch.bincount on uint8 failed:", exc)
 
-    extra = {"device": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(),
-             "cupy": cp.__version__, "torch": torch.__version__,
-             "cuda.compute": dist_version("cuda-cccl") if ccomp else None}
-    dirs = [ROOT / "bench" / "results"]
-    if args.out:
-        dirs.append(Path(args.out))
-    print(write_results("histogram", rows, extra, dirs))
+    save_results("histogram", rows, args.out, ccomp is not None)
 
 
 if __name__ == "__main__":

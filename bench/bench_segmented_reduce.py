@@ -10,21 +10,16 @@ Run on a GPU machine:  python bench/bench_segmented_reduce.py [--out DIR]
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import add_extra_path, device_ms, dist_version, result_rows, write_results  # noqa: E402
+from _harness import bench_arguments, device_ms, result_rows, save_results  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--out", default=None)
-    args = parser.parse_args()
-    add_extra_path()
+    args = bench_arguments(log2n=None)
 
     import cupy as cp
     import numpy as np
@@ -118,10 +113,7 @@ def main() -> None:
     add(work, "cuprims segmented_reduce (sliced)", t_one, "ms", t_plain / t_one, "ratio = plain reduce/this")
     add(work, "cuprims reduce_into (reference)", t_plain, "ms")
 
-    extra = {"device": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(), "cupy": cp.__version__,
-             "torch": torch.__version__, "cuda.compute": dist_version("cuda-cccl") if ccomp else None}
-    dirs = [ROOT / "bench" / "results"] + ([Path(args.out)] if args.out else [])
-    print(write_results("segmented_reduce", rows, extra, dirs))
+    save_results("segmented_reduce", rows, args.out, ccomp is not None)
 
 
 if __name__ == "__main__":

@@ -6,22 +6,16 @@ Run on a GPU machine:  python bench/bench_unique_by_key.py [--out DIR]
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import add_extra_path, device_ms, dist_version, result_rows, write_results  # noqa: E402
+from _harness import bench_arguments, device_ms, result_rows, save_results  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--out", default=None)
-    parser.add_argument("--log2n", type=int, default=28)
-    args = parser.parse_args()
-    add_extra_path()
+    args = bench_arguments()
 
     import cupy as cp
     import numpy as np
@@ -57,10 +51,7 @@ def main() -> None:
         add(work, "cuda.compute OpKind.EQUAL_TO", t_cc, "ms", t_cc / t_ours, "ratio = cuda.compute/cuprims (target >= 1.5)")
     except Exception as exc:  # noqa: BLE001
         print("cuda.compute unique_by_key failed:", exc)
-    extra = {"device": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(), "cupy": cp.__version__,
-             "torch": torch.__version__, "cuda.compute": dist_version("cuda-cccl") if ccomp else None}
-    dirs = [ROOT / "bench" / "results"] + ([Path(args.out)] if args.out else [])
-    print(write_results("unique_by_key", rows, extra, dirs))
+    save_results("unique_by_key", rows, args.out, ccomp is not None)
 
 
 if __name__ == "__main__":
