@@ -157,3 +157,21 @@ def save_results(name: str, rows: list[dict[str, Any]], out: str | None, cuda_co
     extra = {"device": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(), "cupy": cp.__version__,
              "torch": torch.__version__, "cuda.compute": dist_version("cuda-cccl") if cuda_compute_ran else None}
     print(write_results(name, rows, extra, [RESULTS] + ([Path(out)] if out else [])))
+
+
+def argmax_pieces():
+    """What an argmax through ``ZipIterator(x, CountingIterator(0))`` reduces with: the
+    (value, index) struct, the max-op keeping numpy's first index on ties, and its
+    initial value."""
+    import numpy as np
+
+    import cuprims
+
+    pair = cuprims.gpu_struct({"value": np.float32, "index": np.int64})
+
+    def better(a, b):
+        if a[0] > b[0] or (a[0] == b[0] and a[1] < b[1]):
+            return a
+        return b
+
+    return pair, better, pair(-np.inf, np.iinfo(np.int64).max)

@@ -14,22 +14,16 @@ Run on a GPU machine:  python bench/bench_iterators.py [--out DIR]
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import add_extra_path, device_ms, dist_version, result_rows, write_results  # noqa: E402
+from _harness import argmax_pieces, bench_arguments, device_ms, result_rows, save_results  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--out", default=None)
-    parser.add_argument("--log2n", type=int, default=28)
-    args = parser.parse_args()
-    add_extra_path()
+    args = bench_arguments()
 
     import cupy as cp
     import numpy as np
@@ -97,15 +91,8 @@ def main() -> None:
 
     # --- argmax -------------------------------------------------------------------------
     work = f"argmax float32 2^{args.log2n}"
-    Pair = cuprims.gpu_struct({"value": np.float32, "index": np.int64})
-
-    def better(a, b):
-        if a[0] > b[0] or (a[0] == b[0] and a[1] < b[1]):
-            return a
-        return b
-
+    Pair, better, init = argmax_pieces()
     best = cp.empty(1, Pair.dtype)
-    init = Pair(-np.inf, np.iinfo(np.int64).max)
     t_arg = reducer_timing(ZipIterator(x, CountingIterator(np.int64(0))), best, better, init, n)
     got = int(best.get()[0]["index"])
     assert got == int(cp.argmax(x)) == int(torch.argmax(xt)), (got, int(cp.argmax(x)))
@@ -134,12 +121,7 @@ def main() -> None:
         print("transform through an output iterator failed:", exc)
     add(work, "cuprims x*2+1 into an array", t_tplain, "ms")
 
-    extra = {"device": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(), "cupy": cp.__version__,
-             "torch": torch.__version__, "cuda.compute": dist_version("cuda-cccl") if ccomp else None}
-    dirs = [ROOT / "bench" / "results"]
-    if args.out:
-        dirs.append(Path(args.out))
-    print(write_results("iterators", rows, extra, dirs))
+    save_results("iterators", rows, args.out, ccomp is not None)
 
 
 if __name__ == "__main__":

@@ -7,62 +7,41 @@ Run on a GPU machine:  python bench/tune_reduce_policy.py [--out DIR]
 
 from __future__ import annotations
 
-import argparse
-import re
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import device_ms, write_results  # noqa: E402
+from _harness import RESULTS, argmax_pieces, bench_arguments, device_ms, write_results  # noqa: E402
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--out", default=None)
-    parser.add_argument("--log2n", type=int, default=28)
-    args = parser.parse_args()
+    args = bench_arguments()
 
     import cupy as cp
     import numpy as np
 
     import cuprims
-    import cuprims.algorithms.reduce as reduce_module
+    import cuprims._jit.codegen as codegen
     from cuprims import CountingIterator, ZipIterator
-    from cuprims._jit.codegen import tuned_selector
 
-    original = reduce_module.reduce_source
-    overrides: dict[str, int] = {}
+    # Every reduce unit declares its policy through codegen.tuned_selector; the probe puts
+    # its own tile shape there (for every unit: only the argmax's is timed).
+    original = codegen.tuned_selector
+    shape: dict[str, int] = {}
+    codegen.tuned_selector = lambda base, overrides, name="cuprims_selector_t": original(base, dict(shape), name)
 
-    def patched(**kw):
-        src = original(**kw)
-        if not overrides:
-            return src
-        match = re.search(r"using cuprims_selector_t = (.*);\n", src.text)
-        text = src.text.replace(match.group(0), tuned_selector(match.group(1), overrides))
-        return type(src)(text=text, name_expressions=src.name_expressions, extern_symbols=src.extern_symbols,
-                         meta_fields=src.meta_fields)
-
-    reduce_module.reduce_source = patched
     n = 1 << args.log2n
     x = cp.random.default_rng(3).random(n, dtype=cp.float32)
-    Pair = cuprims.gpu_struct({"value": np.float32, "index": np.int64})
-
-    def better(a, b):
-        if a[0] > b[0] or (a[0] == b[0] and a[1] < b[1]):
-            return a
-        return b
-
+    Pair, better, init = argmax_pieces()
     best = cp.empty(1, Pair.dtype)
-    init = Pair(-np.inf, np.iinfo(np.int64).max)
     expected = int(cp.argmax(x))
     rows = [{"work": f"cupy.argmax 2^{args.log2n}", "variant": "reference", "value": device_ms(lambda: cp.argmax(x)),
              "unit": "ms"}]
     for threads in (256, 512):
         for items in (4, 6, 8, 12, 16):
-            overrides.clear()
-            if (threads, items) != (256, 4):
-                overrides.update({"multi_tile.items_per_thread": items, "single_tile.items_per_thread": items,
-                                  "multi_tile.threads_per_block": threads, "single_tile.threads_per_block": threads})
+            shape.clear()
+            shape.update({"multi_tile.items_per_thread": items, "single_tile.items_per_thread": items,
+                          "multi_tile.threads_per_block": threads, "single_tile.threads_per_block": threads})
             cuprims.clear_all_caches()
             it = ZipIterator(x, CountingIterator(np.int64(0)))
             r = cuprims.make_reduce_into(d_in=it, d_out=best, op=better, h_init=init)
@@ -71,12 +50,14 @@ def main() -> None:
             run()
             assert int(best.get()[0]["index"]) == expected
             t = device_ms(run)
-            label = "CUB default" if not overrides else "override"
+            # 256 x 4 is CUB's own scaling for a 16-byte accumulator
+            label = "CUB's scaling" if (threads, items) == (256, 4) else "override"
             rows.append({"work": f"argmax Zip(x, Counting) 2^{args.log2n}", "variant": f"{threads} x {items} ({label})",
                          "value": t, "unit": "ms"})
             print(rows[-1], flush=True)
-    dirs = [Path(__file__).resolve().parent / "results"] + ([Path(args.out)] if args.out else [])
-    print(write_results("tune-reduce-struct", rows, {"device": "H200"}, dirs))
+    dirs = [RESULTS] + ([Path(args.out)] if args.out else [])
+    print(write_results("tune-reduce-struct", rows, {"device": cp.cuda.runtime.getDeviceProperties(0)["name"].decode()},
+                        dirs))
 
 
 if __name__ == "__main__":
