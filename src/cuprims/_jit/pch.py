@@ -108,9 +108,3 @@ def _compile_creating(key: str, compile_unit: Callable[[dict[str, Any]], Any]) -
     finally:
         with _state_lock:
             _state[key] = result
-
-
-def forget() -> None:
-    """Forget every PCH (their files stay until exit)."""
-    with _state_lock:
-        _state.clear()
