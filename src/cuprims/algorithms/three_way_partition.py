@@ -149,12 +149,13 @@ def make_three_way_partition(*, d_in: Any, d_first_part_out: Any, d_second_part_
 
         import cupy as cp, numpy as np, cuprims
         x = cp.arange(10, dtype=np.int32)
-        a, b, c, counts = cp.empty(10, np.int32), cp.empty(10, np.int32), cp.empty(10, np.int32), \\
-            cp.empty(2, np.int64)
-        cuprims.three_way_partition(d_in=x, d_first_part_out=a, d_second_part_out=b, d_unselected_out=c,
-                                    d_num_selected_out=counts, select_first_part_op=lambda v: v < 3,
-                                    select_second_part_op=lambda v: v > 6, num_items=10)
-        # counts == [3, 3]; a[:3] == [0, 1, 2]; b[:3] == [7, 8, 9]; c[:4] == [3, 4, 5, 6]
+        a, b, c = (cp.empty(10, np.int32) for _ in range(3))
+        counts = cp.empty(2, np.int64)
+        kw = dict(d_in=x, d_first_part_out=a, d_second_part_out=b, d_unselected_out=c, d_num_selected_out=counts,
+                  select_first_part_op=lambda v: v < 3, select_second_part_op=lambda v: v > 6)
+        p = cuprims.make_three_way_partition(**kw)
+        tmp = cp.empty(p(temp_storage=None, num_items=10, **kw), np.uint8)
+        p(temp_storage=tmp, num_items=10, **kw)      # counts == [3, 3]
     """
     desc = _Partition._described(_describe, d_in, d_first_part_out, d_second_part_out, d_unselected_out,
                                  d_num_selected_out, select_first_part_op, select_second_part_op)
@@ -165,8 +166,19 @@ def make_three_way_partition(*, d_in: Any, d_first_part_out: Any, d_second_part_
 def three_way_partition(*, d_in: Any, d_first_part_out: Any, d_second_part_out: Any, d_unselected_out: Any,
                         d_num_selected_out: Any, select_first_part_op: Any, select_second_part_op: Any,
                         num_items: int, stream: Any = None) -> None:
-    """Three-way partition in one call (temporary storage allocated and freed on ``stream``);
-    see :func:`make_three_way_partition` for the example."""
+    """Three-way partition in one call (temporary storage allocated and freed on ``stream``).
+
+    Example::
+
+        import cupy as cp, numpy as np, cuprims
+        x = cp.arange(10, dtype=np.int32)
+        a, b, c, counts = cp.empty(10, np.int32), cp.empty(10, np.int32), cp.empty(10, np.int32), \\
+            cp.empty(2, np.int64)
+        cuprims.three_way_partition(d_in=x, d_first_part_out=a, d_second_part_out=b, d_unselected_out=c,
+                                    d_num_selected_out=counts, select_first_part_op=lambda v: v < 3,
+                                    select_second_part_op=lambda v: v > 6, num_items=10)
+        # counts == [3, 3]; a[:3] == [0, 1, 2]; b[:3] == [7, 8, 9]; c[:4] == [3, 4, 5, 6]
+    """
     obj = make_three_way_partition.__wrapped__(
         d_in=d_in, d_first_part_out=d_first_part_out, d_second_part_out=d_second_part_out,
         d_unselected_out=d_unselected_out, d_num_selected_out=d_num_selected_out,
