@@ -17,7 +17,7 @@ from cuprims._jit import driver
 from cuprims._jit.build import build
 from cuprims._jit.codegen import Source, meta_export, preamble
 from cuprims.algorithms import histogram as hist_mod
-from cuprims.algorithms._even_bins import common_dtype
+from cuprims.algorithms._even_bins import common_dtype, widened_samples
 from cuprims.algorithms.sort_common import temp_layout
 from cuprims.errors import ArgumentError, CuprimsError
 from cuprims.types import value_type
@@ -47,6 +47,7 @@ BUILDS = {
     "iterator": lambda: _make(TransformIterator(P(np.float32), twice, np.float32), np.uint64, 101,
                               np.float64(-1), np.float64(1)),
     "i1-wide": lambda: _make(P(np.int8), np.int64, 17, np.int16(-128), np.int16(128), n=1 << 32),
+    "i1-300-bins": lambda: _make(P(np.int8), num_levels=301, lower=np.int16(-128), upper=np.int16(128)),
 }
 
 
@@ -69,6 +70,11 @@ def test_ahead_of_time_builds_match_their_cubin(shared_cache, case):
         assert (meta["threads"], meta["pixels"]) == (768, 12)
     if case == "i1-wide":
         assert desc.counter.code == "u8" and desc.wide_offsets and not desc.global_bins
+    sweep = obj._builds.source(90).name_expressions[1]
+    assert desc.widened == (case == "i1-300-bins") and ("widened_samples<" in sweep) == desc.widened
+    # CUB's pass-through hands each privatized bin on cast to the sample type: ours restores it
+    assert sweep.endswith(("cuprims_pass_thru_t, cuprims_scale_t, cuprims_offset_t, true>" if desc.byte_path else
+                           "cuprims_scale_t, cuprims::histogram::bin_index_pass_thru, cuprims_offset_t, true>"))
     if case == "i4-1024-bins":
         assert desc.global_bins and "DeviceHistogramSweepDeviceInitKernel<cuprims_selector_t, 0," in \
             obj._builds.source(90).name_expressions[1]
@@ -87,6 +93,16 @@ def test_variants_flip_the_first_calls_choices(shared_cache):
     wide = BUILDS["i1-wide"]().desc
     assert not wide.variant(1).wide_offsets
     assert [k[-3] for k in (desc.kernel_params()[1], desc.variant(1).kernel_params()[1])] == ["i32", "i64"]
+    narrow = BUILDS["i4-1024-bins"]().desc
+    assert narrow.variant(4).widened and not narrow.variant(4).wide_offsets and narrow.variant(4).global_bins
+    assert narrow.variant(4).kernel_params() == narrow.kernel_params()  # the widening iterator wraps the pointer
+
+
+@pytest.mark.parametrize("dtype, bins, widened", [(np.int8, 256, False), (np.int8, 257, True),
+                                                  (np.uint16, 65536, False), (np.int16, 65537, True),
+                                                  (np.int32, 1 << 30, False), (np.float32, 1 << 20, False)])
+def test_samples_are_widened_when_bins_outgrow_their_type(dtype, bins, widened):
+    assert widened_samples(np.dtype(dtype), bins) == widened
 
 
 def test_common_type_is_the_compilers():
@@ -152,9 +168,15 @@ BAD = {
                             h_upper_level=np.array([np.inf], np.float32)), "h_upper_level"),
     "width overflows float32": (dict(d_samples=P(np.float32), h_lower_level=np.array([-3e38], np.float32),
                                      h_upper_level=np.array([3e38], np.float32)), "h_upper_level"),
-    "bins overflow float16": (dict(d_samples=P(np.float16), h_num_output_levels=np.array([100001], i4),
-                                   h_lower_level=np.array([0], np.float16), h_upper_level=np.array([1], np.float16)),
-                              "h_upper_level"),
+    "bins overflow float16": (dict(d_samples=P(np.float16), h_num_output_levels=np.array([2001], i4),
+                                   h_lower_level=np.array([0], np.float16),
+                                   h_upper_level=np.array([0.01], np.float16)), "h_upper_level"),
+    "float16 beyond 2048 bins": (dict(d_samples=P(np.float16), h_num_output_levels=np.array([2050], i4),
+                                      h_lower_level=np.array([0], np.float16),
+                                      h_upper_level=np.array([1000], np.float16)), "h_num_output_levels"),
+    "float32 beyond 2^24 bins": (dict(d_samples=P(np.float32), h_num_output_levels=np.array([(1 << 24) + 2], i4),
+                                      h_lower_level=np.array([0], np.float32),
+                                      h_upper_level=np.array([1], np.float32)), "h_num_output_levels"),
     "float counters": (dict(d_histogram=P(np.float32)), "d_histogram"),
     "int16 counters": (dict(d_histogram=P(np.int16)), "d_histogram"),
     "iterator counters": (dict(d_histogram=CountingIterator(i4(0))), "d_histogram"),

@@ -89,6 +89,30 @@ def test_int32_exact(levels, n):
         np.testing.assert_array_equal(got, np.histogram(h[h < 1024], bins=levels - 1, range=(-1024, 1024))[0])
 
 
+@pytest.mark.parametrize("dtype, bins, lower, upper", [
+    (np.int8, 256, np.int16(-128), np.int16(128)),       # bins past 127: CUB's pass-through made them negative
+    (np.int8, 200, np.int32(0), np.int32(128)),
+    (np.int8, 300, np.int16(-128), np.int16(128)),       # more bins than int8 values: samples read as int
+    (np.int8, 1000, np.int32(-500), np.int32(500)),
+    (np.int16, 40000, np.int32(-20000), np.int32(20000)),
+    (np.uint16, 65536, np.int32(0), np.int32(65536)),
+    (np.int16, 70000, np.int32(-35000), np.int32(35000)),  # beyond 65536 bins: read as int
+])
+def test_narrow_samples_in_many_bins(dtype, bins, lower, upper):
+    info = np.iinfo(dtype)
+    h = np.random.default_rng(bins).integers(info.min, int(info.max) + 1, 300_000).astype(dtype)
+    h[:2] = [info.min, info.max]
+    np.testing.assert_array_equal(one_shot(cp.asarray(h), bins, lower, upper), reference(h, bins, lower, upper))
+
+
+@pytest.mark.parametrize("dtype, bins", [(np.float16, 2048), (np.float32, 5000)])
+def test_float_bin_indices_stay_exact(dtype, bins):
+    # a bin index passes through a sample-typed value: float16 holds every one up to 2048
+    h = (np.random.default_rng(bins).random(200_000) * 1.2 - 0.1).astype(dtype)
+    got = one_shot(cp.asarray(h), bins, dtype(0), dtype(1))
+    np.testing.assert_array_equal(got, reference(h, bins, 0, 1, float_type=dtype))
+
+
 def test_int8_negative_samples_are_counted():
     # CUB's byte path never counts a negative int8 (NVIDIA/cccl#10977): cuprims bins int8 by the scale
     h = np.arange(-128, 128, dtype=np.int8).repeat(37)

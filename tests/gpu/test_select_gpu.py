@@ -19,8 +19,8 @@ def _even(v):
 
 def _select(host: np.ndarray, cond, count_dtype=np.int64):
     n = host.size
-    out = cp.full(max(n, 1), -3, host.dtype)
-    count = cp.full(1, -1, count_dtype)
+    out = cp.full(max(n, 1), -3, np.int64).astype(host.dtype)  # wraps for unsigned dtypes
+    count = cp.full(1, -1, np.int64).astype(count_dtype)
     cuprims.select(d_in=cp.asarray(host), d_out=out, d_num_selected_out=count, cond=cond, num_items=n)
     return out.get()[: int(count.get()[0])]
 

@@ -21,8 +21,8 @@ def _partition(x: np.ndarray, first, second):
 
 def _run(host: np.ndarray, first, second, count_dtype=np.int64):
     n = host.size
-    outs = [cp.full(max(n, 1), -7, host.dtype) for _ in range(3)]
-    counts = cp.full(2, -1, count_dtype)
+    outs = [cp.full(max(n, 1), -7, np.int64).astype(host.dtype) for _ in range(3)]
+    counts = cp.full(2, -1, np.int64).astype(count_dtype)
     cuprims.three_way_partition(d_in=cp.asarray(host), d_first_part_out=outs[0], d_second_part_out=outs[1],
                                 d_unselected_out=outs[2], d_num_selected_out=counts, select_first_part_op=first,
                                 select_second_part_op=second, num_items=n)

@@ -24,7 +24,7 @@ def _expected(keys: np.ndarray, items: np.ndarray):
 def _run(keys: np.ndarray, items: np.ndarray, count_dtype=np.int64, op=OpKind.EQUAL_TO):
     n = keys.size
     ko, io = cp.zeros(max(n, 1), keys.dtype), cp.zeros(max(n, 1), items.dtype)
-    count = cp.full(1, -1, count_dtype)
+    count = cp.full(1, -1, np.int64).astype(count_dtype)
     cuprims.unique_by_key(d_in_keys=cp.asarray(keys), d_in_items=cp.asarray(items), d_out_keys=ko, d_out_items=io,
                           d_out_num_selected=count, op=op, num_items=n)
     m = int(count.get()[0])

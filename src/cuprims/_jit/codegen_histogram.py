@@ -17,7 +17,10 @@ Two paths, as CUB's ``dispatch_even`` has them:
 * every other sample type: the scale maps each sample to its bin; the privatized
   histograms live in shared memory for up to 256 bins, else (``global_bins``) in global
   memory (temporary storage). Signed bytes take this path: CUB's pass-through gives a
-  negative sample a negative bin, which is never counted (NVIDIA/cccl#10977).
+  negative sample a negative bin, which is never counted (NVIDIA/cccl#10977). The output
+  transform here is ours, ``bin_index_pass_thru``: CUB's hands on each privatized bin
+  cast to the sample type, so an int8 bin past 127 was lost. With ``widened`` (int8 or
+  int16 samples in more bins than their width counts) the samples are read as int.
 
 The scale is ``cuprims::histogram::clamped_scale`` (``kernels/cuprims_histogram.cuh``):
 CUB's ScaleTransform over the common type of levels and samples, with a floating-point
@@ -42,19 +45,21 @@ _NS = "CUB_NS_QUALIFIER::detail::histogram"
 
 
 def histogram_source(*, d_samples: Any, counter: ValueType, level: ValueType, byte_path: bool,
-                     global_bins: bool, wide_offsets: bool, arch: int) -> Source:
+                     global_bins: bool, wide_offsets: bool, arch: int, widened: bool = False) -> Source:
     """Source for an even-bin histogram of the items of ``d_samples`` (an argument kind:
     an array or an input iterator) counted in ``counter`` values, with bounds of type
-    ``level``, on ``sm_<arch>``."""
-    if byte_path and global_bins:
-        raise ValueError("the byte-sample path privatizes 256 bins in shared memory")
+    ``level``, on ``sm_<arch>``; ``widened``: the samples are read as int."""
+    if byte_path and (global_bins or widened):
+        raise ValueError("the byte-sample path privatizes 256 bins of the samples themselves in shared memory")
     sample = d_samples.value
     iterator_text, iterator_types, externs = iterator_parts((d_samples,))
-    samples_t = d_samples.cpp()
-    s, c, lv = sample.cpp, counter.cpp, level.cpp
+    samples_t, s = d_samples.cpp(), sample.cpp
+    if widened:
+        samples_t, s = f"cuprims::histogram::widened_samples<{samples_t}, int>", "int"
+    c, lv = counter.cpp, level.cpp
     smem_bins = "0" if global_bins else "cuprims::histogram::privatized_smem_bins"
-    scale, pass_thru = "cuprims_scale_t", "cuprims_pass_thru_t"
-    privatized, output = (pass_thru, scale) if byte_path else (scale, pass_thru)
+    privatized, output = (("cuprims_pass_thru_t", "cuprims_scale_t") if byte_path
+                          else ("cuprims_scale_t", "cuprims::histogram::bin_index_pass_thru"))
     text = (
         preamble((sample, counter, level) + iterator_types, arch)
         + "#include <cuprims_histogram.cuh>\n"

@@ -52,4 +52,6 @@ def segmented_reduce_source(*, d_in: Any, d_out: Any, begin: Any, end: Any, accu
         f"cuprims::segmented_reduce::combine_kernel<cuprims_selector_t, {p_out}, {p_begin}, {p_end}, {t}, "
         "cuprims_op_t>",
     )
-    return Source(text=text, name_expressions=names, extern_symbols=externs, meta_fields=SEGMENTED_META)
+    # CUB's kernel dispatches through an unannotated lambda, which NVRTC 13.0 treats as host code
+    return Source(text=text, name_expressions=names, extern_symbols=externs, meta_fields=SEGMENTED_META,
+                  compile_options=(("device_as_default_execution_space", True),))

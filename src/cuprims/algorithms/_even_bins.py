@@ -20,6 +20,13 @@ fit CommonT goes through unchecked and every sample lands in bin 0
 (NVIDIA/cccl#10975). :func:`check_levels` refuses all of these with an ArgumentError
 naming the argument, and levels that are not finite, not ordered, or not values of
 CommonT (a negative level beside unsigned samples).
+
+CUB's sweep hands each privatized bin index to the output transform cast to SampleT
+(``AgentHistogram::StoreOutput``): an int8 bin 200 arrives as -56, a float16 bin 2049 as
+2048. The output transform of cuprims gives an integer back its unsigned bits, which is
+exact while the bins fit the sample's width; :func:`widened_samples` says when they do
+not (the samples are then read as int), and :func:`check_levels` refuses more float16 or
+float32 bins than those types count exactly.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from ..errors import ArgumentError
 _checked: dict[tuple, bool] = {}
 _MAX_CHECKED = 256
 _MAX_LEVELS = (1 << 31) - 1  # the kernels count bins in int
+_EXACT_FLOAT_BINS = {2: 1 << 11, 4: 1 << 24}  # the integers float16 / float32 hold exactly, from 0
 
 
 def common_dtype(sample: np.dtype, level: np.dtype) -> np.dtype:
@@ -86,6 +94,13 @@ def bin_count(levels: Any, name: str) -> int:
     return n - 1
 
 
+def widened_samples(sample: np.dtype, bins: int) -> bool:
+    """Whether ``bins`` privatized bins do not survive a cast to the integer ``sample``
+    type and back through its unsigned type (int8 beyond 256 bins, int16 beyond 65536):
+    the kernel then reads the samples as int."""
+    return sample.kind in "iu" and sample.itemsize < 4 and bins > 1 << (8 * sample.itemsize)
+
+
 def check_levels(sample: np.dtype, bins: int, lower: np.generic, upper: np.generic, names: tuple[str, str, str]) -> None:
     """Raise ArgumentError (naming ``names``: levels, lower, upper) unless CUB's scale bins
     ``sample`` values into ``bins`` even bins over ``[lower, upper)`` exactly as written."""
@@ -97,6 +112,10 @@ def check_levels(sample: np.dtype, bins: int, lower: np.generic, upper: np.gener
         raise ArgumentError(upper_name, f"a level of {lower_name}'s dtype {lower.dtype}", upper.dtype)
     common = common_dtype(sample, lower.dtype)
     where = f"in {common} (the common type of {lower.dtype} levels and {sample} samples, which CUB bins in)"
+    exact = _EXACT_FLOAT_BINS.get(sample.itemsize) if sample.kind == "f" else None
+    if exact is not None and bins > exact:
+        raise ArgumentError(levels_name, f"at most {exact + 1} levels for {sample} samples (CUB passes each bin "
+                            f"index through a {sample} value, which counts exactly only to {exact})", bins + 1)
     if common.kind == "f":
         with np.errstate(all="ignore"):
             lo, hi = common.type(lower), common.type(upper)

@@ -17,13 +17,14 @@ thread of the exported policy), each into a privatized histogram (in shared memo
 for more than 256 bins of samples other than uint8 in global memory: temporary storage,
 sized as CUB sizes it) that it adds to the output with atomics. Both launches use
 programmatic dependent launch on sm_90+ (``settings.pdl``). Offsets are 32-bit while the
-samples' bytes stay below 2^31 - 1, as CUB chooses. A build for another offset width or
-privatization than its first call is a build variant, made the first time a call needs it.
+samples' bytes stay below 2^31 - 1, as CUB chooses. Another offset width, privatization or
+sample width than the first call's is a build variant, made when a call first needs it.
 
 Departures from CUB, each avoiding a wrong count: int8 samples take the scale path, not
-CUB's byte path (which never counts a negative int8 sample, NVIDIA/cccl#10977); a
-floating-point bin that rounds up to ``bins`` is counted in the last bin; temporary
-storage holds no unused privatized counters when those live in shared memory.
+CUB's byte path (which never counts a negative int8 sample, NVIDIA/cccl#10977); each
+privatized bin reaches the output whole (CUB casts it to the sample type: an int8 bin past
+127 was lost), see :mod:`._even_bins`; a floating-point bin that rounds up to ``bins`` is
+counted in the last bin; temporary storage holds no privatized counters kept in shared memory.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from ..errors import ArgumentError, ArgumentTypeError
 from ..types import ValueType, value_type
 from ._arguments import ArgKind, describe, keyword_checked
 from ._common import Loaded, check_num_items
-from ._even_bins import bin_count, check_levels, level_scalar
+from ._even_bins import bin_count, check_levels, level_scalar, widened_samples
 from ._skeleton import Algorithm, Description, Plan, description
 from .sort_common import align_base, temp_layout
 
@@ -50,6 +51,7 @@ _SMEM_BINS = 256  # cuprims::histogram::privatized_smem_bins (CUB's max_privatiz
 _NARROW_BYTES = (1 << 31) - 1  # CUB's 32-bit offsets: samples' bytes below INT_MAX
 _QUEUE_BYTES = 8  # CUB's GridQueue<int>::AllocationSize()
 _COUNTERS = ("i4", "u4", "i8", "u8")
+_VARIANT_FLAGS = ("wide_offsets", "global_bins", "widened")  # bit i of a variant index flips flag i
 _NAMES = ("h_num_output_levels", "h_lower_level", "h_upper_level")
 _ONE_SHOT_NAMES = ("num_output_levels", "lower_level", "upper_level")
 
@@ -57,15 +59,15 @@ _ONE_SHOT_NAMES = ("num_output_levels", "lower_level", "upper_level")
 @description
 class HistogramDescription(Description):
     """An even-bin histogram: its samples (array or iterator), counters and level type;
-    ``global_bins`` (privatized counters in global memory) and ``wide_offsets`` (64-bit
-    offsets) are what its first call needs; bit 0 of a variant index flips
-    ``wide_offsets``, bit 1 ``global_bins``."""
+    ``wide_offsets`` (64-bit offsets), ``global_bins`` (privatized counters in global
+    memory) and ``widened`` (samples read as int) are what its first call needs."""
 
     d_samples: ArgKind
     d_histogram: ArgKind
     level: ValueType
     global_bins: bool = False
     wide_offsets: bool = False
+    widened: bool = False
 
     @property
     def byte_path(self) -> bool:
@@ -81,7 +83,7 @@ class HistogramDescription(Description):
     def source(self, arch: int) -> Source:
         return histogram_source(d_samples=self.d_samples, counter=self.counter, level=self.level,
                                 byte_path=self.byte_path, global_bins=self.global_bins,
-                                wide_offsets=self.wide_offsets, arch=arch)
+                                wide_offsets=self.wide_offsets, arch=arch, widened=self.widened)
 
     def _link(self) -> tuple:
         return self.d_samples.linked_ops()
@@ -97,10 +99,8 @@ class HistogramDescription(Description):
         )
 
     def variant(self, index: int) -> "HistogramDescription":
-        if not index:
-            return self
-        return dataclasses.replace(self, wide_offsets=self.wide_offsets ^ bool(index & 1),
-                                   global_bins=self.global_bins ^ bool(index & 2))
+        flips = {name: not getattr(self, name) for bit, name in enumerate(_VARIANT_FLAGS) if index >> bit & 1}
+        return dataclasses.replace(self, **flips) if flips else self
 
 
 class _Plan(Plan):
@@ -119,14 +119,13 @@ class _Plan(Plan):
         self.pdl_capable = loaded.arch >= 90  # CUB launches both kernels as dependent launches there
 
 
-def _describe(d_samples: Any, d_histogram: Any, lower: np.generic, global_bins: bool,
-              wide_offsets: bool) -> HistogramDescription:
+def _describe(d_samples: Any, d_histogram: Any, lower: np.generic, *flags: bool) -> HistogramDescription:
     """Check the build arguments' kinds and dtypes and describe the histogram."""
     samples = _sample_kind(d_samples)
     counters = describe(d_histogram, "d_histogram", output=True)
     if counters.value.code not in _COUNTERS:
         raise ArgumentError("d_histogram", "int32, uint32, int64 or uint64 counters", counters.value.dtype)
-    return HistogramDescription(samples, counters, value_type(lower.dtype), global_bins, wide_offsets)
+    return HistogramDescription(samples, counters, value_type(lower.dtype), **dict(zip(_VARIANT_FLAGS, flags)))
 
 
 def _sample_kind(d_samples: Any) -> ArgKind:
@@ -140,9 +139,11 @@ def _sample_kind(d_samples: Any) -> ArgKind:
     return kind
 
 
-def _variant_flags(samples: ValueType, n: int, bins: int) -> tuple[bool, bool]:
-    """(privatized counters in global memory, 64-bit offsets) for ``n`` samples in ``bins`` bins."""
-    return samples.code != "u1" and bins > _SMEM_BINS, n * samples.size >= _NARROW_BYTES
+def _variant_flags(samples: ValueType, n: int, bins: int) -> dict[str, bool]:
+    """The description flags (``_VARIANT_FLAGS``) that ``n`` samples in ``bins`` bins need."""
+    byte_path = samples.code == "u1"
+    return {"wide_offsets": n * samples.size >= _NARROW_BYTES, "global_bins": not byte_path and bins > _SMEM_BINS,
+            "widened": not byte_path and widened_samples(samples.dtype, bins)}
 
 
 class _Histogram(Algorithm):
@@ -204,8 +205,8 @@ class _Histogram(Algorithm):
             raise ArgumentError("h_lower_level", f"a {self._level} level (as at build time)", lower.dtype)
         desc = self.desc
         args = _bound(desc, d_samples, d_histogram, n, bins, lower, upper, _NAMES)
-        global_bins, wide = _variant_flags(self._samples, n, bins)
-        variant = (wide != desc.wide_offsets) | (global_bins != desc.global_bins) << 1
+        needed = _variant_flags(self._samples, n, bins)
+        variant = sum(1 << bit for bit, name in enumerate(_VARIANT_FLAGS) if needed[name] != getattr(desc, name))
         return self._execute(temp_storage, stream, False, args, (None, d_samples), variant)
 
 
@@ -231,7 +232,7 @@ def _prepare(d_samples: Any, d_histogram: Any, levels: Any, lower: Any, upper: A
     n = check_num_items(num_samples, "num_samples")
     sample = _sample_kind(d_samples).value
     bins, lo, hi = _levels(sample.dtype, levels, lower, upper, names)
-    desc = _Histogram._described(_describe, d_samples, d_histogram, lo, *_variant_flags(sample, n, bins))
+    desc = _Histogram._described(_describe, d_samples, d_histogram, lo, *_variant_flags(sample, n, bins).values())
     return desc, n, bins, lo, hi
 
 

@@ -14,6 +14,9 @@
 
 #include <cub/device/dispatch/kernels/kernel_histogram.cuh>
 
+#include <cuda/std/iterator>
+#include <cuda/std/type_traits>
+
 namespace cuprims
 {
 namespace histogram
@@ -48,6 +51,65 @@ struct clamped_scale
     {
       bin = num_bins - 1;
     }
+  }
+};
+
+// The output transform of the scale path. CUB's StoreOutput hands it each privatized bin
+// index cast to the sample type (an int8 bin 200 arrives as -56); an integer's unsigned
+// bits give the index back while the bins fit the type (the host widens the samples to
+// int otherwise), a float16 or float32 holds it exactly up to 2^11 or 2^24 bins (the host
+// refuses more).
+struct bin_index_pass_thru
+{
+  template <typename T>
+  _CCCL_HOST_DEVICE _CCCL_FORCEINLINE void Init(int, T, T)
+  {}
+
+  template <CUB_NS_QUALIFIER::CacheLoadModifier LoadModifier, typename SampleT>
+  _CCCL_HOST_DEVICE _CCCL_FORCEINLINE void BinSelect(SampleT sample, int& bin, bool valid) const
+  {
+    if (valid)
+    {
+      if constexpr (::cuda::std::is_integral_v<SampleT>)
+      {
+        bin = static_cast<int>(static_cast<::cuda::std::make_unsigned_t<SampleT>>(sample));
+      }
+      else
+      {
+        bin = static_cast<int>(sample);
+      }
+    }
+  }
+};
+
+// Samples read as Wide (int): an iterator over another iterator or a pointer, laid out as
+// the iterator it wraps, so the kernel parameter is unchanged.
+template <class It, class Wide>
+struct widened_samples
+{
+  using value_type        = Wide;
+  using reference         = Wide;
+  using pointer           = void;
+  using difference_type   = long long;
+  using iterator_category = ::cuda::std::random_access_iterator_tag;
+
+  It it;
+
+  _CCCL_HOST_DEVICE _CCCL_FORCEINLINE Wide operator*() const
+  {
+    return static_cast<Wide>(*it);
+  }
+  _CCCL_HOST_DEVICE _CCCL_FORCEINLINE Wide operator[](difference_type i) const
+  {
+    return static_cast<Wide>(it[i]);
+  }
+  _CCCL_HOST_DEVICE _CCCL_FORCEINLINE widened_samples operator+(difference_type n) const
+  {
+    return {it + n};
+  }
+  _CCCL_HOST_DEVICE _CCCL_FORCEINLINE difference_type operator-(const widened_samples& other) const
+  {
+    return it - other.it;
   }
 };
 
