@@ -12,7 +12,7 @@ import pytest
 import cuprims
 from cpu_helpers import check_golden, check_kernel_params, counters, delta, render_source
 from cuprims import CountingIterator, OpKind, ProxyArray as P, ProxyValue as V, TransformIterator
-from cuprims.algorithms.segmented_reduce import cub_grid, slices_for
+from cuprims.algorithms.segmented_reduce import cub_grid, slices_for, warp_grid
 from cuprims.errors import ArgumentError
 
 f4, i4, i8 = np.float32, np.int32, np.int64
@@ -86,7 +86,7 @@ def test_bad_arguments_are_named_before_any_compile(over, argument):
 
 
 PLAN = SimpleNamespace(tile_items=4096, small_tile=16, small_segments=256, medium_tile=512, medium_segments=8,
-                       block_slots=132 * 8)
+                       block_slots=132 * 8, warp_threads=256, warp_blocks=132 * 8)
 
 
 @pytest.mark.parametrize("segments, hint, grid", [
@@ -98,6 +98,25 @@ PLAN = SimpleNamespace(tile_items=4096, small_tile=16, small_segments=256, mediu
 def test_cub_mapping_follows_the_hint(segments, hint, grid):
     assert slices_for(PLAN, segments, hint) == 1
     assert cub_grid(PLAN, segments, hint) == grid
+
+
+@pytest.mark.parametrize("segments, hint, blocks", [
+    (5_000, 300, 625),            # eight warps a block, one segment each
+    (1 << 20, 256, 132 * 8),      # more segments than a full GPU of warps: the warps stride
+    (3, 17, 1),
+    (10_000, 16, 0),              # a thread per segment: CUB's kernel
+    (10_000, 513, 0),             # past the warp tile: CUB's block per segment
+    (10_000, 0, 0),
+])
+def test_warp_kernel_takes_the_hints_within_a_warp_tile(segments, hint, blocks):
+    assert warp_grid(PLAN, segments, hint) == blocks
+
+
+def test_warp_kernel_is_built_and_exported(shared_cache):
+    obj = _make()
+    loaded_names = obj._builds.source(90).name_expressions
+    assert loaded_names[3].startswith("cuprims::segmented_reduce::warp_kernel<")
+    assert obj._builds.result(90).meta["warp_threads"] == 256
 
 
 def test_few_segments_are_sliced_over_the_whole_gpu():

@@ -58,6 +58,51 @@ def test_sums_against_numpy(dtype, segments, max_len, hint):
         np.testing.assert_array_equal(got, expected.astype(dtype))
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.uint16, np.int32, np.float32, np.int64, np.float64])
+@pytest.mark.parametrize("segments, max_len", [(1, 1), (37, 5), (70_000, 200), (300_000, 20)])
+def test_warp_kernel_segments_at_every_alignment(dtype, segments, max_len):
+    # hints within a warp's tile: cuprims' warp kernel, vector loads from each segment's
+    # first 16-byte boundary; lengths 0..max_len put the starts at every alignment
+    rng = np.random.default_rng(segments + max_len)
+    lengths = rng.integers(0, max_len + 1, segments)
+    ends = np.cumsum(lengths).astype(np.int64)
+    starts = ends - lengths
+    n = int(ends[-1]) + 3
+    values = rng.integers(-3, 4, n).astype(dtype)
+    out_dtype = np.int64 if np.dtype(dtype).kind in "iu" else dtype
+    got = _run(values.astype(out_dtype), starts, ends, out_dtype, init=2, hint=max(17, max_len))
+    np.testing.assert_allclose(got, _expected_sums(values, starts, ends, 2), rtol=1e-6)
+    # items of another type than the sums: read through the conversion, not as vectors
+    if out_dtype != dtype:
+        got = _run(values, starts, ends, out_dtype, init=2, hint=max(17, max_len))
+        np.testing.assert_array_equal(got, _expected_sums(values, starts, ends, 2))
+
+
+def test_warp_kernel_with_an_offset_view_a_struct_op_and_a_stream():
+    pair = cuprims.gpu_struct({"lo": np.float32, "hi": np.float32})
+
+    def widest(a, b):
+        return pair(min(a.lo, b.lo), max(a.hi, b.hi))
+
+    rng = np.random.default_rng(4)
+    starts, ends = _irregular(20_000, 300, seed=4)
+    host = np.zeros(int(ends[-1]) + 1, pair.dtype)
+    host["lo"] = rng.random(host.size, dtype=np.float32)
+    host["hi"] = host["lo"] + 1
+    d_in = cp.asarray(host)[1:]          # 8 bytes past a 16-byte boundary
+    stream = cp.cuda.Stream(non_blocking=True)
+    out = cp.empty(starts.size, pair.dtype)
+    cuprims.segmented_reduce(d_in=d_in, d_out=out, num_segments=starts.size, start_offsets_in=cp.asarray(starts),
+                             end_offsets_in=cp.asarray(ends), op=widest, h_init=pair(np.inf, -np.inf),
+                             max_segment_size=300, stream=stream)
+    stream.synchronize()
+    got, view = out.get(), host[1:]
+    for k in range(0, starts.size, 97):
+        s, e = starts[k], ends[k]
+        want = (view["lo"][s:e].min(), view["hi"][s:e].max()) if e > s else (np.inf, -np.inf)
+        assert (got[k]["lo"], got[k]["hi"]) == want, k
+
+
 def test_empty_segments_give_h_init_and_zero_segments_do_nothing():
     starts = np.array([0, 3, 3, 10], np.int64)
     ends = np.array([3, 3, 3, 10], np.int64)

@@ -1,5 +1,6 @@
-"""Source for segmented reductions: CUB's DeviceSegmentedReduceKernel, and cuprims' slice
-and combine kernels for few segments (``kernels/cuprims_segmented_reduce.cuh``)."""
+"""Source for segmented reductions: CUB's DeviceSegmentedReduceKernel, cuprims' slice and
+combine kernels for few segments and its warp kernel for short ones
+(``kernels/cuprims_segmented_reduce.cuh``)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from ..types import ValueType
 from .codegen import Source, arg_param, binary_functor, iterator_parts, meta_export, op_symbol, preamble
 
 SEGMENTED_META = ("threads", "items", "medium_items_per_tile", "medium_segments_per_block", "small_items_per_tile",
-                  "small_segments_per_block", "accum_size", "accum_align")
+                  "small_segments_per_block", "accum_size", "accum_align", "warp_threads")
 
 
 def segmented_reduce_source(*, d_in: Any, d_out: Any, begin: Any, end: Any, accum: ValueType, op: OpSpec,
@@ -39,6 +40,7 @@ def segmented_reduce_source(*, d_in: Any, d_out: Any, begin: Any, end: Any, accu
             ("small_segments_per_block", "cuprims_policy.small_reduce.segments_per_block()"),
             ("accum_size", f"sizeof({t})"),
             ("accum_align", f"alignof({t})"),
+            ("warp_threads", "cuprims::segmented_reduce::warp_threads"),
         ))
     )
     p_in, p_out = arg_param(d_in), arg_param(d_out, output=True)
@@ -51,6 +53,8 @@ def segmented_reduce_source(*, d_in: Any, d_out: Any, begin: Any, end: Any, accu
         f"cuprims::segmented_reduce::slice_kernel<cuprims_selector_t, {p_in}, {p_begin}, {p_end}, {t}, cuprims_op_t>",
         f"cuprims::segmented_reduce::combine_kernel<cuprims_selector_t, {p_out}, {p_begin}, {p_end}, {t}, "
         "cuprims_op_t>",
+        # a warp per segment (segments within CUB's medium tile)
+        f"cuprims::segmented_reduce::warp_kernel<{p_in}, {p_out}, {p_begin}, {p_end}, {t}, cuprims_op_t>",
     )
     # CUB's kernel dispatches through an unannotated lambda, which NVRTC 13.0 treats as host code
     return Source(text=text, name_expressions=names, extern_symbols=externs, meta_fields=SEGMENTED_META,

@@ -6,7 +6,8 @@ of ``d_out``. Offsets are arrays or iterators of one integer type, for example f
 segments as ``TransformIterator(CountingIterator(0), lambda i: i * size)``.
 
 Host dispatch (ours): with a ``max_segment_size`` hint small enough, CUB's kernel gives a
-segment to one thread, or to one warp; otherwise one block each. When there are fewer
+segment to one thread, or cuprims' warp kernel to one warp (vector loads, the next
+offsets read ahead; the warps stride over the segments); otherwise CUB gives one block each. When there are fewer
 segments than the GPU has block slots, each segment is cut into whole-tile slices
 reduced by several blocks, whose partials a second kernel combines with ``h_init``
 (``kernels/cuprims_segmented_reduce.cuh``): one huge segment uses the whole GPU.
@@ -59,6 +60,8 @@ class SegmentedReduceDescription(CombinerDescription):
             (self.d_in.param, *offsets, "i32", f, "ptr"),
             # combine: partials, d_out, begin, end, slices, op, init
             ("ptr", self.d_out.param, *offsets, "i32", f, a),
+            # warp: d_in, d_out, begin, end, num_segments, op, init
+            (self.d_in.param, self.d_out.param, *offsets, "i32", f, a),
         )
 
 
@@ -66,18 +69,22 @@ class _Plan(Plan):
     """Kernel handles, block size, tile sizes of the three per-segment mappings, and the
     block slots of the GPU for the sliced dispatch."""
 
-    __slots__ = ("cub", "slice", "combine", "threads", "tile_items", "medium_tile", "medium_segments",
-                 "small_tile", "small_segments", "block_slots", "accum_size", "temp_align", "device")
+    __slots__ = ("cub", "slice", "combine", "warp", "threads", "tile_items", "medium_tile", "medium_segments",
+                 "small_tile", "small_segments", "block_slots", "warp_threads", "warp_blocks", "accum_size",
+                 "temp_align", "device")
 
     def __init__(self, loaded: Loaded):
         meta = loaded.meta
-        self.cub, self.slice, self.combine = loaded.handles
+        self.cub, self.slice, self.combine, self.warp = loaded.handles
         self.threads = meta["threads"]
         self.tile_items = self.threads * meta["items"]
         self.medium_tile, self.medium_segments = meta["medium_items_per_tile"], meta["medium_segments_per_block"]
         self.small_tile, self.small_segments = meta["small_items_per_tile"], meta["small_segments_per_block"]
         occupancy = loaded.module.max_active_blocks(loaded.names[1], self.threads)
         self.block_slots = max(1, occupancy) * driver.sm_count(loaded.device)
+        self.warp_threads = meta["warp_threads"]
+        warp_occupancy = loaded.module.max_active_blocks(loaded.names[3], self.warp_threads)
+        self.warp_blocks = max(1, warp_occupancy) * driver.sm_count(loaded.device)  # a full GPU of warp blocks
         self.accum_size, self.temp_align = meta["accum_size"], meta["accum_align"]
 
 
@@ -91,6 +98,14 @@ def slices_for(plan: Any, num_segments: int, hint: int) -> int:
     if hint:
         slices = min(slices, -(-hint // plan.tile_items))
     return max(1, slices)
+
+
+def warp_grid(plan: Any, num_segments: int, hint: int) -> int:
+    """Blocks of cuprims' warp kernel for ``num_segments`` (0: the hint does not fit a warp's
+    tile, CUB's kernel runs): one warp per segment, at most a full GPU of blocks."""
+    if not plan.small_tile < hint <= plan.medium_tile:
+        return 0
+    return min(-(-num_segments // (plan.warp_threads // 32)), plan.warp_blocks)
 
 
 def cub_grid(plan: Any, num_segments: int, hint: int) -> int:
@@ -133,7 +148,7 @@ class _SegmentedReduce(Algorithm):
     desc: SegmentedReduceDescription
 
     def _setup(self) -> None:
-        self._cub_params, self._slice_params, self._combine_params = self._packs
+        self._cub_params, self._slice_params, self._combine_params, self._warp_params = self._packs
         self._accum = self.desc.d_out.value
         self._init_type = scalar_init_type(self._accum, True)
         self._stateful = bool(self.desc.op.state_size)
@@ -151,6 +166,11 @@ class _SegmentedReduce(Algorithm):
         if ns == 0:
             return
         slices = slices_for(plan, ns, hint)
+        warp_blocks = warp_grid(plan, ns, hint) if slices == 1 else 0
+        if warp_blocks:
+            driver.launch(plan.warp, warp_blocks, plan.warp_threads, stream,
+                          self._warp_params.pack(p_in, p_out, p_begin, p_end, ns, state, init))
+            return
         if slices == 1:
             driver.launch(plan.cub, cub_grid(plan, ns, hint), plan.threads, stream,
                           self._cub_params.pack(p_in, p_out, p_begin, p_end, ns, state, init, hint))

@@ -9,12 +9,21 @@
 //     non-empty slices of a segment are its first ones) into partials[s * slices + j];
 //   * combine_kernel: one block per segment combines its non-empty partials and the
 //     initial value into d_out[s] (the initial value alone for an empty segment).
+// Segments that a warp reduces (the max_segment_size hint within CUB's medium tile) run in
+// warp_kernel: CUB's warp agent reads a segment shorter than its tile one item per lane
+// per load, and only after the offsets have arrived; warp_kernel reads an array in 16-byte
+// vectors from the segment's first aligned item, and fetches the offsets of its next
+// segment while it reduces this one.
 #pragma once
 
 #include <cub/agent/agent_reduce.cuh>
 #include <cub/device/dispatch/kernels/kernel_segmented_reduce.cuh>
+#include <cub/warp/warp_reduce.cuh>
 
+#include <cuda/std/cstdint>
+#include <cuda/std/cstring>
 #include <cuda/std/functional>
+#include <cuda/std/type_traits>
 
 namespace cuprims
 {
@@ -95,6 +104,160 @@ void combine_kernel(const AccumT* partials, OutputIt d_out, BeginT d_begin, EndT
   if (threadIdx.x == 0)
   {
     d_out[segment] = op(init, aggregate);
+  }
+}
+
+constexpr int warp_threads      = 256;  // warp_kernel's block: eight segments at a time
+constexpr int warp_loads_ahead  = 4;    // loads a lane issues before it combines their items
+
+// One lane's share of a segment: the first item it sees starts the partial (there is no
+// identity for a user's operator).
+template <class AccumT, class OpT>
+struct lane_partial
+{
+  OpT& op;
+  AccumT value;
+  bool any;
+
+  __device__ __forceinline__ void add(const AccumT& item)
+  {
+    value = any ? op(value, item) : item;
+    any   = true;
+  }
+};
+
+// Items [begin, end) of d_in into lane `lane`'s partial; returns how many lanes (a prefix
+// of the warp) hold one.
+template <class InputT, class AccumT, class OpT>
+__device__ __forceinline__ int consume_segment(lane_partial<AccumT, OpT>& partial, InputT d_in, long long begin,
+                                               long long end, int lane)
+{
+  using item_t = CUB_NS_QUALIFIER::detail::it_value_t<InputT>;
+  constexpr bool vectors = ::cuda::std::is_pointer_v<InputT> && ::cuda::std::is_same_v<item_t, AccumT>
+                        && 16 % sizeof(AccumT) == 0 && sizeof(AccumT) < 16;
+  const long long n = end - begin;
+  if constexpr (vectors)
+  {
+    constexpr int per_vector = 16 / sizeof(AccumT);
+    const AccumT* items      = d_in + begin;
+    // the items before the first 16-byte boundary, then whole vectors, then the rest
+    const int misaligned = int(reinterpret_cast<::cuda::std::uintptr_t>(items) % 16) / int(sizeof(AccumT));
+    const long long head = misaligned ? (per_vector - misaligned < n ? per_vector - misaligned : n) : 0;
+    const long long body = (n - head) / per_vector;
+    const long long tail = n - head - body * per_vector;
+    if (lane < head)
+    {
+      partial.add(items[lane]);
+    }
+    const uint4* vecs = reinterpret_cast<const uint4*>(items + head);
+    for (long long v = lane; v < body; v += 32 * warp_loads_ahead)
+    {
+      uint4 loaded[warp_loads_ahead];
+      _CCCL_PRAGMA_UNROLL_FULL()
+      for (int k = 0; k < warp_loads_ahead; ++k)
+      {
+        if (v + 32 * k < body)
+        {
+          loaded[k] = vecs[v + 32 * k];
+        }
+      }
+      _CCCL_PRAGMA_UNROLL_FULL()
+      for (int k = 0; k < warp_loads_ahead; ++k)
+      {
+        if (v + 32 * k < body)
+        {
+          AccumT unpacked[per_vector];
+          ::cuda::std::memcpy(unpacked, &loaded[k], sizeof(unpacked));
+          _CCCL_PRAGMA_UNROLL_FULL()
+          for (int j = 0; j < per_vector; ++j)
+          {
+            partial.add(unpacked[j]);
+          }
+        }
+      }
+    }
+    if (lane < tail)
+    {
+      partial.add(items[head + body * per_vector + lane]);
+    }
+    const long long lanes = head > tail ? head : tail;
+    return int(body >= 32 ? 32 : (body > lanes ? body : lanes));
+  }
+  else
+  {
+    for (long long i = begin + lane; i < end; i += 32 * warp_loads_ahead)
+    {
+      AccumT loaded[warp_loads_ahead];
+      _CCCL_PRAGMA_UNROLL_FULL()
+      for (int k = 0; k < warp_loads_ahead; ++k)
+      {
+        if (i + 32 * k < end)
+        {
+          loaded[k] = d_in[i + 32 * k];
+        }
+      }
+      _CCCL_PRAGMA_UNROLL_FULL()
+      for (int k = 0; k < warp_loads_ahead; ++k)
+      {
+        if (i + 32 * k < end)
+        {
+          partial.add(loaded[k]);
+        }
+      }
+    }
+    return int(n >= 32 ? 32 : n);
+  }
+}
+
+// A warp per segment, the warps striding over the segments (the grid is sized to the GPU).
+template <class InputT, class OutputIt, class BeginT, class EndT, class AccumT, class OpT>
+__global__ __launch_bounds__(warp_threads)
+void warp_kernel(InputT d_in, OutputIt d_out, BeginT d_begin, EndT d_end, int num_segments, OpT op, AccumT init)
+{
+  constexpr int warps = warp_threads / 32;
+  using warp_reduce_t = CUB_NS_QUALIFIER::WarpReduce<AccumT>;
+  __shared__ typename warp_reduce_t::TempStorage storage[warps];
+
+  const int lane         = int(threadIdx.x) % 32;
+  const int warp         = int(threadIdx.x) / 32;
+  const long long stride = static_cast<long long>(gridDim.x) * warps;
+  long long segment      = static_cast<long long>(blockIdx.x) * warps + warp;
+  long long begin = 0, end = 0;
+  if (segment < num_segments)
+  {
+    begin = static_cast<long long>(d_begin[segment]);
+    end   = static_cast<long long>(d_end[segment]);
+  }
+  for (; segment < num_segments; segment += stride)
+  {
+    const long long next = segment + stride;
+    long long next_begin = 0, next_end = 0;
+    if (next < num_segments)
+    {
+      next_begin = static_cast<long long>(d_begin[next]);
+      next_end   = static_cast<long long>(d_end[next]);
+    }
+    if (end <= begin)
+    {
+      if (lane == 0)
+      {
+        d_out[segment] = init;
+      }
+    }
+    else
+    {
+      lane_partial<AccumT, OpT> partial{op, init, false};
+      const int lanes = consume_segment(partial, d_in, begin, end, lane);
+      warp_reduce_t reducer(storage[warp]);
+      const AccumT total = lanes == 32 ? reducer.Reduce(partial.value, op) : reducer.Reduce(partial.value, op, lanes);
+      if (lane == 0)
+      {
+        d_out[segment] = op(init, total);
+      }
+      __syncwarp();  // the reducer's storage is the next segment's
+    }
+    begin = next_begin;
+    end   = next_end;
   }
 }
 

@@ -17,7 +17,7 @@ struct cuprims_op_t
 
 using cuprims_selector_t = CUB_NS_QUALIFIER::detail::segmented_reduce::policy_selector_from_types<float, long long, cuprims_op_t>;
 constexpr auto cuprims_policy = cuprims_selector_t{}(::cuda::compute_capability{9, 0});
-extern "C" __device__ __attribute__((used)) const long long cuprims_meta[8] = {
+extern "C" __device__ __attribute__((used)) const long long cuprims_meta[9] = {
   (long long)(cuprims_policy.large_reduce.threads_per_block) /* threads */,
   (long long)(cuprims_policy.large_reduce.items_per_thread) /* items */,
   (long long)(cuprims_policy.medium_reduce.items_per_tile()) /* medium_items_per_tile */,
@@ -25,12 +25,14 @@ extern "C" __device__ __attribute__((used)) const long long cuprims_meta[8] = {
   (long long)(cuprims_policy.small_reduce.items_per_tile()) /* small_items_per_tile */,
   (long long)(cuprims_policy.small_reduce.segments_per_block()) /* small_segments_per_block */,
   (long long)(sizeof(float)) /* accum_size */,
-  (long long)(alignof(float)) /* accum_align */};
+  (long long)(alignof(float)) /* accum_align */,
+  (long long)(cuprims::segmented_reduce::warp_threads) /* warp_threads */};
 
 // ---- name_expressions ----
 // CUB_NS_QUALIFIER::detail::segmented_reduce::DeviceSegmentedReduceKernel<cuprims_selector_t, const float*, float*, const long long*, const long long*, long long, cuprims_op_t, float, float>
 // cuprims::segmented_reduce::slice_kernel<cuprims_selector_t, const float*, const long long*, const long long*, float, cuprims_op_t>
 // cuprims::segmented_reduce::combine_kernel<cuprims_selector_t, float*, const long long*, const long long*, float, cuprims_op_t>
+// cuprims::segmented_reduce::warp_kernel<const float*, float*, const long long*, const long long*, float, cuprims_op_t>
 // ---- extern_symbols ----
 // ---- meta_fields ----
 // threads
@@ -41,3 +43,4 @@ extern "C" __device__ __attribute__((used)) const long long cuprims_meta[8] = {
 // small_segments_per_block
 // accum_size
 // accum_align
+// warp_threads
