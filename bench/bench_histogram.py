@@ -89,6 +89,10 @@ def main() -> None:
     t = device_ms(h.run)
     add(work, "cuprims object API", t, "ms", None, f"{n / 1e9 / t:.2f} TB/s")
     add(work, "cuprims histogram_even", device_ms(h.one_shot), "ms")
+    import cuprims
+    with cuprims.settings.override(pdl=False):
+        t_plain = device_ms(h.run)
+    add(work, "cuprims object API, no PDL", t_plain, "ms", t_plain / t, "ratio = no-PDL/PDL")
     if h.cc_obj is not None:
         h.cc_obj(temp_storage=h.cc_tmp, **h.args)
         assert (cp.asnumpy(h.hist) == want).all(), "cuda.compute differs"

@@ -5,6 +5,7 @@ storage. The kernels themselves run in tests/gpu."""
 
 from __future__ import annotations
 
+import struct
 from types import SimpleNamespace
 
 import numpy as np
@@ -14,6 +15,7 @@ import cuprims
 from cpu_helpers import FakeArray, FakeMemory, FakePack
 from cuprims import CountingIterator, OpKind, ProxyArray as P, ProxyValue as V
 from cuprims._jit import driver
+from cuprims.algorithms import three_way_partition as twp
 
 i4, i8, f4 = np.int32, np.int64, np.float32
 
@@ -104,9 +106,45 @@ def test_three_way_partition_dispatch(recorder):
     obj._run(None, *arrays, counts, lambda v: v < 3, lambda v: v > 6, n, None, True)
     (k0, _, b0, _), (k1, g1, _, p1) = recorder.launches
     assert (k0, b0, k1) == (names[0], 256, names[1]) and p1[8] == n and p1[9] == g1
-    with pytest.raises(cuprims.errors.ArgumentError) as info:
-        obj._run(None, *arrays, counts, lambda v: v < 3, lambda v: v > 6, 1 << 31, None, True)
-    assert info.value.argument in ("num_items", "d_in")
+    with pytest.raises(cuprims.errors.ArgumentError) as info:  # more items than the arrays hold
+        obj._run(None, *arrays, counts, lambda v: v < 3, lambda v: v > 6, n + 1, None, True)
+    assert info.value.argument == "d_in"
+
+
+def test_three_way_partition_runs_partition_by_partition(recorder, monkeypatch):
+    # as past 2^31 - 1 items, with partitions of 20000: each reads the counts the previous one left
+    monkeypatch.setattr(twp, "_PARTITION_ITEMS", 20_000)
+    obj = cuprims.make_three_way_partition(d_in=P(i4), d_first_part_out=P(i4), d_second_part_out=P(i4),
+                                           d_unselected_out=P(i4), d_num_selected_out=P(i8),
+                                           select_first_part_op=lambda v: v < 3,
+                                           select_second_part_op=lambda v: v > 6, compute_capability=90)
+    meta = obj._builds.result(90).meta
+    names = obj._builds.source(90).name_expressions
+    plan, _, _ = _plan(obj, init=names[0], sweep=names[1], padding=meta["tile_padding"],
+                       word_bytes=meta["tile_word_bytes"])
+    mem, n = recorder.mem, 50_000
+    arrays = [FakeArray(mem, np.zeros(n, i4)) for _ in range(4)]
+    counts = FakeArray.empty(mem, 2, i8)
+    nbytes = obj(temp_storage=None, d_in=arrays[0], d_first_part_out=arrays[1], d_second_part_out=arrays[2],
+                 d_unselected_out=arrays[3], d_num_selected_out=counts, num_items=n)
+    states = 256 + (-(-20_000 // plan.tile_items) + plan.padding) * plan.word_bytes
+    assert nbytes == states + 48 + 8
+    temp = FakeArray(mem, np.zeros(nbytes, np.uint8))
+    obj._run(temp, *arrays, counts, lambda v: v < 3, lambda v: v > 6, n, None, False)
+    sweeps = [params for kernel, _, _, params in recorder.launches if kernel == names[1]]
+    inits = [params for kernel, _, _, params in recorder.launches if kernel == names[0]]
+    assert len(sweeps) == len(inits) == 3
+    contexts = [struct.unpack("<??6xqQQ", p[10]) for p in sweeps]
+    assert [(c[0], c[1], c[2]) for c in contexts] == [(True, False, 0), (False, False, 20_000), (False, True, 40_000)]
+    assert [p[8] for p in sweeps] == [20_000, 20_000, 10_000]
+    assert [p[9] for p in sweeps] == [-(-m // plan.tile_items) for m in (20_000, 20_000, 10_000)]
+    # the buffers take turns: what a partition leaves is what the next one reads
+    assert contexts[0][4] == contexts[1][3] and contexts[1][4] == contexts[2][3] != contexts[0][4]
+    base = temp.__cuda_array_interface__["data"][0]
+    for c in contexts:
+        for address in c[3:]:
+            assert address % 8 == 0 and base + states <= address and address + 24 <= base + nbytes
+    assert all(p[4] == counts.__cuda_array_interface__["data"][0] for p in sweeps)  # the last writes the user's
 
 
 def test_select_dispatch_with_an_iterator_input(recorder):

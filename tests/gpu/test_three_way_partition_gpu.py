@@ -80,3 +80,25 @@ def test_counting_input_discarded_rest_and_a_captured_bound():
                                 d_unselected_out=DiscardIterator(first), d_num_selected_out=counts,
                                 select_first_part_op=below, select_second_part_op=lambda v: v % 2 == 0, num_items=n)
     assert int(counts.get()[0]) == 10 and cuprims.cache_info()["links"] == before
+
+
+def test_more_than_two_to_the_31_items_run_in_partitions():
+    # i % 7 as int8: the parts are repeating patterns, so order and every partition seam show
+    n = (1 << 31) + 12_345
+    period = (cp.arange(7 << 20, dtype=np.int32) % 7).astype(np.int8)
+    full, rest = divmod(n, period.size)
+    x = cp.concatenate([cp.tile(period, full), period[:rest]])
+    outs = [cp.empty(n, np.int8) for _ in range(3)]
+    counts = cp.full(2, -1, np.int64)
+    cuprims.three_way_partition(d_in=x, d_first_part_out=outs[0], d_second_part_out=outs[1], d_unselected_out=outs[2],
+                                d_num_selected_out=counts, select_first_part_op=lambda v: v < 2,
+                                select_second_part_op=lambda v: v > 4, num_items=n)
+    c1, c2 = (int(v) for v in counts.get())
+    whole, tail = divmod(n, 7)
+    assert c1 == 2 * whole + min(tail, 2) and c2 == 2 * whole + max(0, tail - 5)
+    for out, count, values in ((outs[0], c1, (0, 1)), (outs[1], c2, (5, 6)), (outs[2], n - c1 - c2, (2, 3, 4))):
+        pattern = cp.asarray(np.array(values, np.int8))
+        k = len(values)
+        reps, extra = divmod(count, k)
+        assert bool(cp.all(out[:reps * k].reshape(reps, k) == pattern)), values
+        assert bool(cp.all(out[reps * k:count] == pattern[:extra])), values

@@ -1,8 +1,10 @@
 """Source for three-way partition: CUB's DeviceThreeWayPartitionKernel (decoupled look-back
-over tiles) and its init kernel, for one partition of at most 2^31 - 1 items."""
+over the tiles of one partition of at most 2^31 - 1 items) and its init kernel; the host
+runs the pair once per partition, passing each its streaming context."""
 
 from __future__ import annotations
 
+import struct
 from typing import Any
 
 from ..op import OpSpec
@@ -12,9 +14,16 @@ from .functors import predicate_functor
 PARTITION_META = ("threads", "items", "tile_padding", "tile_word_bytes")
 _TILE_STATE = "CUB_NS_QUALIFIER::detail::three_way_partition::ScanTileStateT"
 _CONTEXT = "CUB_NS_QUALIFIER::detail::three_way_partition::streaming_context_t<long long>"
-# the context's bytes as the host packs them: first partition, last partition, 6 padding
-# bytes, the items before this partition, the two counter buffers (unused for one partition)
-CONTEXT_BYTES = b"\x01\x01" + bytes(6) + bytes(8) + bytes(16)
+# CUB's streaming context as the host packs it: first partition, last partition, padding,
+# the items before this partition, then the counters the previous partition left (first,
+# second, rejected) and the ones this partition leaves for the next
+_CONTEXT_LAYOUT = struct.Struct("<??6xqQQ")
+CONTEXT_SIZE = _CONTEXT_LAYOUT.size
+
+
+def context_bytes(first: bool, last: bool, previous_items: int, counters_in: int, counters_out: int) -> bytes:
+    """The streaming context of one partition (counter addresses: 0 for a single partition)."""
+    return _CONTEXT_LAYOUT.pack(first, last, previous_items, counters_in, counters_out)
 
 
 def three_way_partition_source(*, d_in: Any, first: Any, second: Any, unselected: Any, num_selected: Any,
@@ -35,8 +44,8 @@ def three_way_partition_source(*, d_in: Any, first: Any, second: Any, unselected
         + "constexpr auto cuprims_policy = cuprims_selector_t{}(::cuda::compute_capability{"
         + f"{arch // 10}, {arch % 10}" + "}).lookback;\n"
         + f"static_assert(sizeof({_TILE_STATE}) == sizeof(void*), \"cuprims passes the tile state as a pointer\");\n"
-        + f"static_assert(sizeof({_CONTEXT}) == {len(CONTEXT_BYTES)} && alignof({_CONTEXT}) == 8, "
-        + "\"cuprims packs the streaming context as CONTEXT_BYTES\");\n"
+        + f"static_assert(sizeof({_CONTEXT}) == {CONTEXT_SIZE} && alignof({_CONTEXT}) == 8, "
+        + "\"cuprims packs the streaming context as context_bytes does\");\n"
         + lookback_meta("cuprims_policy", _TILE_STATE)
     )
     names = (

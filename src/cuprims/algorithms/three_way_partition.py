@@ -7,9 +7,12 @@ order); the others go to ``d_unselected_out``, in input order too.
 ``d_num_selected_out[0]`` and ``[1]`` receive the first two counts, on the device. Predicates are Python callables ``f(x) -> bool`` or RawOps; they may capture
 device arrays (read at each call).
 
-Host dispatch (ours, mirroring CUB's for one partition of up to 2^31 - 1 items): an
-init kernel readies the tile states and zeroes the counts, then CUB's kernel handles one
-tile per block with decoupled look-back.
+Host dispatch (ours, mirroring CUB's): the input is cut into partitions of up to 2^31 - 1
+items (CUB's kernel counts within one in int32); for each, an init kernel readies the tile
+states and zeroes the counts, then CUB's kernel handles one tile per block with decoupled
+look-back. Partitions after the first read the running counts the previous one left in
+temporary storage (two buffers of three counters, taking turns); the last writes
+``d_num_selected_out``.
 """
 
 from __future__ import annotations
@@ -19,8 +22,7 @@ from typing import Any
 from .._jit import driver
 from .._jit.build import OpInput
 from .._jit.codegen import Source, op_symbol
-from .._jit.codegen_partition import CONTEXT_BYTES, three_way_partition_source
-from ..errors import ArgumentError
+from .._jit.codegen_partition import CONTEXT_SIZE, context_bytes, three_way_partition_source
 from ..op import OpSpec
 from ._arguments import ArgKind, describe, keyword_checked, linked_objects
 from ._common import Loaded, check_num_items
@@ -30,7 +32,8 @@ from ._skeleton import Algorithm, Description, description, functor_size, functo
 __all__ = ["make_three_way_partition", "three_way_partition"]
 
 _INIT_THREADS = 256          # CUB's init block for this algorithm
-_MAX_ITEMS = (1 << 31) - 1   # one partition: CUB's per-partition offsets are int32
+_PARTITION_ITEMS = (1 << 31) - 1   # CUB's per-partition offsets are int32
+_COUNTER_BYTES = 2 * 3 * 8         # two buffers of (first, second, rejected) running int64 counts
 _OUTPUTS = ("d_first_part_out", "d_second_part_out", "d_unselected_out")
 
 
@@ -65,7 +68,7 @@ class ThreeWayPartitionDescription(Description):
             ("ptr", "i32", "ptr"),     # init: tile state, tiles, counts
             # sweep: input, three outputs, counts, tile state, two predicates, items, tiles, context
             (self.d_in.param, self.first.param, self.second.param, self.unselected.param, "ptr", "ptr",
-             functor_size(self.first_op), functor_size(self.second_op), "i32", "i32", len(CONTEXT_BYTES)),
+             functor_size(self.first_op), functor_size(self.second_op), "i32", "i32", CONTEXT_SIZE),
         )
 
 
@@ -98,22 +101,30 @@ class _Partition(Algorithm):
 
     # args: (p_in, p_first, p_second, p_unselected, p_counts, state1, state2, n)
     def _temp_bytes(self, plan: LookbackPlan, args: tuple) -> int:
-        return tile_storage(plan, args[7])[1]
+        n = args[7]
+        states = tile_storage(plan, min(n, _PARTITION_ITEMS))[1]
+        return states + (_COUNTER_BYTES + 8 if n > _PARTITION_ITEMS else 0)  # + 8: the counters' alignment
 
     def _dispatch(self, plan: LookbackPlan, args: tuple, temp: int, stream: int) -> None:
         p_in, p_first, p_second, p_unsel, p_counts, s1, s2, n = args
-        tiles, _ = tile_storage(plan, n)
-        tile_state = ready_tiles(plan, self._init_params, temp, tiles, p_counts, stream, _INIT_THREADS)
-        if n:
+        parts = max(1, -(-n // _PARTITION_ITEMS))
+        counters = -(-(temp + tile_storage(plan, min(n, _PARTITION_ITEMS))[1]) // 8) * 8 if parts > 1 else 0
+        buffers = (counters, counters + _COUNTER_BYTES // 2) if parts > 1 else (0, 0)
+        for part in range(parts):
+            size = min(_PARTITION_ITEMS, n - part * _PARTITION_ITEMS)
+            tiles, _ = tile_storage(plan, size)
+            tile_state = ready_tiles(plan, self._init_params, temp, tiles, p_counts, stream, _INIT_THREADS)
+            if not size:
+                return
+            context = context_bytes(part == 0, part == parts - 1, part * _PARTITION_ITEMS, buffers[(part + 1) % 2],
+                                    buffers[part % 2])
             driver.launch(plan.sweep, tiles, plan.threads, stream,
-                          self._sweep_params.pack(p_in, p_first, p_second, p_unsel, p_counts, tile_state, s1, s2, n,
-                                                  tiles, CONTEXT_BYTES))
+                          self._sweep_params.pack(p_in, p_first, p_second, p_unsel, p_counts, tile_state, s1, s2,
+                                                  size, tiles, context))
 
     def _run(self, temp_storage: Any, d_in: Any, first: Any, second: Any, unselected: Any, num_selected: Any,
              first_op: Any, second_op: Any, num_items: Any, stream: Any, one_shot: bool) -> int | None:
         n = check_num_items(num_items)
-        if n > _MAX_ITEMS:
-            raise ArgumentError("num_items", f"at most {_MAX_ITEMS} items (one partition)", n)
         d = self.desc
         args = (d.d_in.bind(d_in, n), d.first.bind(first, n), d.second.bind(second, n),
                 d.unselected.bind(unselected, n), d.num_selected.bind(num_selected, 2, None),

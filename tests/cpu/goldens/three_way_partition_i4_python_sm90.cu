@@ -33,7 +33,7 @@ struct cuprims_second_t
 using cuprims_selector_t = CUB_NS_QUALIFIER::detail::three_way_partition::policy_selector_from_types<int, CUB_NS_QUALIFIER::detail::three_way_partition::per_partition_offset_t>;
 constexpr auto cuprims_policy = cuprims_selector_t{}(::cuda::compute_capability{9, 0}).lookback;
 static_assert(sizeof(CUB_NS_QUALIFIER::detail::three_way_partition::ScanTileStateT) == sizeof(void*), "cuprims passes the tile state as a pointer");
-static_assert(sizeof(CUB_NS_QUALIFIER::detail::three_way_partition::streaming_context_t<long long>) == 32 && alignof(CUB_NS_QUALIFIER::detail::three_way_partition::streaming_context_t<long long>) == 8, "cuprims packs the streaming context as CONTEXT_BYTES");
+static_assert(sizeof(CUB_NS_QUALIFIER::detail::three_way_partition::streaming_context_t<long long>) == 32 && alignof(CUB_NS_QUALIFIER::detail::three_way_partition::streaming_context_t<long long>) == 8, "cuprims packs the streaming context as context_bytes does");
 extern "C" __device__ __attribute__((used)) const long long cuprims_meta[4] = {
   (long long)(cuprims_policy.threads_per_block) /* threads */,
   (long long)(cuprims_policy.items_per_thread) /* items */,
