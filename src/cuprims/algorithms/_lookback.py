@@ -11,7 +11,7 @@ from ..errors import ArgumentError
 from ..op import OpSpec, op_spec
 from ._arguments import ArgKind, describe
 from ._common import Loaded
-from ._skeleton import Plan
+from ._skeleton import Algorithm, Plan
 
 REGION_ALIGN = 256   # the tile states start at the first such boundary of the storage
 
@@ -45,6 +45,17 @@ class LookbackPlan(Plan):
         self.threads = meta["threads"]
         self.tile_items = self.threads * meta["items"]
         self.padding, self.word_bytes = meta["tile_padding"], meta["tile_word_bytes"]
+
+
+class LookbackAlgorithm(Algorithm):
+    """An algorithm of an init kernel and one single-pass sweep (parameter blocks in that
+    order), planned from the build's exported metadata."""
+
+    def _setup(self) -> None:
+        self._init_params, self._sweep_params = self._packs
+
+    def _make_plan(self, loaded: Loaded, variant: int) -> LookbackPlan:
+        return LookbackPlan(loaded)
 
 
 def output_like(x: Any, name: str, like: ArgKind) -> ArgKind:

@@ -24,9 +24,10 @@ from .._jit.codegen_select import select_source
 from ..errors import ArgumentError
 from ..op import OpSpec
 from ._arguments import ArgKind, describe, keyword_checked
-from ._common import Loaded, check_num_items
-from ._lookback import LookbackPlan, count_output, output_like, predicate, ready_tiles, tile_storage
-from ._skeleton import Algorithm, Description, description, functor_size, functor_state
+from ._common import check_num_items
+from ._lookback import (LookbackAlgorithm, LookbackPlan, count_output, output_like, predicate, ready_tiles,
+                        tile_storage)
+from ._skeleton import Description, description, functor_size, functor_state
 
 __all__ = ["make_select", "select"]
 
@@ -64,20 +65,11 @@ def _describe(d_in: Any, d_out: Any, d_num_selected_out: Any, cond: Any) -> Sele
                              count_output(d_num_selected_out, "d_num_selected_out"), predicate(cond, "cond"))
 
 
-class _Select(Algorithm):
-    """A select built for fixed types and predicate; call it to run.
-
-    ``obj(temp_storage=None, ...)`` returns the temporary bytes needed and launches
-    nothing; ``obj(temp_storage=buf, ...)`` runs on ``stream``.
-    """
+class _Select(LookbackAlgorithm):
+    """A select built for fixed types and predicate. Called with ``temp_storage=None`` it
+    returns the temporary bytes it needs; with a buffer it compacts on ``stream``."""
 
     desc: SelectDescription
-
-    def _setup(self) -> None:
-        self._init_params, self._sweep_params = self._packs
-
-    def _make_plan(self, loaded: Loaded, variant: int) -> LookbackPlan:
-        return LookbackPlan(loaded)
 
     # args: (p_in, p_out, p_count, state, n)
     def _temp_bytes(self, plan: LookbackPlan, args: tuple) -> int:

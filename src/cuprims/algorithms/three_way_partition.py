@@ -25,9 +25,10 @@ from .._jit.codegen import Source, op_symbol
 from .._jit.codegen_partition import CONTEXT_SIZE, context_bytes, three_way_partition_source
 from ..op import OpSpec
 from ._arguments import ArgKind, describe, keyword_checked, linked_objects
-from ._common import Loaded, check_num_items
-from ._lookback import LookbackPlan, count_output, output_like, predicate, ready_tiles, tile_storage
-from ._skeleton import Algorithm, Description, description, functor_size, functor_state
+from ._common import check_num_items
+from ._lookback import (LookbackAlgorithm, LookbackPlan, count_output, output_like, predicate, ready_tiles,
+                        tile_storage)
+from ._skeleton import Description, description, functor_size, functor_state
 
 __all__ = ["make_three_way_partition", "three_way_partition"]
 
@@ -81,23 +82,14 @@ def _describe(d_in: Any, first: Any, second: Any, unselected: Any, num_selected:
                                         predicate(second_op, "select_second_part_op"))
 
 
-class _Partition(Algorithm):
-    """A three-way partition built for fixed types and predicates; call it to run.
-
-    ``obj(temp_storage=None, ...)`` returns the temporary bytes needed and launches
-    nothing; ``obj(temp_storage=buf, ...)`` runs on ``stream``.
-    """
+class _Partition(LookbackAlgorithm):
+    """A three-way partition for fixed item types and predicates: ``temp_storage=None``
+    asks for the bytes it needs, a buffer runs it on ``stream``."""
 
     desc: ThreeWayPartitionDescription
 
-    def _setup(self) -> None:
-        self._init_params, self._sweep_params = self._packs
-
     def _objects(self, first_op: Any = None, second_op: Any = None, *iterators: Any) -> list[Any]:
         return [first_op, second_op] + linked_objects(*iterators)
-
-    def _make_plan(self, loaded: Loaded, variant: int) -> LookbackPlan:
-        return LookbackPlan(loaded)
 
     # args: (p_in, p_first, p_second, p_unselected, p_counts, state1, state2, n)
     def _temp_bytes(self, plan: LookbackPlan, args: tuple) -> int:
