@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import cuprims
-from cpu_helpers import check_golden, check_kernel_params, counters, delta, render_source
+from cpu_helpers import (check_golden, check_kernel_params, counters, delta, kernel_param_sizes, pack_sizes,
+                         render_source)
 from cuprims import CountingIterator, OpKind, ProxyArray as P, TransformOutputIterator
 from cuprims.errors import ArgumentError
 
@@ -31,6 +32,19 @@ def test_golden_and_parameters(shared_cache):
     check_kernel_params(obj, 90)
     meta = obj._builds.result(90).meta
     assert meta["threads"] * meta["items"] >= 128 and meta["tile_word_bytes"] in (8, 16)
+
+
+def test_partitioned_variant_builds_with_its_context_parameter(shared_cache):
+    obj = _make()
+    builds = obj._builds_of(1)
+    builds.build_for([90], [_even])
+    result, source = builds.result(90), builds.source(90)
+    assert "select_partition_kernel<" in source.name_expressions[1]
+    kinds = obj.desc.variant(1).kernel_params()
+    assert kinds[1][-1] == 32 and kinds[1][:-1] == obj.desc.kernel_params()[1]
+    for expr, k in zip(source.name_expressions, kinds):
+        assert kernel_param_sizes(result.cubin, result.kernels[expr]) == pack_sizes(k), expr
+    assert result.meta == obj._builds.result(90).meta   # the same tiles and tile states
 
 
 def test_iterator_input_output_iterator_and_a_captured_array(shared_cache):

@@ -15,7 +15,7 @@ import cuprims
 from cpu_helpers import FakeArray, FakeMemory, FakePack
 from cuprims import CountingIterator, OpKind, ProxyArray as P, ProxyValue as V
 from cuprims._jit import driver
-from cuprims.algorithms import three_way_partition as twp
+from cuprims.algorithms import select as select_mod, three_way_partition as twp
 
 i4, i8, f4 = np.int32, np.int64, np.float32
 
@@ -162,3 +162,33 @@ def test_select_dispatch_with_an_iterator_input(recorder):
     obj._run(None, CountingIterator(i8(0)), out, count, lambda v: v % 2 == 0, n, None, True)
     (_, _, _, p0), (k1, g1, b1, p1) = recorder.launches
     assert (k1, g1, b1) == (names[1], tiles, meta["threads"]) and p1[3] == p0[0] and p1[5:] == (n, tiles)
+
+
+def test_select_runs_partition_by_partition(recorder, monkeypatch):
+    # as past 2^31 - 1 items, with partitions of 5000: the running count passes between them
+    monkeypatch.setattr(select_mod, "_PARTITION_ITEMS", 5000)
+    obj = cuprims.make_select(d_in=P(i4), d_out=P(i4), d_num_selected_out=P(i8), cond=lambda v: v > 2,
+                              compute_capability=90)
+    meta = obj._builds.result(90).meta
+    names = obj._builds.source(90).name_expressions
+    plan, _, _ = _plan(obj, init=names[0], sweep=names[1], padding=meta["tile_padding"],
+                       word_bytes=meta["tile_word_bytes"])
+    obj._plans[1] = SimpleNamespace(**{k: getattr(plan, k) for k in vars(plan)},
+                                    partition_params=FakePack(obj.desc.variant(1).kernel_params()[1]))
+    mem, n = recorder.mem, 12_000
+    x, out, count = FakeArray(mem, np.zeros(n, i4)), FakeArray.empty(mem, n, i4), FakeArray.empty(mem, 1, i8)
+    call = dict(d_in=x, d_out=out, d_num_selected_out=count, num_items=n, cond=lambda v: v > 2)
+    states = 256 + (-(-5000 // plan.tile_items) + plan.padding) * plan.word_bytes
+    assert obj(temp_storage=None, **call) == states + 16 + 8
+    assert obj(temp_storage=None, **{**call, "num_items": 5000}) == states   # one partition: no counters
+    temp = FakeArray(mem, np.zeros(states + 24, np.uint8))
+    obj(temp_storage=temp, **call)
+    sweeps = [params for kernel, _, _, params in recorder.launches if kernel == names[1]]
+    assert len(sweeps) == 3 and [p[5] for p in sweeps] == [5000, 5000, 2000]
+    contexts = [select_mod.PARTITION_CONTEXT.unpack(p[7]) for p in sweeps]
+    assert [(c[0], c[3], c[4]) for c in contexts] == [(0, 1, 0), (5000, 0, 0), (10_000, 0, 1)]
+    assert contexts[0][2] == contexts[1][1] and contexts[1][2] == contexts[2][1] != contexts[0][2]
+    base = temp.__cuda_array_interface__["data"][0]
+    for c in contexts:
+        for address in c[1:3]:
+            assert address % 8 == 0 and base + states <= address and address + 8 <= base + states + 24

@@ -83,3 +83,19 @@ def test_object_api_and_a_stream():
     stream.synchronize()
     host = x.get()
     np.testing.assert_array_equal(y.get()[: int(count.get()[0])], host[host > 0.5])
+
+
+def test_more_than_two_to_the_31_items_run_in_partitions():
+    # i % 7 as int8: the kept items repeat (0, 1), so order and the partition seam show
+    n = (1 << 31) + 12_345
+    period = (cp.arange(7 << 20, dtype=np.int32) % 7).astype(np.int8)
+    full, rest = divmod(n, period.size)
+    x = cp.concatenate([cp.tile(period, full), period[:rest]])
+    out = cp.empty(n, np.int8)
+    count = cp.full(1, -1, np.int32)
+    cuprims.select(d_in=x, d_out=out, d_num_selected_out=count, cond=lambda v: v < 2, num_items=n)
+    whole, tail = divmod(n, 7)
+    kept = int(count.get()[0])
+    assert kept == 2 * whole + min(tail, 2)
+    assert bool(cp.all(out[:kept - kept % 2].reshape(-1, 2) == cp.asarray(np.array([0, 1], np.int8))))
+    assert kept % 2 == 0 or int(out[kept - 1]) == 0

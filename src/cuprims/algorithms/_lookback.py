@@ -37,7 +37,7 @@ class LookbackPlan(Plan):
     """Kernel handles (init, then the sweep), the tile size, and the tile states' storage
     per tile, read from the build's exported metadata."""
 
-    __slots__ = ("init", "sweep", "threads", "tile_items", "padding", "word_bytes", "device")
+    __slots__ = ("init", "sweep", "threads", "tile_items", "padding", "word_bytes", "device", "partition_params")
 
     def __init__(self, loaded: Loaded):
         meta = loaded.meta

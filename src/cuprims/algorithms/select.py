@@ -7,24 +7,26 @@ read at each call, and write to them (as a side effect: each item is tested once
 input may be an iterator; ``d_out`` an array or an output iterator, disjoint from the
 input's memory.
 
-Host dispatch (ours, mirroring CUB's for one partition of up to 2^31 - 1 items): CUB's
-init kernel readies the tile states and zeroes the count, then our select kernel
-(``kernels/cuprims_select.cuh``, on CUB's AgentSelectIf) handles one tile per block with
-decoupled look-back.
+Host dispatch (ours, mirroring CUB's): CUB's init kernel readies the tile states and
+zeroes the count, then our select kernel (``kernels/cuprims_select.cuh``, on CUB's
+AgentSelectIf) handles one tile per block with decoupled look-back, for one partition of
+up to 2^31 - 1 items. A longer input runs partition by partition in a build variant whose
+kernel offsets each partition by the items and the selections before it; the running
+count passes between partitions in two int64 words of temporary storage, taking turns.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from .._jit import driver
 from .._jit.build import OpInput
 from .._jit.codegen import Source, op_symbol
-from .._jit.codegen_select import select_source
-from ..errors import ArgumentError
+from .._jit.codegen_select import PARTITION_CONTEXT, select_source
 from ..op import OpSpec
 from ._arguments import ArgKind, describe, keyword_checked
-from ._common import check_num_items
+from ._common import Loaded, check_num_items
 from ._lookback import (LookbackAlgorithm, LookbackPlan, count_output, output_like, predicate, ready_tiles,
                         tile_storage)
 from ._skeleton import Description, description, functor_size, functor_state
@@ -32,7 +34,8 @@ from ._skeleton import Description, description, functor_size, functor_state
 __all__ = ["make_select", "select"]
 
 _INIT_THREADS = 128
-_MAX_ITEMS = (1 << 31) - 1
+_PARTITION_ITEMS = (1 << 31) - 1  # the agent counts within a partition in int
+_COUNTER_BYTES = 2 * 8            # the running count's two int64 buffers
 
 
 @description
@@ -43,9 +46,14 @@ class SelectDescription(Description):
     d_out: ArgKind
     num_selected: ArgKind
     op: OpSpec
+    partitioned: bool = False   # the kernel for one partition of several
 
     def source(self, arch: int) -> Source:
-        return select_source(d_in=self.d_in, d_out=self.d_out, num_selected=self.num_selected, op=self.op, arch=arch)
+        return select_source(d_in=self.d_in, d_out=self.d_out, num_selected=self.num_selected, op=self.op, arch=arch,
+                             partitioned=self.partitioned)
+
+    def variant(self, index: int) -> "SelectDescription":
+        return dataclasses.replace(self, partitioned=not self.partitioned) if index else self
 
     def _link(self) -> tuple[OpInput, ...]:
         own = (OpInput(op_symbol(self.op, "cuprims_op_0"), self.op, (self.d_in.value,), None),)
@@ -54,8 +62,9 @@ class SelectDescription(Description):
     def kernel_params(self) -> tuple[tuple[Any, ...], ...]:
         return (
             ("ptr", "i32", "ptr"),     # init: tile state, tiles, count
-            # select: input, output, count, tile state, predicate, items, tiles
-            (self.d_in.param, self.d_out.param, "ptr", "ptr", functor_size(self.op), "i32", "i32"),
+            # select: input, output, count, tile state, predicate, items, tiles (, partition context)
+            (self.d_in.param, self.d_out.param, "ptr", "ptr", functor_size(self.op), "i32", "i32")
+            + ((PARTITION_CONTEXT.size,) if self.partitioned else ()),
         )
 
 
@@ -71,27 +80,46 @@ class _Select(LookbackAlgorithm):
 
     desc: SelectDescription
 
+    def _make_plan(self, loaded: Loaded, variant: int) -> LookbackPlan:
+        plan = LookbackPlan(loaded)
+        if variant:
+            plan.partition_params = driver.ParamPack(self.desc.variant(variant).kernel_params()[1])
+        return plan
+
     # args: (p_in, p_out, p_count, state, n)
     def _temp_bytes(self, plan: LookbackPlan, args: tuple) -> int:
-        return tile_storage(plan, args[4])[1]
+        n = args[4]
+        states = tile_storage(plan, min(n, _PARTITION_ITEMS))[1]
+        return states + (_COUNTER_BYTES + 8 if n > _PARTITION_ITEMS else 0)  # + 8: the counters' alignment
 
     def _dispatch(self, plan: LookbackPlan, args: tuple, temp: int, stream: int) -> None:
         p_in, p_out, p_count, state, n = args
-        tiles, _ = tile_storage(plan, n)
-        tile_state = ready_tiles(plan, self._init_params, temp, tiles, p_count, stream, _INIT_THREADS)
-        if n:
-            driver.launch(plan.sweep, tiles, plan.threads, stream,
-                          self._sweep_params.pack(p_in, p_out, p_count, tile_state, state, n, tiles))
+        if n <= _PARTITION_ITEMS:
+            tiles, _ = tile_storage(plan, n)
+            tile_state = ready_tiles(plan, self._init_params, temp, tiles, p_count, stream, _INIT_THREADS)
+            if n:
+                driver.launch(plan.sweep, tiles, plan.threads, stream,
+                              self._sweep_params.pack(p_in, p_out, p_count, tile_state, state, n, tiles))
+            return
+        parts = -(-n // _PARTITION_ITEMS)
+        counters = -(-(temp + tile_storage(plan, _PARTITION_ITEMS)[1]) // 8) * 8
+        buffers = (counters, counters + _COUNTER_BYTES // 2)
+        for part in range(parts):
+            size = min(_PARTITION_ITEMS, n - part * _PARTITION_ITEMS)
+            tiles, _ = tile_storage(plan, size)
+            tile_state = ready_tiles(plan, self._init_params, temp, tiles, p_count, stream, _INIT_THREADS)
+            context = PARTITION_CONTEXT.pack(part * _PARTITION_ITEMS, buffers[(part + 1) % 2], buffers[part % 2],
+                                             part == 0, part == parts - 1)
+            driver.launch(plan.sweep, tiles, plan.threads, stream, plan.partition_params.pack(
+                p_in, p_out, p_count, tile_state, state, size, tiles, context))
 
     def _run(self, temp_storage: Any, d_in: Any, d_out: Any, d_num_selected_out: Any, cond: Any, num_items: Any,
              stream: Any, one_shot: bool) -> int | None:
         n = check_num_items(num_items)
-        if n > _MAX_ITEMS:
-            raise ArgumentError("num_items", f"at most {_MAX_ITEMS} items (one partition)", n)
         d = self.desc
         args = (d.d_in.bind(d_in, n), d.d_out.bind(d_out, n), d.num_selected.bind(d_num_selected_out, 1, None),
                 functor_state(d.op, cond, "cond"), n)
-        return self._execute(temp_storage, stream, one_shot, args, (cond, d_in, d_out))
+        return self._execute(temp_storage, stream, one_shot, args, (cond, d_in, d_out), int(n > _PARTITION_ITEMS))
 
     def __call__(self, *, temp_storage: Any, d_in: Any, d_out: Any, d_num_selected_out: Any, cond: Any = None,
                  num_items: int, stream: Any = None) -> int | None:
