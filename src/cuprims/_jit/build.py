@@ -28,7 +28,8 @@ from .. import config
 from ..op import OpSpec, RawOp
 from ..types import ValueType
 from . import stats
-from .cache import DiskCache, SingleFlightLRU
+from .cache import SingleFlightLRU
+from .disk_cache import DiskCache
 from .codegen import META_SYMBOL, Source
 from .elfmeta import read_meta
 from .nvrtc import BASE_OPTIONS, compile_to_ltoir, write_source

@@ -10,7 +10,7 @@ from pathlib import Path
 from .. import config
 from ..errors import CompileError
 from . import lazy, stats
-from .cache import UnsafeDirectory, open_private_dir, report_unusable, write_file_atomic
+from .private_files import UnsafeDirectory, open_private_dir, report_unusable, write_file_atomic
 from .codegen import Source
 from .pch import compile_with_pch
 from .toolchain import KERNELS_DIR, cccl_include_dir, cuda_include_dir

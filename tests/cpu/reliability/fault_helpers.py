@@ -14,7 +14,8 @@ from pathlib import Path
 import cuprims
 from cuprims import OpKind
 from cuprims._jit import build as jit_build
-from cuprims._jit.cache import LAYOUT_VERSION, MAGIC
+from cuprims._jit.cache_entries import MAGIC
+from cuprims._jit.disk_cache import LAYOUT_VERSION
 from cpu_helpers import ARCH, make_f4
 
 ELF = b"\x7fELF"

@@ -1,0 +1,75 @@
+"""The on-disk cache's entry format: ``MAGIC | sha256(payload) | len(payload) | payload``,
+the payload a JSON header (the entry's kind and full key beside its metadata, and the
+names and sizes of its binary blobs) followed by the blobs."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+from typing import Any
+
+MAGIC = b"CUPRIMS\x02"
+
+#: Largest entry file read back (bytes). A larger file is rejected without being read:
+#: real entries are a few hundred KiB, and the bound keeps a stray huge (or sparse) file
+#: from being read into memory.
+MAX_ENTRY_BYTES = 256 * 1024 * 1024
+
+_HEADER_FIELDS = {"kind", "key", "meta", "blobs"}
+
+
+def encode_entry(meta: dict[str, Any], blobs: dict[str, bytes], *, kind: str, key: str) -> bytes:
+    """Frame metadata (JSON) and named binary blobs into one checksummed record bound to
+    ``kind`` and ``key``."""
+    names = sorted(blobs)
+    header = json.dumps({"kind": kind, "key": key, "meta": meta,
+                         "blobs": [[n, len(blobs[n])] for n in names]}, sort_keys=True).encode()
+    payload = struct.pack("<Q", len(header)) + header + b"".join(blobs[n] for n in names)
+    return MAGIC + hashlib.sha256(payload).digest() + struct.pack("<Q", len(payload)) + payload
+
+
+def decode_entry(raw: bytes, *, kind: str, key: str) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """Inverse of :func:`encode_entry`; raises ValueError on any damage, on a header of the
+    wrong shape and on an entry written for another kind or key."""
+    head = len(MAGIC) + 32 + 8
+    if len(raw) < head or raw[:len(MAGIC)] != MAGIC:
+        raise ValueError("bad magic")
+    digest = raw[len(MAGIC):len(MAGIC) + 32]
+    (length,) = struct.unpack_from("<Q", raw, len(MAGIC) + 32)
+    payload = raw[head:]
+    if len(payload) != length:
+        raise ValueError("truncated entry")
+    if hashlib.sha256(payload).digest() != digest:
+        raise ValueError("checksum mismatch")
+    if len(payload) < 8:
+        raise ValueError("no header")
+    (hlen,) = struct.unpack_from("<Q", payload, 0)
+    if hlen > len(payload) - 8:
+        raise ValueError("header length out of range")
+    try:
+        header = json.loads(payload[8:8 + hlen])
+    except RecursionError:
+        raise ValueError("header nested too deeply") from None
+    except ValueError as exc:   # JSONDecodeError, UnicodeDecodeError, an over-long integer
+        raise ValueError(f"header is not JSON: {exc}") from None
+    if not isinstance(header, dict) or set(header) != _HEADER_FIELDS:
+        raise ValueError("header fields")
+    if header["kind"] != kind or header["key"] != key:
+        raise ValueError("entry belongs to another kind or key")
+    if not isinstance(header["meta"], dict):
+        raise ValueError("metadata is not an object")
+    listed = header["blobs"]
+    if not isinstance(listed, list):
+        raise ValueError("blob list")
+    blobs, pos = {}, 8 + hlen
+    for item in listed:
+        if (not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], str)
+                or type(item[1]) is not int or item[1] < 0 or item[0] in blobs):
+            raise ValueError("blob list")
+        name, size = item
+        blobs[name] = payload[pos:pos + size]
+        pos += size
+    if pos != len(payload):
+        raise ValueError("blob sizes do not add up")
+    return header["meta"], blobs

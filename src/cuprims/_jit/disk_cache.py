@@ -1,0 +1,247 @@
+"""The on-disk artifact store.
+
+Each entry is one file written atomically (a temp file with an unpredictable
+name, then ``os.replace``), framed as ``MAGIC | sha256(payload) | len(payload) | payload``.
+The payload's JSON header records the entry's kind and full key beside its metadata, so
+an entry is only ever served for the key it was written for. The rules:
+
+* Private storage: every directory of the cache is created ``0700``; an existing one is
+  used only if it is a real directory (not a symlink) owned by us and not writable by
+  group or others. Files are created ``0600`` with ``O_CREAT | O_EXCL | O_NOFOLLOW``
+  relative to an already checked directory descriptor; lock files are opened with
+  ``O_NOFOLLOW`` and ``0600`` too. Nothing we write follows a symlink.
+* Defensive reads: an entry is opened with ``O_NOFOLLOW | O_NONBLOCK`` and accepted only
+  if it is a regular file of ours no larger than :data:`MAX_ENTRY_BYTES` (a FIFO, a device
+  or a huge sparse file is rejected without being read). Then the checksum, the kind, the
+  key and the shape of the header are checked, and the caller may pass a ``validate``
+  function for the metadata it consumes. An entry failing any check is deleted, counted in
+  ``disk_corrupt_discarded`` and reported as a miss, so it is rebuilt, never loaded.
+* Cooperating processes take a per-kind, per-key lock file before building, and look
+  again once they hold it, so two processes never compile the same key twice.
+* A cache directory that cannot be used (not writable, not a directory, not ours) never
+  fails a build: the result is just not kept. The problem is logged once per process and
+  directory as a warning on the ``cuprims`` logger and shown by ``cache_info()``'s
+  ``disk_status``.
+
+The same private-directory and no-follow helpers write generated sources
+(:mod:`cuprims._jit.nvrtc`).
+
+cuda.core.utils has program caches, but they store raw bytes only and refuse
+``include_path``/name expressions without a digest we would compute anyway; we need
+several artifacts plus metadata per entry and a lock per key, so this module is ours.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from . import stats
+from .cache_entries import MAX_ENTRY_BYTES, decode_entry, encode_entry
+from .private_files import (RejectedFile, UnsafeDirectory, logger, mark_usable, open_dir, open_lock_file,
+                            open_private_dir, read_regular_file, recorded_problem, remove_if_same, report_unusable,
+                            write_file_atomic)
+
+LAYOUT_VERSION = "v2"
+OLD_LAYOUTS = ("v1",)   # removed too by DiskCache.clear()
+
+_KIND = re.compile(r"[a-z]+")
+_KEY = re.compile(r"[0-9a-f]{2,128}")
+
+
+class DiskCache:
+    """Artifacts on disk under ``root/v2/<kind>/<key[:2]>/<key>``, locks under ``root/v2/locks``."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+
+    def _path(self, kind: str, key: str) -> Path:
+        return self.root / LAYOUT_VERSION / kind / key[:2] / key
+
+    @staticmethod
+    def _check_names(kind: str, key: str) -> None:
+        if not _KIND.fullmatch(kind) or kind == "locks" or not _KEY.fullmatch(key):
+            raise ValueError(f"bad cache kind/key: {kind!r}/{key!r}")
+
+    def _open(self, stack: contextlib.ExitStack, parts: tuple[str, ...], *, create: bool) -> int:
+        fd = open_private_dir(self.root, create=create)
+        stack.callback(os.close, fd)
+        shown = self.root
+        for part in parts:
+            shown = shown / part
+            fd = open_dir(part, str(shown), dir_fd=fd, create=create)
+            stack.callback(os.close, fd)
+        return fd
+
+    def _unusable(self, exc: BaseException, doing: str) -> None:
+        if isinstance(exc, UnsafeDirectory) or not isinstance(exc, OSError):
+            reason = str(exc)
+        else:
+            reason = f"{doing}: {exc.strerror or exc}"
+        report_unusable("disk cache", self.root, reason)
+
+    def get(self, kind: str, key: str,
+            validate: Callable[[dict[str, Any], dict[str, bytes]], Any] | None = None) -> Any:
+        """The entry ``(meta, blobs)`` -- or ``validate(meta, blobs)`` when given -- or None.
+
+        ``validate`` checks the metadata the caller consumes and may convert it; if it
+        raises, the entry is treated like a damaged one (removed, counted, a miss)."""
+        self._check_names(kind, key)
+        with contextlib.ExitStack() as stack:
+            try:
+                leaf = self._open(stack, (LAYOUT_VERSION, kind, key[:2]), create=False)
+            except FileNotFoundError:
+                stats.bump("disk_misses")
+                return None
+            except (UnsafeDirectory, OSError) as exc:
+                self._unusable(exc, f"cannot open {self._path(kind, key).parent}")
+                stats.bump("disk_misses")
+                return None
+            ident = None
+            try:
+                raw, ident = read_regular_file(leaf, key, MAX_ENTRY_BYTES)
+                meta, blobs = decode_entry(raw, kind=kind, key=key)
+                value = (meta, blobs) if validate is None else validate(meta, blobs)
+            except FileNotFoundError:
+                stats.bump("disk_misses")
+                return None
+            except RejectedFile as exc:
+                self._reject(leaf, kind, key, exc.ident, str(exc))
+                return None
+            except OSError:
+                stats.bump("disk_misses")
+                return None
+            except Exception as exc:  # noqa: BLE001 - whatever the entry holds, it is a miss
+                self._reject(leaf, kind, key, ident, f"{type(exc).__name__}: {exc}")
+                return None
+        stats.bump("disk_hits")
+        return value
+
+    def _reject(self, dir_fd: int, kind: str, key: str, ident: tuple[int, int] | None, reason: str) -> None:
+        logger.debug("cuprims: discarding disk cache entry %s/%s: %s", kind, key, reason)
+        stats.bump("disk_corrupt_discarded")
+        stats.bump("disk_misses")
+        remove_if_same(dir_fd, key, ident)
+
+    def put(self, kind: str, key: str, meta: dict[str, Any], blobs: dict[str, bytes]) -> None:
+        self._check_names(kind, key)
+        data = encode_entry(meta, blobs, kind=kind, key=key)
+        if len(data) > MAX_ENTRY_BYTES:
+            logger.debug("cuprims: not caching %s/%s: %d bytes", kind, key, len(data))
+            return
+        with contextlib.ExitStack() as stack:
+            try:
+                leaf = self._open(stack, (LAYOUT_VERSION, kind, key[:2]), create=True)
+                write_file_atomic(leaf, key, data)
+            except (UnsafeDirectory, OSError) as exc:
+                # A read-only, full or foreign cache must not break the user's program: the
+                # build result is still returned, just not kept.
+                self._unusable(exc, f"cannot write in {self._path(kind, key).parent}")
+                return
+        stats.bump("disk_writes")
+        mark_usable("disk cache", self.root)
+
+    def get_or_build(self, kind: str, key: str, read: Callable[[dict[str, Any], dict[str, bytes]], Any],
+                     build: Callable[[], Any]) -> Any:
+        """The entry (as ``read`` makes it), or ``build()`` under the key's inter-process
+        lock, looking again once the lock is held (another process may have built it
+        meanwhile). ``build`` writes the entry itself."""
+        with stats.stage("disk lookup", kind):
+            hit = self.get(kind, key, read)
+        if hit is not None:
+            return hit
+        with self.lock(kind, key):
+            hit = self.get(kind, key, read)
+            if hit is not None:
+                return hit
+            return build()
+
+    @contextlib.contextmanager
+    def lock(self, kind: str, key: str) -> Iterator[None]:
+        """An inter-process lock for one kind and key (advisory; a no-op where unsupported).
+
+        Locks nest in one order only: a ``cubin`` lock may be held while a ``kernel`` lock
+        is taken, never the other way round."""
+        self._check_names(kind, key)
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - non-POSIX
+            yield
+            return
+        with contextlib.ExitStack() as stack:
+            fd = None
+            try:
+                locks = self._open(stack, (LAYOUT_VERSION, "locks"), create=True)
+                fd = open_lock_file(locks, f"{kind}-{key}.lock")
+                stack.callback(os.close, fd)
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except (UnsafeDirectory, OSError) as exc:
+                self._unusable(exc, f"cannot lock {self.root / LAYOUT_VERSION / 'locks' / f'{kind}-{key}.lock'}")
+                fd = None
+            if fd is None:
+                yield  # build unlocked: at worst two processes compile the same thing
+                return
+            try:
+                yield
+            finally:
+                with contextlib.suppress(OSError):
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+
+    def clear(self) -> None:
+        """Delete every entry and lock (this layout and the older ones) under the root."""
+        import shutil
+
+        try:
+            root_fd = open_private_dir(self.root, create=False)
+        except FileNotFoundError:
+            return
+        except (UnsafeDirectory, OSError) as exc:
+            self._unusable(exc, f"cannot open {self.root}")
+            return
+        try:
+            for name in (LAYOUT_VERSION, *OLD_LAYOUTS):
+                if shutil.rmtree.avoids_symlink_attacks and _rmtree_takes_dir_fd():
+                    shutil.rmtree(name, ignore_errors=True, dir_fd=root_fd)
+                else:  # Python 3.10
+                    shutil.rmtree(self.root / name, ignore_errors=True)
+        finally:
+            os.close(root_fd)
+
+    def status(self) -> str:
+        """``"ok"`` or why this cache cannot be used (a problem met earlier, else a probe
+        that creates nothing)."""
+        problem = recorded_problem("disk cache", self.root)
+        if problem is not None:
+            return problem
+        try:
+            fd = open_private_dir(self.root, create=False)
+        except FileNotFoundError:
+            parent = self.root.parent
+            while not os.path.lexists(parent) and parent != parent.parent:
+                parent = parent.parent
+            if not os.path.isdir(parent) or not os.access(parent, os.W_OK | os.X_OK, effective_ids=_EFF):
+                problem = f"cannot create {self.root}: {parent} is not a writable directory"
+        except (UnsafeDirectory, OSError) as exc:
+            problem = (str(exc) if isinstance(exc, UnsafeDirectory)
+                       else f"cannot open {self.root}: {exc.strerror or exc}")
+        else:
+            os.close(fd)
+            if not os.access(self.root, os.W_OK | os.X_OK, effective_ids=_EFF):
+                problem = f"{self.root} is not writable"
+        if problem is None:
+            return "ok"
+        report_unusable("disk cache", self.root, problem)
+        return problem
+
+
+_EFF = os.access in getattr(os, "supports_effective_ids", set())
+
+
+def _rmtree_takes_dir_fd() -> bool:
+    import inspect
+    import shutil
+
+    return "dir_fd" in inspect.signature(shutil.rmtree).parameters
