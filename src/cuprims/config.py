@@ -1,25 +1,29 @@
 """cuprims' settings: one typed object, :data:`settings`, and the only reader of ``CUPRIMS_*``.
 
-=========================  ===================  =========================================
-environment variable       ``settings.``        meaning
-=========================  ===================  =========================================
-``CUPRIMS_CACHE_DIR``      ``cache_dir``        where compiled code is kept on disk (default
-                                                ``$XDG_CACHE_HOME/cuprims``, else
-                                                ``~/.cache/cuprims``)
-``CUPRIMS_DISK_CACHE``     ``disk_cache``       ``0`` turns the on-disk cache off
-``CUPRIMS_DUMP_DIR``       ``dump_dir``         when set, every generated ``.cu`` file is
-                                                written there
-``CUPRIMS_MEMORY_CACHE``   ``memory_cache``     how many build results the in-process cache
-                                                keeps (default 256)
-``CUPRIMS_TRACE``          ``trace``            ``1`` prints each build stage and its
-                                                duration to stderr
-``CUPRIMS_PDL``            ``pdl``              ``0`` launches multi-kernel algorithms
-                                                without programmatic dependent launch
-``CUPRIMS_RADIX_MEMSET``   ``radix_memset``     ``0`` clears radix sort's look-back flags
-                                                with a kernel instead of the driver's memset
-``CUPRIMS_PCH``            ``pch``              ``0`` compiles every unit without NVRTC
-                                                precompiled headers (see ``_jit/pch.py``)
-=========================  ===================  =========================================
+===========================  ===================  =========================================
+environment variable         ``settings.``        meaning
+===========================  ===================  =========================================
+``CUPRIMS_CACHE_DIR``        ``cache_dir``        where compiled code is kept on disk (default
+                                                  ``$XDG_CACHE_HOME/cuprims``, else
+                                                  ``~/.cache/cuprims``)
+``CUPRIMS_DISK_CACHE``       ``disk_cache``       ``0`` turns the on-disk cache off
+``CUPRIMS_CACHE_MAX_BYTES``  ``cache_max_bytes``  the on-disk cache's size cap (default 2 GiB;
+                                                  a number of bytes, or with a K, M or G
+                                                  suffix: 20M); past it the least recently
+                                                  used entries are evicted
+``CUPRIMS_DUMP_DIR``         ``dump_dir``         when set, every generated ``.cu`` file is
+                                                  written there
+``CUPRIMS_MEMORY_CACHE``     ``memory_cache``     how many build results the in-process cache
+                                                  keeps (default 256)
+``CUPRIMS_TRACE``            ``trace``            ``1`` prints each build stage and its
+                                                  duration to stderr
+``CUPRIMS_PDL``              ``pdl``              ``0`` launches multi-kernel algorithms
+                                                  without programmatic dependent launch
+``CUPRIMS_RADIX_MEMSET``     ``radix_memset``     ``0`` clears radix sort's look-back flags
+                                                  with a kernel instead of the driver's memset
+``CUPRIMS_PCH``              ``pch``              ``0`` compiles every unit without NVRTC
+                                                  precompiled headers (see ``_jit/pch.py``)
+===========================  ===================  =========================================
 
 A setting assigned in code (``cuprims.settings.pdl = False``) wins over its environment
 variable until it is deleted (``del cuprims.settings.pdl``) or the :meth:`Settings.override`
@@ -60,6 +64,23 @@ def _count(text: str | None) -> int:
         return max(1, int(text)) if text else 256
     except ValueError:
         return 256
+
+
+_DEFAULT_MAX_BYTES = 2 << 30
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def _bytes(text: str | None) -> int:
+    """A byte count: digits with an optional K/M/G/T (powers of 1024, a trailing B or iB
+    allowed); anything else, or less than 1, gives the 2 GiB default."""
+    if not text:
+        return _DEFAULT_MAX_BYTES
+    value = text.strip().lower().removesuffix("ib").removesuffix("b")
+    unit = value[-1:] if value[-1:] in _UNITS else ""
+    digits = value[:-1] if unit else value
+    if not digits.isdigit() or int(digits) < 1:
+        return _DEFAULT_MAX_BYTES
+    return int(digits) * _UNITS[unit]
 
 
 def _default_cache_dir() -> Path:
@@ -123,6 +144,7 @@ class Settings:
 
     cache_dir = _Setting("CUPRIMS_CACHE_DIR", _path, Path, _default_cache_dir)
     disk_cache = _Setting("CUPRIMS_DISK_CACHE", _flag(True), bool)
+    cache_max_bytes = _Setting("CUPRIMS_CACHE_MAX_BYTES", _bytes, int)
     dump_dir = _Setting("CUPRIMS_DUMP_DIR", _path, Path, optional=True)
     memory_cache = _Setting("CUPRIMS_MEMORY_CACHE", _count, int)
     trace = _Setting("CUPRIMS_TRACE", _flag(False), bool)
@@ -173,6 +195,10 @@ def cache_dir() -> Path:
 
 def disk_cache_enabled() -> bool:
     return settings.disk_cache
+
+
+def cache_max_bytes() -> int:
+    return settings.cache_max_bytes
 
 
 def dump_dir() -> Path | None:

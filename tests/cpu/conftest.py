@@ -16,7 +16,7 @@ import cuprims
 from cuprims._jit import stats
 
 _ENV_VARS = ("CUPRIMS_CACHE_DIR", "CUPRIMS_DISK_CACHE", "CUPRIMS_DUMP_DIR", "CUPRIMS_MEMORY_CACHE",
-             "CUPRIMS_TRACE")
+             "CUPRIMS_TRACE", "CUPRIMS_CACHE_MAX_BYTES")
 
 
 @pytest.fixture(autouse=True)

@@ -403,7 +403,9 @@ def test_clear_all_caches_memory_only_keeps_disk(pristine_copy):
     files = _files(root)
     make_f4(plus_op)
     cuprims.clear_all_caches()
-    assert _files(root) == files
+    uses = root / LAYOUT_VERSION / "uses"
+    assert [p for p in _files(root) if uses not in p.parents] == files   # entries and locks untouched
+    assert [p.name.split("-")[0] for p in _files(uses)] == ["cubin"]       # the disk hit is recorded
     assert cuprims.cache_info()["memory_entries"] == 0
     before = counters()
     make_f4(plus_op)

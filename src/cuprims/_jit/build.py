@@ -19,7 +19,9 @@ while the ``cubin`` lock is held, never the other way round.
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -29,11 +31,13 @@ from ..op import OpSpec, RawOp
 from ..types import ValueType
 from . import stats
 from .cache import SingleFlightLRU
-from .disk_cache import DiskCache
 from .codegen import META_SYMBOL, Source
+from .disk_cache import DiskCache
 from .elfmeta import read_meta
 from .nvrtc import BASE_OPTIONS, compile_to_ltoir, write_source
 from .toolchain import toolchain_fingerprint
+
+logger = logging.getLogger("cuprims")
 
 
 @dataclass(frozen=True)
@@ -69,7 +73,7 @@ def memory_cache() -> SingleFlightLRU:
 def disk_cache() -> DiskCache | None:
     if not config.disk_cache_enabled():
         return None
-    return DiskCache(config.cache_dir())
+    return DiskCache(config.cache_dir(), config.cache_max_bytes())
 
 
 def _digest(*parts: str) -> str:
@@ -189,6 +193,7 @@ def _compile_and_link(source: Source, arch: int, ops: Sequence[OpInput], objs: S
         if op.spec.kind == "raw":
             # before NVRTC and numba: a RawOp of the wrong arity is an argument error, not a wrong answer
             check_arity(obj, len(op.arg_types) + 1 + bool(op.spec.state_size), arch)
+    started = time.perf_counter()
     needs_numba = any(op.spec.kind == "python" for op in ops)
     if needs_numba:
         # NVRTC (native, releases the GIL) runs beside numba's Python-heavy compile.
@@ -203,7 +208,15 @@ def _compile_and_link(source: Source, arch: int, ops: Sequence[OpInput], objs: S
     with stats.stage("link", f"sm_{arch}"):
         cubin = link_cubin(kernel_ltoir, op_codes, arch, source_path=source_path)
     meta = read_meta(cubin, META_SYMBOL, source.meta_fields)
+    logger.info("cuprims: compiled %s for sm_%d in %.2f s (%d operator%s)", _unit_name(source), arch,
+                time.perf_counter() - started, len(ops), "" if len(ops) == 1 else "s")
     return BuildResult(arch=arch, cubin=cubin, kernels=dict(symbols), meta=meta)
+
+
+def _unit_name(source: Source) -> str:
+    """The unit's last kernel template without its arguments: what a log line can name."""
+    name = source.name_expressions[-1] if source.name_expressions else "a unit"
+    return name.split("<", 1)[0].rsplit("::", 1)[-1]
 
 
 def build(source: Source, arch: int, ops: Sequence[OpInput] = (), objs: Sequence[Any] = ()) -> BuildResult:

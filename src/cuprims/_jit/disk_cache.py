@@ -41,6 +41,7 @@ from typing import Any, Callable, Iterator
 
 from . import stats
 from .cache_entries import MAX_ENTRY_BYTES, decode_entry, encode_entry
+from .cache_lifecycle import LOCKS, USES, Lifecycle
 from .private_files import (RejectedFile, UnsafeDirectory, logger, mark_usable, open_dir, open_lock_file,
                             open_private_dir, read_regular_file, recorded_problem, remove_if_same, report_unusable,
                             write_file_atomic)
@@ -52,18 +53,23 @@ _KIND = re.compile(r"[a-z]+")
 _KEY = re.compile(r"[0-9a-f]{2,128}")
 
 
-class DiskCache:
-    """Artifacts on disk under ``root/v2/<kind>/<key[:2]>/<key>``, locks under ``root/v2/locks``."""
+class DiskCache(Lifecycle):
+    """Artifacts on disk under ``root/v2/<kind>/<key[:2]>/<key>``, locks under ``root/v2/locks``,
+    use records under ``root/v2/uses`` (:mod:`cuprims._jit.cache_lifecycle`); with
+    ``max_bytes``, each write evicts the least recently used entries past that size."""
 
-    def __init__(self, root: Path):
+    layout = LAYOUT_VERSION
+
+    def __init__(self, root: Path, max_bytes: int | None = None):
         self.root = Path(root)
+        self.max_bytes = max_bytes
 
     def _path(self, kind: str, key: str) -> Path:
         return self.root / LAYOUT_VERSION / kind / key[:2] / key
 
     @staticmethod
     def _check_names(kind: str, key: str) -> None:
-        if not _KIND.fullmatch(kind) or kind == "locks" or not _KEY.fullmatch(key):
+        if not _KIND.fullmatch(kind) or kind in (LOCKS, USES) or not _KEY.fullmatch(key):
             raise ValueError(f"bad cache kind/key: {kind!r}/{key!r}")
 
     def _open(self, stack: contextlib.ExitStack, parts: tuple[str, ...], *, create: bool) -> int:
@@ -118,6 +124,7 @@ class DiskCache:
                 self._reject(leaf, kind, key, ident, f"{type(exc).__name__}: {exc}")
                 return None
         stats.bump("disk_hits")
+        self.record_use(kind, key)
         return value
 
     def _reject(self, dir_fd: int, kind: str, key: str, ident: tuple[int, int] | None, reason: str) -> None:
@@ -143,6 +150,8 @@ class DiskCache:
                 return
         stats.bump("disk_writes")
         mark_usable("disk cache", self.root)
+        if self.max_bytes is not None:
+            self.enforce_cap(self.max_bytes)
 
     def get_or_build(self, kind: str, key: str, read: Callable[[dict[str, Any], dict[str, bytes]], Any],
                      build: Callable[[], Any]) -> Any:
@@ -174,7 +183,7 @@ class DiskCache:
         with contextlib.ExitStack() as stack:
             fd = None
             try:
-                locks = self._open(stack, (LAYOUT_VERSION, "locks"), create=True)
+                locks = self._open(stack, (LAYOUT_VERSION, LOCKS), create=True)
                 fd = open_lock_file(locks, f"{kind}-{key}.lock")
                 stack.callback(os.close, fd)
                 fcntl.flock(fd, fcntl.LOCK_EX)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import sys
 import threading
 import time
@@ -38,16 +39,25 @@ def reset() -> None:
             _counts[k] = 0
 
 
+_logger = logging.getLogger("cuprims")
+
+
 @contextlib.contextmanager
 def stage(name: str, detail: str = "") -> Iterator[None]:
-    """Time a build stage; printed to stderr when CUPRIMS_TRACE=1."""
+    """Time a build stage: logged at DEBUG on the ``cuprims`` logger, and printed to stderr
+    when CUPRIMS_TRACE=1."""
     from .. import config
 
-    if not config.trace_enabled():
+    trace, debug = config.trace_enabled(), _logger.isEnabledFor(logging.DEBUG)
+    if not (trace or debug):
         yield
         return
     t0 = time.perf_counter()
     try:
         yield
     finally:
-        print(f"[cuprims] {name:14s} {time.perf_counter() - t0:8.3f} s  {detail}", file=sys.stderr)
+        elapsed = time.perf_counter() - t0
+        if debug:
+            _logger.debug("cuprims: %s %.3f s %s", name, elapsed, detail)
+        if trace:
+            print(f"[cuprims] {name:14s} {elapsed:8.3f} s  {detail}", file=sys.stderr)

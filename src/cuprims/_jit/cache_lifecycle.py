@@ -1,0 +1,233 @@
+"""The disk cache's lifecycle: what it holds, how often and how lately each entry was used,
+eviction of the least recently used entries past a size cap, and removal of what crashed
+writers and finished builds leave behind.
+
+* Use records: ``<root>/v2/uses/<kind>-<key>`` holds an entry's disk-hit count as ASCII
+  and its mtime is the entry's last use (the entry's own mtime until its first hit).
+  They live apart from the entries, so the entry tree holds entries only. Two processes
+  hitting one entry at once may lose one count: the counts are for people, the order for
+  eviction.
+* Eviction: after each write, if the entries add up to more than the cap, the least
+  recently used are unlinked until they hold at most 90% of it (the margin keeps one
+  write from evicting at every put). An entry is unlinked only if it is still the file
+  that was measured (a fresh rewrite is left alone). A reader that has the file open
+  still reads all of it; one that comes after finds nothing and rebuilds: no reader ever
+  sees a torn or half-evicted entry, because entries are never written in place.
+* Debris: a writer's temporary file (``.<key>.<16 hex>.tmp``) or a lock file nobody holds,
+  older than :data:`STALE_SECONDS`, is removed by the same pass and by ``prune``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import errno
+import os
+import re
+import stat
+import time
+from typing import Any
+
+from .private_files import (ident_of, is_temp_name, logger, open_dir, open_lock_file, remove_if_same,
+                            write_file_atomic)
+
+USES = "uses"
+LOCKS = "locks"
+STALE_SECONDS = 600.0      # older debris than this belongs to no live writer
+EVICT_TO = 0.9             # eviction stops at this fraction of the cap
+_KIND = re.compile(r"[a-z]+")
+_KEY = re.compile(r"[0-9a-f]{2,128}")
+_USE = re.compile(r"([a-z]+)-([0-9a-f]{2,128})")
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    """One cached artifact as the lifecycle sees it."""
+
+    kind: str
+    key: str
+    size: int
+    last_used: float   # seconds since the epoch
+    hits: int
+    ident: tuple[int, int]
+
+
+def _listdir(fd: int) -> list[os.DirEntry]:
+    with os.scandir(fd) as it:
+        return list(it)
+
+
+def _stale(entry: os.DirEntry, now: float) -> bool:
+    with contextlib.suppress(OSError):
+        return now - entry.stat(follow_symlinks=False).st_mtime > STALE_SECONDS
+    return False
+
+
+class Lifecycle:
+    """The lifecycle half of :class:`cuprims._jit.disk_cache.DiskCache` (which provides
+    ``_open`` and ``layout``)."""
+
+    # ---------------------------------------------------------------- use records
+    def record_use(self, kind: str, key: str) -> None:
+        """Count one disk hit of ``kind``/``key`` and make it the entry's last use."""
+        name = f"{kind}-{key}"
+        with contextlib.ExitStack() as stack:
+            try:
+                uses = self._open(stack, (self.layout, USES), create=True)
+                write_file_atomic(uses, name, str(self._hits(uses, name) + 1).encode())
+            except Exception as exc:  # noqa: BLE001 - an unusable directory costs the count, never the hit
+                logger.debug("cuprims: cannot record a use of %s/%s: %s", kind, key, exc)
+
+    def prune(self, max_bytes: int) -> tuple[int, int]:
+        """Evict down to ``max_bytes`` and remove debris: (entries evicted, debris removed)."""
+        entries, removed = self.scan()
+        return self._evict_past(entries, max_bytes), removed
+
+    @staticmethod
+    def _hits(uses: int, name: str) -> int:
+        try:
+            fd = os.open(name, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0), dir_fd=uses)
+        except OSError:
+            return 0
+        try:
+            text = os.read(fd, 32)
+        finally:
+            os.close(fd)
+        return int(text) if text.isdigit() else 0
+
+    # ---------------------------------------------------------------- scanning
+    def scan(self, *, remove_debris: bool = True) -> tuple[list[Entry], int]:
+        """Every entry (kind, key, bytes, last use, hits) and how many debris files were removed."""
+        now, entries, removed = time.time(), [], 0
+        with contextlib.ExitStack() as stack:
+            try:
+                top = self._open(stack, (self.layout,), create=False)
+            except FileNotFoundError:
+                return [], 0
+            uses: dict[str, tuple[int, float]] = {}
+            with contextlib.suppress(FileNotFoundError):
+                ufd = stack.enter_context(_dir(USES, top))
+                for item in _listdir(ufd):
+                    if _USE.fullmatch(item.name):
+                        with contextlib.suppress(OSError):
+                            uses[item.name] = (self._hits(ufd, item.name), item.stat(follow_symlinks=False).st_mtime)
+                    elif remove_debris and is_temp_name(item.name) and _stale(item, now):
+                        removed += _unlink(ufd, item)
+            for kind_dir in _listdir(top):
+                kind = kind_dir.name
+                if not _KIND.fullmatch(kind) or kind in (USES, LOCKS) or not kind_dir.is_dir(follow_symlinks=False):
+                    continue
+                with _dir(kind, top) as kfd:
+                    for sub in _listdir(kfd):
+                        if not sub.is_dir(follow_symlinks=False):
+                            continue
+                        with _dir(sub.name, kfd) as sfd:
+                            for item in _listdir(sfd):
+                                try:
+                                    st = item.stat(follow_symlinks=False)
+                                except OSError:
+                                    continue
+                                if _KEY.fullmatch(item.name) and stat.S_ISREG(st.st_mode):
+                                    hits, used = uses.get(f"{kind}-{item.name}", (0, st.st_mtime))
+                                    entries.append(Entry(kind, item.name, st.st_size, max(used, st.st_mtime), hits,
+                                                         ident_of(st)))
+                                elif remove_debris and is_temp_name(item.name) and _stale(item, now):
+                                    removed += _unlink(sfd, item)
+            if remove_debris:
+                removed += self._remove_idle_locks(top, now)
+        return entries, removed
+
+    @staticmethod
+    def _remove_idle_locks(top: int, now: float) -> int:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - non-POSIX
+            return 0
+        removed = 0
+        with contextlib.suppress(FileNotFoundError), _dir(LOCKS, top) as lfd:
+            for item in _listdir(lfd):
+                if not _stale(item, now):
+                    continue
+                try:
+                    fd = open_lock_file(lfd, item.name)
+                except OSError:
+                    continue
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:
+                    os.close(fd)
+                    continue   # held: a build is under way
+                try:
+                    # still the file we hold? then nobody waits on it: a waiter would hold it open
+                    # and be handed the lock on this inode, while a newcomer creates a fresh one,
+                    # so at worst two processes compile the same key once
+                    remove_if_same(lfd, item.name, ident_of(os.fstat(fd)))
+                    removed += 1
+                finally:
+                    os.close(fd)
+        return removed
+
+    # ---------------------------------------------------------------- eviction
+    def enforce_cap(self, max_bytes: int) -> int:
+        """Evict least recently used entries while the entries hold more than ``max_bytes``;
+        returns how many were evicted."""
+        return self._evict_past(self.scan()[0], max_bytes)
+
+    def _evict_past(self, entries: list[Entry], max_bytes: int) -> int:
+        total = sum(e.size for e in entries)
+        if total <= max_bytes:
+            return 0
+        target, evicted = int(max_bytes * EVICT_TO), 0
+        for entry in sorted(entries, key=lambda e: e.last_used):
+            if total <= target:
+                break
+            if self._evict(entry):
+                total -= entry.size
+                evicted += 1
+        logger.debug("cuprims: disk cache over %d bytes: evicted %d entries", max_bytes, evicted)
+        return evicted
+
+    def _evict(self, entry: Entry) -> bool:
+        with contextlib.ExitStack() as stack:
+            try:
+                leaf = self._open(stack, (self.layout, entry.kind, entry.key[:2]), create=False)
+                top = self._open(stack, (self.layout,), create=False)
+            except OSError:
+                return False
+            remove_if_same(leaf, entry.key, entry.ident)
+            with contextlib.suppress(OSError), _dir(USES, top) as ufd:
+                os.unlink(f"{entry.kind}-{entry.key}", dir_fd=ufd)
+        return True
+
+    def summary(self) -> dict[str, Any]:
+        """What ``python -m cuprims cache info`` shows: totals per kind and every entry."""
+        entries, _ = self.scan(remove_debris=False)
+        kinds: dict[str, dict[str, int]] = {}
+        for e in entries:
+            k = kinds.setdefault(e.kind, {"entries": 0, "bytes": 0, "hits": 0})
+            k["entries"] += 1
+            k["bytes"] += e.size
+            k["hits"] += e.hits
+        return {"entries": len(entries), "bytes": sum(e.size for e in entries),
+                "hits": sum(e.hits for e in entries), "kinds": kinds,
+                "items": [{"kind": e.kind, "key": e.key, "bytes": e.size, "hits": e.hits,
+                           "last_used": e.last_used} for e in sorted(entries, key=lambda e: -e.last_used)]}
+
+
+@contextlib.contextmanager
+def _dir(name: str, parent: int):
+    fd = open_dir(name, name, dir_fd=parent)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _unlink(dir_fd: int, item: os.DirEntry) -> int:
+    try:
+        os.unlink(item.name, dir_fd=dir_fd)
+        return 1
+    except OSError as exc:
+        if exc.errno != errno.ENOENT:
+            logger.debug("cuprims: cannot remove %s: %s", item.name, exc)
+        return 0
