@@ -43,7 +43,7 @@ def bad_source():
                                  op=cuprims.op.op_spec(cuprims.OpKind.PLUS), has_init=True,
                                  deterministic_across_gpus=False, arch=ARCH)
     text = good.text + "\nthis is not valid C++ at all ;;; int x = ;\n"
-    return codegen.Source(text=text, name_expressions=(), extern_symbols=(), meta_fields=())
+    return codegen.Source(text=text, name_expressions=(), extern_symbols=(), meta_fields=good.meta_fields)
 
 
 def run_python(code: str, *, env: dict | None = None, timeout: float = 300,

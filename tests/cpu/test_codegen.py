@@ -160,3 +160,13 @@ def test_golden_source(name):
     src = _generate(SPECS[name])
     assert _generate(SPECS[name]) == src  # deterministic
     check_golden(name, render_source(src))
+
+
+def test_metadata_exported_out_of_the_hosts_order_is_refused():
+    # the host reads cuprims_meta by position: a swapped pair would be silent wrong launch facts
+    from cuprims._jit.codegen import Source, meta_export
+
+    text = meta_export((("threads", "256"), ("items", "16")))
+    assert Source(text=text, name_expressions=(), extern_symbols=(), meta_fields=("threads", "items")).text
+    with pytest.raises(ValueError, match="exports"):
+        Source(text=text, name_expressions=(), extern_symbols=(), meta_fields=("items", "threads"))

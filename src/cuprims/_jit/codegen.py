@@ -11,6 +11,7 @@ Every generated translation unit follows one shape:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -23,6 +24,7 @@ from .functors import binary_functor, check_binary_builtin, extern_op_call  # no
 CODEGEN_VERSION = 1
 
 META_SYMBOL = "cuprims_meta"
+_META_NAME = re.compile(r"/\* (\w+) \*/")  # meta_export's name comment after each value
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,12 @@ class Source:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "text", headers_first(self.text))
+        # the host reads the metadata by position: a field exported out of order would hand
+        # it the wrong launch facts without any error, so the order is checked here
+        exported = tuple(_META_NAME.findall(self.text.split(f"{META_SYMBOL}[", 1)[1].split("};", 1)[0])
+                         ) if f"{META_SYMBOL}[" in self.text else ()
+        if exported != tuple(self.meta_fields):
+            raise ValueError(f"cuprims_meta exports {exported}, the host reads {tuple(self.meta_fields)}")
 
     @property
     def header_prefix(self) -> str:
