@@ -95,7 +95,8 @@ def segmented_sort_source(*, key: ValueType, value: ValueType | None, descending
     for name, large in (("cuprims_large_selector_t", "true"), ("cuprims_small_selector_t", "false")):
         selectors += (f"using {name} = cuprims::segmented_sort::segment_group<cuprims_selector_t, cuprims_offset_t, "
                       f"{p_begin}, {p_end}, {large}>;\n"
-                      f"static_assert(sizeof({name}) == {sel_size}, \"cuprims packs the partition's predicates so\");\n")
+                      f"static_assert(sizeof({name}) == {sel_size}, "
+                      "\"cuprims packs the partition's predicates so\");\n")
     text = (
         preamble((key, begin.value) + iterator_types, arch)
         + "#include <cuprims_segmented_sort.cuh>\n"

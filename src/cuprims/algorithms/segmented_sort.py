@@ -31,7 +31,7 @@ from .._jit.codegen_segmented_sort import segmented_sort_source, selector_layout
 from .._jit.codegen_sort import check_radix_key
 from ..errors import ArgumentError
 from ._arguments import ArgKind, describe, keyword_checked
-from ._common import Loaded, check_num_items
+from ._common import check_num_items
 from ._segmented_sort_dispatch import SegmentedSortPlan, dispatch, temp_bytes
 from ._skeleton import Description, description
 from .sort_base import SortAlgorithm, SortCall, SortDescription
@@ -121,9 +121,6 @@ class _SegmentedSort(SortAlgorithm):
         super()._setup()
         offsets, size = selector_layout(self.desc.begin, self.desc.end)
         self._selector = (offsets[1], size)
-
-    def _make_plan(self, loaded: Loaded, variant: int) -> SegmentedSortPlan:
-        return SegmentedSortPlan(loaded, self.desc.kernel_params())
 
     def _temp_bytes(self, plan: SegmentedSortPlan, call: SortCall) -> int:
         return temp_bytes(plan, call, self._key_size, self._value_size)

@@ -62,7 +62,8 @@ struct policies
     small.load_modifier, small.store_algorithm>;
 
   // one kernel runs both sub-warp sorts: they must agree on the block
-  static_assert(medium.threads_per_block == small.threads_per_block, "cuprims runs medium and small segments in one kernel");
+  static_assert(medium.threads_per_block == small.threads_per_block,
+                "cuprims runs medium and small segments in one kernel");
 };
 
 // The partition's two predicates over segment indices. CUB's own selectors carry their
@@ -248,7 +249,8 @@ __device__ __forceinline__ void sort_by_sub_warp(
 // Medium segments are listed from the end of medium_indices_end backwards (the partition
 // writes them through a reverse iterator), small ones in small_indices; the blocks' split
 // between them is CUB's, computed here from the group sizes.
-template <CUB_NS_QUALIFIER::SortOrder Order, class Selector, class KeyT, class ValueT, class BeginT, class EndT, class OffsetT>
+template <CUB_NS_QUALIFIER::SortOrder Order, class Selector, class KeyT, class ValueT, class BeginT, class EndT,
+          class OffsetT>
 __global__ __launch_bounds__(int(policies<Selector>::small.threads_per_block)) void small_kernel(
   const index_t* group_sizes, index_t num_segments, const index_t* small_indices, const index_t* medium_indices_end,
   const KeyT* keys_in, KeyT* keys_out, const ValueT* values_in, ValueT* values_out, BeginT d_begin, EndT d_end)
