@@ -26,6 +26,7 @@ from .algorithms.binary_search import lower_bound, make_lower_bound, make_upper_
 from .algorithms.histogram import histogram_even, make_histogram_even
 from .algorithms.reduce import make_reduce_into, reduce_into
 from .algorithms.segmented_reduce import make_segmented_reduce, segmented_reduce
+from .algorithms.segmented_sort import make_segmented_sort, segmented_sort
 from .algorithms.scan import exclusive_scan, inclusive_scan, make_exclusive_scan, make_inclusive_scan
 from .algorithms.unique_by_key import make_unique_by_key, unique_by_key
 from .algorithms.select import make_select, select
@@ -47,6 +48,7 @@ __all__ = [
     "make_unary_transform", "unary_transform", "make_binary_transform", "binary_transform",
     "make_lower_bound", "make_upper_bound", "lower_bound", "upper_bound",
     "DoubleBuffer", "make_radix_sort", "radix_sort", "make_merge_sort", "merge_sort",
+    "make_segmented_sort", "segmented_sort",
     "make_unique_by_key", "unique_by_key", "make_three_way_partition", "three_way_partition",
     "make_select", "select",
     "make_histogram_even", "histogram_even",

@@ -61,9 +61,11 @@ class SortDescription(Description):
 class SortCall:
     """One call's bound arguments: checked pointers (an input iterator's packed state),
     item count, and what the dispatch leaves for the caller (the temporary layout, a
-    DoubleBuffer's selector flips)."""
+    DoubleBuffer's selector flips). ``begin``/``end``: a radix sort's bit range, a
+    segmented sort's offset parameters (``segments`` of them)."""
 
-    __slots__ = ("k_in", "k_out", "v_in", "v_out", "n", "overwrite", "begin", "end", "state", "layout", "flips")
+    __slots__ = ("k_in", "k_out", "v_in", "v_out", "n", "overwrite", "begin", "end", "state", "layout", "flips",
+                 "segments")
 
     def __init__(self, k_in: Any, k_out: int, v_in: Any, v_out: int, n: int, overwrite: bool):
         self.k_in, self.k_out, self.v_in, self.v_out, self.n, self.overwrite = k_in, k_out, v_in, v_out, n, overwrite

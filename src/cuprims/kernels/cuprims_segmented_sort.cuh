@@ -1,0 +1,298 @@
+// cuprims segmented sort: the kernels that run after CUB's three-way partition of the segments.
+//
+// CUB splits the segments into three groups by length (large: more items than a medium
+// sub-warp tile; small: at most a small sub-warp tile; medium: the rest), then copies the
+// two group sizes to the host and launches one grid per group of exactly that size. That
+// copy is a stream synchronisation on every call. Here the host sizes both grids from
+// num_segments alone (it knows nothing else without waiting), and each kernel reads the
+// group sizes the partition left in device memory:
+//
+//   * large_kernel: large segments, a block each at a time, blocks striding over the group
+//     (the grid is capped on the host, so that a call whose segments are all short does not
+//     pay for num_segments idle blocks). CUB's AgentSegmentedRadixSort sorts a segment in
+//     shared memory when it fits one tile, else by passes through global memory that
+//     ping-pong between the two buffers of a device_double_buffer, as CUB's kernel does;
+//   * small_kernel: sub-warps of CUB's AgentSubWarpSort per medium and small segment,
+//     blocks numbered first over the medium group and then over the small one, the
+//     split computed on the device from the group sizes.
+//
+// Large segments get one more tier than CUB gives them. CUB sorts every large segment below
+// its tile as a whole padded tile (a segment of 4096 keys pays for 5888), in a kernel whose
+// registers (~170-210 for 4-byte keys on sm_90) allow one block per SM. Here large_kernel
+// comes in two instances: `Mid` sorts the segments of at most MidItems items per thread
+// with an agent (and so a register count) sized for that tile, the other one the longer
+// segments with CUB's tile. MidItems == 0 leaves CUB's single tier.
+#pragma once
+
+#include <cub/device/dispatch/kernels/kernel_segmented_sort.cuh>
+#include <cub/device/dispatch/kernels/kernel_three_way_partition.cuh>
+
+#include <cuda/iterator>
+#include <cuda/std/iterator>
+#include <cuda/std/utility>
+
+namespace cuprims
+{
+namespace segmented_sort
+{
+
+using index_t = CUB_NS_QUALIFIER::detail::segmented_sort::local_segment_index_t;
+template <class T>
+using double_buffer = CUB_NS_QUALIFIER::detail::device_double_buffer<T>;
+
+template <class Selector>
+struct policies
+{
+  static constexpr CUB_NS_QUALIFIER::SegmentedSortPolicy value = CUB_NS_QUALIFIER::detail::current_policy<Selector>();
+  static constexpr auto large  = value.large_segment;
+  static constexpr auto medium = value.medium_segment;
+  static constexpr auto small  = value.small_segment;
+
+  // the radix-sort agent's policy for `Items` items per thread (CUB's large policy otherwise)
+  template <int Items>
+  using radix = CUB_NS_QUALIFIER::detail::agent_radix_sort_downsweep_policy<
+    0, 0, void, large.load_algorithm, large.load_modifier, large.rank_algorithm, large.scan_algorithm,
+    large.radix_bits, CUB_NS_QUALIFIER::detail::NoScaling<large.threads_per_block, Items>>;
+
+  using medium_t = CUB_NS_QUALIFIER::detail::agent_sub_warp_merge_sort_policy<
+    medium.threads_per_block, medium.threads_per_warp, medium.items_per_thread, medium.load_algorithm,
+    medium.load_modifier, medium.store_algorithm>;
+  using small_t = CUB_NS_QUALIFIER::detail::agent_sub_warp_merge_sort_policy<
+    small.threads_per_block, small.threads_per_warp, small.items_per_thread, small.load_algorithm,
+    small.load_modifier, small.store_algorithm>;
+
+  // one kernel runs both sub-warp sorts: they must agree on the block
+  static_assert(medium.threads_per_block == small.threads_per_block,
+                "cuprims runs medium and small segments in one kernel");
+};
+
+// The partition's two predicates over segment indices. CUB's own selectors carry their
+// threshold and a segment base as members the host would have to lay out; here the
+// thresholds are CUB's policy constants and the state is the two offset iterators alone.
+// Offsets are converted to OffsetT before they are subtracted, so an end below its start
+// is a negative length: a small segment, which the sub-warp sort leaves alone.
+template <class Selector, class OffsetT, class BeginT, class EndT, bool Large>
+struct segment_group
+{
+  BeginT d_begin;
+  EndT d_end;
+
+  __device__ __forceinline__ bool operator()(index_t segment) const
+  {
+    using p         = policies<Selector>;
+    const OffsetT n = static_cast<OffsetT>(d_end[segment]) - static_cast<OffsetT>(d_begin[segment]);
+    if constexpr (Large)
+    {
+      return n > OffsetT(p::medium_t::ITEMS_PER_TILE); // longer than a medium sub-warp sorts
+    }
+    else
+    {
+      return n <= OffsetT(p::small_t::ITEMS_PER_TILE); // what a small sub-warp sorts
+    }
+  }
+};
+
+// Items per thread of the middle tier by default: the largest power-of-two tile below CUB's
+// (256 x 23 = 5888 -> 4096, so that segments of 4096 keys fit it whole), or 0 (no tier)
+// when that would leave fewer than two items per thread.
+constexpr int mid_tier_items(int threads, int items)
+{
+  int tile = 1;
+  while (tile * 2 < threads * items)
+  {
+    tile *= 2;
+  }
+  return (tile % threads == 0 && tile / threads >= 2 && tile < threads * items) ? tile / threads : 0;
+}
+
+// Sorts one large segment with CUB's AgentSegmentedRadixSort at `Items` items per thread:
+// in shared memory when it fits a tile, else by passes through global memory.
+template <bool Descending, class Selector, class KeyT, class ValueT, class OffsetT, int Items>
+struct large_sorter
+{
+  using p                         = policies<Selector>;
+  static constexpr bool keys_only = ::cuda::std::is_same_v<ValueT, CUB_NS_QUALIFIER::NullType>;
+  static constexpr int tile       = p::large.threads_per_block * Items;
+  static constexpr int key_bits   = int(sizeof(KeyT)) * 8;
+  static constexpr int radix_bits = p::large.radix_bits;
+  using agent_t                   = CUB_NS_QUALIFIER::detail::radix_sort::
+    AgentSegmentedRadixSort<Descending, typename p::template radix<Items>, KeyT, ValueT, OffsetT>;
+  using storage_t = typename agent_t::TempStorage;
+
+  // Segment [begin, begin + n) of keys_in (values_in) into keys_out (values_out); the global
+  // passes ping-pong through the double buffers, which the host orders so that the last
+  // pass lands in keys_out, as CUB's dispatch does.
+  static __device__ __forceinline__ void sort(
+    storage_t& storage, OffsetT begin, OffsetT n, const KeyT* keys_in, KeyT* keys_out, double_buffer<KeyT> keys_db,
+    const ValueT* values_in, ValueT* values_out, double_buffer<ValueT> values_db)
+  {
+    keys_in += begin;
+    keys_out += begin;
+    if constexpr (!keys_only)
+    {
+      values_in += begin;
+      values_out += begin;
+    }
+    agent_t agent(n, storage);
+    // a segment of exactly one tile fits: the agent's loads and stores are guarded by n
+    if (n <= OffsetT(tile))
+    {
+      agent.ProcessSinglePass(0, key_bits, keys_in, values_in, keys_out, values_out);
+      return;
+    }
+    KeyT* k_cur   = keys_db.current() + begin;
+    KeyT* k_alt   = keys_db.alternate() + begin;
+    ValueT* v_cur = values_db.current();
+    ValueT* v_alt = values_db.alternate();
+    if constexpr (!keys_only)
+    {
+      v_cur += begin;
+      v_alt += begin;
+    }
+    int bits = key_bits < radix_bits ? key_bits : radix_bits;
+    agent.ProcessIterative(0, bits, keys_in, values_in, k_cur, v_cur);
+    for (int bit = bits; bit < key_bits; bit += bits)
+    {
+      bits = key_bits - bit < radix_bits ? key_bits - bit : radix_bits;
+      __syncthreads(); // the last pass is done with shared memory
+      agent.ProcessIterative(bit, bits, k_cur, v_cur, k_alt, v_alt);
+      ::cuda::std::swap(k_cur, k_alt);
+      ::cuda::std::swap(v_cur, v_alt);
+    }
+  }
+};
+
+// Items per thread of the large kernel's agent: the middle tier's, or CUB's.
+template <class Selector, int MidItems, bool Mid>
+constexpr int large_items = Mid ? (MidItems > 0 ? MidItems : 1) : policies<Selector>::large.items_per_thread;
+
+// The group_sizes[0] large segments listed in large_indices, in two kernels: `Mid` takes
+// those of at most MidItems items per thread (its agent and so its registers sized for
+// them: a kernel's register count is that of its largest path, and CUB's tile costs one
+// block per SM), the other kernel the longer ones (all of them when MidItems == 0).
+//
+// The grid may be smaller than the group (the host caps it): block b looks at entries b,
+// b + grid, b + 2 grid, ..., a thread per entry per round, keeps those of its tier
+// (compacted by a block scan) and sorts them one after another.
+template <CUB_NS_QUALIFIER::SortOrder Order, class Selector, class KeyT, class ValueT, class BeginT, class EndT,
+          class OffsetT, int MidItems, bool Mid>
+__global__ __launch_bounds__(int(policies<Selector>::large.threads_per_block)) void large_kernel(
+  const index_t* group_sizes, const index_t* large_indices, const KeyT* keys_in, KeyT* keys_out,
+  double_buffer<KeyT> keys_db, const ValueT* values_in, ValueT* values_out, double_buffer<ValueT> values_db,
+  BeginT d_begin, EndT d_end)
+{
+  constexpr int threads  = policies<Selector>::large.threads_per_block;
+  constexpr int mid_tile = threads * MidItems;
+  using sorter_t         = large_sorter<Order == CUB_NS_QUALIFIER::SortOrder::Descending,
+                                        Selector, KeyT, ValueT, OffsetT, large_items<Selector, MidItems, Mid>>;
+  using scan_t           = CUB_NS_QUALIFIER::BlockScan<int, threads>;
+  __shared__ union
+  {
+    typename sorter_t::storage_t sort;
+    typename scan_t::TempStorage scan;
+  } storage;
+  __shared__ index_t picked[threads];
+
+  const unsigned long long count  = group_sizes[0];
+  const unsigned long long stride = gridDim.x;
+  for (unsigned long long round = blockIdx.x; round < count; round += stride * threads)
+  {
+    const unsigned long long entry = round + threadIdx.x * stride;
+    int mine                       = 0;
+    index_t segment                = 0;
+    if (entry < count)
+    {
+      segment         = large_indices[entry];
+      const OffsetT n = static_cast<OffsetT>(d_end[segment]) - static_cast<OffsetT>(d_begin[segment]);
+      mine            = Mid ? n <= OffsetT(mid_tile) : n > OffsetT(mid_tile);
+    }
+    int rank, total;
+    __syncthreads(); // the last round's sorts are done with shared memory and `picked`
+    scan_t(storage.scan).ExclusiveSum(mine, rank, total);
+    if (mine)
+    {
+      picked[rank] = segment;
+    }
+    __syncthreads();
+    for (int k = 0; k < total; ++k)
+    {
+      if (k > 0)
+      {
+        __syncthreads(); // the last segment's agent is done with shared memory
+      }
+      const index_t s     = picked[k];
+      const OffsetT begin = static_cast<OffsetT>(d_begin[s]);
+      const OffsetT end   = static_cast<OffsetT>(d_end[s]);
+      sorter_t::sort(storage.sort, begin, end - begin, keys_in, keys_out, keys_db, values_in, values_out, values_db);
+    }
+  }
+}
+
+// Sub-warp `threadIdx.x / WARP_THREADS` of the block sorts entry first + that of `list`, if
+// the list (of `count` entries) has one.
+template <class Agent, int WarpThreads, class OffsetT, class KeyT, class ValueT, class BeginT, class EndT>
+__device__ __forceinline__ void sort_by_sub_warp(
+  typename Agent::TempStorage* storage, index_t first, index_t count, const index_t* list, const KeyT* keys_in,
+  KeyT* keys_out, const ValueT* values_in, ValueT* values_out, BeginT d_begin, EndT d_end)
+{
+  const index_t group = threadIdx.x / WarpThreads;
+  if (first + group < count)
+  {
+    const index_t segment = list[first + group];
+    const OffsetT begin   = static_cast<OffsetT>(d_begin[segment]);
+    const OffsetT n       = static_cast<OffsetT>(d_end[segment]) - begin;
+    Agent(storage[group]).ProcessSegment(int(n), keys_in + begin, keys_out + begin, values_in + begin,
+                                         values_out + begin);
+  }
+}
+
+// Medium segments are listed from the end of medium_indices_end backwards (the partition
+// writes them through a reverse iterator), small ones in small_indices; the blocks' split
+// between them is CUB's, computed here from the group sizes.
+template <CUB_NS_QUALIFIER::SortOrder Order, class Selector, class KeyT, class ValueT, class BeginT, class EndT,
+          class OffsetT>
+__global__ __launch_bounds__(int(policies<Selector>::small.threads_per_block)) void small_kernel(
+  const index_t* group_sizes, index_t num_segments, const index_t* small_indices, const index_t* medium_indices_end,
+  const KeyT* keys_in, KeyT* keys_out, const ValueT* values_in, ValueT* values_out, BeginT d_begin, EndT d_end)
+{
+  using p                   = policies<Selector>;
+  constexpr bool descending = Order == CUB_NS_QUALIFIER::SortOrder::Descending;
+  using medium_agent_t      = CUB_NS_QUALIFIER::detail::sub_warp_merge_sort::
+    AgentSubWarpSort<descending, typename p::medium_t, KeyT, ValueT, OffsetT>;
+  using small_agent_t = CUB_NS_QUALIFIER::detail::sub_warp_merge_sort::
+    AgentSubWarpSort<descending, typename p::small_t, KeyT, ValueT, OffsetT>;
+  constexpr index_t medium_per_block = p::medium_t::SEGMENTS_PER_BLOCK;
+  constexpr index_t small_per_block  = p::small_t::SEGMENTS_PER_BLOCK;
+  __shared__ union
+  {
+    typename medium_agent_t::TempStorage medium[medium_per_block];
+    typename small_agent_t::TempStorage small[small_per_block];
+  } storage;
+
+  const index_t n_small       = group_sizes[1];
+  const index_t n_medium      = num_segments - group_sizes[0] - n_small;
+  const index_t medium_blocks = (n_medium + medium_per_block - 1) / medium_per_block;
+  const index_t blocks        = medium_blocks + (n_small + small_per_block - 1) / small_per_block;
+  for (index_t b = blockIdx.x; b < blocks; b += gridDim.x)
+  {
+    if (b != blockIdx.x)
+    {
+      __syncthreads(); // sub-warps of the last round are done with shared memory
+    }
+    if (b < medium_blocks)
+    {
+      sort_by_sub_warp<medium_agent_t, p::medium_t::WARP_THREADS, OffsetT>(
+        storage.medium, b * medium_per_block, n_medium, medium_indices_end - n_medium, keys_in, keys_out,
+        values_in, values_out, d_begin, d_end);
+    }
+    else
+    {
+      sort_by_sub_warp<small_agent_t, p::small_t::WARP_THREADS, OffsetT>(
+        storage.small, (b - medium_blocks) * small_per_block, n_small, small_indices, keys_in, keys_out, values_in,
+        values_out, d_begin, d_end);
+    }
+  }
+}
+
+} // namespace segmented_sort
+} // namespace cuprims
