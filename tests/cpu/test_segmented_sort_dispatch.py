@@ -22,7 +22,7 @@ import cuprims
 from cpu_helpers import FakeArray, FakeMemory, FakePack
 from cuprims import DoubleBuffer, SortOrder
 from cuprims._jit import driver
-from cuprims._jit.codegen_partition import CONTEXT_BYTES
+from cuprims._jit.codegen_partition import SINGLE_PARTITION
 from cuprims.algorithms import _segmented_sort_dispatch as dispatch_mod
 from cuprims.algorithms import segmented_sort as ss
 from cuprims.errors import ArgumentError
@@ -135,7 +135,7 @@ class FakeSegmentedDevice:
 
     def _partition(self, grid, block, start, large, small, medium_end, group_sizes, tile_states, sel1, sel2, n,
                    tiles, context):
-        assert (start, context, sel1) == (0, CONTEXT_BYTES, sel2)
+        assert (start, context, sel1) == (0, SINGLE_PARTITION, sel2)
         assert self.tile_states == (tile_states, tiles) and grid == tiles
         assert tiles == -(-n // (self.m["partition_threads"] * self.m["partition_items"]))
         assert block == self.m["partition_threads"]

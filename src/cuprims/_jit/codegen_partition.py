@@ -26,6 +26,10 @@ def context_bytes(first: bool, last: bool, previous_items: int, counters_in: int
     return _CONTEXT_LAYOUT.pack(first, last, previous_items, counters_in, counters_out)
 
 
+#: The context of a partition that is the whole input (segmented sort partitions its segments so)
+SINGLE_PARTITION = context_bytes(True, True, 0, 0, 0)
+
+
 def three_way_partition_source(*, d_in: Any, first: Any, second: Any, unselected: Any, num_selected: Any,
                                first_op: OpSpec, second_op: OpSpec, arch: int) -> Source:
     vt = d_in.value

@@ -34,7 +34,7 @@ import struct
 from typing import Any
 
 from .._jit import driver
-from .._jit.codegen_partition import CONTEXT_BYTES
+from .._jit.codegen_partition import SINGLE_PARTITION
 from ._common import Loaded
 from .sort_base import SortCall, SortPlan
 from .sort_common import align_base, temp_layout
@@ -161,7 +161,7 @@ def dispatch(plan: Any, call: SortCall, temp: int, stream: int, selector: tuple[
     sel = selector_state(call, *selector)
     launch(plan.partition, tiles, plan.partition_threads, stream,
            packs[2].pack(0, indices, small_indices, medium_end, group_sizes, tile_states, sel, sel, segments, tiles,
-                         CONTEXT_BYTES))
+                         SINGLE_PARTITION))
     big, mid, small = grids(plan, segments)
     large_args = (group_sizes, indices, k_in, out_k, db_k, v_in, out_v, db_v, begin, end)
     launch(plan.big, big, plan.large_threads, stream, packs[3].pack(*large_args))
