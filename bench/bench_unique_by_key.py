@@ -35,6 +35,8 @@ def main() -> None:
     t_ours = device_ms(lambda: u(temp_storage=tmp, num_items=n, **kw))
     m = int(count.get()[0])
     assert m == int(cp.unique(keys).size)
+    heads = cp.flatnonzero(cp.concatenate([cp.ones(1, bool), keys[1:] != keys[:-1]]))
+    assert bool((ko[:m] == keys[heads]).all()) and bool((io[:m] == items[heads]).all())  # each run's first item
     work = f"unique_by_key int32 keys + float32 items, 2^{args.log2n}"
     add(work, "cuprims OpKind.EQUAL_TO", t_ours, "ms", note=f"{m} runs")
     keys_t = torch.as_tensor(keys, device="cuda")

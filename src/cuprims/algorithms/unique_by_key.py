@@ -7,14 +7,20 @@ C++'s ``==`` on scalar keys (NaN equals nothing); struct keys take a Python call
 ``f(a, b) -> bool`` or a RawOp. Inputs may be iterators; an output you do not want can be
 a ``DiscardIterator`` (given the array it stands for, so that it has that type).
 
-Host dispatch (ours, mirroring CUB's): an init kernel readies the tile states (CUB's
-``ScanTileState<long long>``) and zeroes the count; CUB's sweep kernel then handles one
-tile per block with decoupled look-back. Temporary storage holds the tile states and,
-where CUB's agent needs more shared memory than a block has, its virtual shared memory.
+Host dispatch (ours): an init kernel (CUB's) readies the tile states and zeroes the count;
+a sweep kernel then handles one tile per block with decoupled look-back. Two builds, the
+one a call needs made when it first comes (build variants, as the sorts have them):
+
+* up to 2^31 - 1 items, cuprims' unique kernel (``kernels/cuprims_unique.cuh``): the run
+  heads come from the keys alone and only the heads' items are read (CUB's agent loads
+  every item: twice the traffic for int32 keys with float32 items), 32-bit offsets;
+* beyond, CUB's DeviceUniqueByKeySweepKernel with 64-bit offsets; its temporary storage
+  adds CUB's virtual shared memory where a block's shared memory is too small.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from .._jit import driver
@@ -31,11 +37,14 @@ from ._skeleton import Algorithm, Description, description, functor_size, functo
 __all__ = ["make_unique_by_key", "unique_by_key"]
 
 _INIT_THREADS = 128          # the init kernel's block (one thread per tile state), as CUB launches it
+# The most items cuprims' kernel (variant 0, 32-bit offsets) takes; more go to CUB's (variant 1).
+NARROW_MAX_ITEMS = (1 << 31) - 1
 
 
 @description
 class UniqueByKeyDescription(Description):
-    """Keys and items in and out, the count's type, and the equality operator."""
+    """Keys and items in and out, the count's type, the equality operator, and whether this
+    is the 64-bit-offset build (variant 1)."""
 
     keys_in: ArgKind
     items_in: ArgKind
@@ -43,10 +52,17 @@ class UniqueByKeyDescription(Description):
     items_out: ArgKind
     num_selected: ArgKind
     op: OpSpec
+    wide_offsets: bool = False
 
     def source(self, arch: int) -> Source:
         return unique_by_key_source(keys_in=self.keys_in, values_in=self.items_in, keys_out=self.keys_out,
-                                    values_out=self.items_out, num_selected=self.num_selected, op=self.op, arch=arch)
+                                    values_out=self.items_out, num_selected=self.num_selected, op=self.op, arch=arch,
+                                    wide_offsets=self.wide_offsets)
+
+    def variant(self, index: int) -> "UniqueByKeyDescription":
+        if index == 1:
+            return dataclasses.replace(self, wide_offsets=not self.wide_offsets)
+        return super().variant(index)
 
     def _link(self) -> tuple[OpInput, ...]:
         own = () if self.op.kind == "builtin" else (
@@ -55,16 +71,18 @@ class UniqueByKeyDescription(Description):
                            for op in a.linked_ops())
 
     def kernel_params(self) -> tuple[tuple[Any, ...], ...]:
+        # sweep: keys in, items in, keys out, items out, count, tile state, op, items, tiles (, vsmem)
+        sweep = (self.keys_in.param, self.items_in.param, self.keys_out.param, self.items_out.param, "ptr", "ptr",
+                 functor_size(self.op))
         return (
             ("ptr", "i32", "ptr"),     # init: tile state, tiles, count
-            # sweep: keys in, items in, keys out, items out, count, tile state, op, items, tiles, vsmem
-            (self.keys_in.param, self.items_in.param, self.keys_out.param, self.items_out.param, "ptr", "ptr",
-             functor_size(self.op), "i64", "i32", "ptr"),
+            sweep + (("i64", "i32", "ptr") if self.wide_offsets else ("i32", "i32")),
         )
 
 
 class _Plan(LookbackPlan):
-    """The look-back plan, and the virtual shared memory CUB's agent needs per block."""
+    """The look-back plan, and the virtual shared memory CUB's agent needs per block (0 for
+    cuprims' kernel)."""
 
     __slots__ = ("vsmem_per_block", "temp_align")
 
@@ -106,34 +124,45 @@ class _UniqueByKey(Algorithm):
     desc: UniqueByKeyDescription
 
     def _setup(self) -> None:
-        self._init_params, self._sweep_params = self._packs
+        # parameter blocks per variant (the sweep's differ), the wide ones laid out when first used
+        self._variant_packs: dict[int, tuple[Any, ...]] = {0: self._packs}
         self._stateful = bool(self.desc.op.state_size)
+
+    def _packs_of(self, variant: int) -> tuple[Any, ...]:
+        packs = self._variant_packs.get(variant)
+        if packs is None:
+            kinds = self.desc.variant(variant).kernel_params()
+            packs = self._variant_packs[variant] = tuple(driver.ParamPack(k) for k in kinds)
+        return packs
 
     def _make_plan(self, loaded: Loaded, variant: int) -> _Plan:
         return _Plan(loaded)
 
-    # args: (p_kin, p_vin, p_kout, p_vout, p_count, state, n)
+    # args: (p_kin, p_vin, p_kout, p_vout, p_count, state, n, variant)
     def _temp_bytes(self, plan: _Plan, args: tuple) -> int:
         return storage_layout(plan, args[6])[2]
 
     def _dispatch(self, plan: _Plan, args: tuple, temp: int, stream: int) -> None:
-        p_kin, p_vin, p_kout, p_vout, p_count, state, n = args
+        p_kin, p_vin, p_kout, p_vout, p_count, state, n, variant = args
         tiles, vsmem_at, _ = storage_layout(plan, n)
-        tile_state = ready_tiles(plan, self._init_params, temp, tiles, p_count, stream, _INIT_THREADS)
+        init_params, sweep_params = self._packs_of(variant)
+        tile_state = ready_tiles(plan, init_params, temp, tiles, p_count, stream, _INIT_THREADS)
         if n:
+            # CUB's kernel (variant 1) also takes its virtual shared memory
+            vsmem = (temp + vsmem_at if plan.vsmem_per_block else 0,) if variant else ()
             driver.launch(plan.sweep, tiles, plan.threads, stream,
-                          self._sweep_params.pack(p_kin, p_vin, p_kout, p_vout, p_count, tile_state, state, n, tiles,
-                                                  temp + vsmem_at if plan.vsmem_per_block else 0))
+                          sweep_params.pack(p_kin, p_vin, p_kout, p_vout, p_count, tile_state, state, n, tiles, *vsmem))
 
     def _run(self, temp_storage: Any, d_in_keys: Any, d_in_items: Any, d_out_keys: Any, d_out_items: Any,
              d_out_num_selected: Any, op: Any, num_items: Any, stream: Any, one_shot: bool) -> int | None:
         n = num_items if type(num_items) is int and num_items >= 0 else check_num_items(num_items)
+        variant = 0 if n <= NARROW_MAX_ITEMS else 1
         d = self.desc
         args = (d.keys_in.bind(d_in_keys, n), d.items_in.bind(d_in_items, n), d.keys_out.bind(d_out_keys, n),
                 d.items_out.bind(d_out_items, n), d.num_selected.bind(d_out_num_selected, 1, None),
-                functor_state(d.op, op) if self._stateful else self._state, n)
+                functor_state(d.op, op) if self._stateful else self._state, n, variant)
         return self._execute(temp_storage, stream, one_shot, args,
-                             (op, d_in_keys, d_in_items, d_out_keys, d_out_items))
+                             (op, d_in_keys, d_in_items, d_out_keys, d_out_items), variant)
 
     def __call__(self, *, temp_storage: Any, d_in_keys: Any, d_in_items: Any, d_out_keys: Any, d_out_items: Any,
                  d_out_num_selected: Any, op: Any = None, num_items: int, stream: Any = None) -> int | None:

@@ -5,8 +5,7 @@
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ != 900
 #error "cuprims: this unit was generated for sm_90"
 #endif
-#include <cub/device/dispatch/kernels/kernel_unique_by_key.cuh>
-#include <cub/device/dispatch/kernels/kernel_scan.cuh>
+#include <cuprims_unique.cuh>
 
 struct cuprims_eq_t
 {
@@ -16,27 +15,19 @@ struct cuprims_eq_t
   }
 };
 
-using cuprims_selector_t = CUB_NS_QUALIFIER::detail::unique_by_key::policy_selector_from_types<int, float>;
-struct cuprims_policy_getter
-{
-  _CCCL_HOST_DEVICE_API constexpr auto operator()() const
-  {
-    return cuprims_selector_t{}(::cuda::compute_capability{9, 0});
-  }
-};
-using cuprims_agents_t = CUB_NS_QUALIFIER::detail::unique_by_key::unique_by_key_vsmem_helper_t<cuprims_policy_getter, const int*, const float*, int*, float*, cuprims_eq_t, long long>;
-static_assert(sizeof(CUB_NS_QUALIFIER::ScanTileState<long long>) == sizeof(void*), "cuprims passes the tile state as a pointer");
-static_assert(sizeof(CUB_NS_QUALIFIER::detail::vsmem_t) == sizeof(void*), "vsmem is one pointer");
+using cuprims_selector_t = CUB_NS_QUALIFIER::detail::select::policy_selector_from_types<const int*, CUB_NS_QUALIFIER::NullType*, int*, int, CUB_NS_QUALIFIER::SelectImpl::Select>;
+constexpr auto cuprims_policy = cuprims_selector_t{}(::cuda::compute_capability{9, 0}).lookback;
+static_assert(sizeof(CUB_NS_QUALIFIER::ScanTileState<int>) == sizeof(void*), "cuprims passes the tile state as a pointer");
 extern "C" __device__ __attribute__((used)) const long long cuprims_meta[5] = {
-  (long long)(cuprims_agents_t::policy.threads_per_block) /* threads */,
-  (long long)(cuprims_agents_t::policy.items_per_thread) /* items */,
-  (long long)(CUB_NS_QUALIFIER::detail::vsmem_helper_impl<typename cuprims_agents_t::agent_t>::vsmem_per_block) /* vsmem_per_block */,
-  (long long)(CUB_NS_QUALIFIER::ScanTileState<long long>::TILE_STATUS_PADDING) /* tile_padding */,
-  (long long)(sizeof(typename CUB_NS_QUALIFIER::ScanTileState<long long>::TxnWord)) /* tile_word_bytes */};
+  (long long)(cuprims_policy.threads_per_block) /* threads */,
+  (long long)(cuprims_policy.items_per_thread) /* items */,
+  (long long)(0) /* vsmem_per_block */,
+  (long long)(CUB_NS_QUALIFIER::ScanTileState<int>::TILE_STATUS_PADDING) /* tile_padding */,
+  (long long)(sizeof(typename CUB_NS_QUALIFIER::ScanTileState<int>::TxnWord)) /* tile_word_bytes */};
 
 // ---- name_expressions ----
-// CUB_NS_QUALIFIER::detail::scan::DeviceCompactInitKernel<CUB_NS_QUALIFIER::ScanTileState<long long>, long long*>
-// CUB_NS_QUALIFIER::detail::unique_by_key::DeviceUniqueByKeySweepKernel<cuprims_selector_t, const int*, const float*, int*, float*, long long*, CUB_NS_QUALIFIER::ScanTileState<long long>, cuprims_eq_t, long long>
+// CUB_NS_QUALIFIER::detail::scan::DeviceCompactInitKernel<CUB_NS_QUALIFIER::ScanTileState<int>, long long*>
+// cuprims::unique::unique_kernel<cuprims_selector_t, const int*, const float*, int*, float*, long long*, cuprims_eq_t>
 // ---- extern_symbols ----
 // ---- meta_fields ----
 // threads
