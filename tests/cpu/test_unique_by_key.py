@@ -1,11 +1,11 @@
 """Unique-by-key on the CPU: ahead-of-time sm_90 builds of both variants (cuprims' kernel up to
-2^31 - 1 items, CUB's beyond) for arrays of several types, iterators, struct keys with a Python
-equality and DiscardIterator outputs, goldens, the kernels' parameters against the cubin, the
-temporary-storage layout, the host dispatch on a fake device (kernels emulated in numpy), the
-variant chosen at 2^31 - 1 and 2^31 items, and bad arguments named before any compile."""
+2^31 - 1 items, CUB's beyond) for several types, iterators, Python/raw equalities, DiscardIterator
+outputs; goldens, kernel parameters against the cubin, the temporary-storage layout, the dispatch
+on a fake device (kernels emulated in numpy), the variant at 2^31 - 1 and 2^31, bad arguments."""
 
 from __future__ import annotations
 
+import dataclasses
 from types import SimpleNamespace
 
 import numpy as np
@@ -19,7 +19,9 @@ from cuprims import TransformOutputIterator
 from cuprims._jit import driver
 from cuprims.algorithms import unique_by_key as ubk
 from cuprims.algorithms.unique_by_key import storage_layout
+from cuprims.algorithms._skeleton import functor_size
 from cuprims.errors import ArgumentError
+from cuprims.op import OpSpec
 
 i4, i8, f4 = np.int32, np.int64, np.float32
 PAIR = cuprims.gpu_struct({"a": np.int32, "b": np.int32})
@@ -70,12 +72,8 @@ def test_variants_and_their_parameters():
 
 
 @pytest.mark.parametrize("key, item, count", [
-    (np.int8, np.float64, np.int32),
-    (np.uint16, np.int16, np.uint32),
-    (np.int64, np.uint8, np.uint64),
-    (np.float64, PAIR.dtype, np.int64),
-    (np.float16, np.float32, np.int64),
-])
+    (np.int8, np.float64, np.int32), (np.uint16, np.int16, np.uint32), (np.int64, np.uint8, np.uint64),
+    (np.float64, PAIR.dtype, np.int64), (np.float16, np.float32, np.int64)])
 def test_array_builds_of_several_types(shared_cache, key, item, count):
     obj = _make(d_in_keys=P(key), d_out_keys=P(key), d_in_items=P(item), d_out_items=P(item),
                 d_out_num_selected=P(count))
@@ -117,6 +115,15 @@ def test_an_equality_capturing_a_device_array(shared_cache):
     obj = _make(op=same_bucket)
     check_kernel_params(obj, 90)  # the functor's state (the array's pointer and extent) is a parameter
     assert obj.desc.op.state_size > 0
+
+
+def test_a_raw_equality_with_state_in_both_variants():
+    raw = OpSpec("raw", "3" * 64, state_size=12, state_alignment=4, name="my_raw_eq")
+    desc = dataclasses.replace(ubk._describe(P(i4), P(f4), P(i4), P(f4), P(i8), OpKind.EQUAL_TO), op=raw)
+    for d in (desc, desc.variant(1)):  # sources only (a RawOp needs real LTO-IR to link)
+        src = d.source(90)
+        assert src.extern_symbols == ("my_raw_eq",) and "unsigned char bytes[12]" in src.text
+        assert d.kernel_params()[1][6] == functor_size(raw) > 1
 
 
 @pytest.mark.parametrize("over, argument", [
@@ -168,10 +175,9 @@ def _wide_kernel(name: str) -> bool:
 
 
 class FakeUniqueDevice:
-    """Runs one unique-by-key object's launches on fake memory. The init kernel readies the
-    tile states and zeroes the count; the sweep is emulated as both kernels compute it, tile by
-    tile: heads from the keys (the first of each tile against its predecessor, NaN never equal),
-    a running count over the tiles, and each head's item read at the head's position."""
+    """Runs one object's launches on fake memory: the init readies the tile states and zeroes
+    the count; the sweep is emulated tile by tile (heads from the keys, a tile's first against
+    its predecessor, NaN never equal; a running count; each head's item read at its position)."""
 
     def __init__(self, mem: FakeMemory, desc, plans: dict):
         self.mem, self.desc, self.plans = mem, desc, plans
@@ -220,12 +226,9 @@ def fake(monkeypatch, shared_cache):
     mem = FakeMemory()
     allocations: list[int] = []
 
-    def alloc_async(nbytes, stream, device=-1):
-        allocations.append(nbytes)
-        return mem.alloc(nbytes)
-
     monkeypatch.setattr(driver, "ParamPack", FakePack)
-    monkeypatch.setattr(driver, "alloc_async", alloc_async)
+    monkeypatch.setattr(driver, "alloc_async", lambda nbytes, stream, device=-1: allocations.append(nbytes) or
+                        mem.alloc(nbytes))
     monkeypatch.setattr(driver, "free_async", lambda ptr, stream: mem.free(ptr))
 
     def make(wide_meta=WIDE_META, **over):
@@ -243,11 +246,6 @@ def fake(monkeypatch, shared_cache):
 
     make.mem, make.allocations = mem, allocations
     return make
-
-
-def _expected(keys, items):
-    first = np.r_[np.ones(min(keys.size, 1), bool), keys[1:] != keys[:-1]]
-    return keys[first], items[first]
 
 
 @pytest.mark.parametrize("wide", [False, True])
@@ -271,11 +269,11 @@ def test_fake_device_against_numpy(fake, monkeypatch, wide, n_tiles, extra):
     nbytes = obj(temp_storage=None, num_items=n, **kw)
     temp = FakeArray(mem, np.zeros(nbytes, np.uint8))
     obj(temp_storage=temp, num_items=n, **kw)
-    want_k, want_i = _expected(keys, items)
+    first = np.r_[np.ones(min(n, 1), bool), keys[1:] != keys[:-1]]  # NaN != NaN
     m = int(count.get()[0])
-    assert m == want_k.size
-    np.testing.assert_array_equal(k_out.get()[:m], want_k)
-    np.testing.assert_array_equal(v_out.get()[:m], want_i)
+    assert m == first.sum()
+    np.testing.assert_array_equal(k_out.get()[:m], keys[first])
+    np.testing.assert_array_equal(v_out.get()[:m], items[first])
     kernels = [k for k, *_ in dev.launches]
     assert len(kernels) == (2 if n else 1) and all(_wide_kernel(k) == wide for k in kernels)
     tile_state = dev.launches[0][3][0]
@@ -283,7 +281,7 @@ def test_fake_device_against_numpy(fake, monkeypatch, wide, n_tiles, extra):
     # one shot: storage allocated and freed
     count.mem.view(count.ptr, np.uint32, 1)[:] = 99
     obj._run(None, k_in, v_in, k_out, v_out, count, None, n, None, True)
-    assert fake.allocations == [nbytes] and int(count.get()[0]) == m and not fake.mem.freed[-1] in fake.mem.blocks
+    assert fake.allocations == [nbytes] and int(count.get()[0]) == m and fake.mem.freed[-1] not in fake.mem.blocks
 
 
 def test_fake_device_variant_at_2_31(fake):
