@@ -271,3 +271,17 @@ def _binding_error(name: str, sig: inspect.Signature, args: tuple, kwargs: dict)
         if p.default is p.empty and p.kind is p.KEYWORD_ONLY and pname not in kwargs:
             return ArgumentTypeError(pname, f"a value (a required keyword of {name})", "nothing")
     return ArgumentTypeError(f"{name}(...)", "arguments matching its signature", f"{sorted(kwargs)}")
+
+
+def segment_offsets(start_offsets_in: Any, end_offsets_in: Any) -> tuple[ArgKind, ArgKind]:
+    """The kinds of a segmented algorithm's start and end offsets: arrays or iterators of
+    one 32- or 64-bit integer type."""
+    begin = describe(start_offsets_in, "start_offsets_in", iterators=True)
+    end = describe(end_offsets_in, "end_offsets_in", iterators=True)
+    for arg in (begin, end):
+        if arg.value.kind not in "iu" or arg.value.size not in (4, 8):
+            raise ArgumentError(arg.name, "offsets of a 32- or 64-bit integer type", arg.value.dtype)
+    if end.value.code != begin.value.code:
+        raise ArgumentError("end_offsets_in", f"offsets of the start offsets' type {begin.value.dtype}",
+                            end.value.dtype)
+    return begin, end

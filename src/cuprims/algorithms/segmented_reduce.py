@@ -22,7 +22,7 @@ from .._jit.codegen import Source
 from .._jit.codegen_segmented import segmented_reduce_source
 from ..errors import ArgumentError
 from ..types import host_bytes
-from ._arguments import ArgKind, describe, keyword_checked
+from ._arguments import ArgKind, describe, keyword_checked, segment_offsets
 from ._common import Loaded, check_num_items
 from ._operators import combined_input
 from ._skeleton import Algorithm, CombinerDescription, Plan, combiner_spec, description, functor_size, functor_state
@@ -121,14 +121,7 @@ def _describe(d_in: Any, d_out: Any, start_offsets_in: Any, end_offsets_in: Any,
               h_init: Any) -> SegmentedReduceDescription:
     in_arg = describe(d_in, "d_in", iterators=True)
     out_arg = describe(d_out, "d_out", iterators=True, output=True)
-    begin = describe(start_offsets_in, "start_offsets_in", iterators=True)
-    end = describe(end_offsets_in, "end_offsets_in", iterators=True)
-    for arg in (begin, end):
-        if arg.value.kind not in "iu" or arg.value.size not in (4, 8):
-            raise ArgumentError(arg.name, "offsets of a 32- or 64-bit integer type", arg.value.dtype)
-    if end.value.code != begin.value.code:
-        raise ArgumentError("end_offsets_in", f"offsets of the start offsets' type {begin.value.dtype}",
-                            end.value.dtype)
+    begin, end = segment_offsets(start_offsets_in, end_offsets_in)
     accum = out_arg.value
     init_dt = host_value_dtype(h_init)
     if init_dt is None:

@@ -30,7 +30,7 @@ from .._jit.codegen import Source
 from .._jit.codegen_segmented_sort import segmented_sort_source, selector_layout
 from .._jit.codegen_sort import check_radix_key
 from ..errors import ArgumentError
-from ._arguments import ArgKind, describe, keyword_checked
+from ._arguments import ArgKind, keyword_checked, segment_offsets
 from ._common import check_num_items
 from ._segmented_sort_dispatch import SegmentedSortPlan, dispatch, temp_bytes
 from ._skeleton import Description, description
@@ -85,17 +85,6 @@ class SegmentedSortDescription(SortDescription):
         )
 
 
-def _offsets(start_offsets_in: Any, end_offsets_in: Any) -> tuple[ArgKind, ArgKind]:
-    begin = describe(start_offsets_in, "start_offsets_in", iterators=True)
-    end = describe(end_offsets_in, "end_offsets_in", iterators=True)
-    for arg in (begin, end):
-        if arg.value.kind not in "iu" or arg.value.size not in (4, 8):
-            raise ArgumentError(arg.name, "offsets of a 32- or 64-bit integer type", arg.value.dtype)
-    if end.value.code != begin.value.code:
-        raise ArgumentError("end_offsets_in", f"offsets of the start offsets' type {begin.value.dtype}",
-                            end.value.dtype)
-    return begin, end
-
 
 def _describe(d_in_keys: Any, d_out_keys: Any, d_in_values: Any, d_out_values: Any, start_offsets_in: Any,
               end_offsets_in: Any, order: Any) -> SegmentedSortDescription:
@@ -103,7 +92,7 @@ def _describe(d_in_keys: Any, d_out_keys: Any, d_in_values: Any, d_out_values: A
     order = parse_order(order)
     value_dt = _SegmentedSort._dtypes(d_in_keys, d_out_keys, d_in_values, d_out_values)[1]
     kinds = _SegmentedSort._kinds(d_in_keys, d_out_keys, d_in_values, d_out_values, value_dt)
-    return SegmentedSortDescription(*kinds, *_offsets(start_offsets_in, end_offsets_in), order)
+    return SegmentedSortDescription(*kinds, *segment_offsets(start_offsets_in, end_offsets_in), order)
 
 
 class _SegmentedSort(SortAlgorithm):
@@ -166,11 +155,11 @@ def make_segmented_sort(*, d_in_keys: Any, d_out_keys: Any = None, d_in_values: 
     """Build (or fetch from cache) a sort of each segment of keys (and values) in ``order``.
 
     Args:
-        d_in_keys: device array of keys (bool, integer or floating point), a
-            ``DoubleBuffer`` of two such arrays, or a ``ProxyArray`` to build ahead of time.
-        d_out_keys: device array for the sorted keys, or None with a DoubleBuffer.
-        d_in_values: device array (or DoubleBuffer) of values of any dtype, or None.
-        d_out_values: device array for the sorted values, or None.
+        d_in_keys, d_out_keys: keys (bool, integer or floating point) in and out: device
+            arrays (``ProxyArray`` to build ahead of time), or a ``DoubleBuffer`` in
+            ``d_in_keys`` and None in ``d_out_keys``.
+        d_in_values, d_out_values: values of any dtype that travel with their keys, as
+            the keys are given; or None for keys alone.
         start_offsets_in, end_offsets_in: device arrays or iterators of int32/int64 (or
             uint32/uint64) offsets, one pair per segment.
         order: ``SortOrder.ASCENDING`` or ``SortOrder.DESCENDING``.
