@@ -36,13 +36,14 @@ from .iterators import (CacheModifiedInputIterator, ConstantIterator, CountingIt
                         PermutationIterator, ReverseIterator, ShuffleIterator, TransformIterator,
                         TransformOutputIterator, ZipIterator)
 from .op import OpKind, RawOp
+from ._serialization import deserialize, serialize
 from .struct import gpu_struct
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Determinism", "OpKind", "ProxyArray", "ProxyValue", "RawOp", "SortOrder",
-    "cache_info", "clear_all_caches", "errors", "gpu_struct", "settings",
+    "cache_info", "clear_all_caches", "errors", "gpu_struct", "settings", "serialize", "deserialize",
     "make_reduce_into", "reduce_into", "make_segmented_reduce", "segmented_reduce",
     "make_inclusive_scan", "inclusive_scan", "make_exclusive_scan", "exclusive_scan",
     "make_unary_transform", "unary_transform", "make_binary_transform", "binary_transform",

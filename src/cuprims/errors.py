@@ -107,11 +107,24 @@ class CudaError(CuprimsError, RuntimeError):
         super().__init__(msg)
 
 
+class BlobError(CuprimsError, ValueError):
+    """A serialized object that cannot be loaded (see :func:`cuprims.deserialize`): not a
+    blob, damaged or truncated, of another format version, made by another cuprims build,
+    or built for other architectures than the device's. ``expected`` and ``found`` say
+    what was expected and what the blob (or the device) holds."""
+
+    def __init__(self, problem: str, expected: object, found: object):
+        self.problem = problem
+        self.expected = expected
+        self.found = found
+        super().__init__(f"cannot load this serialized object: {problem}: expected {expected}, found {found}")
+
+
 class CacheError(CuprimsError):
     """The on-disk cache could not be used (reported only when it cannot be worked around)."""
 
 
 __all__ = [
     "CuprimsError", "ArgumentError", "ArgumentTypeError", "CompileError", "LinkError",
-    "OperatorCompileError", "NoDeviceError", "CudaError", "CacheError",
+    "OperatorCompileError", "NoDeviceError", "CudaError", "BlobError", "CacheError",
 ]

@@ -118,6 +118,7 @@ class Algorithm(CompiledAlgorithm):
 
     _object_cache: PerThreadCache
     _state = b"\0"  # the functor parameter of an operator without state (with state: packed per call)
+    _frozen = False  # made by cuprims.deserialize: it holds the builds it will ever have
     _descriptions: dict[tuple, Description]
     _interned: dict[Description, Description]
 
@@ -198,6 +199,12 @@ class Algorithm(CompiledAlgorithm):
     def _builds_of(self, variant: int) -> Builds:
         builds = self._variant_builds.get(variant)
         if builds is None:
+            if self._frozen:
+                from ..errors import BlobError
+
+                raise BlobError("the call needs a build variant the blob does not hold (e.g. 64-bit offsets "
+                                "past 2^31 - 1 items: run such a call before serializing)",
+                                f"variants {sorted(self._variant_builds)}", f"variant {variant}")
             desc = self.desc.variant(variant)
             builds = self._variant_builds[variant] = Builds(desc.source, desc.linked_ops())
         return builds

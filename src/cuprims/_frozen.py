@@ -1,0 +1,60 @@
+"""Algorithm objects rebuilt from a blob (:func:`cuprims.deserialize`): their builds come
+from the blob and can grow no new one, so nothing is ever compiled for them."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ._jit import driver
+from ._jit.codegen import Source
+from .algorithms._common import Builds, Loaded
+from .errors import BlobError
+
+
+def _archs(archs: Sequence[int]) -> str:
+    return ", ".join(f"sm_{a}" for a in archs) or "none"
+
+
+class FrozenBuilds(Builds):
+    """The build results of one variant as a blob holds them, per architecture."""
+
+    def __init__(self, results: dict[int, tuple[Any, tuple[str, ...]]]):
+        super().__init__(self._no_source, ())
+        for arch, (result, names) in results.items():
+            self._by_arch[arch] = result
+            # what loading needs of a source: the kernels' order (the text is not kept)
+            self._sources[arch] = Source(text="", name_expressions=names, extern_symbols=(),
+                                         meta_fields=tuple(result.meta))
+
+    def _no_source(self, arch: int) -> Source:
+        raise BlobError("no compiled code for this architecture", f"one of {_archs(self.archs)}", f"sm_{arch}")
+
+    def build_for(self, archs: Sequence[int], objs: Sequence[Any]) -> None:
+        missing = [a for a in archs if a not in self._by_arch]
+        if missing:
+            self._no_source(missing[0])
+
+    def loaded(self, device: int, objs: Sequence[Any] | None = None) -> Loaded:
+        hit = self._by_device.get(device)
+        if hit is not None:
+            return hit
+        major, minor = driver.compute_capability(device)
+        arch = major * 10 + minor
+        if arch not in self._by_arch:
+            raise BlobError("no compiled code for this device", f"a device of {_archs(self.archs)} (built ones)",
+                            f"device {device}, sm_{arch}")
+        return super().loaded(device, objs)
+
+
+def frozen_object(cls: type, desc: Any, results: dict[int, dict[int, Any]]) -> Any:
+    """An object of algorithm class ``cls`` for ``desc`` whose builds are ``results``
+    (variant -> arch -> (BuildResult, kernel name expressions))."""
+    obj = cls.__new__(cls)
+    obj.desc = desc
+    obj._variant_builds = {variant: FrozenBuilds(per_arch) for variant, per_arch in results.items()}
+    obj._builds = obj._variant_builds[0]
+    obj._plans = {}
+    obj._packs = tuple(driver.ParamPack(kinds) for kinds in desc.kernel_params())
+    obj._frozen = True
+    obj._setup()
+    return obj
