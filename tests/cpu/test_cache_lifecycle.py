@@ -252,3 +252,65 @@ def test_a_cap_from_the_environment_reaches_builds(tmp_path, monkeypatch):
     monkeypatch.delenv("CUPRIMS_CACHE_MAX_BYTES")
     make_f4(plus_op)
     assert len(DiskCache(root).scan()[0]) == 2
+
+
+REAL_BUILDER = '''
+import json, sys
+import numpy as np
+import cuprims
+from cuprims import ProxyArray as P, ProxyValue as V
+first, count = int(sys.argv[1]), int(sys.argv[2])
+def op_for(k):
+    c = np.float32(k)
+    return lambda a, b: a + b + c
+for k in range(first, first + count):   # distinct operators: one cubin entry each, one shared NVRTC entry
+    cuprims.make_reduce_into(d_in=P(np.float32), d_out=P(np.float32), op=op_for(k), h_init=V(np.float32),
+                             compute_capability=90)
+print(json.dumps({"built": count, "links": cuprims.cache_info()["links"]}))
+'''
+
+
+def test_three_hundred_real_builds_stay_under_a_20_mb_cap(tmp_path):
+    # three processes build 100 distinct reductions each (about 50 MB of cubins) under a
+    # 20 MB cap, while a fourth reads entries back and checks every one it gets
+    root, cap = tmp_path / "real", 20 << 20
+    script = tmp_path / "build.py"
+    script.write_text(REAL_BUILDER)
+    reader = tmp_path / "read.py"
+    reader.write_text('''
+import json, sys, time
+from pathlib import Path
+from cuprims._jit import stats
+from cuprims._jit.cache_entries import decode_entry
+from cuprims._jit.disk_cache import DiskCache
+cache, deadline, seen = DiskCache(Path(sys.argv[1])), time.time() + 240, 0
+while time.time() < deadline and not Path(sys.argv[2]).exists():
+    for entry in cache.scan(remove_debris=False)[0]:
+        got = cache.get(entry.kind, entry.key)
+        if got is not None:
+            seen += 1
+            assert got[1] and all(blob for blob in got[1].values())
+    time.sleep(0.05)
+print(json.dumps({"seen": seen, "discarded": stats.snapshot()["disk_corrupt_discarded"]}))
+''')
+    done = tmp_path / "done"
+    env = dict(os.environ, CUPRIMS_CACHE_DIR=str(root), CUPRIMS_CACHE_MAX_BYTES=str(cap),
+               PYTHONPATH=os.pathsep.join(sys.path))
+    read = subprocess.Popen([sys.executable, str(reader), str(root), str(done)], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    builders = [subprocess.Popen([sys.executable, str(script), str(k * 100), "100"], env=env, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True) for k in range(3)]
+    try:
+        for p in builders:
+            out, err = p.communicate(timeout=900)
+            assert p.returncode == 0, err
+            assert json.loads(out.strip().splitlines()[-1])["built"] == 100
+    finally:
+        done.touch()
+    out, err = read.communicate(timeout=300)
+    assert read.returncode == 0, err
+    seen = json.loads(out.strip().splitlines()[-1])
+    assert seen["discarded"] == 0 and seen["seen"] > 0, seen
+    total = sum(p.stat().st_size for p in _all_files(root))
+    assert total < cap, total
+    assert 0 < len(DiskCache(root).scan()[0]) < 300
