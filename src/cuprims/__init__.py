@@ -19,27 +19,48 @@ from ._caching import cache_info, clear_all_caches
 from ._enums import Determinism, SortOrder
 from ._proxy import ProxyArray, ProxyValue
 from .config import settings
-from .algorithms.merge_sort import make_merge_sort, merge_sort
-from .algorithms.radix_sort import make_radix_sort, radix_sort
-from .algorithms.sort_common import DoubleBuffer
-from .algorithms.binary_search import lower_bound, make_lower_bound, make_upper_bound, upper_bound
-from .algorithms.histogram import histogram_even, make_histogram_even
-from .algorithms.reduce import make_reduce_into, reduce_into
-from .algorithms.segmented_reduce import make_segmented_reduce, segmented_reduce
-from .algorithms.segmented_sort import make_segmented_sort, segmented_sort
-from .algorithms.scan import exclusive_scan, inclusive_scan, make_exclusive_scan, make_inclusive_scan
-from .algorithms.unique_by_key import make_unique_by_key, unique_by_key
-from .algorithms.select import make_select, select
-from .algorithms.three_way_partition import make_three_way_partition, three_way_partition
-from .algorithms.transform import binary_transform, make_binary_transform, make_unary_transform, unary_transform
 from .iterators import (CacheModifiedInputIterator, ConstantIterator, CountingIterator, DiscardIterator,
                         PermutationIterator, ReverseIterator, ShuffleIterator, TransformIterator,
                         TransformOutputIterator, ZipIterator)
 from .op import OpKind, RawOp
-from ._serialization import deserialize, serialize
 from .struct import gpu_struct
 
 __version__ = "0.1.0"
+
+# The algorithms load at first use: ``import cuprims`` pays for none of their modules
+# (about half of its import time) until a program names one.
+_LAZY = {
+    "make_merge_sort": "merge_sort", "merge_sort": "merge_sort",
+    "make_radix_sort": "radix_sort", "radix_sort": "radix_sort", "DoubleBuffer": "sort_common",
+    "lower_bound": "binary_search", "upper_bound": "binary_search", "make_lower_bound": "binary_search",
+    "make_upper_bound": "binary_search", "histogram_even": "histogram", "make_histogram_even": "histogram",
+    "make_reduce_into": "reduce", "reduce_into": "reduce",
+    "make_segmented_reduce": "segmented_reduce", "segmented_reduce": "segmented_reduce",
+    "make_segmented_sort": "segmented_sort", "segmented_sort": "segmented_sort",
+    "exclusive_scan": "scan", "inclusive_scan": "scan", "make_exclusive_scan": "scan", "make_inclusive_scan": "scan",
+    "make_unique_by_key": "unique_by_key", "unique_by_key": "unique_by_key",
+    "make_select": "select", "select": "select",
+    "make_three_way_partition": "three_way_partition", "three_way_partition": "three_way_partition",
+    "binary_transform": "transform", "make_binary_transform": "transform", "make_unary_transform": "transform",
+    "unary_transform": "transform",
+    "serialize": None, "deserialize": None,
+}
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'cuprims' has no attribute {name!r}")
+    import importlib
+
+    module = _LAZY[name]
+    where = "._serialization" if module is None else f".algorithms.{module}"
+    value = getattr(importlib.import_module(where, __name__), name)
+    globals()[name] = value   # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 __all__ = [
     "Determinism", "OpKind", "ProxyArray", "ProxyValue", "RawOp", "SortOrder",

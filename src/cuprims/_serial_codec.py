@@ -36,8 +36,9 @@ class CodecError(ValueError):
 
 @functools.lru_cache(maxsize=1)
 def _descriptions() -> dict[str, type]:
-    from . import algorithms  # noqa: F401 - every algorithm module registers its description
-    from .algorithms import _skeleton
+    from .algorithms import _skeleton, load_all
+
+    load_all()   # every algorithm module defines its description class
 
     found: dict[str, type] = {}
     todo = [_skeleton.Description]

@@ -48,8 +48,10 @@ def _contract() -> dict[str, str]:
 
 
 def _algorithm_classes() -> dict[str, type]:
-    from . import algorithms  # noqa: F401 - every algorithm module defines its class
+    from .algorithms import load_all
     from .algorithms._skeleton import Algorithm
+
+    load_all()   # every algorithm module defines its class
 
     found, todo = {}, [Algorithm]
     while todo:

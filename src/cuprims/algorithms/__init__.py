@@ -1,0 +1,14 @@
+"""The device-wide algorithms, one module each (loaded at first use, see ``cuprims.__getattr__``)."""
+
+from __future__ import annotations
+
+import importlib
+
+MODULES = ("reduce", "scan", "transform", "radix_sort", "merge_sort", "binary_search", "histogram",
+           "segmented_reduce", "segmented_sort", "unique_by_key", "select", "three_way_partition")
+
+
+def load_all() -> None:
+    """Import every algorithm module (what needs their classes registered: deserialization)."""
+    for name in MODULES:
+        importlib.import_module(f"{__name__}.{name}")
