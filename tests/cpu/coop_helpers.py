@@ -1,0 +1,48 @@
+"""Compile a user's @cuda.jit kernel for sm_90 with no GPU and link it with the
+primitives' files into a real cubin (what numba-cuda does at launch, minus the load)."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+ARCH = 90
+
+
+def link_kernel(kernel: Any, argtypes: Sequence[Any], prims: Sequence[Any], *, with_files: bool = True) -> bytes:
+    from numba import cuda, types
+
+    from cuprims._jit.link import link_cubin
+    from cuprims._jit.numba_ops import _target_capability
+
+    with _target_capability((9, 0)):   # callees are compiled for the target, not a device
+        codes, _ = cuda.compile_all(kernel.py_func, types.void(*argtypes), device=False, cc=(9, 0),
+                                    output="ltoir", abi="numba")
+    extra = [bytes(c) if isinstance(c, bytes) else bytes(c.data) for c in codes[1:]]
+    if with_files:
+        extra += [bytes(f.data) for p in prims for f in p.files]
+    return link_cubin(bytes(codes[0]), extra, ARCH)
+
+
+def kernel_sections(cubin: bytes) -> dict[str, bytes]:
+    from cuprims._jit.elfmeta import sections
+
+    return sections(cubin)
+
+
+def shared_bytes(cubin: bytes) -> int:
+    """Static shared memory of the cubin's one kernel (its ``.nv.shared.<kernel>`` section)."""
+    from cuprims._jit.elfmeta import _section_headers
+
+    import struct
+
+    elf = cubin
+    headers = _section_headers(elf)
+    (shstrndx,) = struct.unpack_from("<H", elf, 0x3E)
+    names = headers[shstrndx]
+    total = 0
+    for sec in headers:
+        start = names[4] + sec[0]
+        name = elf[start:elf.index(b"\0", start)].decode()
+        if name.startswith(".nv.shared.") and name != ".nv.shared.reserved.0":
+            total += sec[5]
+    return total

@@ -1,0 +1,154 @@
+"""coop.block factories: real numba-cuda kernels calling each primitive, compiled for
+sm_90 with no GPU and linked (nvJitLink, LTO) with the primitive's files into a cubin."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+numba = pytest.importorskip("numba")
+from numba import cuda, types  # noqa: E402
+
+from cuprims import coop  # noqa: E402
+from cuprims.errors import ArgumentError, LinkError  # noqa: E402
+
+from coop_helpers import kernel_sections, link_kernel, shared_bytes  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def sm90(shared_cache):
+    with coop.target((9, 0)):
+        yield
+
+
+def _kernel_text_sections(cubin: bytes) -> list[str]:
+    return [n for n in kernel_sections(cubin) if n.startswith(".text.")]
+
+
+def test_block_sum_links_and_needs_its_files():
+    block_sum = coop.block.make_sum(numba.int32, 128)
+
+    @cuda.jit(link=block_sum.files)
+    def kernel(x, out):
+        s = block_sum(x[cuda.threadIdx.x])
+        if cuda.threadIdx.x == 0:
+            out[0] = s
+
+    args = (types.int32[::1], types.int32[::1])
+    cubin = link_kernel(kernel, args, [block_sum])
+    assert cubin[:4] == b"\x7fELF"
+    assert len(_kernel_text_sections(cubin)) == 1
+    # the provider's own TempStorage became the kernel's static shared memory
+    assert block_sum.temp_storage_bytes > 1
+    assert shared_bytes(cubin) >= block_sum.temp_storage_bytes
+    # the kernel really calls the provider: without its LTO-IR the symbol is unresolved
+    with pytest.raises(LinkError, match=block_sum.spec.symbol):
+        link_kernel(kernel, args, [block_sum], with_files=False)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+                                   "float32", "float64"])
+def test_block_reduce_every_int_and_float(dtype):
+    nb = getattr(numba, dtype)
+    block_max = coop.block.make_reduce(nb, (32, 4), "max", items_per_thread=4)
+
+    @cuda.jit(link=block_max.files)
+    def kernel(x, out):
+        items = cuda.local.array(4, nb)
+        t = cuda.threadIdx.x + 32 * cuda.threadIdx.y
+        for i in range(4):
+            items[i] = x[4 * t + i]
+        m = block_max(items)
+        if t == 0:
+            out[0] = m
+
+    cubin = link_kernel(kernel, (nb[::1], nb[::1]), [block_max])
+    assert len(_kernel_text_sections(cubin)) == 1
+
+
+def test_block_reduce_python_operator_partial_tile_and_user_storage():
+    def absmax(a, b):
+        return a if abs(a) >= abs(b) else b
+
+    red = coop.block.make_reduce(numba.float32, (64, 2, 2), absmax)
+    assert len(red.files) >= 2   # provider + the operator numba compiled under <provider>_op
+    nbytes = red.temp_storage_bytes   # a global of the kernel (the primitive has no attributes there)
+
+    @cuda.jit(link=red.files)
+    def kernel(x, n, out):
+        t = cuda.threadIdx.x + 64 * (cuda.threadIdx.y + 2 * cuda.threadIdx.z)
+        temp = cuda.shared.array(nbytes, numba.uint8)
+        v = x[t] if t < n else numba.float32(0)
+        a = red(v, n)                       # partial tile: the first n threads
+        b = red(v, temp_storage=temp)       # the caller's storage
+        if t == 0:
+            out[0] = a
+            out[1] = b
+
+    cubin = link_kernel(kernel, (types.float32[::1], types.int32, types.float32[::1]), [red])
+    assert shared_bytes(cubin) >= 2 * red.temp_storage_bytes   # ours and the caller's
+
+
+@pytest.mark.parametrize("items", [1, 3, 16])
+def test_load_scan_store_pipeline(items):
+    dims = (32, 4)
+    load = coop.block.make_load(numba.int32, dims, items, algorithm="warp_transpose")
+    scan = coop.block.make_inclusive_sum(numba.int32, dims, items)
+    store = coop.block.make_store(numba.int32, dims, items, algorithm="striped")
+    tile = 128 * items
+
+    @cuda.jit(link=load.files + scan.files + store.files)
+    def kernel(x, y, n):
+        base = cuda.blockIdx.x * tile
+        items_ = cuda.local.array(items, numba.int32)
+        valid = min(tile, n - base)
+        load(x[base:], items_, valid, 0)
+        scan(items_, items_) if items > 1 else None
+        store(y[base:], items_, valid)
+
+    if items == 1:   # one item: scan(value) -> value
+        @cuda.jit(link=load.files + scan.files + store.files)
+        def kernel(x, y, n):  # noqa: F811
+            base = cuda.blockIdx.x * tile
+            items_ = cuda.local.array(1, numba.int32)
+            valid = min(tile, n - base)
+            load(x[base:], items_, valid, 0)
+            items_[0] = scan(items_[0])
+            store(y[base:], items_, valid)
+
+    cubin = link_kernel(kernel, (types.int32[::1], types.int32[::1], types.int64), [load, scan, store])
+    assert len(_kernel_text_sections(cubin)) == 1
+
+
+@pytest.mark.parametrize("mode,op,init", [("exclusive", "+", None), ("exclusive", "max", -5),
+                                          ("inclusive", "min", None), ("inclusive", "*", 3)])
+def test_scans_with_operators_and_initial_values(mode, op, init):
+    make = coop.block.make_exclusive_scan if mode == "exclusive" else coop.block.make_inclusive_scan
+    scan = make(numba.int64, 128, op, 2, initial_value=init)
+
+    @cuda.jit(link=scan.files)
+    def kernel(x, y):
+        items = cuda.local.array(2, numba.int64)
+        items[0] = x[2 * cuda.threadIdx.x]
+        items[1] = x[2 * cuda.threadIdx.x + 1]
+        scan(items, items)
+        y[2 * cuda.threadIdx.x] = items[0]
+        y[2 * cuda.threadIdx.x + 1] = items[1]
+
+    link_kernel(kernel, (types.int64[::1], types.int64[::1]), [scan])
+
+
+def test_arguments_are_checked_before_any_compile():
+    from cuprims._jit import stats
+
+    with pytest.raises(ArgumentError, match="threads_per_block"):
+        coop.block.make_sum(numba.int32, (1024, 2))
+    with pytest.raises(ArgumentError, match="items_per_thread"):
+        coop.block.make_load(numba.int32, 128, 0)
+    with pytest.raises(ArgumentError, match="algorithm"):
+        coop.block.make_sum(numba.int32, 128, algorithm="bogus")
+    with pytest.raises(ArgumentError, match="initial_value"):
+        coop.block.make_exclusive_scan(numba.int8, 128, "max", 1, initial_value=1000)
+    with pytest.raises(ArgumentError, match="binary_op"):
+        coop.block.make_reduce(numba.float32, 128, "^")   # no bit-xor on floats
+    assert stats.snapshot().get("nvrtc_compiles", 0) == 0
