@@ -46,3 +46,23 @@ def shared_bytes(cubin: bytes) -> int:
         if name.startswith(".nv.shared.") and name != ".nv.shared.reserved.0":
             total += sec[5]
     return total
+
+
+def linked_ptx(kernel: Any, argtypes: Sequence[Any], prims: Sequence[Any]) -> str:
+    """The LTO-linked PTX of ``kernel`` with the primitives' files (to look for calls)."""
+    from cuda.core import Linker, LinkerOptions, ObjectCode
+    from numba import cuda, types
+
+    from cuprims._jit.numba_ops import _target_capability
+
+    with _target_capability((9, 0)):
+        codes, _ = cuda.compile_all(kernel.py_func, types.void(*argtypes), device=False, cc=(9, 0),
+                                    output="ltoir", abi="numba")
+    objs = [ObjectCode.from_ltoir(bytes(codes[0]), name="kernel")]
+    objs += [ObjectCode.from_ltoir(bytes(f.data), name=f.name) for p in prims for f in p.files]
+    linker = Linker(*objs, options=LinkerOptions(arch=f"sm_{ARCH}", link_time_optimization=True, ptx=True))
+    try:
+        code = linker.link("ptx").code
+    finally:
+        linker.close()
+    return code.decode() if isinstance(code, bytes) else code

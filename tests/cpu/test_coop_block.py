@@ -12,7 +12,7 @@ from numba import cuda, types  # noqa: E402
 from cuprims import coop  # noqa: E402
 from cuprims.errors import ArgumentError, LinkError  # noqa: E402
 
-from coop_helpers import kernel_sections, link_kernel, shared_bytes  # noqa: E402
+from coop_helpers import kernel_sections, link_kernel, linked_ptx, shared_bytes  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -152,3 +152,40 @@ def test_arguments_are_checked_before_any_compile():
     with pytest.raises(ArgumentError, match="binary_op"):
         coop.block.make_reduce(numba.float32, 128, "^")   # no bit-xor on floats
     assert stats.snapshot().get("nvrtc_compiles", 0) == 0
+
+
+def test_providers_and_python_operator_inline_into_the_kernel():
+    def bigger(a, b):
+        return a if a > b else b
+
+    red = coop.block.make_reduce(numba.float32, 128, bigger)
+    load = coop.block.make_load(numba.float32, 128, 4, algorithm="vectorize")
+
+    @cuda.jit(link=red.files + load.files)
+    def kernel(x, out):
+        buf = cuda.local.array(4, numba.float32)
+        load(x[cuda.blockIdx.x * 512:], buf)
+        s = red(buf[0] + buf[1] + buf[2] + buf[3])
+        if cuda.threadIdx.x == 0:
+            out[cuda.blockIdx.x] = s
+
+    ptx = linked_ptx(kernel, (types.float32[::1], types.float32[::1]), [red, load])
+    lines = ptx.splitlines()
+    assert not [line for line in lines if "call" in line.split("//")[0]]   # weak symbols still inline
+    assert any("shfl.sync" in line for line in lines)                     # CUB's warp reductions
+    assert any("ld.global" in line and ".v4" in line for line in lines)   # the vectorized load
+
+
+@pytest.mark.parametrize("name", ["float16", "complex64", "complex128", "boolean"])
+def test_other_scalars_compile_and_link(name):
+    # float16 and complex sums, bool by '|': compile and link; GPU results not yet checked
+    nb = getattr(types, name)
+    prim = coop.block.make_reduce(nb, 128, "|") if name == "boolean" else coop.block.make_sum(nb, 128)
+
+    @cuda.jit(link=prim.files)
+    def kernel(x, out):
+        s = prim(x[cuda.threadIdx.x])
+        if cuda.threadIdx.x == 0:
+            out[0] = s
+
+    assert link_kernel(kernel, (nb[::1], nb[::1]), [prim])[:4] == b"\x7fELF"

@@ -29,8 +29,11 @@ __all__ = ["make_reduce", "make_sum"]
 
 
 def _warp_size(threads_in_warp: Any) -> int:
-    if not isinstance(threads_in_warp, int) or isinstance(threads_in_warp, bool) or not 1 <= threads_in_warp <= 32:
-        raise ArgumentError("threads_in_warp", "an int from 1 to 32", threads_in_warp)
+    # CUB lays other sizes out per hardware warp (12 lanes: 12 + 12 + 8 in each warp of 32),
+    # which neither our per-logical-warp storage nor the docs promise yet: powers of two only.
+    if (not isinstance(threads_in_warp, int) or isinstance(threads_in_warp, bool)
+            or threads_in_warp not in (1, 2, 4, 8, 16, 32)):
+        raise ArgumentError("threads_in_warp", "1, 2, 4, 8, 16 or 32", threads_in_warp)
     return threads_in_warp
 
 
