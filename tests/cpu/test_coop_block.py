@@ -3,7 +3,6 @@ sm_90 with no GPU and linked (nvJitLink, LTO) with the primitive's files into a 
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 numba = pytest.importorskip("numba")
@@ -97,23 +96,23 @@ def test_load_scan_store_pipeline(items):
     store = coop.block.make_store(numba.int32, dims, items, algorithm="striped")
     tile = 128 * items
 
-    @cuda.jit(link=load.files + scan.files + store.files)
-    def kernel(x, y, n):
-        base = cuda.blockIdx.x * tile
-        items_ = cuda.local.array(items, numba.int32)
-        valid = min(tile, n - base)
-        load(x[base:], items_, valid, 0)
-        scan(items_, items_) if items > 1 else None
-        store(y[base:], items_, valid)
-
     if items == 1:   # one item: scan(value) -> value
         @cuda.jit(link=load.files + scan.files + store.files)
-        def kernel(x, y, n):  # noqa: F811
+        def kernel(x, y, n):
             base = cuda.blockIdx.x * tile
             items_ = cuda.local.array(1, numba.int32)
             valid = min(tile, n - base)
             load(x[base:], items_, valid, 0)
             items_[0] = scan(items_[0])
+            store(y[base:], items_, valid)
+    else:            # more: scan(in, out), here in place
+        @cuda.jit(link=load.files + scan.files + store.files)
+        def kernel(x, y, n):
+            base = cuda.blockIdx.x * tile
+            items_ = cuda.local.array(items, numba.int32)
+            valid = min(tile, n - base)
+            load(x[base:], items_, valid, 0)
+            scan(items_, items_)
             store(y[base:], items_, valid)
 
     cubin = link_kernel(kernel, (types.int32[::1], types.int32[::1], types.int64), [load, scan, store])

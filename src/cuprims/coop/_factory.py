@@ -78,7 +78,7 @@ def make_primitive(name: str, spec: ProviderSpec, op: Any, entries: dict[str, tu
 # ``temp_storage is None`` and ``num_valid < 0`` pick the entry point; numba prunes the
 # first at compile time (an omitted argument is typed None).
 
-def _dispatch(call: str, args: str, valid: str | None, indent: str = "    ") -> str:
+def dispatch(call: str, args: str, valid: str | None, indent: str = "    ") -> str:
     """Lines calling ``call[_valid][_ts]`` with ``args`` (+ valid) (+ temp storage)."""
     lines = [f"{indent}if temp_storage is None:"]
     if valid is None:
@@ -98,19 +98,19 @@ def value_in_value_out(with_valid: bool) -> str:
     params = "item, num_valid=-1, temp_storage=None" if with_valid else "item, temp_storage=None"
     return (f"def prim({params}):\n    inp = cuda.local.array(1, T)\n    inp[0] = item\n"
             "    out = cuda.local.array(1, T)\n"
-            + _dispatch("ext", "__addr(inp), __addr(out)", "i32(num_valid)" if with_valid else None)
+            + dispatch("ext", "__addr(inp), __addr(out)", "i32(num_valid)" if with_valid else None)
             + "    return out[0]\n")
 
 
 def array_in_value_out() -> str:
     """``prim(items, temp_storage=None) -> value``."""
     return ("def prim(items, temp_storage=None):\n    out = cuda.local.array(1, T)\n"
-            + _dispatch("ext", "__addr(items), __addr(out)", None) + "    return out[0]\n")
+            + dispatch("ext", "__addr(items), __addr(out)", None) + "    return out[0]\n")
 
 
 def arrays_in_out() -> str:
     """``prim(items_in, items_out, temp_storage=None)`` (the two may be one array)."""
-    return "def prim(items_in, items_out, temp_storage=None):\n" + _dispatch(
+    return "def prim(items_in, items_out, temp_storage=None):\n" + dispatch(
         "ext", "__addr(items_in), __addr(items_out)", None)
 
 

@@ -24,9 +24,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import ArgumentError
 from ..op import OpKind, op_spec
-from ._factory import (array_in_value_out, arrays_in_out, combiner, entry_table, make_primitive, no_methods,
-                       value_bytes, value_in_value_out)
+from ._factory import (array_in_value_out, arrays_in_out, combiner, dispatch, entry_table, make_primitive,
+                       no_methods, value_bytes, value_in_value_out)
 from ._spec import (LOAD_ALGORITHMS, REDUCE_ALGORITHMS, SCAN_ALGORITHMS, STORE_ALGORITHMS, ProviderSpec,
                     algorithm_of, block_dims, element_type, items_count)
 
@@ -70,9 +71,7 @@ def make_store(dtype: Any, threads_per_block: Any, items_per_thread: int = 1, al
 
 
 def _block_dispatch(args: str, valid: str) -> str:
-    from ._factory import _dispatch
-
-    return _dispatch("ext", args, valid)
+    return dispatch("ext", args, valid)
 
 
 def make_reduce(dtype: Any, threads_per_block: Any, binary_op: Any, items_per_thread: int = 1,
@@ -131,8 +130,6 @@ def make_scan(dtype: Any, threads_per_block: Any, items_per_thread: int, initial
     if block_prefix_callback_op is not None:
         raise NotImplementedError("block_prefix_callback_op is not supported yet")
     if mode not in ("exclusive", "inclusive"):
-        from ..errors import ArgumentError
-
         raise ArgumentError("mode", "'exclusive' or 'inclusive'", mode)
     vt = element_type(dtype)
     op = combiner(scan_op, vt, "scan_op")
