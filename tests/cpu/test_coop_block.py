@@ -71,12 +71,12 @@ def test_block_reduce_python_operator_partial_tile_and_user_storage():
 
     red = coop.block.make_reduce(numba.float32, (64, 2, 2), absmax)
     assert len(red.files) >= 2   # provider + the operator numba compiled under <provider>_op
-    nbytes = red.temp_storage_bytes   # a global of the kernel (the primitive has no attributes there)
+    nbytes, align = red.temp_storage_bytes, red.temp_storage_alignment   # globals: no attributes in a kernel
 
     @cuda.jit(link=red.files)
     def kernel(x, n, out):
         t = cuda.threadIdx.x + 64 * (cuda.threadIdx.y + 2 * cuda.threadIdx.z)
-        temp = cuda.shared.array(nbytes, numba.uint8)
+        temp = cuda.shared.array(nbytes, numba.uint8, alignment=align)
         v = x[t] if t < n else numba.float32(0)
         a = red(v, n)                       # partial tile: the first n threads
         b = red(v, temp_storage=temp)       # the caller's storage

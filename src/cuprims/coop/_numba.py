@@ -72,8 +72,9 @@ class Primitive:
     """A cooperative primitive, called inside a ``@cuda.jit`` kernel.
 
     ``files`` are its link inputs (``@cuda.jit(link=prim.files)``); ``temp_storage_bytes``
-    and ``temp_storage_alignment`` describe the TempStorage a caller may pass instead of
-    the primitive's own shared memory (``temp_storage=`` a ``uint8`` shared array).
+    and ``temp_storage_alignment`` (CUB's alignment, at least 8 as numba requires) describe
+    the TempStorage a caller may pass instead of the primitive's own shared memory:
+    ``temp_storage=cuda.shared.array(nbytes, numba.uint8, alignment=align)``.
     """
 
     def __init__(self, name: str, device: Any, codes: Sequence[bytes], temp: tuple[int, int], spec: Any):
@@ -82,7 +83,8 @@ class Primitive:
         self.spec = spec
         self._device = device
         self.files = [cuda.LTOIR(code, name=f"{spec.symbol}_{i}.ltoir") for i, code in enumerate(codes)]
-        self.temp_storage_bytes, self.temp_storage_alignment = temp
+        # numba's shared arrays take alignments that are multiples of the pointer size only
+        self.temp_storage_bytes, self.temp_storage_alignment = temp[0], max(8, temp[1])
 
     @property
     def _numba_type_(self):
