@@ -19,7 +19,8 @@ def link_kernel(kernel: Any, argtypes: Sequence[Any], prims: Sequence[Any], *, w
                                     output="ltoir", abi="numba")
     extra = [bytes(c) if isinstance(c, bytes) else bytes(c.data) for c in codes[1:]]
     if with_files:
-        extra += [bytes(f.data) for p in prims for f in p.files]
+        # numba keeps link inputs in a set: one object listed twice is linked once
+        extra += [bytes(f.data) for f in {id(f): f for p in prims for f in p.files}.values()]
     return link_cubin(bytes(codes[0]), extra, ARCH)
 
 
@@ -59,7 +60,8 @@ def linked_ptx(kernel: Any, argtypes: Sequence[Any], prims: Sequence[Any]) -> st
         codes, _ = cuda.compile_all(kernel.py_func, types.void(*argtypes), device=False, cc=(9, 0),
                                     output="ltoir", abi="numba")
     objs = [ObjectCode.from_ltoir(bytes(codes[0]), name="kernel")]
-    objs += [ObjectCode.from_ltoir(bytes(f.data), name=f.name) for p in prims for f in p.files]
+    files = {id(f): f for p in prims for f in p.files}.values()
+    objs += [ObjectCode.from_ltoir(bytes(f.data), name=f.name) for f in files]
     linker = Linker(*objs, options=LinkerOptions(arch=f"sm_{ARCH}", link_time_optimization=True, ptx=True))
     try:
         code = linker.link("ptx").code

@@ -188,3 +188,22 @@ def test_other_scalars_compile_and_link(name):
             out[0] = s
 
     assert link_kernel(kernel, (nb[::1], nb[::1]), [prim])[:4] == b"\x7fELF"
+
+
+def test_equal_primitives_share_link_inputs():
+    def bigger(a, b):
+        return a if a > b else b
+
+    r1 = coop.block.make_reduce(numba.float32, 128, bigger)
+    r2 = coop.block.make_reduce(numba.float32, 128, bigger)
+    assert [id(f) for f in r1.files] == [id(f) for f in r2.files]   # numba's set links them once
+
+    @cuda.jit(link=r1.files + r2.files)
+    def kernel(x, out):
+        a = r1(x[cuda.threadIdx.x])
+        b = r2(x[cuda.threadIdx.x])
+        if cuda.threadIdx.x == 0:
+            out[0] = a + b
+
+    # the operator's LTO-IR defines a strong symbol: linked twice it would be "multiply defined"
+    link_kernel(kernel, (types.float32[::1], types.float32[::1]), [r1, r2])

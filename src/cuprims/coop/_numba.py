@@ -9,8 +9,10 @@ local arrays, passes their addresses and reads the result back. numba inlines th
 function into the user's kernel; nvJitLink's LTO then inlines the provider itself.
 
 The link inputs are *not* given to ``declare_device``: they travel as the primitive's
-``files`` for ``@cuda.jit(link=...)``, so each is linked once per kernel (the provider
-definitions are weak, so a repeat would still link).
+``files`` for ``@cuda.jit(link=...)``. numba keeps a kernel's link inputs in a set, so
+equal primitives hand out the *same* ``LTOIR`` objects (:func:`link_files`) and each is
+linked once: a Python operator's LTO-IR (a strong symbol numba defines) linked twice
+would be "multiply defined". The provider's own definitions are weak besides.
 """
 
 from __future__ import annotations
@@ -21,6 +23,21 @@ from .._jit.numba_ops import import_numba
 from ..types import ValueType
 
 _addr_fn = None
+_files: dict[tuple[str, ...], list] = {}
+
+
+def link_files(symbol: str, codes: Sequence[bytes]) -> list:
+    """``numba.cuda.LTOIR`` objects for ``codes``: the same objects for the same codes."""
+    import hashlib
+
+    key = (symbol,) + tuple(hashlib.sha256(c).hexdigest() for c in codes)
+    files = _files.get(key)
+    if files is None:
+        cuda, _, _ = import_numba()
+        if len(_files) >= 4096:
+            _files.clear()
+        files = _files[key] = [cuda.LTOIR(code, name=f"{symbol}_{i}.ltoir") for i, code in enumerate(codes)]
+    return list(files)
 
 
 def _addr():
@@ -78,11 +95,10 @@ class Primitive:
     """
 
     def __init__(self, name: str, device: Any, codes: Sequence[bytes], temp: tuple[int, int], spec: Any):
-        cuda, _, _ = import_numba()
         self.name = name
         self.spec = spec
         self._device = device
-        self.files = [cuda.LTOIR(code, name=f"{spec.symbol}_{i}.ltoir") for i, code in enumerate(codes)]
+        self.files = link_files(spec.symbol, codes)
         # numba's shared arrays take alignments that are multiples of the pointer size only
         self.temp_storage_bytes, self.temp_storage_alignment = temp[0], max(8, temp[1])
 
