@@ -207,3 +207,33 @@ def test_equal_primitives_share_link_inputs():
 
     # the operator's LTO-IR defines a strong symbol: linked twice it would be "multiply defined"
     link_kernel(kernel, (types.float32[::1], types.float32[::1]), [r1, r2])
+
+
+def test_struct_reduce_and_scan_with_python_operators():
+    import numpy as np
+    from numba.cuda.np.numpy_support import from_dtype
+
+    pair = np.dtype([("v", np.float32), ("i", np.int32)], align=True)
+
+    def argmax(a, b):
+        return a if a.v >= b.v else b
+
+    red = coop.block.make_reduce(pair, (32, 4), argmax)
+    scan = coop.block.make_inclusive_scan(pair, (32, 4), argmax, 2)
+    rec = from_dtype(pair)
+
+    @cuda.jit(link=red.files + scan.files)
+    def kernel(x, y, out):
+        t = cuda.threadIdx.x + 32 * cuda.threadIdx.y
+        r = red(x[2 * t])
+        items = cuda.local.array(2, rec)
+        items[0] = x[2 * t]
+        items[1] = x[2 * t + 1]
+        scan(items, items)
+        y[2 * t] = items[0]
+        y[2 * t + 1] = items[1]
+        if t == 0:
+            out[0] = r
+
+    assert red.temp_storage_bytes >= 8
+    link_kernel(kernel, (rec[::1], rec[::1], rec[::1]), [red, scan])

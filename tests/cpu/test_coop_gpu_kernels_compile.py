@@ -75,6 +75,7 @@ CASES = [
     ("test_coop_block_gpu", "test_reduce_python_operator_num_valid_and_own_storage", dict(shape=(32, 4))),
     ("test_coop_block_gpu", "test_load_store_round_trip", dict(algorithm="warp_transpose", items=7)),
     ("test_coop_block_gpu", "test_same_primitive_twice_in_one_kernel", {}),
+    ("test_coop_block_gpu", "test_struct_argmax_reduce_and_scan", {}),
     ("test_coop_warp_gpu", "test_warp_sum", dict(lanes=8, shape=(64, 2, 2))),
     ("test_coop_warp_gpu", "test_warp_sum_every_int_and_float", dict(dtype=np.float64)),
     ("test_coop_warp_gpu", "test_warp_reduce_python_operator", dict(lanes=2)),

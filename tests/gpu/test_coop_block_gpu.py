@@ -249,3 +249,42 @@ def test_same_primitive_twice_in_one_kernel():
     kernel[1, 128](cuda.to_device(x), out)
     a = x.sum()
     np.testing.assert_array_equal(out.copy_to_host(), [a, 2 * a, a + 128])
+
+
+def test_struct_argmax_reduce_and_scan():
+    from numba.cuda.np.numpy_support import from_dtype
+
+    pair = np.dtype([("v", np.float32), ("i", np.int32)], align=True)
+
+    def argmax(a, b):
+        return a if a.v >= b.v else b
+
+    red = coop.block.make_reduce(pair, (32, 4), argmax)
+    scan = coop.block.make_inclusive_scan(pair, (32, 4), argmax, 2)
+    rec = from_dtype(pair)
+
+    @cuda.jit(link=red.files + scan.files)
+    def kernel(x, y, out):
+        t = cuda.threadIdx.x + 32 * cuda.threadIdx.y
+        r = red(x[2 * t])
+        items = cuda.local.array(2, rec)
+        items[0] = x[2 * t]
+        items[1] = x[2 * t + 1]
+        scan(items, items)
+        y[2 * t] = items[0]
+        y[2 * t + 1] = items[1]
+        if t == 0:
+            out[0] = r
+
+    x = np.zeros(256, dtype=pair)
+    x["v"] = RNG.permutation(256).astype(np.float32)     # distinct: one argmax
+    x["i"] = np.arange(256)
+    y = cuda.device_array(256, dtype=pair)
+    out = cuda.device_array(1, dtype=pair)
+    kernel[1, (32, 4)](cuda.to_device(x), y, out)
+    evens = x[::2]
+    assert out.copy_to_host()[0]["i"] == evens["i"][np.argmax(evens["v"])]
+    got = y.copy_to_host()
+    running = np.maximum.accumulate(x["v"])
+    np.testing.assert_array_equal(got["v"], running)
+    np.testing.assert_array_equal(got["i"], x["i"][[int(np.argmax(x["v"][:k + 1])) for k in range(256)]])
