@@ -30,6 +30,7 @@ def _spec(**changes) -> ProviderSpec:
     dict(vt=value_type("f4")), dict(vt=value_type("u4")), dict(items=2), dict(dims=(64, 2, 1)),
     dict(dims=(128, 1, 2)), dict(algorithm="raking"), dict(op=op_spec(OpKind.MAXIMUM)),
     dict(kind="scan", mode="inclusive", algorithm="raking"),
+    dict(kind="warp_scan", mode="exclusive", dims=(32, 1, 1), algorithm=""),
 ])
 def test_every_axis_changes_key_and_symbol(change):
     a, b = _spec(), _spec(**change)

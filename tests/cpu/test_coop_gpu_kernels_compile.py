@@ -80,6 +80,7 @@ CASES = [
     ("test_coop_warp_gpu", "test_warp_sum_every_int_and_float", dict(dtype=np.float64)),
     ("test_coop_warp_gpu", "test_warp_reduce_python_operator", dict(lanes=2)),
     ("test_coop_warp_gpu", "test_warp_reduce_builtin_min", {}),
+    ("test_coop_warp_gpu", "test_warp_exclusive_sum", dict(lanes=4, shape=(32, 4))),
 ]
 
 

@@ -60,6 +60,23 @@ def test_warp_reduce_logical_warps_and_python_operator(lanes):
     assert shared_bytes(cubin) <= 1024 // lanes
 
 
+@pytest.mark.parametrize("lanes", [32, 8])
+@pytest.mark.parametrize("dtype", ["int32", "float64", "uint8"])
+def test_warp_exclusive_sum(lanes, dtype):
+    nb = getattr(numba, dtype)
+    xsum = coop.warp.make_exclusive_sum(nb, threads_in_warp=lanes)
+
+    @cuda.jit(link=xsum.files)
+    def kernel(x, y):
+        t = cuda.threadIdx.x
+        y[t] = xsum(x[t])
+
+    args = (nb[::1], nb[::1])
+    link_kernel(kernel, args, [xsum])
+    with pytest.raises(LinkError, match=xsum.spec.symbol):
+        link_kernel(kernel, args, [xsum], with_files=False)
+
+
 def test_warp_size_is_checked():
     with pytest.raises(ArgumentError, match="threads_in_warp"):
         coop.warp.make_sum(numba.int32, threads_in_warp=33)

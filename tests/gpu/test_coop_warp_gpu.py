@@ -81,3 +81,23 @@ def test_warp_reduce_builtin_min():
     groups, got = _run(prim, 16, (32, 2), np.int64, valid=16)
     np.testing.assert_array_equal(got[:, 0], groups.min(1))
     np.testing.assert_array_equal(got[:, 1], groups.min(1))
+
+
+@pytest.mark.parametrize("lanes", [32, 16, 4, 1])
+@pytest.mark.parametrize("shape", [(128,), (32, 4), (64, 2, 2)])
+def test_warp_exclusive_sum(lanes, shape):
+    xsum = coop.warp.make_exclusive_sum(np.int32, threads_in_warp=lanes)
+    dx, dy = (tuple(shape) + (1, 1))[:2]
+    threads = int(np.prod(shape))
+
+    @cuda.jit(link=xsum.files)
+    def kernel(x, y):
+        t = cuda.threadIdx.x + dx * (cuda.threadIdx.y + dy * cuda.threadIdx.z)
+        y[t] = xsum(x[t])
+
+    x = _values(threads, np.int32)
+    y = cuda.device_array(threads, dtype=np.int32)
+    kernel[1, shape](cuda.to_device(x), y)
+    groups = x.reshape(-1, lanes)
+    expected = np.cumsum(groups, axis=1, dtype=np.int32) - groups
+    np.testing.assert_array_equal(y.copy_to_host(), expected.ravel())

@@ -8,6 +8,7 @@ unchanged; see docs/coop.md):
 * ``reduce``, ``warp_reduce``: ``SYM(const T* items, T* out)``; with one item per thread
   also ``SYM_valid(const T* items, T* out, int valid)``
 * ``scan``:   ``SYM(const T* in, T* out)`` (``in`` may be ``out``)
+* ``warp_scan``: ``SYM(const T* in, T* out)`` (one item per thread)
 
 Each function also has a ``_ts`` twin taking the caller's temporary storage as a last
 ``void*`` argument. Without it the provider uses its own ``__shared__`` TempStorage
@@ -34,7 +35,9 @@ _HEADERS = {
     "reduce": "#include <cub/block/block_reduce.cuh>",
     "scan": "#include <cub/block/block_scan.cuh>",
     "warp_reduce": "#include <cub/warp/warp_reduce.cuh>",
+    "warp_scan": "#include <cub/warp/warp_scan.cuh>",
 }
+WARP_KINDS = ("warp_reduce", "warp_scan")
 
 
 def _cub_type(spec: ProviderSpec) -> str:
@@ -49,6 +52,8 @@ def _cub_type(spec: ProviderSpec) -> str:
         return f"cub::BlockScan<{t}, {x}, {SCAN_ALGORITHMS[spec.algorithm]}, {y}, {z}>"
     if spec.kind == "warp_reduce":
         return f"cub::WarpReduce<{t}, {x}>"
+    if spec.kind == "warp_scan":
+        return f"cub::WarpScan<{t}, {x}>"
     raise ValueError(f"unknown provider kind {spec.kind!r}")
 
 
@@ -58,7 +63,7 @@ def _is_sum(spec: ProviderSpec) -> bool:
 
 def _storage(spec: ProviderSpec, s: str) -> str:
     """The TempStorage type, the provider's own shared instance and its accessor."""
-    if spec.kind == "warp_reduce":
+    if spec.kind in WARP_KINDS:
         # one TempStorage per logical warp of the largest block
         per_block = 1024 // spec.dims[0] + (1024 % spec.dims[0] != 0)
         return (f"__device__ __forceinline__ {s}_prim::TempStorage& {s}_storage()\n{{\n"
@@ -73,7 +78,7 @@ def _barrier(spec: ProviderSpec, s: str) -> str:
     """Our own storage is reused by every call of the provider: wait until the previous
     call's readers are done (CUB leaves that barrier to the caller). Storage-free
     primitives (direct loads, shuffle-based warp reductions: a 1-byte NullType) skip it."""
-    sync = "__syncwarp()" if spec.kind == "warp_reduce" else "__syncthreads()"
+    sync = "__syncwarp()" if spec.kind in WARP_KINDS else "__syncthreads()"
     return f"if constexpr (sizeof({s}_prim::TempStorage) > 1) {{ {sync}; }}"
 
 
@@ -106,6 +111,13 @@ def _bodies(spec: ProviderSpec, s: str) -> list[tuple[str, str, str]]:
         else:
             init = f"{s}_init(), " if spec.init is not None else ""
             body = f"prim.{spec.mode.capitalize()}Scan({io}, {init}{s}_functor{{}});"
+        return [("", f"const {t}* in, {t}* out", body)]
+    if spec.kind == "warp_scan":
+        if _is_sum(spec) and spec.init is None:
+            body = f"prim.{spec.mode.capitalize()}Sum(in[0], out[0]);"
+        else:
+            init = f"{s}_init(), " if spec.init is not None else ""
+            body = f"prim.{spec.mode.capitalize()}Scan(in[0], out[0], {init}{s}_functor{{}});"
         return [("", f"const {t}* in, {t}* out", body)]
     raise ValueError(f"unknown provider kind {spec.kind!r}")
 

@@ -25,7 +25,7 @@ from ..op import OpKind, op_spec
 from ._factory import combiner, entry_table, make_primitive, no_methods, value_in_value_out
 from ._spec import ProviderSpec, element_type
 
-__all__ = ["make_reduce", "make_sum"]
+__all__ = ["make_reduce", "make_sum", "make_exclusive_sum"]
 
 
 def _warp_size(threads_in_warp: Any) -> int:
@@ -61,3 +61,16 @@ def make_sum(dtype: Any, threads_in_warp: int = 32) -> Any:
     spec = ProviderSpec("warp_reduce", element_type(dtype), (_warp_size(threads_in_warp), 1, 1), 1, "",
                         op_spec(OpKind.PLUS))
     return make_primitive("warp.sum", spec, None, entry_table(True, ("ptr", "ptr")), value_in_value_out(True))
+
+
+def make_exclusive_sum(dtype: Any, threads_in_warp: int = 32) -> Any:
+    """``exclusive_sum(item, temp_storage=None) -> value``: the sum of the items of the
+    lanes before this one in its logical warp (0 in the first lane; CUB's
+    ``WarpScan::ExclusiveSum``). Example::
+
+        warp_xsum = coop.warp.make_exclusive_sum(numba.int32, threads_in_warp=16)
+    """
+    spec = ProviderSpec("warp_scan", element_type(dtype), (_warp_size(threads_in_warp), 1, 1), 1, "",
+                        op_spec(OpKind.PLUS), mode="exclusive")
+    return make_primitive("warp.exclusive_sum", spec, None, entry_table(False, ("ptr", "ptr")),
+                          value_in_value_out(False))
