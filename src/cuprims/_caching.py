@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from . import config
@@ -20,6 +21,9 @@ def clear_all_caches(*, disk: bool = False) -> None:
     from .algorithms._common import invalidate_wrapper_caches
 
     build.clear_memory()
+    coop_build = sys.modules.get("cuprims.coop._build")   # only if coop was used: no import here
+    if coop_build is not None:
+        coop_build.clear_memory()
     # Per-thread caches of algorithm objects are emptied in every thread, and remembered
     # descriptions dropped.
     invalidate_wrapper_caches()

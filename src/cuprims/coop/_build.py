@@ -1,0 +1,155 @@
+"""Providers -> LTO-IR (plus their TempStorage layouts), cached in memory and on disk.
+
+One call builds one NVRTC unit holding any number of providers (:func:`build_unit`);
+the factories build one provider each today, a future single-phase front end can pass
+all of a kernel's at once. The steps, and why:
+
+* NVRTC compiles the unit to LTO-IR for an explicit ``sm_<arch>`` (no GPU needed).
+* A probe link of that LTO-IR alone (nvJitLink, ~0.1 s) gives a cubin whose
+  ``.nv.global.init`` holds each TempStorage's size and alignment: the host never
+  restates CUB's layouts. The probe also proves that the unit links on its own.
+* A Python operator is compiled by numba-cuda to LTO-IR of our pointer ABI under the
+  symbol the provider calls (``<provider>_op``).
+
+A ``coop`` disk entry (kind of its own, beside ``kernel`` and ``cubin``) keeps the
+provider LTO-IR, the operators' LTO-IR and the layouts. Its key is the unit's source
+text (which quotes every ProviderSpec key, operator recipes included), the arch, NVRTC
+options, the toolchain fingerprint (CCCL, NVRTC, nvJitLink versions...) and, where a
+Python operator is compiled, numba-cuda's version.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from .. import config
+from .._jit import stats
+from .._jit.build import _digest, disk_cache
+from .._jit.cache import SingleFlightLRU
+from .._jit.nvrtc import BASE_OPTIONS, compile_to_ltoir, write_source
+from .._jit.toolchain import toolchain_fingerprint
+from ._codegen import meta_fields, meta_symbol, unit_source
+from ._spec import ProviderSpec
+
+ENTRY_KIND = "coop"
+
+
+@dataclass(frozen=True)
+class UnitBuild:
+    """A compiled provider unit: link inputs and each provider's TempStorage layout."""
+
+    arch: int
+    ltoir: bytes
+    op_ltoirs: tuple[bytes, ...]
+    temp: dict[str, tuple[int, int]]   # provider symbol -> (bytes, alignment)
+
+    @property
+    def codes(self) -> tuple[bytes, ...]:
+        """Every LTO-IR a kernel calling these providers must link."""
+        return (self.ltoir,) + self.op_ltoirs
+
+
+_memory = SingleFlightLRU(256)
+
+
+def unit_key(specs: Sequence[ProviderSpec], arch: int) -> str:
+    source = unit_source(specs, arch)
+    parts = ["coop", toolchain_fingerprint(), f"sm_{arch}", " ".join(BASE_OPTIONS), source.text]
+    if any(sp.op is not None and sp.op.kind == "python" for sp in specs):
+        from .._jit.numba_ops import numba_version
+
+        parts.append("numba-cuda=" + numba_version())
+    return _digest(*parts)
+
+
+def _reader(specs: Sequence[ProviderSpec], arch: int):
+    """Checks a ``coop`` entry against what ``specs`` need; any mismatch raises, and the
+    disk cache drops the entry and rebuilds."""
+    symbols = {sp.symbol for sp in specs}
+    n_ops = sum(1 for sp in specs if sp.op is not None and sp.op.kind == "python")
+
+    def read(meta: dict[str, Any], blobs: dict[str, bytes]) -> UnitBuild:
+        if set(meta) != {"arch", "temp", "ops"} or meta["arch"] != arch or meta["ops"] < n_ops:
+            raise ValueError("malformed entry: coop fields")
+        temp = meta["temp"]
+        if not isinstance(temp, dict) or set(temp) != symbols or not all(
+                isinstance(v, list) and len(v) == 2 and all(type(x) is int and x > 0 for x in v)
+                for v in temp.values()):
+            raise ValueError("malformed entry: coop temp")
+        names = {"ltoir"} | {f"op{i}" for i in range(meta["ops"])}
+        if set(blobs) != names or not all(blobs.values()):
+            raise ValueError("malformed entry: coop blobs")
+        return UnitBuild(arch, blobs["ltoir"], tuple(blobs[f"op{i}"] for i in range(meta["ops"])),
+                         {k: (v[0], v[1]) for k, v in temp.items()})
+
+    return read
+
+
+def _operator_ltoirs(specs: Sequence[ProviderSpec], arch: int, objs: dict[str, Any]) -> list[bytes]:
+    from .._jit.numba_ops import compile_python_op, import_numba
+
+    codes: list[bytes] = []
+    for sp in specs:
+        if sp.op is None or sp.op.kind != "python":
+            continue
+        import_numba()
+        stats.bump("numba_compiles")
+        with stats.stage("numba compile", sp.op.name):
+            codes += compile_python_op(objs[sp.symbol], (sp.vt, sp.vt), sp.vt, sp.op_symbol,
+                                       (arch // 10, arch % 10), op_name=sp.op.name)
+    return codes
+
+
+def _compile(specs: Sequence[ProviderSpec], arch: int, objs: dict[str, Any]) -> UnitBuild:
+    from .._jit.elfmeta import read_meta
+    from .._jit.link import link_cubin
+
+    source = unit_source(specs, arch)
+    with stats.stage("nvrtc", f"sm_{arch}"):
+        ltoir, _ = compile_to_ltoir(source, arch)
+    op_codes = _operator_ltoirs(specs, arch, objs)
+    with stats.stage("link", "coop probe"):
+        cubin = link_cubin(ltoir, op_codes, arch)
+    values = read_meta(cubin, meta_symbol(specs), meta_fields(specs))
+    temp = {sp.symbol: (values[f"{sp.symbol}_bytes"], values[f"{sp.symbol}_align"]) for sp in specs}
+    return UnitBuild(arch, ltoir, tuple(op_codes), temp)
+
+
+def build_unit(specs: Sequence[ProviderSpec], arch: int, objs: dict[str, Any] | None = None) -> UnitBuild:
+    """LTO-IR of one unit holding ``specs``' providers for ``sm_<arch>``, from cache if possible.
+
+    ``objs`` maps a provider symbol to its Python operator (the callable itself).
+
+    Example::
+
+        unit = build_unit([spec], 90)
+        unit.temp[spec.symbol]      # (TempStorage bytes, alignment)
+    """
+    specs = list(dict.fromkeys(specs))
+    objs = objs or {}
+    if config.dump_dir() is not None:
+        write_source(unit_source(specs, arch).text)   # dumped on a cache hit too, as device-wide units are
+    if not all(sp.op is None or sp.op.persistent for sp in specs):
+        return _compile(specs, arch, objs)   # an operator keyed by identity: never cached
+    key = unit_key(specs, arch)
+    disk = disk_cache()
+
+    def from_disk_or_compile() -> UnitBuild:
+        if disk is None:
+            return _compile(specs, arch, objs)
+
+        def compile_and_keep() -> UnitBuild:
+            unit = _compile(specs, arch, objs)
+            blobs = {"ltoir": unit.ltoir, **{f"op{i}": c for i, c in enumerate(unit.op_ltoirs)}}
+            disk.put(ENTRY_KIND, key, {"arch": arch, "temp": {k: list(v) for k, v in unit.temp.items()},
+                                       "ops": len(unit.op_ltoirs)}, blobs)
+            return unit
+
+        return disk.get_or_build(ENTRY_KIND, key, _reader(specs, arch), compile_and_keep)
+
+    return _memory.get_or_build(key, from_disk_or_compile)
+
+
+def clear_memory() -> None:
+    _memory.clear()

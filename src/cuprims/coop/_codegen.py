@@ -1,0 +1,181 @@
+"""ProviderSpec -> CUDA C++ text of its ``extern "C"`` wrappers around CUB. Pure strings.
+
+The provider ABI (every argument a pointer or an ``int``, so numba's C ABI passes them
+unchanged; see docs/coop.md):
+
+* ``load``:   ``SYM(const T* src, T* items)``, ``SYM_valid(const T* src, T* items, int valid, const T* oob)``
+* ``store``:  ``SYM(T* dst, const T* items)``, ``SYM_valid(T* dst, const T* items, int valid)``
+* ``reduce``, ``warp_reduce``: ``SYM(const T* items, T* out)``; with one item per thread
+  also ``SYM_valid(const T* items, T* out, int valid)``
+* ``scan``:   ``SYM(const T* in, T* out)`` (``in`` may be ``out``)
+* ``warp_scan``: ``SYM(const T* in, T* out)`` (one item per thread)
+
+Each function also has a ``_ts`` twin taking the caller's temporary storage as a last
+``void*`` argument. Without it the provider uses its own ``__shared__`` TempStorage
+(static shared memory of the calling kernel; a warp primitive has one per logical
+warp). Items are ``T[items]`` in the calling thread's memory, passed by address.
+
+Every unit exports the size and alignment of each provider's TempStorage in an
+initialised ``__device__`` array named after the unit (:func:`meta_symbol`), read back
+from a probe link's cubin; a unit-specific name lets one kernel link many units.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Sequence
+
+from .._jit.codegen import Source, preamble
+from .._jit.functors import binary_functor
+from ._spec import LOAD_ALGORITHMS, REDUCE_ALGORITHMS, SCAN_ALGORITHMS, STORE_ALGORITHMS, ProviderSpec
+
+_HEADERS = {
+    "load": "#include <cub/block/block_load.cuh>",
+    "store": "#include <cub/block/block_store.cuh>",
+    "reduce": "#include <cub/block/block_reduce.cuh>",
+    "scan": "#include <cub/block/block_scan.cuh>",
+    "warp_reduce": "#include <cub/warp/warp_reduce.cuh>",
+    "warp_scan": "#include <cub/warp/warp_scan.cuh>",
+}
+WARP_KINDS = ("warp_reduce", "warp_scan")
+
+
+def _cub_type(spec: ProviderSpec) -> str:
+    t, (x, y, z), n = spec.vt.cpp, spec.dims, spec.items
+    if spec.kind == "load":
+        return f"cub::BlockLoad<{t}, {x}, {n}, {LOAD_ALGORITHMS[spec.algorithm]}, {y}, {z}>"
+    if spec.kind == "store":
+        return f"cub::BlockStore<{t}, {x}, {n}, {STORE_ALGORITHMS[spec.algorithm]}, {y}, {z}>"
+    if spec.kind == "reduce":
+        return f"cub::BlockReduce<{t}, {x}, {REDUCE_ALGORITHMS[spec.algorithm]}, {y}, {z}>"
+    if spec.kind == "scan":
+        return f"cub::BlockScan<{t}, {x}, {SCAN_ALGORITHMS[spec.algorithm]}, {y}, {z}>"
+    if spec.kind == "warp_reduce":
+        return f"cub::WarpReduce<{t}, {x}>"
+    if spec.kind == "warp_scan":
+        return f"cub::WarpScan<{t}, {x}>"
+    raise ValueError(f"unknown provider kind {spec.kind!r}")
+
+
+def _is_sum(spec: ProviderSpec) -> bool:
+    return spec.op is not None and spec.op.kind == "builtin" and spec.op.builtin.name == "PLUS"
+
+
+def _storage(spec: ProviderSpec, s: str) -> str:
+    """The TempStorage type, the provider's own shared instance and its accessor."""
+    if spec.kind in WARP_KINDS:
+        # one TempStorage per logical warp of the largest block
+        per_block = 1024 // spec.dims[0] + (1024 % spec.dims[0] != 0)
+        return (f"__device__ __forceinline__ {s}_prim::TempStorage& {s}_storage()\n{{\n"
+                f"  __shared__ {s}_prim::TempStorage storage[{per_block}];\n"
+                "  const unsigned tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);\n"
+                f"  return storage[tid / {spec.dims[0]}];\n}}\n")
+    return (f"__device__ __forceinline__ {s}_prim::TempStorage& {s}_storage()\n{{\n"
+            f"  __shared__ {s}_prim::TempStorage storage;\n  return storage;\n}}\n")
+
+
+def _barrier(spec: ProviderSpec, s: str) -> str:
+    """Our own storage is reused by every call of the provider: wait until the previous
+    call's readers are done (CUB leaves that barrier to the caller). Storage-free
+    primitives (direct loads, shuffle-based warp reductions: a 1-byte NullType) skip it."""
+    sync = "__syncwarp()" if spec.kind in WARP_KINDS else "__syncthreads()"
+    return f"if constexpr (sizeof({s}_prim::TempStorage) > 1) {{ {sync}; }}"
+
+
+def _bodies(spec: ProviderSpec, s: str) -> list[tuple[str, str, str]]:
+    """(name suffix, parameters, body using ``prim``) of each entry point."""
+    t, n = spec.vt.cpp, spec.items
+    arr = f"{t} (&)[{n}]"
+    if spec.kind == "load":
+        return [("", f"const {t}* src, {t}* items", f"prim.Load(src, reinterpret_cast<{arr}>(*items));"),
+                ("_valid", f"const {t}* src, {t}* items, int valid, const {t}* oob",
+                 f"prim.Load(src, reinterpret_cast<{arr}>(*items), valid, *oob);")]
+    if spec.kind == "store":
+        return [("", f"{t}* dst, const {t}* items",
+                 f"prim.Store(dst, reinterpret_cast<{arr}>(*const_cast<{t}*>(items)));"),
+                ("_valid", f"{t}* dst, const {t}* items, int valid",
+                 f"prim.Store(dst, reinterpret_cast<{arr}>(*const_cast<{t}*>(items)), valid);")]
+    if spec.kind in ("reduce", "warp_reduce"):
+        call = "Sum(" if _is_sum(spec) else "Reduce("
+        op = "" if _is_sum(spec) else f", {s}_functor{{}}"
+        value = "items[0]" if n == 1 else f"reinterpret_cast<{arr}>(*const_cast<{t}*>(items))"
+        entries = [("", f"const {t}* items, {t}* out", f"*out = prim.{call}{value}{op});")]
+        if n == 1:
+            entries.append(("_valid", f"const {t}* items, {t}* out, int valid",
+                            f"*out = prim.{call}items[0]{op}, valid);"))
+        return entries
+    if spec.kind == "scan":
+        io = f"reinterpret_cast<{arr}>(*const_cast<{t}*>(in)), reinterpret_cast<{arr}>(*out)"
+        if _is_sum(spec) and spec.init is None:
+            body = f"prim.{spec.mode.capitalize()}Sum({io});"
+        else:
+            init = f"{s}_init(), " if spec.init is not None else ""
+            body = f"prim.{spec.mode.capitalize()}Scan({io}, {init}{s}_functor{{}});"
+        return [("", f"const {t}* in, {t}* out", body)]
+    if spec.kind == "warp_scan":
+        if _is_sum(spec) and spec.init is None:
+            body = f"prim.{spec.mode.capitalize()}Sum(in[0], out[0]);"
+        else:
+            init = f"{s}_init(), " if spec.init is not None else ""
+            body = f"prim.{spec.mode.capitalize()}Scan(in[0], out[0], {init}{s}_functor{{}});"
+        return [("", f"const {t}* in, {t}* out", body)]
+    raise ValueError(f"unknown provider kind {spec.kind!r}")
+
+
+def provider_text(spec: ProviderSpec) -> tuple[str, tuple[str, ...]]:
+    """C++ of one provider; returns (text, operator symbols it expects to be linked)."""
+    s = spec.symbol
+    parts = [f"// cuprims coop provider: {spec.key}", f"using {s}_prim = {_cub_type(spec)};"]
+    externs: tuple[str, ...] = ()
+    if spec.op is not None and not _is_sum(spec):
+        functor, externs = binary_functor(f"{s}_functor", spec.op, spec.vt, spec.op_symbol)
+        parts.append(functor)
+    if spec.init is not None:
+        parts.append(f"__device__ __forceinline__ {spec.vt.cpp} {s}_init()\n{{\n  {spec.vt.cpp} value;\n"
+                     f"  const unsigned char bytes[] = {{{spec.init}}};\n"
+                     "  memcpy(&value, bytes, sizeof(value));\n  return value;\n}")
+    parts.append(_storage(spec, s))
+    for suffix, params, body in _bodies(spec, s):
+        parts.append(f'extern "C" __device__ __attribute__((weak)) void {s}{suffix}({params})\n{{\n'
+                     f"  {_barrier(spec, s)}\n  {s}_prim prim({s}_storage());\n  {body}\n}}")
+        parts.append(f'extern "C" __device__ __attribute__((weak)) void {s}{suffix}_ts({params}, void* temp)\n{{\n'
+                     f"  {s}_prim prim(*static_cast<{s}_prim::TempStorage*>(temp));\n  {body}\n}}")
+    return "\n".join(parts) + "\n", externs
+
+
+def entry_points(spec: ProviderSpec) -> tuple[str, ...]:
+    """Every ``extern "C"`` function ``spec``'s provider defines."""
+    return tuple(f"{spec.symbol}{suffix}{ts}" for suffix, _, _ in _bodies(spec, spec.symbol) for ts in ("", "_ts"))
+
+
+def meta_symbol(specs: Sequence[ProviderSpec]) -> str:
+    digest = hashlib.sha256("\n".join(sp.key for sp in specs).encode()).hexdigest()[:16]
+    return f"cuprims_coop_meta_{digest}"
+
+
+def meta_fields(specs: Sequence[ProviderSpec]) -> tuple[str, ...]:
+    return tuple(f"{sp.symbol}_{what}" for sp in specs for what in ("bytes", "align"))
+
+
+def unit_source(specs: Sequence[ProviderSpec], arch: int) -> Source:
+    """One NVRTC unit holding every provider of ``specs`` (one kernel's, say).
+
+    Example::
+
+        src = unit_source([ProviderSpec("reduce", value_type("f4"), (128, 1, 1), 1,
+                                        "warp_reductions", op_spec(OpKind.PLUS))], 90)
+    """
+    specs = list(dict.fromkeys(specs))
+    head = preamble(tuple(sp.vt for sp in specs), arch)
+    head += "\n".join(dict.fromkeys(_HEADERS[sp.kind] for sp in specs)) + "\n"
+    body, externs = [], ()
+    for sp in specs:
+        text, ext = provider_text(sp)
+        body.append(text)
+        externs += ext
+    values = ",\n  ".join(f"(long long)sizeof({sp.symbol}_prim::TempStorage), "
+                          f"(long long)alignof({sp.symbol}_prim::TempStorage)" for sp in specs)
+    body.append(f'extern "C" __device__ __attribute__((used, weak)) const long long '
+                f"{meta_symbol(specs)}[{2 * len(specs)}] = {{\n  {values}}};")
+    return Source(text=head + "\n".join(body) + "\n", name_expressions=(), extern_symbols=externs,
+                  meta_fields=())

@@ -1,0 +1,123 @@
+"""Shared by the factories: operator and value arguments, and spec -> Primitive.
+
+Each factory describes its primitive as a :class:`ProviderSpec`, builds (or finds) the
+provider, declares its entry points to numba-cuda and wraps a generated device function
+(its Python text comes from the factory: the calling conventions differ per primitive).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import ArgumentError
+from ..op import OpKind, OpSpec, op_spec
+from ..types import ValueType, host_bytes
+from ._build import build_unit
+from ._codegen import entry_points
+from ._spec import ProviderSpec
+from ._target import current_arch
+
+# operator spellings of the established interface
+_OPERATOR_NAMES = {"+": OpKind.PLUS, "*": OpKind.MULTIPLIES, "min": OpKind.MINIMUM, "max": OpKind.MAXIMUM,
+                   "&": OpKind.BIT_AND, "|": OpKind.BIT_OR, "^": OpKind.BIT_XOR}
+
+
+def combiner(op: Any, vt: ValueType, argument: str) -> OpSpec:
+    """A binary operator argument (an OpKind, its name, '+', 'min'..., or a Python callable)."""
+    from .._jit.functors import check_binary_builtin
+
+    if isinstance(op, str) and op in _OPERATOR_NAMES:
+        op = _OPERATOR_NAMES[op]
+    spec = op_spec(op, argument=argument)
+    if spec.kind == "raw":
+        raise ArgumentError(argument, "an OpKind or a Python callable (RawOp is not supported here yet)", op)
+    if spec.kind == "builtin":
+        check_binary_builtin(spec, vt, argument)
+    if spec.captures:
+        raise ArgumentError(argument, "an operator that captures no device arrays", op)
+    return spec
+
+
+def value_bytes(value: Any, vt: ValueType, argument: str) -> str:
+    """``value`` converted to ``vt``, as the comma-separated bytes the provider's C++ holds."""
+    return ",".join(str(b) for b in host_bytes(value, vt, argument=argument))
+
+
+def no_methods(methods: Any) -> None:
+    if methods is not None:
+        raise NotImplementedError("methods= (user types' construct/assign hooks) is not supported yet: "
+                                  "gpu_struct types need none")
+
+
+def make_primitive(name: str, spec: ProviderSpec, op: Any, entries: dict[str, tuple[str, ...]],
+                   source: str) -> Any:
+    """Build ``spec``'s provider and return the :class:`Primitive` wrapping ``source``.
+
+    ``entries`` maps a namespace name (``ext``, ``ext_valid``...) to an entry point's
+    parameter kinds; ``source`` defines ``prim`` and may use those names, ``T`` (the
+    element's numba type), ``i32`` and ``__addr``."""
+    from ._numba import Primitive, declare, device_function, numba_type
+
+    objs = {spec.symbol: op} if spec.op is not None and spec.op.kind == "python" else {}
+    unit = build_unit([spec], current_arch(), objs)
+    defined = set(entry_points(spec))
+    namespace: dict[str, Any] = {"T": numba_type(spec.vt)}
+    from .._jit.numba_ops import import_numba
+
+    namespace["i32"] = import_numba()[1].int32
+    for local, params in entries.items():
+        symbol = spec.symbol + local[3:]           # "ext_valid_ts" -> SYMBOL_valid_ts
+        assert symbol in defined, symbol
+        namespace[local] = declare(symbol, params, spec.vt)
+    device = device_function("prim", source, namespace)
+    return Primitive(name, device, unit.codes, unit.temp[spec.symbol], spec)
+
+
+# ---------------------------------------------------------------- device function texts
+# Each takes the thread's values, calls the provider through pointers, returns the result.
+# ``temp_storage is None`` and ``num_valid < 0`` pick the entry point; numba prunes the
+# first at compile time (an omitted argument is typed None).
+
+def dispatch(call: str, args: str, valid: str | None, indent: str = "    ") -> str:
+    """Lines calling ``call[_valid][_ts]`` with ``args`` (+ valid) (+ temp storage)."""
+    lines = [f"{indent}if temp_storage is None:"]
+    if valid is None:
+        lines.append(f"{indent}    {call}({args})")
+        lines += [f"{indent}else:", f"{indent}    {call}_ts({args}, __addr(temp_storage))"]
+        return "\n".join(lines) + "\n"
+    lines += [f"{indent}    if num_valid < 0:", f"{indent}        {call}({args})",
+              f"{indent}    else:", f"{indent}        {call}_valid({args}, {valid})",
+              f"{indent}else:", f"{indent}    if num_valid < 0:",
+              f"{indent}        {call}_ts({args}, __addr(temp_storage))",
+              f"{indent}    else:", f"{indent}        {call}_valid_ts({args}, {valid}, __addr(temp_storage))"]
+    return "\n".join(lines) + "\n"
+
+
+def value_in_value_out(with_valid: bool) -> str:
+    """``prim(item[, num_valid], temp_storage=None) -> value`` (one item per thread)."""
+    params = "item, num_valid=-1, temp_storage=None" if with_valid else "item, temp_storage=None"
+    return (f"def prim({params}):\n    inp = cuda.local.array(1, T)\n    inp[0] = item\n"
+            "    out = cuda.local.array(1, T)\n"
+            + dispatch("ext", "__addr(inp), __addr(out)", "i32(num_valid)" if with_valid else None)
+            + "    return out[0]\n")
+
+
+def array_in_value_out() -> str:
+    """``prim(items, temp_storage=None) -> value``."""
+    return ("def prim(items, temp_storage=None):\n    out = cuda.local.array(1, T)\n"
+            + dispatch("ext", "__addr(items), __addr(out)", None) + "    return out[0]\n")
+
+
+def arrays_in_out() -> str:
+    """``prim(items_in, items_out, temp_storage=None)`` (the two may be one array)."""
+    return "def prim(items_in, items_out, temp_storage=None):\n" + dispatch(
+        "ext", "__addr(items_in), __addr(items_out)", None)
+
+
+def entry_table(with_valid: bool, base: tuple[str, ...], valid_extra: tuple[str, ...] = ("int",)
+                ) -> dict[str, tuple[str, ...]]:
+    table = {"ext": base, "ext_ts": base + ("void*",)}
+    if with_valid:
+        table["ext_valid"] = base + valid_extra
+        table["ext_valid_ts"] = base + valid_extra + ("void*",)
+    return table

@@ -1,0 +1,115 @@
+"""What numba-cuda sees: a device function per primitive that calls the provider.
+
+numba-cuda 0.30.4 offers ``cuda.declare_device(name, sig, abi="c")``: it registers a
+typing template and a lowering that emits a call of an external function ``name``
+under the C ABI. We declare each provider entry point with pointer arguments (and an
+``int32`` count), then generate a small Python device function (exec'd from text, as
+:mod:`cuprims._jit.numba_ops` builds its wrappers) that puts the thread's values in
+local arrays, passes their addresses and reads the result back. numba inlines that
+function into the user's kernel; nvJitLink's LTO then inlines the provider itself.
+
+The link inputs are *not* given to ``declare_device``: they travel as the primitive's
+``files`` for ``@cuda.jit(link=...)``. numba keeps a kernel's link inputs in a set, so
+equal primitives hand out the *same* ``LTOIR`` objects (:func:`link_files`) and each is
+linked once: a Python operator's LTO-IR (a strong symbol numba defines) linked twice
+would be "multiply defined". The provider's own definitions are weak besides.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from .._jit.numba_ops import import_numba
+from ..types import ValueType
+
+_addr_fn = None
+_files: dict[tuple[str, ...], list] = {}
+
+
+def link_files(symbol: str, codes: Sequence[bytes]) -> list:
+    """``numba.cuda.LTOIR`` objects for ``codes``: the same objects for the same codes."""
+    import hashlib
+
+    key = (symbol,) + tuple(hashlib.sha256(c).hexdigest() for c in codes)
+    files = _files.get(key)
+    if files is None:
+        cuda, _, _ = import_numba()
+        if len(_files) >= 4096:
+            _files.clear()
+        files = _files[key] = [cuda.LTOIR(code, name=f"{symbol}_{i}.ltoir") for i, code in enumerate(codes)]
+    return list(files)
+
+
+def _addr():
+    """An intrinsic ``(array) -> pointer to its first element`` (numba has ``ffi.from_buffer``
+    only with cffi installed, and the pointer must be typed for the C ABI)."""
+    global _addr_fn
+    if _addr_fn is None:
+        _, types, _ = import_numba()
+        from numba.cuda.extending import intrinsic
+
+        @intrinsic
+        def cuprims_coop_addr(typingctx, arr):
+            if not isinstance(arr, types.Array):
+                return None
+
+            def codegen(context, builder, sig, args):
+                return context.make_array(sig.args[0])(context, builder, args[0]).data
+
+            return types.CPointer(arr.dtype)(arr), codegen
+
+        _addr_fn = cuprims_coop_addr
+    return _addr_fn
+
+
+def numba_type(vt: ValueType):
+    _, types, _ = import_numba()
+    from numba.cuda.np.numpy_support import from_dtype
+
+    return from_dtype(vt.dtype)
+
+
+def declare(symbol: str, params: Sequence[str], vt: ValueType):
+    """``cuda.declare_device`` of ``void symbol(...)``; ``params`` are "ptr", "int" or "void*"."""
+    cuda, types, _ = import_numba()
+    t = numba_type(vt)
+    kinds = {"ptr": types.CPointer(t), "int": types.int32, "void*": types.CPointer(types.uint8)}
+    return cuda.declare_device(symbol, types.void(*[kinds[p] for p in params]), abi="c")
+
+
+def device_function(name: str, source: str, namespace: dict[str, Any]):
+    """Exec ``source`` (defining ``name``) and make it a numba device function."""
+    cuda, _, _ = import_numba()
+    ns = {"cuda": cuda, "__addr": _addr(), **namespace}
+    exec(compile(source, f"<cuprims coop {name}>", "exec"), ns)
+    return cuda.jit(device=True, forceinline=True)(ns[name])
+
+
+class Primitive:
+    """A cooperative primitive, called inside a ``@cuda.jit`` kernel.
+
+    ``files`` are its link inputs (``@cuda.jit(link=prim.files)``); ``temp_storage_bytes``
+    and ``temp_storage_alignment`` (CUB's alignment, at least 8 as numba requires) describe
+    the TempStorage a caller may pass instead of the primitive's own shared memory:
+    ``temp_storage=cuda.shared.array(nbytes, numba.uint8, alignment=align)``.
+    """
+
+    def __init__(self, name: str, device: Any, codes: Sequence[bytes], temp: tuple[int, int], spec: Any):
+        self.name = name
+        self.spec = spec
+        self._device = device
+        self.files = link_files(spec.symbol, codes)
+        # numba's shared arrays take alignments that are multiples of the pointer size only
+        self.temp_storage_bytes, self.temp_storage_alignment = temp[0], max(8, temp[1])
+
+    @property
+    def _numba_type_(self):
+        # numba types a global by this attribute: the kernel then calls our device function
+        return self._device._numba_type_
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(f"{self.name} is a cooperative primitive: call it inside a @cuda.jit kernel "
+                        "linked with its .files")
+
+    def __repr__(self) -> str:
+        return f"<cuprims.coop {self.name}: {self.spec.key}>"

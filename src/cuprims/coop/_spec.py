@@ -1,0 +1,132 @@
+"""What a cooperative primitive is, as plain hashable data (no numba, no CUDA imports).
+
+A :class:`ProviderSpec` names one CUB specialization: the primitive, the element type,
+the block shape (or logical warp size), items per thread, CUB's algorithm and the
+operator. It is the input of the code generator and, through :attr:`ProviderSpec.key`,
+part of the cache key; its :attr:`ProviderSpec.symbol` names the ``extern "C"``
+functions of the provider, so two specializations never share a symbol (one kernel may
+link many providers).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ArgumentError
+from ..op import OpSpec
+from ..types import ValueType, value_type
+
+# Python names of CUB's algorithm enumerators, per primitive family
+LOAD_ALGORITHMS = {
+    "direct": "cub::BLOCK_LOAD_DIRECT", "striped": "cub::BLOCK_LOAD_STRIPED",
+    "vectorize": "cub::BLOCK_LOAD_VECTORIZE", "transpose": "cub::BLOCK_LOAD_TRANSPOSE",
+    "warp_transpose": "cub::BLOCK_LOAD_WARP_TRANSPOSE",
+    "warp_transpose_timesliced": "cub::BLOCK_LOAD_WARP_TRANSPOSE_TIMESLICED",
+}
+STORE_ALGORITHMS = {
+    "direct": "cub::BLOCK_STORE_DIRECT", "striped": "cub::BLOCK_STORE_STRIPED",
+    "vectorize": "cub::BLOCK_STORE_VECTORIZE", "transpose": "cub::BLOCK_STORE_TRANSPOSE",
+    "warp_transpose": "cub::BLOCK_STORE_WARP_TRANSPOSE",
+    "warp_transpose_timesliced": "cub::BLOCK_STORE_WARP_TRANSPOSE_TIMESLICED",
+}
+REDUCE_ALGORITHMS = {
+    "raking": "cub::BLOCK_REDUCE_RAKING",
+    "raking_commutative_only": "cub::BLOCK_REDUCE_RAKING_COMMUTATIVE_ONLY",
+    "warp_reductions": "cub::BLOCK_REDUCE_WARP_REDUCTIONS",
+}
+SCAN_ALGORITHMS = {
+    "raking": "cub::BLOCK_SCAN_RAKING", "raking_memoize": "cub::BLOCK_SCAN_RAKING_MEMOIZE",
+    "warp_scans": "cub::BLOCK_SCAN_WARP_SCANS",
+}
+
+MAX_THREADS_PER_BLOCK = 1024
+
+
+@dataclass(frozen=True)
+class ProviderSpec:
+    """One provider. ``kind`` is one of load, store, reduce, scan, warp_reduce, warp_scan.
+
+    ``dims`` is the block shape (x, y, z); for warp primitives (logical warp size, 1, 1).
+    ``mode`` (scans): "inclusive" or "exclusive". ``init``: the scan's initial value as
+    C++ text (None: none). ``op``: the combiner (None for load/store)."""
+
+    kind: str
+    vt: ValueType
+    dims: tuple[int, int, int]
+    items: int
+    algorithm: str
+    op: OpSpec | None = None
+    mode: str = ""
+    init: str | None = None
+
+    @property
+    def key(self) -> str:
+        """Everything that changes the provider's code, as text."""
+        op = f"{self.op.kind}:{self.op.key}" if self.op is not None else "-"
+        return (f"{self.kind}|{self.vt.code}|{self.dims}|{self.items}|{self.algorithm}|{op}|"
+                f"{self.mode}|{self.init}")
+
+    @property
+    def symbol(self) -> str:
+        """The provider's function name (variants append ``_ts``, ``_valid``...)."""
+        digest = hashlib.sha256(self.key.encode()).hexdigest()[:16]
+        return f"cuprims_coop_{self.kind}_{digest}"
+
+    @property
+    def op_symbol(self) -> str:
+        """The symbol of the Python operator's pointer-ABI wrapper this provider calls."""
+        return self.symbol + "_op"
+
+    @property
+    def threads(self) -> int:
+        x, y, z = self.dims
+        return x * y * z
+
+
+def block_dims(threads_per_block: Any, argument: str = "threads_per_block") -> tuple[int, int, int]:
+    """``threads_per_block`` (an int or a 1-3 tuple) as (x, y, z).
+
+    Example::
+
+        >>> block_dims((32, 4))
+        (32, 4, 1)
+    """
+    dims = tuple(threads_per_block) if isinstance(threads_per_block, (tuple, list)) else (threads_per_block,)
+    if not 1 <= len(dims) <= 3 or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0
+                                          for d in dims):
+        raise ArgumentError(argument, "a positive int or a tuple of 1 to 3 positive ints", threads_per_block)
+    dims = dims + (1,) * (3 - len(dims))
+    if dims[0] * dims[1] * dims[2] > MAX_THREADS_PER_BLOCK:
+        raise ArgumentError(argument, f"at most {MAX_THREADS_PER_BLOCK} threads in all", threads_per_block)
+    return dims
+
+
+def items_count(items_per_thread: Any, argument: str = "items_per_thread") -> int:
+    if not isinstance(items_per_thread, int) or isinstance(items_per_thread, bool) or items_per_thread < 1:
+        raise ArgumentError(argument, "a positive int", items_per_thread)
+    return items_per_thread
+
+
+def element_type(dtype: Any, argument: str = "dtype") -> ValueType:
+    """A numpy dtype, a numba type, a type name or a gpu_struct as a :class:`ValueType`.
+
+    Example::
+
+        >>> element_type("float32").cpp
+        'float'
+    """
+    if isinstance(dtype, str):
+        return value_type(dtype, argument=argument)
+    if type(dtype).__module__.startswith("numba"):
+        # numba scalar types print as numpy names ("int32", "float16", "bool")
+        name = {"bool": "bool", "boolean": "bool"}.get(str(dtype), str(dtype))
+        return value_type(name, argument=argument)
+    return value_type(dtype, argument=argument)
+
+
+def algorithm_of(table: dict[str, str], algorithm: Any, argument: str = "algorithm") -> str:
+    if algorithm not in table:
+        raise ArgumentError(argument, "one of " + ", ".join(repr(k) for k in table), algorithm)
+    return algorithm

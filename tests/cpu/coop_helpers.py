@@ -1,0 +1,70 @@
+"""Compile a user's @cuda.jit kernel for sm_90 with no GPU and link it with the
+primitives' files into a real cubin (what numba-cuda does at launch, minus the load)."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+ARCH = 90
+
+
+def link_kernel(kernel: Any, argtypes: Sequence[Any], prims: Sequence[Any], *, with_files: bool = True) -> bytes:
+    from numba import cuda, types
+
+    from cuprims._jit.link import link_cubin
+    from cuprims._jit.numba_ops import _target_capability
+
+    with _target_capability((9, 0)):   # callees are compiled for the target, not a device
+        codes, _ = cuda.compile_all(kernel.py_func, types.void(*argtypes), device=False, cc=(9, 0),
+                                    output="ltoir", abi="numba")
+    extra = [bytes(c) if isinstance(c, bytes) else bytes(c.data) for c in codes[1:]]
+    if with_files:
+        # numba keeps link inputs in a set: one object listed twice is linked once
+        extra += [bytes(f.data) for f in {id(f): f for p in prims for f in p.files}.values()]
+    return link_cubin(bytes(codes[0]), extra, ARCH)
+
+
+def kernel_sections(cubin: bytes) -> dict[str, bytes]:
+    from cuprims._jit.elfmeta import sections
+
+    return sections(cubin)
+
+
+def shared_bytes(cubin: bytes) -> int:
+    """Static shared memory of the cubin's one kernel (its ``.nv.shared.<kernel>`` section)."""
+    from cuprims._jit.elfmeta import _section_headers
+
+    import struct
+
+    elf = cubin
+    headers = _section_headers(elf)
+    (shstrndx,) = struct.unpack_from("<H", elf, 0x3E)
+    names = headers[shstrndx]
+    total = 0
+    for sec in headers:
+        start = names[4] + sec[0]
+        name = elf[start:elf.index(b"\0", start)].decode()
+        if name.startswith(".nv.shared.") and name != ".nv.shared.reserved.0":
+            total += sec[5]
+    return total
+
+
+def linked_ptx(kernel: Any, argtypes: Sequence[Any], prims: Sequence[Any]) -> str:
+    """The LTO-linked PTX of ``kernel`` with the primitives' files (to look for calls)."""
+    from cuda.core import Linker, LinkerOptions, ObjectCode
+    from numba import cuda, types
+
+    from cuprims._jit.numba_ops import _target_capability
+
+    with _target_capability((9, 0)):
+        codes, _ = cuda.compile_all(kernel.py_func, types.void(*argtypes), device=False, cc=(9, 0),
+                                    output="ltoir", abi="numba")
+    objs = [ObjectCode.from_ltoir(bytes(codes[0]), name="kernel")]
+    files = {id(f): f for p in prims for f in p.files}.values()
+    objs += [ObjectCode.from_ltoir(bytes(f.data), name=f.name) for f in files]
+    linker = Linker(*objs, options=LinkerOptions(arch=f"sm_{ARCH}", link_time_optimization=True, ptx=True))
+    try:
+        code = linker.link("ptx").code
+    finally:
+        linker.close()
+    return code.decode() if isinstance(code, bytes) else code

@@ -1,0 +1,116 @@
+"""Provider builds: the cache keys' axes, the memory and disk caches (a second build
+compiles nothing), the dump directory, and one NVRTC unit for many providers."""
+
+from __future__ import annotations
+
+import pytest
+
+numba = pytest.importorskip("numba")
+
+from cuprims import coop  # noqa: E402
+from cuprims._jit import stats  # noqa: E402
+from cuprims.coop import _build  # noqa: E402
+from cuprims.coop._codegen import entry_points, unit_source  # noqa: E402
+from cuprims.coop._factory import combiner  # noqa: E402
+from cuprims.coop._spec import ProviderSpec  # noqa: E402
+from cuprims.op import OpKind, op_spec  # noqa: E402
+from cuprims.types import value_type  # noqa: E402
+
+PLUS = op_spec(OpKind.PLUS)
+
+
+def _spec(**changes) -> ProviderSpec:
+    base = dict(kind="reduce", vt=value_type("i4"), dims=(128, 1, 1), items=1, algorithm="warp_reductions",
+                op=PLUS)
+    base.update(changes)
+    return ProviderSpec(**base)
+
+
+@pytest.mark.parametrize("change", [
+    dict(vt=value_type("f4")), dict(vt=value_type("u4")), dict(items=2), dict(dims=(64, 2, 1)),
+    dict(dims=(128, 1, 2)), dict(algorithm="raking"), dict(op=op_spec(OpKind.MAXIMUM)),
+    dict(kind="scan", mode="inclusive", algorithm="raking"),
+    dict(kind="warp_scan", mode="exclusive", dims=(32, 1, 1), algorithm=""),
+])
+def test_every_axis_changes_key_and_symbol(change):
+    a, b = _spec(), _spec(**change)
+    assert _build.unit_key([a], 90) != _build.unit_key([b], 90)
+    assert a.symbol != b.symbol
+    assert _build.unit_key([a], 90) != _build.unit_key([a], 80)
+
+
+def test_python_operator_recipe_is_in_the_key():
+    add = combiner(lambda a, b: a + b, value_type("i4"), "op")
+    sub = combiner(lambda a, b: a - b, value_type("i4"), "op")
+    assert _build.unit_key([_spec(op=add)], 90) != _build.unit_key([_spec(op=sub)], 90)
+
+
+def test_second_build_compiles_nothing(fresh_caches):
+    with coop.target((9, 0)):
+        first = coop.block.make_sum(numba.float32, (32, 4), 4)
+        assert stats.snapshot()["nvrtc_compiles"] == 1
+        again = coop.block.make_sum(numba.float32, (32, 4), 4)        # memory hit
+        assert stats.snapshot()["nvrtc_compiles"] == 1
+        _build.clear_memory()                                        # as a new process: disk hit
+        third = coop.block.make_sum(numba.float32, (32, 4), 4)
+    counts = stats.snapshot()
+    assert counts["nvrtc_compiles"] == 1 and counts.get("links", 0) == 1   # one probe link in all
+    assert [f.data for f in third.files] == [f.data for f in first.files] == [f.data for f in again.files]
+    assert third.temp_storage_bytes == first.temp_storage_bytes > 1
+    assert any(p.parts[-2:-1] == ("coop",) or "coop" in p.parts for p in fresh_caches.rglob("*") if p.is_file())
+
+
+def test_python_operator_is_cached_on_disk_too(fresh_caches):
+    def mul(a, b):
+        return a * b
+
+    with coop.target((9, 0)):
+        first = coop.block.make_reduce(numba.int64, 128, mul)
+        _build.clear_memory()
+        stats.reset()
+        second = coop.block.make_reduce(numba.int64, 128, mul)
+    counts = stats.snapshot()
+    assert counts.get("nvrtc_compiles", 0) == 0 and counts.get("numba_compiles", 0) == 0
+    assert [f.data for f in second.files] == [f.data for f in first.files]
+
+
+def test_corrupt_entry_is_rebuilt(fresh_caches):
+    with coop.target((9, 0)):
+        coop.warp.make_sum(numba.int32)
+        for path in fresh_caches.rglob("*"):
+            if path.is_file() and "coop" in path.parts:
+                path.write_bytes(b"garbage")
+        _build.clear_memory()
+        prim = coop.warp.make_sum(numba.int32)
+    assert stats.snapshot()["nvrtc_compiles"] == 2
+    assert prim.files[0].data[:4] != b"garb"
+
+
+def test_many_providers_in_one_unit(fresh_caches):
+    specs = [_spec(), _spec(kind="load", op=None, algorithm="transpose", items=4),
+             _spec(kind="scan", mode="exclusive", algorithm="warp_scans", items=8, vt=value_type("f8")),
+             _spec(kind="warp_reduce", dims=(16, 1, 1), algorithm="", vt=value_type("u2"))]
+    unit = _build.build_unit(specs, 90)
+    assert stats.snapshot()["nvrtc_compiles"] == 1
+    assert set(unit.temp) == {sp.symbol for sp in specs}
+    text = unit_source(specs, 90).text
+    for sp in specs:
+        for entry in entry_points(sp):
+            assert f" {entry}(" in text
+
+
+def test_dump_dir_gets_provider_sources(fresh_caches, tmp_path, monkeypatch):
+    dump = tmp_path / "dump"
+    monkeypatch.setenv("CUPRIMS_DUMP_DIR", str(dump))
+    with coop.target((9, 0)):
+        prim = coop.block.make_sum(numba.int16, 64)
+    texts = [p.read_text() for p in dump.glob("*.cu")]
+    assert any(prim.spec.symbol in t and "cub::BlockReduce" in t for t in texts)
+
+
+def test_import_cuprims_coop_does_not_import_numba():
+    import subprocess
+    import sys
+
+    code = "import sys, cuprims, cuprims.coop; assert 'numba' not in sys.modules, 'numba imported'"
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -1,0 +1,96 @@
+"""The GPU tests' kernels, compiled and linked for sm_90 here with no GPU.
+
+Each GPU test runs with its launch replaced by numba-cuda's compile of the kernel for
+the launch's argument types and an nvJitLink link with the kernel's ``link=`` files;
+the test stops there (:class:`_Launched`). A typing error, a wrong call convention or an
+unresolved provider symbol in tests/gpu fails in CI instead of on the GPU host.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+numba = pytest.importorskip("numba")
+from numba import cuda  # noqa: E402
+
+from cuprims import coop  # noqa: E402
+
+from coop_helpers import link_kernel  # noqa: E402
+
+GPU_TESTS = Path(__file__).resolve().parent.parent / "gpu"
+
+
+class _Launched(Exception):
+    """Raised at the first launch, once its kernel has compiled and linked."""
+
+
+def _module(name: str):
+    spec = importlib.util.spec_from_file_location(f"_coop_gpu_{name}", GPU_TESTS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+class _Kernel:
+    def __init__(self, py_func, link):
+        self.py_func, self.files = py_func, list(link)
+
+    def __getitem__(self, config):
+        def launch(*args):
+            cubin = link_kernel(self, [numba.typeof(a) for a in args], [self])
+            assert cubin[:4] == b"\x7fELF"
+            raise _Launched
+        return launch
+
+
+@pytest.fixture
+def no_launch(shared_cache, monkeypatch):
+    real_jit = cuda.jit
+
+    def jit(*args, link=(), **kwargs):
+        if kwargs.get("device"):          # the primitives' own device functions stay real
+            return real_jit(*args, **kwargs)
+        return lambda fn: _Kernel(fn, link)
+
+    monkeypatch.setattr(cuda, "jit", jit)
+    monkeypatch.setattr(cuda, "to_device", np.asarray)
+    monkeypatch.setattr(cuda, "device_array", lambda shape, dtype: np.empty(shape, dtype))
+    with coop.target((9, 0)):
+        yield
+
+
+CASES = [
+    ("test_coop_block_gpu", "test_load_and_sum_partial_tiles", dict(shape=(64, 2, 2), items=3)),
+    ("test_coop_block_gpu", "test_sum_every_int_and_float", dict(dtype=np.uint16)),
+    ("test_coop_block_gpu", "test_inclusive_sum", dict(shape=(32, 4), items=1)),
+    ("test_coop_block_gpu", "test_exclusive_sum", dict(shape=(128,), items=16)),
+    ("test_coop_block_gpu", "test_exclusive_max_scan_with_initial_value", dict(items=4)),
+    ("test_coop_block_gpu", "test_inclusive_scan_python_operator", dict(items=3)),
+    ("test_coop_block_gpu", "test_reduce_python_operator_num_valid_and_own_storage", dict(shape=(32, 4))),
+    ("test_coop_block_gpu", "test_load_store_round_trip", dict(algorithm="warp_transpose", items=7)),
+    ("test_coop_block_gpu", "test_same_primitive_twice_in_one_kernel", {}),
+    ("test_coop_block_gpu", "test_struct_argmax_reduce_and_scan", {}),
+    ("test_coop_warp_gpu", "test_warp_sum", dict(lanes=8, shape=(64, 2, 2))),
+    ("test_coop_warp_gpu", "test_warp_sum_every_int_and_float", dict(dtype=np.float64)),
+    ("test_coop_warp_gpu", "test_warp_reduce_python_operator", dict(lanes=2)),
+    ("test_coop_warp_gpu", "test_warp_reduce_builtin_min", {}),
+    ("test_coop_warp_gpu", "test_warp_exclusive_sum", dict(lanes=4, shape=(32, 4))),
+]
+
+
+@pytest.mark.parametrize("module,test,params", CASES, ids=[f"{t}-{i}" for i, (_, t, _) in enumerate(CASES)])
+def test_gpu_kernel_compiles_and_links(no_launch, module, test, params):
+    with pytest.raises(_Launched):
+        getattr(_module(module), test)(**params)
+
+
+def test_every_gpu_test_is_covered():
+    for name in ("test_coop_block_gpu", "test_coop_warp_gpu"):
+        tests = {n for n in dir(_module(name)) if n.startswith("test_")}
+        assert tests == {t for m, t, _ in CASES if m == name}
