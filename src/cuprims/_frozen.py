@@ -7,7 +7,7 @@ from typing import Any, Sequence
 
 from ._jit import driver
 from ._jit.codegen import Source
-from .algorithms._common import Builds, Loaded
+from .algorithms._common import Builds
 from .errors import BlobError
 
 
@@ -34,16 +34,9 @@ class FrozenBuilds(Builds):
         if missing:
             self._no_source(missing[0])
 
-    def loaded(self, device: int, objs: Sequence[Any] | None = None) -> Loaded:
-        hit = self._by_device.get(device)
-        if hit is not None:
-            return hit
-        major, minor = driver.compute_capability(device)
-        arch = major * 10 + minor
-        if arch not in self._by_arch:
-            raise BlobError("no compiled code for this device", f"a device of {_archs(self.archs)} (built ones)",
-                            f"device {device}, sm_{arch}")
-        return super().loaded(device, objs)
+    def _build_missing(self, arch: int, device: int, objs: Sequence[Any] | None) -> None:
+        raise BlobError("no compiled code for this device", f"a device of {_archs(self.archs)} (built ones)",
+                        f"device {device}, sm_{arch}")
 
 
 def frozen_object(cls: type, desc: Any, results: dict[int, dict[int, Any]]) -> Any:

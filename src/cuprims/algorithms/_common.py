@@ -143,6 +143,13 @@ class Builds:
     def result(self, arch: int) -> BuildResult:
         return self._by_arch[arch]
 
+    def _build_missing(self, arch: int, device: int, objs: Sequence[Any] | None) -> None:
+        """Build for ``device``'s architecture ``arch``, which this object has no code for."""
+        if objs is None or any(o is None for o, op in zip(objs, self._ops) if op.spec.kind != "builtin"):
+            raise NoDeviceError(f"this object was built for {self.archs} but device {device} is sm_{arch}; "
+                                "pass the operator again or build for that capability")
+        self.build_for([arch], objs)
+
     def loaded(self, device: int, objs: Sequence[Any] | None = None) -> Loaded:
         """Loaded state for ``device`` (building for its capability first if needed)."""
         hit = self._by_device.get(device)
@@ -155,10 +162,7 @@ class Builds:
             major, minor = driver.compute_capability(device)
             arch = major * 10 + minor
             if arch not in self._by_arch:
-                if objs is None or any(o is None for o, op in zip(objs, self._ops) if op.spec.kind != "builtin"):
-                    raise NoDeviceError(f"this object was built for {self.archs} but device {device} is sm_{arch}; "
-                                        "pass the operator again or build for that capability")
-                self.build_for([arch], objs)
+                self._build_missing(arch, device, objs)
             result = self._by_arch[arch]
             with result.load_lock:
                 loaded = result.loaded.get(device)
