@@ -77,6 +77,54 @@ def run_on_gpu() -> None:
     expect = np.searchsorted(data.get(), np.arange(-2048, 2048, dtype=np.int32))
     show("lower_bound, values from an iterator", t0, bool((found.get() == expect).all()))
 
+    seg = 256
+    sums = cp.empty(n // seg, cp.float32)
+    starts = TransformIterator(CountingIterator(np.int64(0)), lambda i: i * 256)
+    ends = TransformIterator(CountingIterator(np.int64(1)), lambda i: i * 256)
+    t0 = time.perf_counter()
+    cuprims.segmented_reduce(d_in=x, d_out=sums, num_segments=n // seg, start_offsets_in=starts, end_offsets_in=ends,
+                             op=OpKind.PLUS, h_init=np.float32(0), max_segment_size=seg)
+    show("segmented_reduce, 256-item segments", t0, bool(np.allclose(sums.get(), hx.reshape(-1, seg).sum(axis=1),
+                                                                     rtol=1e-4)))
+
+    tiles = cp.empty_like(xi)
+    t0 = time.perf_counter()
+    cuprims.segmented_sort(d_in_keys=xi, d_out_keys=tiles, num_items=n, num_segments=n // 4096,
+                           start_offsets_in=TransformIterator(CountingIterator(np.int64(0)), lambda i: i * 4096),
+                           end_offsets_in=TransformIterator(CountingIterator(np.int64(1)), lambda i: i * 4096),
+                           order=SortOrder.ASCENDING)
+    show("segmented_sort, 4096-key segments", t0, bool((tiles.get() == np.sort(hi.reshape(-1, 4096), axis=1)
+                                                        .reshape(-1)).all()))
+
+    evens, count = cp.empty_like(xi), cp.empty(1, cp.int64)
+    t0 = time.perf_counter()
+    cuprims.select(d_in=xi, d_out=evens, d_num_selected_out=count, cond=lambda v: v % 2 == 0, num_items=n)
+    kept = int(count.get()[0])
+    show("select, lambda v: v % 2 == 0", t0, bool((evens[:kept].get() == hi[hi % 2 == 0]).all()))
+
+    runs = cp.sort(xi)
+    uk, ui, uc = cp.empty_like(xi), cp.empty_like(x), cp.empty(1, cp.int64)
+    t0 = time.perf_counter()
+    cuprims.unique_by_key(d_in_keys=runs, d_in_items=x, d_out_keys=uk, d_out_items=ui, d_out_num_selected=uc,
+                          op=OpKind.EQUAL_TO, num_items=n)
+    show("unique_by_key, int32 keys", t0, bool((uk[:int(uc.get()[0])].get() == np.unique(hi)).all()))
+
+    samples = cp.asarray(rng.integers(0, 256, n).astype(np.uint8))
+    hist = cp.empty(256, cp.int32)
+    t0 = time.perf_counter()
+    cuprims.histogram_even(d_samples=samples, d_histogram=hist, num_output_levels=257, lower_level=np.int32(0),
+                           upper_level=np.int32(256), num_samples=n)
+    show("histogram_even, uint8 into 256 bins", t0, bool((hist.get() == np.bincount(samples.get(), minlength=256))
+                                                         .all()))
+
+    reducer = cuprims.make_reduce_into(d_in=x, d_out=out, op=OpKind.PLUS, h_init=np.float32(0))
+    t0 = time.perf_counter()
+    twin = cuprims.deserialize(cuprims.serialize(reducer))
+    tmp = cp.empty(max(1, twin(temp_storage=None, d_in=x, d_out=out, num_items=n, h_init=np.float32(0))), cp.uint8)
+    twin(temp_storage=tmp, d_in=x, d_out=out, num_items=n, h_init=np.float32(0))
+    show("serialize + deserialize + call (no compile)", t0, abs(float(out[0]) - float(hx.sum(dtype=np.float64)))
+         < 1e-3 * n)
+
 
 def build_ahead_of_time() -> None:
     print("no GPU here: building ahead of time for sm_90")
@@ -107,12 +155,26 @@ def build_ahead_of_time() -> None:
             op=OpKind.EQUAL_TO, compute_capability=90)),
         ("select, lambda v: v % 2 == 0", lambda: cuprims.make_select(
             d_in=P(i4), d_out=P(i4), d_num_selected_out=P(i8), cond=lambda v: v % 2 == 0, compute_capability=90)),
+        ("segmented_sort, int32 keys", lambda: cuprims.make_segmented_sort(
+            d_in_keys=P(i4), d_out_keys=P(i4), start_offsets_in=P(i8), end_offsets_in=P(i8),
+            order=SortOrder.ASCENDING, compute_capability=90)),
+        ("three_way_partition, two lambdas", lambda: cuprims.make_three_way_partition(
+            d_in=P(i4), d_first_part_out=P(i4), d_second_part_out=P(i4), d_unselected_out=P(i4),
+            d_num_selected_out=P(i8), select_first_part_op=lambda v: v < 0, select_second_part_op=lambda v: v > 9,
+            compute_capability=90)),
+        ("histogram_even, uint8 into 256 bins", lambda: cuprims.make_histogram_even(
+            d_samples=P(np.uint8), d_histogram=P(i4), h_num_output_levels=np.array([257]),
+            h_lower_level=np.int32(0), h_upper_level=np.int32(256), num_samples=1 << 24, compute_capability=90)),
     ]
     for label, make in builds:
         t0 = time.perf_counter()
         algorithm = make()
         print(f"  {label:40s} -> sm_90 cubin of {len(algorithm.cubin(90)):7d} bytes in "
               f"{time.perf_counter() - t0:5.2f} s")
+    blob = cuprims.serialize(algorithm)
+    again = cuprims.deserialize(blob)
+    print(f"  serialized the last one: {len(blob)} bytes; deserialized for {again.compute_capabilities}, "
+          "nothing compiled")
 
 
 def main() -> None:
