@@ -76,6 +76,14 @@ CASES = [
     ("test_coop_block_gpu", "test_load_store_round_trip", dict(algorithm="warp_transpose", items=7)),
     ("test_coop_block_gpu", "test_same_primitive_twice_in_one_kernel", {}),
     ("test_coop_block_gpu", "test_struct_argmax_reduce_and_scan", {}),
+    ("test_coop_sort_gpu", "test_radix_sort_keys_every_type", dict(shape=(32, 4), dtype=np.float16)),
+    ("test_coop_sort_gpu", "test_radix_sort_1024_key_tiles_256_threads_and_items", dict(items=4)),
+    ("test_coop_sort_gpu", "test_radix_sort_keys_descending", dict(shape=(128,), dtype=np.int64)),
+    ("test_coop_sort_gpu", "test_radix_sort_nan_infinities_and_zeros", {}),
+    ("test_coop_sort_gpu", "test_radix_sort_bit_range_is_stable", {}),
+    ("test_coop_sort_gpu", "test_radix_sort_callers_storage", {}),
+    ("test_coop_sort_gpu", "test_exchange", dict(shape=(32, 4), kind="BlockedToWarpStriped", sliced=True)),
+    ("test_coop_sort_gpu", "test_exchange_types_round_trip", dict(dtype=np.complex128)),
     ("test_coop_warp_gpu", "test_warp_sum", dict(lanes=8, shape=(64, 2, 2))),
     ("test_coop_warp_gpu", "test_warp_sum_every_int_and_float", dict(dtype=np.float64)),
     ("test_coop_warp_gpu", "test_warp_reduce_python_operator", dict(lanes=2)),
@@ -91,6 +99,6 @@ def test_gpu_kernel_compiles_and_links(no_launch, module, test, params):
 
 
 def test_every_gpu_test_is_covered():
-    for name in ("test_coop_block_gpu", "test_coop_warp_gpu"):
+    for name in ("test_coop_block_gpu", "test_coop_warp_gpu", "test_coop_sort_gpu"):
         tests = {n for n in dir(_module(name)) if n.startswith("test_")}
         assert tests == {t for m, t, _ in CASES if m == name}

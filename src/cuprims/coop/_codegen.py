@@ -9,6 +9,8 @@ unchanged; see docs/coop.md):
   also ``SYM_valid(const T* items, T* out, int valid)``
 * ``scan``:   ``SYM(const T* in, T* out)`` (``in`` may be ``out``)
 * ``warp_scan``: ``SYM(const T* in, T* out)`` (one item per thread)
+* ``radix_sort``: ``SYM(T* keys, int begin_bit, int end_bit)`` (in place; ``end_bit < 0``: all bits)
+* ``exchange``: ``SYM(const T* in, T* out)`` (``in`` may be ``out``)
 
 Each function also has a ``_ts`` twin taking the caller's temporary storage as a last
 ``void*`` argument. Without it the provider uses its own ``__shared__`` TempStorage
@@ -36,6 +38,8 @@ _HEADERS = {
     "scan": "#include <cub/block/block_scan.cuh>",
     "warp_reduce": "#include <cub/warp/warp_reduce.cuh>",
     "warp_scan": "#include <cub/warp/warp_scan.cuh>",
+    "radix_sort": "#include <cub/block/block_radix_sort.cuh>",
+    "exchange": "#include <cub/block/block_exchange.cuh>",
 }
 WARP_KINDS = ("warp_reduce", "warp_scan")
 
@@ -54,6 +58,13 @@ def _cub_type(spec: ProviderSpec) -> str:
         return f"cub::WarpReduce<{t}, {x}>"
     if spec.kind == "warp_scan":
         return f"cub::WarpScan<{t}, {x}>"
+    if spec.kind == "radix_sort":
+        # CUB's defaults (4-bit digits, memoized warp-scan ranking) up to the block's y and z
+        return (f"cub::BlockRadixSort<{t}, {x}, {n}, cub::NullType, 4, true, cub::BLOCK_SCAN_WARP_SCANS, "
+                f"cudaSharedMemBankSizeFourByte, {y}, {z}>")
+    if spec.kind == "exchange":
+        sliced = "true" if spec.algorithm == "timesliced" else "false"
+        return f"cub::BlockExchange<{t}, {x}, {n}, {sliced}, {y}, {z}>"
     raise ValueError(f"unknown provider kind {spec.kind!r}")
 
 
@@ -119,6 +130,19 @@ def _bodies(spec: ProviderSpec, s: str) -> list[tuple[str, str, str]]:
             init = f"{s}_init(), " if spec.init is not None else ""
             body = f"prim.{spec.mode.capitalize()}Scan(in[0], out[0], {init}{s}_functor{{}});"
         return [("", f"const {t}* in, {t}* out", body)]
+    if spec.kind == "radix_sort":
+        # end < 0: every bit of the key (the Python default, so it never restates sizeof)
+        call = "SortDescending" if spec.mode == "descending" else "Sort"
+        return [("", f"{t}* keys, int begin, int end",
+                 f"prim.{call}(reinterpret_cast<{arr}>(*keys), begin, end < 0 ? int(sizeof({t}) * 8) : end);")]
+    if spec.kind == "exchange":
+        # CUB's time-sliced exchanges write part of the output before all of the input is
+        # read: copy the input first so that in == out (an in-place exchange) stays correct
+        copy = (f"{t} tmp[{n}];\n  for (int i = 0; i < {n}; ++i) tmp[i] = in[i];\n  "
+                if spec.algorithm == "timesliced" else "")
+        src = "tmp" if copy else f"reinterpret_cast<{arr}>(*const_cast<{t}*>(in))"
+        return [("", f"const {t}* in, {t}* out",
+                 f"{copy}prim.{spec.mode}({src}, reinterpret_cast<{arr}>(*out));")]
     raise ValueError(f"unknown provider kind {spec.kind!r}")
 
 

@@ -1,0 +1,117 @@
+"""Block factories that rearrange a tile: radix sort of keys and exchanges between
+arrangements (re-exported by :mod:`cuprims.coop.block`; block.py holds the rest).
+
+A thread's ``items`` are a local array of ``items_per_thread``. In the *blocked*
+arrangement thread ``t`` holds tile positions ``t * n .. t * n + n - 1``; in the
+*striped* one it holds ``t, t + T, t + 2T...`` (``T`` threads, ``n`` items). The
+warp-striped arrangement is striped within each warp's own ``32 * n`` positions.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+from ..errors import ArgumentError
+from ._factory import arrays_in_out, dispatch, entry_table, make_primitive
+from ._spec import ProviderSpec, block_dims, element_type, items_count
+
+__all__ = ["BlockExchangeType", "make_exchange", "make_radix_sort_keys", "make_radix_sort_keys_descending"]
+
+
+class BlockExchangeType(enum.Enum):
+    """Which rearrangement :func:`make_exchange` performs (the value is CUB's method)."""
+
+    StripedToBlocked = "StripedToBlocked"
+    BlockedToStriped = "BlockedToStriped"
+    WarpStripedToBlocked = "WarpStripedToBlocked"
+    BlockedToWarpStriped = "BlockedToWarpStriped"
+
+
+def _exchange_type(value: Any) -> BlockExchangeType:
+    if isinstance(value, BlockExchangeType):
+        return value
+    if isinstance(value, str) and value in BlockExchangeType.__members__:
+        return BlockExchangeType[value]
+    raise ArgumentError("block_exchange_type", "a coop.block.BlockExchangeType", value)
+
+
+def make_exchange(block_exchange_type: Any, dtype: Any, threads_per_block: Any, items_per_thread: int,
+                  warp_time_slicing: bool = False, methods: Any = None) -> Any:
+    """``exchange(items_in, items_out, temp_storage=None)``: the tile held by the block's
+    threads in ``items_in``, rearranged into ``items_out`` (the same array may be both).
+    ``warp_time_slicing`` uses one warp's worth of shared memory, in more steps.
+
+    Example::
+
+        to_blocked = coop.block.make_exchange(coop.block.BlockExchangeType.StripedToBlocked,
+                                              numba.int32, 128, 4)
+        # in the kernel: to_blocked(items, items)
+    """
+    from ._factory import no_methods
+
+    no_methods(methods)
+    kind = _exchange_type(block_exchange_type)
+    if not isinstance(warp_time_slicing, bool):
+        raise ArgumentError("warp_time_slicing", "a bool", warp_time_slicing)
+    dims = block_dims(threads_per_block)
+    if "Warp" in kind.value and (dims[0] * dims[1] * dims[2]) % 32:
+        # a warp-striped tile is made of whole warps: a partial last warp has no such layout
+        raise ArgumentError("threads_per_block", "a multiple of 32 threads for a warp-striped exchange",
+                            threads_per_block)
+    spec = ProviderSpec("exchange", element_type(dtype), dims, items_count(items_per_thread),
+                        "timesliced" if warp_time_slicing else "", mode=kind.value)
+    return make_primitive(f"block.exchange.{kind.name}", spec, None, entry_table(False, ("ptr", "ptr")),
+                          arrays_in_out())
+
+
+def _radix_sort(dtype: Any, threads_per_block: Any, items_per_thread: int, mode: str) -> Any:
+    vt = element_type(dtype)
+    # CUB's radix traits order every int and IEEE float: a float's bits are flipped into an
+    # unsigned key, so -inf < negatives < zeros < positives < +inf (CUB's digit extractor
+    # maps -0.0 onto +0.0: equal keys, left in their order), with NaNs of the sign bit 0
+    # (numpy's np.nan) after +inf and those with the sign bit set before -inf
+    if vt.dtype.kind not in "iuf" or vt.dtype.fields is not None:
+        raise ArgumentError("dtype", "an integer or floating-point type", dtype)
+    spec = ProviderSpec("radix_sort", vt, block_dims(threads_per_block), items_count(items_per_thread), "",
+                        mode=mode)
+    source = ("def prim(keys, begin_bit=0, end_bit=-1, temp_storage=None):\n"
+              + dispatch("ext", "__addr(keys), i32(begin_bit), i32(end_bit)", None))
+    return make_primitive(f"block.radix_sort_keys_{mode}", spec, None,
+                          entry_table(False, ("ptr", "int", "int")), source)
+
+
+def make_radix_sort_keys(dtype: Any, threads_per_block: Any, items_per_thread: int) -> Any:
+    """``sort(keys, begin_bit=0, end_bit=-1, temp_storage=None)``: the block's tile of
+    keys (each thread's ``keys``, a local array of ``items_per_thread``, in the blocked
+    arrangement) sorted ascending in place, blocked: thread ``t`` ends with ranks
+    ``t * items_per_thread ...``. Only bits ``[begin_bit, end_bit)`` are compared
+    (``end_bit < 0``: all of them); the sort is stable, which shows only when some bits
+    are left out.
+
+    Example::
+
+        sort = coop.block.make_radix_sort_keys(numba.float32, 256, 4)
+
+        @cuda.jit(link=sort.files)
+        def kernel(x):
+            keys = cuda.local.array(4, numba.float32)
+            base = cuda.blockIdx.x * 1024 + 4 * cuda.threadIdx.x
+            for i in range(4):
+                keys[i] = x[base + i]
+            sort(keys)
+            for i in range(4):
+                x[base + i] = keys[i]
+    """
+    return _radix_sort(dtype, threads_per_block, items_per_thread, "ascending")
+
+
+def make_radix_sort_keys_descending(dtype: Any, threads_per_block: Any, items_per_thread: int) -> Any:
+    """As :func:`make_radix_sort_keys`, largest key first (a NaN of numpy's kind first too).
+
+    Example::
+
+        sort_down = coop.block.make_radix_sort_keys_descending(numba.int64, (32, 4), 8)
+        # in the kernel: sort_down(keys)
+    """
+    return _radix_sort(dtype, threads_per_block, items_per_thread, "descending")
