@@ -4,7 +4,7 @@ states in temporary storage, readied by an init kernel that also zeroes the coun
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterator, NamedTuple
 
 from .._jit import driver
 from ..errors import ArgumentError
@@ -31,6 +31,40 @@ def ready_tiles(plan: Any, params: Any, temp: int, tiles: int, p_counts: int, st
     ready = max(tiles, 1)
     driver.launch(plan.init, -(-ready // init_threads), init_threads, stream, params.pack(tile_state, ready, p_counts))
     return tile_state
+
+
+class Partition(NamedTuple):
+    """One launch of a partitioned single-pass algorithm (inputs past ``partition_items``)."""
+
+    offset: int        # items before it
+    size: int
+    tiles: int
+    first: bool
+    last: bool
+    counts_in: int     # address of the running counts the previous partition left (0: none)
+    counts_out: int    # ... and of those this one leaves for the next
+
+
+def partitioned_temp_bytes(plan: Any, num_items: int, partition_items: int, counter_bytes: int) -> int:
+    """Temporary bytes of ``num_items`` items run in partitions of ``partition_items``: the
+    tile states of the largest partition and, with several, two buffers of running counts
+    (``counter_bytes`` together, 8-aligned)."""
+    states = tile_storage(plan, min(num_items, partition_items))[1]
+    return states + (counter_bytes + 8 if num_items > partition_items else 0)
+
+
+def partitions(plan: Any, num_items: int, temp: int, partition_items: int, counter_bytes: int) -> Iterator[Partition]:
+    """The partitions of ``num_items`` items (one, maybe empty, when they fit one), the
+    running-count buffers in ``temp`` after the tile states, taking turns."""
+    count = max(1, -(-num_items // partition_items))
+    buffers = (0, 0)
+    if count > 1:
+        counters = -(-(temp + tile_storage(plan, partition_items)[1]) // 8) * 8
+        buffers = (counters, counters + counter_bytes // 2)
+    for k in range(count):
+        size = min(partition_items, num_items - k * partition_items)
+        yield Partition(k * partition_items, size, tile_storage(plan, size)[0], k == 0, k == count - 1,
+                        buffers[(k + 1) % 2], buffers[k % 2])
 
 
 class LookbackPlan(Plan):

@@ -27,8 +27,8 @@ from .._jit.codegen_select import PARTITION_CONTEXT, select_source
 from ..op import OpSpec
 from ._arguments import ArgKind, describe, keyword_checked
 from ._common import Loaded, check_num_items
-from ._lookback import (LookbackAlgorithm, LookbackPlan, count_output, output_like, predicate, ready_tiles,
-                        tile_storage)
+from ._lookback import (LookbackAlgorithm, LookbackPlan, count_output, output_like, partitioned_temp_bytes,
+                        partitions, predicate, ready_tiles, tile_storage)
 from ._skeleton import Description, description, functor_size, functor_state
 
 __all__ = ["make_select", "select"]
@@ -88,9 +88,7 @@ class _Select(LookbackAlgorithm):
 
     # args: (p_in, p_out, p_count, state, n)
     def _temp_bytes(self, plan: LookbackPlan, args: tuple) -> int:
-        n = args[4]
-        states = tile_storage(plan, min(n, _PARTITION_ITEMS))[1]
-        return states + (_COUNTER_BYTES + 8 if n > _PARTITION_ITEMS else 0)  # + 8: the counters' alignment
+        return partitioned_temp_bytes(plan, args[4], _PARTITION_ITEMS, _COUNTER_BYTES)
 
     def _dispatch(self, plan: LookbackPlan, args: tuple, temp: int, stream: int) -> None:
         p_in, p_out, p_count, state, n = args
@@ -101,17 +99,11 @@ class _Select(LookbackAlgorithm):
                 driver.launch(plan.sweep, tiles, plan.threads, stream,
                               self._sweep_params.pack(p_in, p_out, p_count, tile_state, state, n, tiles))
             return
-        parts = -(-n // _PARTITION_ITEMS)
-        counters = -(-(temp + tile_storage(plan, _PARTITION_ITEMS)[1]) // 8) * 8
-        buffers = (counters, counters + _COUNTER_BYTES // 2)
-        for part in range(parts):
-            size = min(_PARTITION_ITEMS, n - part * _PARTITION_ITEMS)
-            tiles, _ = tile_storage(plan, size)
-            tile_state = ready_tiles(plan, self._init_params, temp, tiles, p_count, stream, _INIT_THREADS)
-            context = PARTITION_CONTEXT.pack(part * _PARTITION_ITEMS, buffers[(part + 1) % 2], buffers[part % 2],
-                                             part == 0, part == parts - 1)
-            driver.launch(plan.sweep, tiles, plan.threads, stream, plan.partition_params.pack(
-                p_in, p_out, p_count, tile_state, state, size, tiles, context))
+        for part in partitions(plan, n, temp, _PARTITION_ITEMS, _COUNTER_BYTES):
+            tile_state = ready_tiles(plan, self._init_params, temp, part.tiles, p_count, stream, _INIT_THREADS)
+            context = PARTITION_CONTEXT.pack(part.offset, part.counts_in, part.counts_out, part.first, part.last)
+            driver.launch(plan.sweep, part.tiles, plan.threads, stream, plan.partition_params.pack(
+                p_in, p_out, p_count, tile_state, state, part.size, part.tiles, context))
 
     def _run(self, temp_storage: Any, d_in: Any, d_out: Any, d_num_selected_out: Any, cond: Any, num_items: Any,
              stream: Any, one_shot: bool) -> int | None:

@@ -26,8 +26,8 @@ from .._jit.codegen_partition import CONTEXT_SIZE, context_bytes, three_way_part
 from ..op import OpSpec
 from ._arguments import ArgKind, describe, keyword_checked, linked_objects
 from ._common import check_num_items
-from ._lookback import (LookbackAlgorithm, LookbackPlan, count_output, output_like, predicate, ready_tiles,
-                        tile_storage)
+from ._lookback import (LookbackAlgorithm, LookbackPlan, count_output, output_like, partitioned_temp_bytes,
+                        partitions, predicate, ready_tiles)
 from ._skeleton import Description, description, functor_size, functor_state
 
 __all__ = ["make_three_way_partition", "three_way_partition"]
@@ -93,26 +93,18 @@ class _Partition(LookbackAlgorithm):
 
     # args: (p_in, p_first, p_second, p_unselected, p_counts, state1, state2, n)
     def _temp_bytes(self, plan: LookbackPlan, args: tuple) -> int:
-        n = args[7]
-        states = tile_storage(plan, min(n, _PARTITION_ITEMS))[1]
-        return states + (_COUNTER_BYTES + 8 if n > _PARTITION_ITEMS else 0)  # + 8: the counters' alignment
+        return partitioned_temp_bytes(plan, args[7], _PARTITION_ITEMS, _COUNTER_BYTES)
 
     def _dispatch(self, plan: LookbackPlan, args: tuple, temp: int, stream: int) -> None:
         p_in, p_first, p_second, p_unsel, p_counts, s1, s2, n = args
-        parts = max(1, -(-n // _PARTITION_ITEMS))
-        counters = -(-(temp + tile_storage(plan, min(n, _PARTITION_ITEMS))[1]) // 8) * 8 if parts > 1 else 0
-        buffers = (counters, counters + _COUNTER_BYTES // 2) if parts > 1 else (0, 0)
-        for part in range(parts):
-            size = min(_PARTITION_ITEMS, n - part * _PARTITION_ITEMS)
-            tiles, _ = tile_storage(plan, size)
-            tile_state = ready_tiles(plan, self._init_params, temp, tiles, p_counts, stream, _INIT_THREADS)
-            if not size:
+        for part in partitions(plan, n, temp, _PARTITION_ITEMS, _COUNTER_BYTES):
+            tile_state = ready_tiles(plan, self._init_params, temp, part.tiles, p_counts, stream, _INIT_THREADS)
+            if not part.size:
                 return
-            context = context_bytes(part == 0, part == parts - 1, part * _PARTITION_ITEMS, buffers[(part + 1) % 2],
-                                    buffers[part % 2])
-            driver.launch(plan.sweep, tiles, plan.threads, stream,
+            context = context_bytes(part.first, part.last, part.offset, part.counts_in, part.counts_out)
+            driver.launch(plan.sweep, part.tiles, plan.threads, stream,
                           self._sweep_params.pack(p_in, p_first, p_second, p_unsel, p_counts, tile_state, s1, s2,
-                                                  size, tiles, context))
+                                                  part.size, part.tiles, context))
 
     def _run(self, temp_storage: Any, d_in: Any, first: Any, second: Any, unselected: Any, num_selected: Any,
              first_op: Any, second_op: Any, num_items: Any, stream: Any, one_shot: bool) -> int | None:
