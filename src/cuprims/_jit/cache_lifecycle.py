@@ -28,16 +28,16 @@ import stat
 import time
 from typing import Any
 
-from .private_files import (ident_of, is_temp_name, logger, open_dir, open_lock_file, remove_if_same,
-                            write_file_atomic)
+from .private_files import (RejectedFile, ident_of, is_temp_name, logger, open_dir, open_lock_file,
+                            read_regular_file, remove_if_same, write_file_atomic)
 
 USES = "uses"
 LOCKS = "locks"
 STALE_SECONDS = 600.0      # older debris than this belongs to no live writer
 EVICT_TO = 0.9             # eviction stops at this fraction of the cap
-_KIND = re.compile(r"[a-z]+")
-_KEY = re.compile(r"[0-9a-f]{2,128}")
-_USE = re.compile(r"([a-z]+)-([0-9a-f]{2,128})")
+KIND = re.compile(r"[a-z]+")           # an entry kind's directory name (the disk cache checks names by these)
+KEY = re.compile(r"[0-9a-f]{2,128}")   # an entry's file name
+_USE = re.compile(rf"{KIND.pattern}-{KEY.pattern}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,13 +86,9 @@ class Lifecycle:
     @staticmethod
     def _hits(uses: int, name: str) -> int:
         try:
-            fd = os.open(name, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0), dir_fd=uses)
-        except OSError:
+            text, _ = read_regular_file(uses, name, 32)
+        except (OSError, RejectedFile):   # none yet, or not a use record of ours: counted from zero
             return 0
-        try:
-            text = os.read(fd, 32)
-        finally:
-            os.close(fd)
         return int(text) if text.isdigit() else 0
 
     # ---------------------------------------------------------------- scanning
@@ -115,7 +111,7 @@ class Lifecycle:
                         removed += _unlink(ufd, item)
             for kind_dir in _listdir(top):
                 kind = kind_dir.name
-                if not _KIND.fullmatch(kind) or kind in (USES, LOCKS) or not kind_dir.is_dir(follow_symlinks=False):
+                if not KIND.fullmatch(kind) or kind in (USES, LOCKS) or not kind_dir.is_dir(follow_symlinks=False):
                     continue
                 with _dir(kind, top) as kfd:
                     for sub in _listdir(kfd):
@@ -127,7 +123,7 @@ class Lifecycle:
                                     st = item.stat(follow_symlinks=False)
                                 except OSError:
                                     continue
-                                if _KEY.fullmatch(item.name) and stat.S_ISREG(st.st_mode):
+                                if KEY.fullmatch(item.name) and stat.S_ISREG(st.st_mode):
                                     hits, used = uses.get(f"{kind}-{item.name}", (0, st.st_mtime))
                                     entries.append(Entry(kind, item.name, st.st_size, max(used, st.st_mtime), hits,
                                                          ident_of(st)))

@@ -35,13 +35,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from . import stats
 from .cache_entries import MAX_ENTRY_BYTES, decode_entry, encode_entry
-from .cache_lifecycle import LOCKS, USES, Lifecycle
+from .cache_lifecycle import KEY, KIND, LOCKS, USES, Lifecycle
 from .private_files import (RejectedFile, UnsafeDirectory, logger, mark_usable, open_dir, open_lock_file,
                             open_private_dir, read_regular_file, recorded_problem, remove_if_same, report_unusable,
                             write_file_atomic)
@@ -49,8 +48,6 @@ from .private_files import (RejectedFile, UnsafeDirectory, logger, mark_usable, 
 LAYOUT_VERSION = "v2"
 OLD_LAYOUTS = ("v1",)   # removed too by DiskCache.clear()
 
-_KIND = re.compile(r"[a-z]+")
-_KEY = re.compile(r"[0-9a-f]{2,128}")
 
 
 class DiskCache(Lifecycle):
@@ -69,7 +66,7 @@ class DiskCache(Lifecycle):
 
     @staticmethod
     def _check_names(kind: str, key: str) -> None:
-        if not _KIND.fullmatch(kind) or kind in (LOCKS, USES) or not _KEY.fullmatch(key):
+        if not KIND.fullmatch(kind) or kind in (LOCKS, USES) or not KEY.fullmatch(key):
             raise ValueError(f"bad cache kind/key: {kind!r}/{key!r}")
 
     def _open(self, stack: contextlib.ExitStack, parts: tuple[str, ...], *, create: bool) -> int:
