@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ._jit import driver
 from ._jit.codegen import Source
 from .algorithms._common import Builds
 from .errors import BlobError
@@ -43,11 +42,6 @@ def frozen_object(cls: type, desc: Any, results: dict[int, dict[int, Any]]) -> A
     """An object of algorithm class ``cls`` for ``desc`` whose builds are ``results``
     (variant -> arch -> (BuildResult, kernel name expressions))."""
     obj = cls.__new__(cls)
-    obj.desc = desc
-    obj._variant_builds = {variant: FrozenBuilds(per_arch) for variant, per_arch in results.items()}
-    obj._builds = obj._variant_builds[0]
-    obj._plans = {}
-    obj._packs = tuple(driver.ParamPack(kinds) for kinds in desc.kernel_params())
     obj._frozen = True
-    obj._setup()
+    obj._adopt(desc, {variant: FrozenBuilds(per_arch) for variant, per_arch in results.items()})
     return obj

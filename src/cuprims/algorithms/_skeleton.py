@@ -129,10 +129,15 @@ class Algorithm(CompiledAlgorithm):
         cls._interned = {}
 
     def __init__(self, desc: Description, compute_capability: Any, raw: Sequence[Any]):
-        self.desc = desc
-        self._variant_builds: dict[int, Builds] = {}
-        self._builds = self._builds_of(0)
+        self._adopt(desc, {})
         self._builds.build_for(targets(compute_capability), self._objects(*raw))
+
+    def _adopt(self, desc: Description, variant_builds: dict[int, Builds]) -> None:
+        """The state of an object for ``desc`` with these builds (a new object's start empty;
+        a deserialized one's come from its blob)."""
+        self.desc = desc
+        self._variant_builds = variant_builds
+        self._builds = self._builds_of(0)
         # plan of each variant on the device used last (kernel handles of a CUDA library are
         # valid in every context: only a failed launch calls for a fresh look)
         self._plans: dict[int, Any] = {}
