@@ -182,3 +182,24 @@ print(json.dumps({{"ms": (t2 - t0) * 1e3, "deserialize_ms": (t1 - t0) * 1e3, "fi
     print("fresh-process deserialize + first call:", [round(g["ms"], 1) for g in timed], "ms; median",
           timed[1])
     assert timed[1]["ms"] <= 50, timed
+
+
+def _cpu_blobs() -> list:
+    import os
+    from pathlib import Path
+
+    where = Path(os.environ.get("CUPRIMS_CPU_BLOBS", Path(__file__).resolve().parents[2] / ".cpu-blobs"))
+    return sorted(where.glob("*.blob")) if where.is_dir() else []
+
+
+@pytest.mark.skipif(not _cpu_blobs(), reason="no blobs built on a CPU machine (python tests/gpu/cpu_blobs.py)")
+@pytest.mark.parametrize("path", _cpu_blobs(), ids=lambda p: p.stem)
+def test_a_blob_built_on_a_machine_with_no_gpu_runs_here(path):
+    from cpu_blobs import ARCHS, RUNNERS
+
+    obj = cuprims.deserialize(path.read_bytes())
+    assert obj.compute_capabilities == ARCHS
+    before = cuprims.cache_info()
+    assert RUNNERS[path.stem](obj, cp)
+    after = cuprims.cache_info()
+    assert all(after[k] == before[k] for k in ("nvrtc_compiles", "links", "numba_compiles"))
