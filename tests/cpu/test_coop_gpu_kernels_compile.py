@@ -18,7 +18,7 @@ import pytest
 numba = pytest.importorskip("numba")
 from numba import cuda  # noqa: E402
 
-from cuprims import coop  # noqa: E402
+from cuprims import OpKind, coop  # noqa: E402
 
 from coop_helpers import link_kernel  # noqa: E402
 
@@ -89,6 +89,17 @@ CASES = [
     ("test_coop_warp_gpu", "test_warp_reduce_python_operator", dict(lanes=2)),
     ("test_coop_warp_gpu", "test_warp_reduce_builtin_min", {}),
     ("test_coop_warp_gpu", "test_warp_exclusive_sum", dict(lanes=4, shape=(32, 4))),
+    ("test_coop_merge_sort_gpu", "test_block_merge_sort_shapes_and_items", dict(shape=(64, 2, 2), items=16)),
+    ("test_coop_merge_sort_gpu", "test_block_merge_sort_every_type_full_and_partial", dict(dtype=np.complex64)),
+    ("test_coop_merge_sort_gpu", "test_block_merge_sort_descending", dict(shape=(32, 4), dtype=np.float64)),
+    ("test_coop_merge_sort_gpu", "test_block_merge_sort_builtin_nan_infinities_and_zeros",
+     dict(dtype=np.float16, op=OpKind.GREATER)),
+    ("test_coop_merge_sort_gpu", "test_block_merge_sort_partial_tiles_and_callers_storage", dict(shape=(128,))),
+    ("test_coop_merge_sort_gpu", "test_block_merge_sort_struct_keys_are_stable", {}),
+    ("test_coop_merge_sort_gpu", "test_block_merge_sort_twice_in_one_kernel", {}),
+    ("test_coop_merge_sort_gpu", "test_warp_merge_sort_full_and_partial", dict(lanes=1, shape=(64, 2, 2))),
+    ("test_coop_merge_sort_gpu", "test_warp_merge_sort_struct_keys_stable_callers_storage", dict(lanes=8)),
+    ("test_coop_merge_sort_gpu", "test_warp_merge_sort_types_descending", dict(dtype=np.bool_)),
 ]
 
 
@@ -99,6 +110,6 @@ def test_gpu_kernel_compiles_and_links(no_launch, module, test, params):
 
 
 def test_every_gpu_test_is_covered():
-    for name in ("test_coop_block_gpu", "test_coop_warp_gpu", "test_coop_sort_gpu"):
+    for name in ("test_coop_block_gpu", "test_coop_warp_gpu", "test_coop_sort_gpu", "test_coop_merge_sort_gpu"):
         tests = {n for n in dir(_module(name)) if n.startswith("test_")}
         assert tests == {t for m, t, _ in CASES if m == name}
