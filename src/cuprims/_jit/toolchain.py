@@ -120,11 +120,11 @@ def own_sources_digest() -> str:
     return h.hexdigest()[:24]
 
 
-@functools.lru_cache(maxsize=None)
 def build_contract() -> tuple[tuple[str, str], ...]:
     """The fingerprint's parts that fix how the host lays out kernel parameters and reads
     exported metadata: code generator, our own sources, CCCL (not the compilers' versions,
-    which a loaded cubin no longer depends on; asking for them costs a package-metadata scan)."""
+    which a loaded cubin no longer depends on; asking for them costs a package-metadata scan).
+    Its parts are cached each, so this costs nothing after the first call."""
     from .codegen import CODEGEN_VERSION
 
     return (("codegen", str(CODEGEN_VERSION)), ("own", own_sources_digest()), ("cccl", cccl_version()))
