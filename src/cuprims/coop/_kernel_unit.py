@@ -1,0 +1,97 @@
+"""All of a function's Style 2 providers in one NVRTC unit.
+
+An after-inference rewrite runs once per compiled function (kernel or device function),
+when every call in it is typed and before any is lowered. It collects the provider of
+each ``_coop_call`` (from the calls' signatures: :func:`._plans.plan_call`) and builds
+them with one ``build_unit(specs, arch)`` call (cached in memory and on disk as Style 1's
+units are; the key is the unit's whole source, so the same set of calls compiles once).
+``arch`` is the compute capability numba compiles the function for.
+
+The lowering of each call then takes "the unit that holds its provider" from
+:data:`_units`, filled by the rewrite that just ran for the function being lowered:
+numba compiles a callee (device function, helper) entirely while typing its caller, so
+between a function's rewrite and its lowering no other function's rewrite adds a unit
+holding the same provider. Should that ever not hold, a call links another unit that
+also defines its provider (weak symbols: still correct, only larger). A call that finds
+none (rewrites disabled) builds a unit of its own.
+
+So a kernel with N calls compiles one unit; a device function with calls has its own
+(its library's link inputs reach the kernel's). Example::
+
+    @cuda.jit
+    def kernel(x, y):
+        block = coop.this_block()
+        items = coop.ThreadData(4)
+        coop.load(block, x, items)          # \\
+        coop.inclusive_sum(block, items)    #  } one NVRTC unit holding three providers
+        coop.store(block, y, items)         # /
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from numba.cuda.core import ir
+from numba.cuda.core.rewrites import Rewrite, register_rewrite
+
+from ._build import UnitBuild, build_unit
+from ._nbtypes import StaticType
+from ._plans import CallOptions, Plan, plan_call
+from ._spec import ProviderSpec
+from ._target import current_arch
+
+_units: dict[ProviderSpec, UnitBuild] = {}
+_MAX_UNITS = 4096
+
+
+def _arch(state: Any) -> int:
+    cc = getattr(state.flags, "compute_capability", None)
+    return cc[0] * 10 + cc[1] if cc else current_arch()
+
+
+def function_plans(state: Any) -> list[Plan]:
+    """The plans of every Style 2 call in the typed function ``state`` compiles."""
+    plans = []
+    for block in state.func_ir.blocks.values():
+        for stmt in block.body:
+            if not (isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr) and stmt.value.op == "call"):
+                continue
+            sig = state.calltypes.get(stmt.value)
+            if (sig is not None and len(sig.args) == 6 and isinstance(sig.args[0], StaticType)
+                    and isinstance(sig.args[0].value, CallOptions)):
+                plans.append(plan_call(sig.args[0], sig.args[1], tuple(sig.args[2:])))
+    return plans
+
+
+def _build(plans: list[Plan], arch: int) -> UnitBuild:
+    specs = list(dict.fromkeys(p.spec for p in plans))
+    objs = {p.spec.symbol: p.op for p in plans if p.op is not None}
+    unit = build_unit(specs, arch, objs)
+    if len(_units) > _MAX_UNITS:
+        _units.clear()
+    for spec in specs:
+        _units[spec] = unit
+    return unit
+
+
+def unit_for(plan: Plan) -> UnitBuild:
+    """The unit to link for ``plan``'s call (see the module)."""
+    unit = _units.get(plan.spec)
+    return unit if unit is not None else _build([plan], current_arch())
+
+
+@register_rewrite("after-inference")
+class OneUnitPerFunction(Rewrite):
+    """Builds the function's providers in one unit; changes no IR."""
+
+    def __init__(self, state: Any):
+        super().__init__(state)
+        self._state, self._done = state, False
+
+    def match(self, func_ir: Any, block: Any, typemap: Any, calltypes: Any) -> bool:
+        if not self._done:
+            self._done = True
+            plans = function_plans(self._state)
+            if plans:
+                _build(plans, _arch(self._state))
+        return False
