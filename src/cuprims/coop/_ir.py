@@ -48,7 +48,14 @@ def resolve(func_ir: Any, var: Any) -> Any:
 
 
 def constant(func_ir: Any, var: Any) -> Any:
-    """``var``'s value when numba can infer it as a constant, else ``MISSING``."""
+    """``var``'s value when numba can infer it as a constant, else ``MISSING``. A lambda
+    written in the call (``binary_op=lambda a, b: a + b``) counts when it captures no
+    variable of the kernel: it is rebuilt as a plain Python function."""
+    d = definition(func_ir, var)
+    if isinstance(d, ir.Expr) and d.op == "make_function":
+        if d.closure is not None or d.defaults is not None:
+            return MISSING
+        return pytypes.FunctionType(d.code, func_ir.func_id.func.__globals__, d.code.co_name)
     try:
         return func_ir.infer_constant(var)
     except Exception:
@@ -134,6 +141,8 @@ def drop_if_unused(func_ir: Any, var: Any) -> None:
             inputs = [value.name]
         elif isinstance(value, ir.Expr) and value.op == "getattr":
             inputs = [value.value.name]
+        elif isinstance(value, ir.Expr) and value.op == "make_function" and value.closure is None:
+            inputs = []
         else:
             continue   # may have side effects: keep
         body = func_ir.blocks[label].body
