@@ -27,11 +27,19 @@ def calls(func_ir: Any) -> Iterator[tuple[Any, Any, Any]]:
                 yield block, stmt, stmt.value
 
 
-def definition(func_ir: Any, var: Any) -> Any:
-    try:
-        return func_ir.get_definition(var)
-    except Exception:   # several definitions, or none (an argument or a phi)
-        return MISSING
+def definition(func_ir: Any, var: Any, follow: bool = True) -> Any:
+    """The value assigned to ``var`` by its only assignment in the IR (following plain
+    copies unless ``follow`` is false), else ``MISSING``. The blocks are read, not
+    ``func_ir._definitions``: dead-branch pruning leaves stale entries there."""
+    for _ in range(64):
+        found = defining_statement(func_ir, var.name)
+        if found is None:
+            return MISSING
+        value = found[1].value
+        if not (follow and isinstance(value, ir.Var)):
+            return value
+        var = value
+    return MISSING
 
 
 def resolve(func_ir: Any, var: Any) -> Any:
@@ -56,6 +64,8 @@ def constant(func_ir: Any, var: Any) -> Any:
         if d.closure is not None or d.defaults is not None:
             return MISSING
         return pytypes.FunctionType(d.code, func_ir.func_id.func.__globals__, d.code.co_name)
+    if isinstance(d, (ir.Const, ir.Global, ir.FreeVar)):
+        return d.value
     try:
         return func_ir.infer_constant(var)
     except Exception:
@@ -91,13 +101,14 @@ def replace_value(func_ir: Any, stmt: Any, value: Any) -> None:
 
 def defining_statement(func_ir: Any, name: str) -> tuple[Any, Any, int] | None:
     """(label, statement, index) of ``name``'s only assignment, else None."""
-    if len(func_ir._definitions.get(name, ())) != 1:
-        return None
+    found = None
     for label, block in func_ir.blocks.items():
         for i, stmt in enumerate(block.body):
             if isinstance(stmt, ir.Assign) and stmt.target.name == name:
-                return label, stmt, i
-    return None
+                if found is not None:
+                    return None
+                found = (label, stmt, i)
+    return found
 
 
 class Dominance:

@@ -49,7 +49,7 @@ _WITNESS_RANK = {"load": 0, "store": 1}
 def _root(func_ir: Any, var: Any) -> str:
     """The variable a chain of plain copies (``items = $call``) starts from."""
     for _ in range(32):
-        d = _ir.definition(func_ir, var)
+        d = _ir.definition(func_ir, var, follow=False)
         if not isinstance(d, ir.Var):
             break
         var = d
