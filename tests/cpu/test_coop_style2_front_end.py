@@ -235,6 +235,28 @@ def test_bad_types_name_the_argument_and_the_call(fn, argument):
         _compile(fn)
 
 
+def test_kernel_compiles_when_cuprims_coop_was_imported_before_numba_cuda(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        "import sys\n"
+        "from cuprims import coop\n"
+        "assert 'numba.cuda' not in sys.modules\n"
+        "from numba import cuda, types\n"
+        f"sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+        "from coop_helpers import link_kernel\n"
+        "@cuda.jit\n"
+        "def kernel(x, out):\n"
+        "    out[0] = coop.sum(coop.this_block(), x[cuda.threadIdx.x])\n"
+        "with coop.target((9, 0), block=64):\n"
+        "    link_kernel(kernel, (types.int32[::1],) * 2, [])\n"
+        "print('linked')\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0 and "linked" in result.stdout, result.stderr[-3000:]
+
+
 def test_host_call_is_refused():
     with pytest.raises(CoopError, match="inside a @cuda.jit kernel"):
         coop.load(None, None, None)

@@ -29,13 +29,17 @@ def calls(func_ir: Any) -> Iterator[tuple[Any, Any, Any]]:
 
 def definition(func_ir: Any, var: Any, follow: bool = True) -> Any:
     """The value assigned to ``var`` by its only assignment in the IR (following plain
-    copies unless ``follow`` is false), else ``MISSING``. The blocks are read, not
-    ``func_ir._definitions``: dead-branch pruning leaves stale entries there."""
+    copies unless ``follow`` is false), else ``MISSING``. Where ``func_ir._definitions``
+    lists several, the blocks are read: dead-branch pruning leaves stale entries there."""
     for _ in range(64):
-        found = defining_statement(func_ir, var.name)
-        if found is None:
-            return MISSING
-        value = found[1].value
+        known = func_ir._definitions.get(var.name, ())
+        if len(known) == 1:     # the common case, without a scan (this runs for every call numba compiles)
+            value = known[0]
+        else:
+            found = defining_statement(func_ir, var.name)
+            if found is None:
+                return MISSING
+            value = found[1].value
         if not (follow and isinstance(value, ir.Var)):
             return value
         var = value

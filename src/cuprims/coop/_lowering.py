@@ -51,7 +51,7 @@ _PARAMS = {
     ("radix_sort", ""): ("ptr", "int", "int"), ("merge_sort", ""): ("ptr",),
 }
 _declared: dict[tuple[str, tuple[str, ...]], Any] = {}
-_helpers: dict[tuple[ProviderSpec, str], Callable] = {}
+_helpers: dict[tuple[ProviderSpec, str, int, bool], Callable] = {}
 
 
 def _entry(spec: ProviderSpec, suffix: str) -> Any:
@@ -66,7 +66,7 @@ def _entry(spec: ProviderSpec, suffix: str) -> Any:
 
 def _helper(plan: Plan) -> Callable:
     """The device helper of ``plan``'s variant (plain Python; numba compiles it)."""
-    key = (plan.spec, plan.variant)
+    key = (plan.spec, plan.variant, plan.limit, plan.check_stride)
     if key in _helpers:
         return _helpers[key]
     spec, limit, check_stride = plan.spec, plan.limit, plan.check_stride

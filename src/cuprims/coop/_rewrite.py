@@ -66,6 +66,11 @@ class _FrontEnd:
     def run(self) -> None:
         found = [(block, stmt, expr, obj) for block, stmt, expr in _ir.calls(self.func_ir)
                  if isinstance(obj := _ir.resolve(self.func_ir, expr.func), Stub)]
+        if found:
+            # Style 2 may have been registered during this very compilation (resolving
+            # `coop.load` imports it): let the contexts pick up its intrinsics and types
+            self.state.typingctx.refresh()
+            self.state.targetctx.refresh()
         for order, (block, stmt, expr, stub) in enumerate(found):
             self.call(order, block, stmt, expr, stub)
         if self.creations:
