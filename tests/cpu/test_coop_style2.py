@@ -113,17 +113,17 @@ def test_struct_with_python_operator():
     rec = numba.from_dtype(PAIR)
 
     @cuda.jit
-    def kernel(x, y, out):
+    def kernel(x, y, out, n):
         block = coop.this_block()
         items = coop.ThreadData(2)                     # the record type, from x
-        coop.load(block, x, items)
+        coop.load(block, x, items, valid_items=n)      # the rest: all bytes zero
         best = coop.reduce(block, items, binary_op=argmax)
         coop.inclusive_scan(block, items, scan_op=argmax)
         coop.store(block, y, items)
         if cuda.threadIdx.x == 0:
             out[0] = best
 
-    _link(kernel, (rec[::1], rec[::1], rec[::1]), (32, 4))
+    _link(kernel, (rec[::1], rec[::1], rec[::1], types.int32), (32, 4))
     structs = [sp for sp in _unit_specs() if sp.vt.is_struct and sp.op is not None]
     assert {sp.kind for sp in structs} >= {"reduce", "scan"}
     assert all(sp.op.kind == "python" for sp in structs)
@@ -197,6 +197,21 @@ def test_providers_inline_and_counts_are_checked():
     body = ptx[ptx.index(".entry"):]
     assert "call" not in body.replace("call.uni", "")   # provider and helpers inlined (trap aside)
     assert "trap;" in body                              # out-of-range counts and a short array trap
+
+
+def test_arrays_not_known_contiguous_are_checked():
+    @cuda.jit
+    def kernel(x, y):
+        block = coop.this_block()
+        items = coop.ThreadData(2)
+        coop.load(block, x, items)                     # layout 'A': its stride is checked
+        coop.store(block, y, items)
+
+    with coop.target(block=64):
+        strided = style2_ptx(kernel, (types.float64[:], types.float64[::1]))
+        contiguous = style2_ptx(kernel, (types.float64[::1], types.float64[::1]))
+    assert "trap;" in strided and "trap;" in contiguous              # a full tile past the array's end
+    assert strided.count("setp.") > contiguous.count("setp.")         # and the stride, where not known
 
 
 def test_dump_dir_gets_the_kernels_unit(fresh_caches, tmp_path, monkeypatch):
