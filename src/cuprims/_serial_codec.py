@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import functools
 from typing import Any, Callable
 
 import numpy as np
@@ -34,20 +33,25 @@ class CodecError(ValueError):
     """A record that is not one this codec writes (the message says where and what)."""
 
 
-@functools.lru_cache(maxsize=1)
-def _descriptions() -> dict[str, type]:
-    from .algorithms import _skeleton, load_all
+_known_descriptions: dict[str, type] = {}
 
-    load_all()   # every algorithm module defines its description class
 
-    found: dict[str, type] = {}
-    todo = [_skeleton.Description]
-    while todo:
-        cls = todo.pop()
-        for sub in cls.__subclasses__():
-            found[sub.__name__] = sub
-            todo.append(sub)
-    return found
+def _description_class(name: str) -> type | None:
+    """The :class:`Description` subclass called ``name`` among those imported so far.
+
+    Deserializing imports the one algorithm module a blob names before decoding, so
+    every description it may hold is defined by then; nothing else is imported for it."""
+    cls = _known_descriptions.get(name)
+    if cls is None:
+        from .algorithms import _skeleton
+
+        todo = [_skeleton.Description]
+        while todo:
+            for sub in todo.pop().__subclasses__():
+                _known_descriptions.setdefault(sub.__name__, sub)
+                todo.append(sub)
+        cls = _known_descriptions.get(name)
+    return cls
 
 
 # ----------------------------------------------------------------------------- encoding
@@ -78,7 +82,7 @@ def encode(value: Any) -> Any:
         return {"t": "value", "v": _dtype(value.dtype)}
     if isinstance(value, Capture):
         return {"t": "capture", "v": [value.where, value.name, value.index, _dtype(value.dtype), value.ndim]}
-    if isinstance(value, (ArgKind, OpSpec)) or type(value).__name__ in _descriptions():
+    if isinstance(value, (ArgKind, OpSpec)) or _description_class(type(value).__name__) is type(value):
         tag = "arg" if isinstance(value, ArgKind) else "op" if isinstance(value, OpSpec) else "desc"
         fields = {f.name: encode(getattr(value, f.name)) for f in dataclasses.fields(value)
                   if not (tag == "arg" and f.name == "unit")}
@@ -144,10 +148,11 @@ def decode(v: Any, where: str = "description", depth: int = 0) -> Any:
         _want(isinstance(where_, str) and isinstance(name, str) and type(index) is int and type(ndim) is int,
               where, "capture fields")
         return Capture(where_, name, index, _decode_dtype(dt, where), ndim)
-    makers: dict[str, Callable[[], dict[str, type]]] = {
-        "arg": lambda: {"ArgKind": ArgKind}, "op": lambda: {"OpSpec": OpSpec}, "desc": _descriptions}
+    makers: dict[str, Callable[[Any], type | None]] = {
+        "arg": {"ArgKind": ArgKind}.get, "op": {"OpSpec": OpSpec}.get,
+        "desc": lambda name: _description_class(name) if isinstance(name, str) else None}
     _want(tag in makers, where, f"an unknown record type {tag!r}")
-    cls = makers[tag]().get(v.get("c"))
+    cls = makers[tag](v.get("c"))
     _want(cls is not None, where, f"an unknown {tag} class {str(v.get('c'))[:40]!r}")
     _want(isinstance(body, dict), where, "fields")
     names = {f.name for f in dataclasses.fields(cls) if not (tag == "arg" and f.name == "unit")}

@@ -39,26 +39,30 @@ _ELF = b"\x7fELF"
 
 
 def _contract() -> dict[str, str]:
-    """What a blob and the loading cuprims must share: the fingerprint's parts that fix how
-    the host lays out kernel parameters and reads metadata (not the compilers' versions)."""
-    from ._jit.toolchain import toolchain_fingerprint
+    """What a blob and the loading cuprims must share (see toolchain.build_contract)."""
+    from ._jit.toolchain import build_contract
 
-    parts = dict(p.split("=", 1) for p in toolchain_fingerprint().split(";"))
-    return {k: parts[k] for k in ("codegen", "own", "cccl")}
+    return dict(build_contract())
 
 
-def _algorithm_classes() -> dict[str, type]:
-    from .algorithms import load_all
+def _algorithm_class(name: Any) -> type | None:
+    """The algorithm class a header names (``cuprims.algorithms.<module>.<class>``), importing
+    only that one module, and only if it is one of ours: a blob never picks what is imported."""
+    from .algorithms import MODULES
+
+    if not isinstance(name, str) or name.count(".") != 3:
+        return None
+    package, sub, module, qualname = name.split(".")
+    if f"{package}.{sub}" != "cuprims.algorithms" or module not in MODULES:
+        return None
+    import importlib
+
     from .algorithms._skeleton import Algorithm
 
-    load_all()   # every algorithm module defines its class
-
-    found, todo = {}, [Algorithm]
-    while todo:
-        for sub in todo.pop().__subclasses__():
-            found[f"{sub.__module__}.{sub.__qualname__}"] = sub
-            todo.append(sub)
-    return found
+    cls = getattr(importlib.import_module(f"cuprims.algorithms.{module}"), qualname, None)
+    ok = isinstance(cls, type) and issubclass(cls, Algorithm) and cls is not Algorithm and cls.__module__ == \
+        f"cuprims.algorithms.{module}"
+    return cls if ok else None
 
 
 def serialize(obj: Any) -> bytes:
@@ -143,7 +147,7 @@ def deserialize(blob: bytes) -> Any:
     if header.get("contract") != contract:
         raise BlobError("made by another cuprims build", f"the build contract {contract}",
                         str(header.get("contract"))[:300])
-    cls = _algorithm_classes().get(header.get("algorithm"))
+    cls = _algorithm_class(header.get("algorithm"))
     if cls is None:
         raise BlobError("an unknown algorithm", "a cuprims algorithm class", str(header.get("algorithm"))[:100])
     try:
@@ -168,7 +172,7 @@ def _description_class(cls: type) -> type:
 
 
 def _results(builds: Any, cubins: memoryview, desc: Any) -> dict[int, dict[int, Any]]:
-    from ._jit.build import BuildResult
+    from ._jit.results import BuildResult
 
     if not isinstance(builds, list) or not builds:
         raise BlobError("no compiled code", "at least one build", str(builds)[:60])

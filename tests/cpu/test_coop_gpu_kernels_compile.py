@@ -24,7 +24,7 @@ import pytest
 numba = pytest.importorskip("numba")
 from numba import cuda  # noqa: E402
 
-from cuprims import coop  # noqa: E402
+from cuprims import OpKind, coop  # noqa: E402
 
 from coop_helpers import link_kernel  # noqa: E402
 
@@ -98,6 +98,17 @@ CASES = [
     ("test_coop_warp_gpu", "test_warp_reduce_python_operator", dict(lanes=2)),
     ("test_coop_warp_gpu", "test_warp_reduce_builtin_min", {}),
     ("test_coop_warp_gpu", "test_warp_exclusive_sum", dict(lanes=4, shape=(32, 4))),
+    ("test_coop_merge_sort_gpu", "test_block_merge_sort_shapes_and_items", dict(shape=(64, 2, 2), items=16)),
+    ("test_coop_merge_sort_gpu", "test_block_merge_sort_every_type_full_and_partial", dict(dtype=np.complex64)),
+    ("test_coop_merge_sort_gpu", "test_block_merge_sort_descending", dict(shape=(32, 4), dtype=np.float64)),
+    ("test_coop_merge_sort_gpu", "test_block_merge_sort_builtin_nan_infinities_and_zeros",
+     dict(dtype=np.float16, op=OpKind.GREATER)),
+    ("test_coop_merge_sort_gpu", "test_block_merge_sort_partial_tiles_and_callers_storage", dict(shape=(128,))),
+    ("test_coop_merge_sort_gpu", "test_block_merge_sort_struct_keys_are_stable", {}),
+    ("test_coop_merge_sort_gpu", "test_block_merge_sort_twice_in_one_kernel", {}),
+    ("test_coop_merge_sort_gpu", "test_warp_merge_sort_full_and_partial", dict(lanes=1, shape=(64, 2, 2))),
+    ("test_coop_merge_sort_gpu", "test_warp_merge_sort_struct_keys_stable_callers_storage", dict(lanes=8)),
+    ("test_coop_merge_sort_gpu", "test_warp_merge_sort_types_descending", dict(dtype=np.bool_)),
     ("test_coop_style2_gpu", "test_load_sum_scan_store_partial_tiles", dict(shape=(64, 2, 2), items=7)),
     ("test_coop_style2_gpu", "test_sum_every_type", dict(dtype=np.complex64)),
     ("test_coop_style2_gpu", "test_scans", dict(which="exclusive_python_min_init", items=3)),
@@ -109,10 +120,9 @@ CASES = [
     ("test_coop_style2_launch_gpu", "test_group_and_items_passed_to_a_device_function", {}),
     ("test_coop_style2_launch_gpu", "run_count_case", dict(case="sum_over_threads")),
     ("test_coop_style2_launch_gpu", "run_count_case", dict(case="load_short_full_tile")),
+    ("test_coop_style2_gpu", "test_merge_sort_keys", dict(group="block")),
+    ("test_coop_style2_gpu", "test_merge_sort_keys", dict(group="warp")),
 ]
-if "merge_sort" in __import__("cuprims.coop._codegen", fromlist=["_HEADERS"])._HEADERS:
-    CASES.append(("test_coop_style2_gpu", "test_merge_sort_keys", {}))
-PENDING = {"test_merge_sort_keys"} - {t for _, t, _ in CASES}   # skips itself on the GPU while pending
 SUBPROCESS = {"test_coop_style2_launch_gpu": {"test_in_range_counts_run", "test_out_of_range_counts_trap"}}
 
 
@@ -123,7 +133,7 @@ def test_gpu_kernel_compiles_and_links(no_launch, module, test, params):
 
 
 def test_every_gpu_test_is_covered():
-    for name in ("test_coop_block_gpu", "test_coop_warp_gpu", "test_coop_sort_gpu", "test_coop_style2_gpu",
-                 "test_coop_style2_launch_gpu"):
-        tests = {n for n in dir(_module(name)) if n.startswith("test_")} - SUBPROCESS.get(name, set()) - PENDING
+    for name in ("test_coop_block_gpu", "test_coop_warp_gpu", "test_coop_sort_gpu", "test_coop_merge_sort_gpu",
+                 "test_coop_style2_gpu", "test_coop_style2_launch_gpu"):
+        tests = {n for n in dir(_module(name)) if n.startswith("test_")} - SUBPROCESS.get(name, set())
         assert tests == {t for m, t, _ in CASES if m == name and t.startswith("test_")}

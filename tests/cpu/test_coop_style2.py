@@ -144,6 +144,30 @@ def test_warp_group():
     assert {sp.kind for sp in _unit_specs() if sp.dims == (32, 1, 1)} >= {"warp_reduce", "warp_scan"}
 
 
+def test_merge_sorts_block_and_warp():
+    def by_v(a, b):
+        return a.v < b.v
+
+    rec = numba.from_dtype(PAIR)
+
+    @cuda.jit
+    def kernel(x, y, n):
+        block, warp = coop.this_block(), coop.this_warp()
+        keys = coop.ThreadData(4)
+        coop.load(block, x, keys)
+        coop.merge_sort_keys(block, keys, compare_op=lambda a, b: a > b)
+        coop.merge_sort_keys(warp, keys, compare_op="<", valid_items=n, oob_default=2**30)
+        coop.store(block, x, keys)
+        pairs = coop.ThreadData(2)                     # the record type, from y
+        coop.load(block, y, pairs)
+        coop.merge_sort_keys(block, pairs, compare_op=by_v)
+        coop.store(block, y, pairs)
+
+    _link(kernel, (types.int32[::1], rec[::1], types.int32), (32, 4))
+    sorts = {(sp.kind, sp.dims, sp.op.kind) for sp in _unit_specs() if sp.kind.endswith("merge_sort")}
+    assert {("merge_sort", (32, 4, 1), "python"), ("warp_merge_sort", (32, 1, 1), "builtin")} <= sorts
+
+
 def test_group_passed_to_a_device_function():
     @cuda.jit(device=True)
     def block_total(block, items):

@@ -188,6 +188,13 @@ def _count_with_many_items(x, y):
     coop.sum(block, items, valid_items=3)
 
 
+def _partial_sort_without_oob(x, y):
+    keys = coop.ThreadData(4)
+    block = coop.this_block()
+    coop.load(block, x, keys)
+    coop.merge_sort_keys(block, keys, compare_op="<", valid_items=3)
+
+
 @pytest.mark.parametrize("fn,error,pattern", [
     (_bad_option, CoopError, "algorithm= must be known when the kernel compiles"),
     (_positional_option, CoopError, "coop.load.*too many positional arguments"),
@@ -200,6 +207,17 @@ def _count_with_many_items(x, y):
 def test_bad_calls(fn, error, pattern):
     with pytest.raises(error, match=pattern):
         _compile(fn)
+
+
+def test_block_merge_sort_needs_a_power_of_two_threads():
+    def kernel(x, y):
+        keys = coop.ThreadData(4)
+        block = coop.this_block()
+        coop.load(block, x, keys)
+        coop.merge_sort_keys(block, keys, compare_op="<")
+
+    with pytest.raises(CoopError, match="96 threads must be a power of two"):
+        _compile(kernel, block=96)
 
 
 def _wrong_source_type(x, y):

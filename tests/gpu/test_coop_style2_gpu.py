@@ -3,7 +3,7 @@
 Block shapes (128,), (32, 4), (64, 2, 2) taken from the launch; 1 to 16 items per thread;
 partial last tiles (``valid_items``); int, float, float16, complex and bool sums; scans
 with operators and initial values; a struct with a Python operator; exchanges; radix
-sort. Warps, relaunches with another block shape and out-of-range counts (which must
+sort; merge sort (block and warp). Warps, relaunches with another block shape and out-of-range counts (which must
 trap) are in test_coop_style2_launch_gpu.py.
 """
 
@@ -233,21 +233,31 @@ def test_radix_sort_keys(dtype, descending):
     np.testing.assert_array_equal(d.copy_to_host().reshape(3, tile), expected[:, ::-1] if descending else expected)
 
 
-def test_merge_sort_keys():
-    from cuprims.coop._codegen import _HEADERS
+@pytest.mark.parametrize("group", ["block", "warp"])
+def test_merge_sort_keys(group):
+    items, shape = 3, (64, 2)
+    tile = items * (128 if group == "block" else 32)
+    warp = group == "warp"
 
-    if "merge_sort" not in _HEADERS:
-        pytest.skip("the block merge-sort provider (Style 1's make_merge_sort_keys) is not in this build")
+    def later(a, b):
+        return a > b                                      # descending
 
     @cuda.jit
-    def kernel(x):
-        block = coop.this_block()
-        keys = coop.ThreadData(3)
-        coop.load(block, x, keys)
-        coop.merge_sort_keys(block, keys, compare_op=lambda a, b: a > b)
-        coop.store(block, x, keys)
+    def kernel(x, y, n):
+        g = coop.this_warp() if warp else coop.this_block()
+        keys = coop.ThreadData(items)
+        coop.load(coop.this_block(), x, keys)             # blocked: thread t holds 3t .. 3t + 2
+        coop.merge_sort_keys(g, keys, compare_op=later)
+        coop.store(coop.this_block(), x, keys)
+        coop.load(coop.this_block(), y, keys)
+        coop.merge_sort_keys(g, keys, compare_op="<", valid_items=n, oob_default=1e9)   # the first n per tile
+        coop.store(coop.this_block(), y, keys)
 
-    x = _values(3 * 128, np.float32)
-    d = cuda.to_device(x)
-    kernel[1, 128](d)
-    np.testing.assert_array_equal(d.copy_to_host(), np.sort(x)[::-1])
+    x, y = RNG.uniform(-50, 50, 384).astype(np.float32), RNG.uniform(-50, 50, 384).astype(np.float32)
+    dx, dy, n = cuda.to_device(x), cuda.to_device(y), tile - 5
+    kernel[1, shape](dx, dy, n)
+    tiles_x, tiles_y = x.reshape(-1, tile), y.reshape(-1, tile)
+    np.testing.assert_array_equal(dx.copy_to_host().reshape(-1, tile), -np.sort(-tiles_x, axis=1))
+    expected = np.full_like(tiles_y, 1e9)
+    expected[:, :n] = np.sort(tiles_y[:, :n], axis=1)
+    np.testing.assert_array_equal(dy.copy_to_host().reshape(-1, tile), expected)

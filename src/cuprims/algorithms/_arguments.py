@@ -80,7 +80,7 @@ class ArgKind:
         """OpInputs of the operators inside an iterator (none for an array)."""
         if self.unit is None:
             return ()
-        from .._jit.build import OpInput
+        from .._jit.results import OpInput
 
         return tuple(OpInput(o.symbol, o.spec, o.arg_types, o.result_type) for o in self.unit.ops)
 

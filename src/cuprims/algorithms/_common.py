@@ -12,7 +12,7 @@ import numpy as np
 
 from ..errors import ArgumentError, NoDeviceError
 from .._jit import driver, stats
-from .._jit.build import BuildResult, OpInput, build
+from .._jit.results import BuildResult, OpInput
 from .._jit.codegen import Source
 
 
@@ -119,6 +119,8 @@ class Builds:
     def build_for(self, archs: Sequence[int], objs: Sequence[Any]) -> None:
         for arch in archs:
             if arch not in self._by_arch:
+                from .._jit.build import build   # the compiler side, only when something is built
+
                 self._by_arch[arch] = build(self.source(arch), arch, self._ops, objs)
 
     def source(self, arch: int) -> Source:

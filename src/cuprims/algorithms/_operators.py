@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._jit.build import OpInput
+from .._jit.results import OpInput
 from ..errors import ArgumentError
 from ..types import same_layout
 from .._jit.captures import captured_state

@@ -26,7 +26,7 @@ from functools import cached_property
 from typing import Any, Callable, Sequence
 
 from .._jit import driver
-from .._jit.build import OpInput
+from .._jit.results import OpInput
 from .._jit.codegen import Source
 from .._streams import stream_handle
 from ..config import settings

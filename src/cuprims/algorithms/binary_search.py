@@ -33,12 +33,12 @@ from typing import Any
 
 import numpy as np
 
-from .._jit import driver, lazy
-from .._jit.build import OpInput
+from .._jit import driver
 from .._jit.codegen import Source, op_symbol
 from .._jit.codegen_binary_search import INDEX_CODES, binary_search_source, check_comparator_builtin
+from .._jit.results import OpInput
 from .._streams import stream_handle
-from ..errors import ArgumentError, CudaError
+from ..errors import ArgumentError
 from ..op import OpKind, OpSpec, op_spec
 from ._arguments import ArgKind, describe, keyword_checked
 from ._common import Loaded, check_num_items
@@ -54,11 +54,7 @@ _WINDOW_BYTES = 128
 
 @cache
 def _l2_bytes(device: int) -> int:
-    drv = lazy.driver_bindings()
-    err, size = drv.cuDeviceGetAttribute(drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, device)
-    if err != drv.CUresult.CUDA_SUCCESS:
-        raise CudaError("cuDeviceGetAttribute", err, "L2 cache size")
-    return size
+    return driver.device_attribute(driver.ATTRIBUTE_L2_CACHE_SIZE, device)
 
 
 def hot_levels(num_items: int, value_size: int, l2_bytes: int) -> int:

@@ -36,7 +36,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._jit import driver
-from .._jit.build import OpInput
+from .._jit.results import OpInput
 from .._jit.codegen import Source, op_symbol
 from .._jit.codegen_sort import check_comparator_builtin, merge_sort_source
 from ..op import OpSpec, op_spec

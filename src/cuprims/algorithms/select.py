@@ -21,7 +21,7 @@ import dataclasses
 from typing import Any
 
 from .._jit import driver
-from .._jit.build import OpInput
+from .._jit.results import OpInput
 from .._jit.codegen import Source, op_symbol
 from .._jit.codegen_select import PARTITION_CONTEXT, select_source
 from ..op import OpSpec

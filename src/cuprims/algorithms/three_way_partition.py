@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._jit import driver
-from .._jit.build import OpInput
+from .._jit.results import OpInput
 from .._jit.codegen import Source, op_symbol
 from .._jit.codegen_partition import CONTEXT_SIZE, context_bytes, three_way_partition_source
 from ..op import OpSpec

@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._jit import driver
-from .._jit.build import OpInput
+from .._jit.results import OpInput
 from .._jit.codegen import Source, op_symbol
 from .._jit.codegen_transform import (ALGO_LDGSTS, ALGO_UBLKCP, ALGO_VECTORIZED, INPUT_ARG, check_transform_builtin,
                                       input_arg_size, transform_source)

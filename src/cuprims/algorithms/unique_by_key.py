@@ -24,7 +24,7 @@ import dataclasses
 from typing import Any
 
 from .._jit import driver
-from .._jit.build import OpInput
+from .._jit.results import OpInput
 from .._jit.codegen import Source, op_symbol
 from .._jit.codegen_unique import unique_by_key_source
 from .._jit.functors import check_equality_builtin

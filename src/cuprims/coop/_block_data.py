@@ -1,5 +1,5 @@
-"""Block factories that rearrange a tile: radix sort of keys and exchanges between
-arrangements (re-exported by :mod:`cuprims.coop.block`; block.py holds the rest).
+"""Block factories that rearrange a tile: radix and merge sorts of keys and exchanges
+between arrangements (re-exported by :mod:`cuprims.coop.block`; block.py holds the rest).
 
 A thread's ``items`` are a local array of ``items_per_thread``. In the *blocked*
 arrangement thread ``t`` holds tile positions ``t * n .. t * n + n - 1``; in the
@@ -13,10 +13,11 @@ import enum
 from typing import Any
 
 from ..errors import ArgumentError
-from ._factory import arrays_in_out, dispatch, entry_table, make_primitive
+from ._factory import arrays_in_out, comparator, dispatch, entry_table, make_primitive, no_methods, sort_in_place
 from ._spec import ProviderSpec, block_dims, element_type, items_count
 
-__all__ = ["BlockExchangeType", "make_exchange", "make_radix_sort_keys", "make_radix_sort_keys_descending"]
+__all__ = ["BlockExchangeType", "make_exchange", "make_merge_sort_keys", "make_radix_sort_keys",
+           "make_radix_sort_keys_descending"]
 
 
 class BlockExchangeType(enum.Enum):
@@ -48,8 +49,6 @@ def make_exchange(block_exchange_type: Any, dtype: Any, threads_per_block: Any, 
                                               numba.int32, 128, 4)
         # in the kernel: to_blocked(items, items)
     """
-    from ._factory import no_methods
-
     no_methods(methods)
     kind = _exchange_type(block_exchange_type)
     if not isinstance(warp_time_slicing, bool):
@@ -115,3 +114,43 @@ def make_radix_sort_keys_descending(dtype: Any, threads_per_block: Any, items_pe
         # in the kernel: sort_down(keys)
     """
     return _radix_sort(dtype, threads_per_block, items_per_thread, "descending")
+
+
+def make_merge_sort_keys(dtype: Any, threads_per_block: Any, items_per_thread: int, compare_op: Any,
+                         methods: Any = None) -> Any:
+    """``sort(keys, num_valid=-1, oob_default=None, temp_storage=None)``: the block's tile
+    of keys (each thread's ``keys``, a local array of ``items_per_thread``, blocked)
+    sorted in place by ``compare_op``, blocked. The sort is stable (CUB's
+    ``BlockMergeSort::StableSort``): keys that compare equal keep their order.
+
+    ``compare_op`` is ``OpKind.LESS`` (ascending, NaN last), ``OpKind.GREATER`` or a Python
+    function ``compare_op(a, b) -> bool``, true when ``a`` goes before ``b`` (a strict
+    weak order; any key type, structs included). With ``num_valid >= 0`` only the tile's
+    first ``num_valid`` keys are sorted and every later position ends as ``oob_default``,
+    which must then be given and be ordered after every valid key (CUB's rule).
+    ``threads_per_block`` must multiply out to a power of two (CUB merges halves).
+
+    Example::
+
+        sort = coop.block.make_merge_sort_keys(numba.float32, 128, 4, lambda a, b: a > b)
+
+        @cuda.jit(link=sort.files)
+        def kernel(x, n):
+            keys = cuda.local.array(4, numba.float32)
+            for i in range(4):
+                keys[i] = x[4 * cuda.threadIdx.x + i]
+            sort(keys, n, -numpy.inf)      # the first n keys, descending; -inf after them
+            for i in range(4):
+                x[4 * cuda.threadIdx.x + i] = keys[i]
+    """
+    no_methods(methods)
+    vt = element_type(dtype)
+    dims = block_dims(threads_per_block)
+    threads = dims[0] * dims[1] * dims[2]
+    if threads & (threads - 1):
+        raise ArgumentError("threads_per_block", "a power of two threads in all (CUB's merge sort merges halves)",
+                            threads_per_block)
+    spec = ProviderSpec("merge_sort", vt, dims, items_count(items_per_thread), "",
+                        comparator(compare_op, vt, "compare_op"))
+    return make_primitive("block.merge_sort_keys", spec, compare_op if spec.op.kind == "python" else None,
+                          entry_table(True, ("ptr",), ("int", "ptr")), sort_in_place())

@@ -29,7 +29,7 @@ from .._jit.build import _digest, disk_cache
 from .._jit.cache import SingleFlightLRU
 from .._jit.nvrtc import BASE_OPTIONS, compile_to_ltoir, write_source
 from .._jit.toolchain import toolchain_fingerprint
-from ._codegen import meta_fields, meta_symbol, unit_source
+from ._codegen import SORT_KINDS, meta_fields, meta_symbol, unit_source
 from ._spec import ProviderSpec
 
 ENTRY_KIND = "coop"
@@ -96,7 +96,9 @@ def _operator_ltoirs(specs: Sequence[ProviderSpec], arch: int, objs: dict[str, A
         import_numba()
         stats.bump("numba_compiles")
         with stats.stage("numba compile", sp.op.name):
-            codes += compile_python_op(objs[sp.symbol], (sp.vt, sp.vt), sp.vt, sp.op_symbol,
+            # a comparator writes a flag byte (result type None), a combiner a value
+            result = None if sp.kind in SORT_KINDS else sp.vt
+            codes += compile_python_op(objs[sp.symbol], (sp.vt, sp.vt), result, sp.op_symbol,
                                        (arch // 10, arch % 10), op_name=sp.op.name)
     return codes
 

@@ -11,6 +11,8 @@ unchanged; see docs/coop.md):
 * ``warp_scan``: ``SYM(const T* in, T* out)`` (one item per thread)
 * ``radix_sort``: ``SYM(T* keys, int begin_bit, int end_bit)`` (in place; ``end_bit < 0``: all bits)
 * ``exchange``: ``SYM(const T* in, T* out)`` (``in`` may be ``out``)
+* ``merge_sort``, ``warp_merge_sort``: ``SYM(T* keys)``, ``SYM_valid(T* keys, int valid, const T* oob)``
+  (in place, by the comparator functor)
 
 Each function also has a ``_ts`` twin taking the caller's temporary storage as a last
 ``void*`` argument. Without it the provider uses its own ``__shared__`` TempStorage
@@ -28,7 +30,7 @@ import hashlib
 from typing import Sequence
 
 from .._jit.codegen import Source, preamble
-from .._jit.functors import binary_functor
+from .._jit.functors import binary_functor, comparator_functor
 from ._spec import LOAD_ALGORITHMS, REDUCE_ALGORITHMS, SCAN_ALGORITHMS, STORE_ALGORITHMS, ProviderSpec
 
 _HEADERS = {
@@ -40,8 +42,21 @@ _HEADERS = {
     "warp_scan": "#include <cub/warp/warp_scan.cuh>",
     "radix_sort": "#include <cub/block/block_radix_sort.cuh>",
     "exchange": "#include <cub/block/block_exchange.cuh>",
+    "merge_sort": "#include <cub/block/block_merge_sort.cuh>",
+    "warp_merge_sort": "#include <cub/warp/warp_merge_sort.cuh>",
 }
-WARP_KINDS = ("warp_reduce", "warp_scan")
+WARP_KINDS = ("warp_reduce", "warp_scan", "warp_merge_sort")
+SORT_KINDS = ("merge_sort", "warp_merge_sort")   # their operator is a comparator
+# shared memory the implicit storage of a warp merge sort may take (its slots hold a
+# whole tile each, so one per logical warp of a 1024-thread block would pass the 48 KiB
+# of static shared memory a kernel may have)
+WARP_SORT_STORAGE_BUDGET = 32 * 1024
+
+
+def warp_sort_slots(lanes: int, storage_bytes: int) -> int:
+    """How many logical warps a warp merge sort's implicit storage serves (the provider's
+    C++ computes the same from ``sizeof(TempStorage)``)."""
+    return min(1024 // lanes, max(1, WARP_SORT_STORAGE_BUDGET // storage_bytes))
 
 
 def _cub_type(spec: ProviderSpec) -> str:
@@ -65,6 +80,10 @@ def _cub_type(spec: ProviderSpec) -> str:
     if spec.kind == "exchange":
         sliced = "true" if spec.algorithm == "timesliced" else "false"
         return f"cub::BlockExchange<{t}, {x}, {n}, {sliced}, {y}, {z}>"
+    if spec.kind == "merge_sort":
+        return f"cub::BlockMergeSort<{t}, {x}, {n}, cub::NullType, {y}, {z}>"
+    if spec.kind == "warp_merge_sort":
+        return f"cub::WarpMergeSort<{t}, {n}, {x}>"
     raise ValueError(f"unknown provider kind {spec.kind!r}")
 
 
@@ -74,6 +93,18 @@ def _is_sum(spec: ProviderSpec) -> bool:
 
 def _storage(spec: ProviderSpec, s: str) -> str:
     """The TempStorage type, the provider's own shared instance and its accessor."""
+    if spec.kind == "warp_merge_sort":
+        # as many slots as the budget holds (warp_sort_slots); a logical warp past them
+        # traps rather than sharing a slot with another warp (a silent race)
+        lanes = spec.dims[0]
+        return (f"__device__ __forceinline__ {s}_prim::TempStorage& {s}_storage()\n{{\n"
+                f"  constexpr unsigned bytes = sizeof({s}_prim::TempStorage);\n"
+                f"  constexpr unsigned fit = {WARP_SORT_STORAGE_BUDGET} / bytes;\n"
+                f"  constexpr unsigned slots = fit < 1 ? 1 : (fit > {1024 // lanes} ? {1024 // lanes} : fit);\n"
+                f"  __shared__ {s}_prim::TempStorage storage[slots];\n"
+                "  const unsigned tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);\n"
+                f"  if (tid / {lanes} >= slots) {{ __trap(); }}\n"
+                f"  return storage[tid / {lanes}];\n}}\n")
     if spec.kind in WARP_KINDS:
         # one TempStorage per logical warp of the largest block
         per_block = 1024 // spec.dims[0] + (1024 % spec.dims[0] != 0)
@@ -88,7 +119,11 @@ def _storage(spec: ProviderSpec, s: str) -> str:
 def _barrier(spec: ProviderSpec, s: str) -> str:
     """Our own storage is reused by every call of the provider: wait until the previous
     call's readers are done (CUB leaves that barrier to the caller). Storage-free
-    primitives (direct loads, shuffle-based warp reductions: a 1-byte NullType) skip it."""
+    primitives (direct loads, shuffle-based warp reductions: a 1-byte NullType) skip it,
+    and so do merge sorts: each of CUB's merge passes starts with a barrier before it
+    writes the storage, so the previous call's reads are over by then."""
+    if spec.kind in SORT_KINDS:
+        return ""
     sync = "__syncwarp()" if spec.kind in WARP_KINDS else "__syncthreads()"
     return f"if constexpr (sizeof({s}_prim::TempStorage) > 1) {{ {sync}; }}"
 
@@ -143,6 +178,16 @@ def _bodies(spec: ProviderSpec, s: str) -> list[tuple[str, str, str]]:
         src = "tmp" if copy else f"reinterpret_cast<{arr}>(*const_cast<{t}*>(in))"
         return [("", f"const {t}* in, {t}* out",
                  f"{copy}prim.{spec.mode}({src}, reinterpret_cast<{arr}>(*out));")]
+    if spec.kind in SORT_KINDS:
+        # StableSort: CUB documents Sort as not necessarily stable, StableSort as stable.
+        # A partial tile's merges in CUB 3.5 may leave copies of other keys past `valid`
+        # (its docs promise oob_default there): the tail is written here, in registers.
+        keys = f"reinterpret_cast<{arr}>(*keys)"
+        tail = (f"const int first = int(prim.get_linear_tid()) * {n};\n"
+                f"  for (int i = 0; i < {n}; ++i) {{ if (first + i >= valid) {{ keys[i] = *oob; }} }}")
+        return [("", f"{t}* keys", f"prim.StableSort({keys}, {s}_functor{{}});"),
+                ("_valid", f"{t}* keys, int valid, const {t}* oob",
+                 f"prim.StableSort({keys}, {s}_functor{{}}, valid, *oob);\n  {tail}")]
     raise ValueError(f"unknown provider kind {spec.kind!r}")
 
 
@@ -151,7 +196,10 @@ def provider_text(spec: ProviderSpec) -> tuple[str, tuple[str, ...]]:
     s = spec.symbol
     parts = [f"// cuprims coop provider: {spec.key}", f"using {s}_prim = {_cub_type(spec)};"]
     externs: tuple[str, ...] = ()
-    if spec.op is not None and not _is_sum(spec):
+    if spec.kind in SORT_KINDS:
+        functor, externs = comparator_functor(f"{s}_functor", spec.op, spec.vt, spec.op_symbol)
+        parts.append(functor)
+    elif spec.op is not None and not _is_sum(spec):
         functor, externs = binary_functor(f"{s}_functor", spec.op, spec.vt, spec.op_symbol)
         parts.append(functor)
     if spec.init is not None:
@@ -160,8 +208,9 @@ def provider_text(spec: ProviderSpec) -> tuple[str, tuple[str, ...]]:
                      "  memcpy(&value, bytes, sizeof(value));\n  return value;\n}")
     parts.append(_storage(spec, s))
     for suffix, params, body in _bodies(spec, s):
+        barrier = f"  {_barrier(spec, s)}\n" if _barrier(spec, s) else ""
         parts.append(f'extern "C" __device__ __attribute__((weak)) void {s}{suffix}({params})\n{{\n'
-                     f"  {_barrier(spec, s)}\n  {s}_prim prim({s}_storage());\n  {body}\n}}")
+                     f"{barrier}  {s}_prim prim({s}_storage());\n  {body}\n}}")
         parts.append(f'extern "C" __device__ __attribute__((weak)) void {s}{suffix}_ts({params}, void* temp)\n{{\n'
                      f"  {s}_prim prim(*static_cast<{s}_prim::TempStorage*>(temp));\n  {body}\n}}")
     return "\n".join(parts) + "\n", externs

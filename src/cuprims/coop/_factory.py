@@ -20,6 +20,7 @@ from ._target import current_arch
 # operator spellings of the established interface
 _OPERATOR_NAMES = {"+": OpKind.PLUS, "*": OpKind.MULTIPLIES, "min": OpKind.MINIMUM, "max": OpKind.MAXIMUM,
                    "&": OpKind.BIT_AND, "|": OpKind.BIT_OR, "^": OpKind.BIT_XOR}
+_COMPARATOR_NAMES = {"<": OpKind.LESS, ">": OpKind.GREATER}
 
 
 def combiner(op: Any, vt: ValueType, argument: str) -> OpSpec:
@@ -35,6 +36,24 @@ def combiner(op: Any, vt: ValueType, argument: str) -> OpSpec:
         check_binary_builtin(spec, vt, argument)
     if spec.captures:
         raise ArgumentError(argument, "an operator that captures no device arrays", op)
+    return spec
+
+
+def comparator(op: Any, vt: ValueType, argument: str) -> OpSpec:
+    """A comparator argument (OpKind.LESS / GREATER, their names, '<' / '>', or a Python
+    callable ``op(a, b) -> bool``, true when ``a`` goes before ``b``)."""
+    from .._jit.functors import check_comparator_builtin
+
+    if isinstance(op, str) and op in _COMPARATOR_NAMES:
+        op = _COMPARATOR_NAMES[op]
+    spec = op_spec(op, argument=argument)
+    if spec.kind == "raw":
+        raise ArgumentError(argument, "OpKind.LESS, OpKind.GREATER or a Python callable (RawOp is not supported "
+                            "here yet)", op)
+    if spec.kind == "builtin":
+        check_comparator_builtin(spec, vt, argument)
+    if spec.captures:
+        raise ArgumentError(argument, "a comparator that captures no device arrays", op)
     return spec
 
 
@@ -112,6 +131,18 @@ def arrays_in_out() -> str:
     """``prim(items_in, items_out, temp_storage=None)`` (the two may be one array)."""
     return "def prim(items_in, items_out, temp_storage=None):\n" + dispatch(
         "ext", "__addr(items_in), __addr(items_out)", None)
+
+
+def sort_in_place() -> str:
+    """``prim(keys, num_valid=-1, oob_default=None, temp_storage=None)``: ``keys`` sorted
+    in place; with ``num_valid >= 0`` only the tile's first ``num_valid`` keys, the rest
+    becoming ``oob_default`` (which must then be given)."""
+    return ("def prim(keys, num_valid=-1, oob_default=None, temp_storage=None):\n"
+            "    __oob_given(num_valid, oob_default)\n"
+            "    oob = cuda.local.array(1, T)\n"
+            "    if oob_default is not None:\n"
+            "        oob[0] = oob_default\n"
+            + dispatch("ext", "__addr(keys)", "i32(num_valid), __addr(oob)"))
 
 
 def entry_table(with_valid: bool, base: tuple[str, ...], valid_extra: tuple[str, ...] = ("int",)

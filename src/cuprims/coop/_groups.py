@@ -58,7 +58,8 @@ def this_block():
 
 @Stub
 def this_warp():
-    """The calling thread's warp (32 lanes), as the first argument of warp-wide calls:
+    """The calling thread's warp (32 lanes), as the first argument of warp-wide calls
+    (``sum``, ``reduce``, the scans of one value per lane, ``merge_sort_keys``):
     ``coop.sum(coop.this_warp(), value)`` is valid in the warp's first lane.
 
     Example::

@@ -48,7 +48,9 @@ _PARAMS = {
     ("reduce", ""): ("ptr", "ptr"), ("reduce", "_valid"): ("ptr", "ptr", "int"),
     ("warp_reduce", ""): ("ptr", "ptr"), ("warp_reduce", "_valid"): ("ptr", "ptr", "int"),
     ("scan", ""): ("ptr", "ptr"), ("warp_scan", ""): ("ptr", "ptr"), ("exchange", ""): ("ptr", "ptr"),
-    ("radix_sort", ""): ("ptr", "int", "int"), ("merge_sort", ""): ("ptr",),
+    ("radix_sort", ""): ("ptr", "int", "int"),
+    ("merge_sort", ""): ("ptr",), ("merge_sort", "_valid"): ("ptr", "int", "ptr"),
+    ("warp_merge_sort", ""): ("ptr",), ("warp_merge_sort", "_valid"): ("ptr", "int", "ptr"),
 }
 _declared: dict[tuple[str, tuple[str, ...]], Any] = {}
 _helpers: dict[tuple[ProviderSpec, str, int, bool], Callable] = {}
@@ -129,14 +131,19 @@ def _helper(plan: Plan) -> Callable:
     def radix(keys, begin_bit, end_bit):
         run(addr(keys), i32(begin_bit), i32(end_bit))
 
-    def sort_in_place(keys):
+    def sort(keys):
         run(addr(keys))
+
+    def sort_valid(keys, valid, oob_default):
+        if valid < 0 or valid > limit:
+            trap()
+        oob = local(1, vts)
+        oob[0] = oob_default
+        run_valid(addr(keys), i32(valid), addr(oob))
 
     variants = dict(load=load, load_valid=load_valid, store=store, store_valid=store_valid, value_out=value_out,
                     value_out_valid=value_out_valid, items_out=items_out, in_place=in_place, into=into,
-                    radix=radix)
-    if spec.kind == "merge_sort":
-        variants["in_place"] = sort_in_place
+                    radix=radix, sort=sort, sort_valid=sort_valid)
     fn = _helpers[key] = variants[plan.variant]
     return fn
 

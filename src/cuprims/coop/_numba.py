@@ -23,6 +23,7 @@ from .._jit.numba_ops import import_numba
 from ..types import ValueType
 
 _addr_fn = None
+_oob_fn = None
 _files: dict[tuple[str, ...], list] = {}
 
 
@@ -62,6 +63,33 @@ def _addr():
     return _addr_fn
 
 
+def _oob_check():
+    """An intrinsic ``(num_valid, oob_default) -> None`` that fails typing when a partial
+    sort is asked for without ``oob_default``: CUB's merge sort pads the tile past
+    ``num_valid`` with that key, which must be ordered after every valid key, and only the
+    caller knows one. ``num_valid`` left out is typed as the literal -1 (the full tile)."""
+    global _oob_fn
+    if _oob_fn is None:
+        _, types, _ = import_numba()
+        from numba.core.errors import TypingError
+        from numba.cuda.extending import intrinsic
+
+        @intrinsic
+        def cuprims_coop_oob_given(typingctx, num_valid, oob_default):
+            left_out = getattr(num_valid, "literal_value", None)
+            if isinstance(oob_default, types.NoneType) and not (isinstance(left_out, int) and left_out < 0):
+                raise TypingError("a sort given num_valid needs oob_default too: a key ordered after every "
+                                  "valid key (CUB's merge sort pads the tile past num_valid with it)")
+
+            def codegen(context, builder, sig, args):
+                return context.get_dummy_value()
+
+            return types.none(num_valid, oob_default), codegen
+
+        _oob_fn = cuprims_coop_oob_given
+    return _oob_fn
+
+
 def numba_type(vt: ValueType):
     _, types, _ = import_numba()
     from numba.cuda.np.numpy_support import from_dtype
@@ -80,7 +108,7 @@ def declare(symbol: str, params: Sequence[str], vt: ValueType):
 def device_function(name: str, source: str, namespace: dict[str, Any]):
     """Exec ``source`` (defining ``name``) and make it a numba device function."""
     cuda, _, _ = import_numba()
-    ns = {"cuda": cuda, "__addr": _addr(), **namespace}
+    ns = {"cuda": cuda, "__addr": _addr(), "__oob_given": _oob_check(), **namespace}
     exec(compile(source, f"<cuprims coop {name}>", "exec"), ns)
     return cuda.jit(device=True, forceinline=True)(ns[name])
 

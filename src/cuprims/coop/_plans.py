@@ -24,7 +24,7 @@ from numba import types
 from ..errors import ArgumentError, CoopError
 from ..op import OpKind, op_spec
 from ._block_data import BlockExchangeType, _exchange_type
-from ._factory import combiner, value_bytes
+from ._factory import combiner, comparator, value_bytes
 from ._nbtypes import BlockGroupType, StaticType, ThreadDataType, WarpGroupType
 from ._spec import (LOAD_ALGORITHMS, REDUCE_ALGORITHMS, SCAN_ALGORITHMS, STORE_ALGORITHMS, ProviderSpec,
                     algorithm_of)
@@ -233,18 +233,29 @@ def _radix_sort(o: CallOptions, group: Any, keys: Any, begin: Any, end: Any, _: 
     return Plan(spec, None, types.none, "radix", tuple(slots))
 
 
-def _merge_sort(o: CallOptions, group: Any, keys: Any, *_: Any) -> Plan:
-    from ._codegen import _HEADERS
-
-    dims = _block(o, group)
+def _merge_sort(o: CallOptions, group: Any, keys: Any, valid: Any, oob: Any, _: Any) -> Plan:
     vt, n = _items(keys, "keys")
-    if "merge_sort" not in _HEADERS:
-        raise NotImplementedError(
-            "coop.merge_sort_keys: the block merge-sort provider (ProviderSpec kind 'merge_sort', Style 1's "
-            "coop.block.make_merge_sort_keys) is not in this build yet")
-    op = op_spec(o.options["compare_op"], argument="compare_op")
-    spec = ProviderSpec("merge_sort", vt, dims, n, "", op)
-    return Plan(spec, o.options["compare_op"] if op.kind == "python" else None, types.none, "in_place", (0,))
+    op = comparator(o.options["compare_op"], vt, "compare_op")
+    obj = o.options["compare_op"] if op.kind == "python" else None
+    if isinstance(group, WarpGroupType):
+        spec = ProviderSpec("warp_merge_sort", vt, (group.threads, 1, 1), n, "", op)
+    else:
+        threads = group.dims[0] * group.dims[1] * group.dims[2]
+        if threads & (threads - 1):
+            raise _fail(o, f"CUB's block merge sort merges halves: the block's {threads} threads must be a "
+                        "power of two")
+        spec = ProviderSpec("merge_sort", vt, group.dims, n, "", op)
+    if _absent(valid):
+        if not _absent(oob):
+            raise _fail(o, "oob_default= fills the keys past valid_items=, which is missing")
+        return Plan(spec, obj, types.none, "sort", (0,))
+    _integer(valid, "valid_items")
+    if _absent(oob):
+        raise _fail(o, "valid_items= needs oob_default= too: a key ordered after every valid key (CUB's merge "
+                    "sort pads the tile past valid_items with it)")
+    if not (isinstance(types.unliteral(oob), (types.Number, types.Boolean)) or oob == keys.dtype):
+        raise ArgumentError("oob_default", f"a value convertible to {keys.dtype}", oob)
+    return Plan(spec, obj, types.none, "sort_valid", (0, 1, 2), spec.threads * n)
 
 
 _PLANNERS = {"load": _load, "store": _store, "sum": _reduction, "reduce": _reduction,

@@ -153,13 +153,17 @@ def radix_sort_keys(group, keys, /, *, descending=False, begin_bit=None, end_bit
 
 
 @Stub
-def merge_sort_keys(group, keys, /, *, compare_op):
-    """The block's tile of ``keys`` sorted in place by ``compare_op(a, b) -> bool``
-    ("a before b"; a Python function), blocked.
+def merge_sort_keys(group, keys, /, *, compare_op, valid_items=None, oob_default=None):
+    """The group's tile of ``keys`` (a ``ThreadData``; any element type, structs too)
+    sorted in place by ``compare_op`` (``'<'``, ``'>'``, ``OpKind.LESS``/``GREATER`` or a
+    Python function ``(a, b) -> bool``, true when ``a`` goes first), stably, blocked. A
+    block's threads must be a power of two. With ``valid_items`` only the tile's first
+    ``valid_items`` keys are sorted and every later position becomes ``oob_default``
+    (required then, ordered after every valid key); a count outside ``0..tile`` traps.
 
     Example::
 
-        coop.merge_sort_keys(block, keys, compare_op=lambda a, b: a < b)
+        coop.merge_sort_keys(block, keys, compare_op=lambda a, b: a > b)
     """
 
 
@@ -179,7 +183,7 @@ ROLES = {
     "exclusive_scan": dict(items="operand", out="operand", scan_op="static", initial_value="static",
                            algorithm="static"),
     "radix_sort_keys": dict(keys="operand", descending="static", begin_bit="runtime", end_bit="runtime"),
-    "merge_sort_keys": dict(keys="operand", compare_op="static"),
+    "merge_sort_keys": dict(keys="operand", compare_op="static", valid_items="runtime", oob_default="runtime"),
 }
 
 # which operand of a call gives which ThreadData its element type: (ThreadData, witness), best first

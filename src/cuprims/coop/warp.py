@@ -1,7 +1,8 @@
 """Warp-wide cooperative primitives (``cuprims.coop.warp``): two-phase factories.
 
 Every thread of a logical warp (``threads_in_warp`` consecutive threads in the block's
-linear order) must call the primitive; the result is valid in the warp's first lane.
+linear order) must call the primitive; a reduction's result is valid in the warp's first
+lane, a sort's keys are sorted in place in every lane.
 Without ``temp_storage=`` each logical warp of the block uses its own slot of the
 provider's shared memory.
 
@@ -22,10 +23,12 @@ from typing import Any
 
 from ..errors import ArgumentError
 from ..op import OpKind, op_spec
-from ._factory import combiner, entry_table, make_primitive, no_methods, value_in_value_out
-from ._spec import ProviderSpec, element_type
+from ._codegen import warp_sort_slots
+from ._factory import (combiner, comparator, entry_table, make_primitive, no_methods, sort_in_place,
+                       value_in_value_out)
+from ._spec import ProviderSpec, element_type, items_count
 
-__all__ = ["make_reduce", "make_sum", "make_exclusive_sum"]
+__all__ = ["make_reduce", "make_sum", "make_exclusive_sum", "make_merge_sort_keys"]
 
 
 def _warp_size(threads_in_warp: Any) -> int:
@@ -74,3 +77,32 @@ def make_exclusive_sum(dtype: Any, threads_in_warp: int = 32) -> Any:
                         op_spec(OpKind.PLUS), mode="exclusive")
     return make_primitive("warp.exclusive_sum", spec, None, entry_table(False, ("ptr", "ptr")),
                           value_in_value_out(False))
+
+
+def make_merge_sort_keys(dtype: Any, items_per_thread: int, compare_op: Any, threads_in_warp: int = 32,
+                         methods: Any = None) -> Any:
+    """``sort(keys, num_valid=-1, oob_default=None, temp_storage=None)``: the logical
+    warp's tile of keys (each lane's ``keys``, a local array of ``items_per_thread``,
+    blocked: lane ``l`` holds positions ``l * items_per_thread ...``) sorted in place by
+    ``compare_op``, stably, as :func:`cuprims.coop.block.make_merge_sort_keys` sorts a
+    block's (``num_valid`` and ``oob_default`` alike, counted in the warp's tile).
+
+    Each slot of the primitive's own storage holds a whole tile, so it serves the first
+    ``sort.own_storage_warps`` logical warps of a block (as many as fit in 32 KiB, at
+    least one, at most a 1024-thread block's); a warp past them traps. Larger blocks
+    pass ``temp_storage=`` (``sort.temp_storage_bytes`` per logical warp, each warp its own).
+
+    Example::
+
+        sort = coop.warp.make_merge_sort_keys(numba.int32, 4, lambda a, b: a < b, threads_in_warp=16)
+        # in the kernel: sort(keys)     (16 lanes x 4 keys, per logical warp)
+    """
+    no_methods(methods)
+    vt = element_type(dtype)
+    lanes = _warp_size(threads_in_warp)
+    spec = ProviderSpec("warp_merge_sort", vt, (lanes, 1, 1), items_count(items_per_thread), "",
+                        comparator(compare_op, vt, "compare_op"))
+    prim = make_primitive("warp.merge_sort_keys", spec, compare_op if spec.op.kind == "python" else None,
+                          entry_table(True, ("ptr",), ("int", "ptr")), sort_in_place())
+    prim.own_storage_warps = warp_sort_slots(lanes, prim.temp_storage_bytes)
+    return prim

@@ -1,0 +1,34 @@
+"""Every examples/coop/*.py, run as a script on the GPU: it checks its own result against
+numpy, so it must exit 0 and print its 'ok' line.
+
+Each runs in a fresh interpreter (as a user would run it) with this checkout's cuprims
+first on PYTHONPATH. Compiled and linked without a GPU by tests/cpu/test_coop_examples.py.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import cuprims
+
+EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples" / "coop").glob("*.py"))
+
+
+def test_examples_are_found():
+    assert len(EXAMPLES) >= 10, EXAMPLES       # an empty glob must not pass as "nothing failed"
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_example_runs(path):
+    env = dict(os.environ)
+    src = str(Path(cuprims.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join([src] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    run = subprocess.run([sys.executable, str(path)], cwd=path.parent, env=env, capture_output=True, text=True,
+                         timeout=600)
+    assert run.returncode == 0, f"{path.name} exited {run.returncode}\n{run.stdout}\n{run.stderr}"
+    assert "ok" in run.stdout.split(), run.stdout      # the script's "<name>: ok" line
