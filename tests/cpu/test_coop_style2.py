@@ -185,6 +185,27 @@ def test_group_passed_to_a_device_function():
     _link(kernel, (types.float32[::1], types.float32[::1]), 256)
 
 
+def test_one_python_operator_in_the_kernels_unit_and_a_device_functions():
+    def bigger(a, b):
+        return a if a > b else b
+
+    @cuda.jit(device=True)
+    def block_max(block, v):                 # its own unit, holding the kernel's provider too
+        return coop.reduce(block, v, binary_op=bigger)
+
+    @cuda.jit
+    def kernel(x, out):
+        block = coop.this_block()
+        a = coop.reduce(block, x[cuda.threadIdx.x], binary_op=bigger)
+        b = block_max(block, x[cuda.threadIdx.x])
+        c = coop.sum(block, x[cuda.threadIdx.x])
+        if cuda.threadIdx.x == 0:
+            out[0] = a + b + c
+
+    # the operator's LTO-IR defines its symbol strongly: linked twice it would be "multiply defined"
+    _link(kernel, (types.int32[::1], types.int32[::1]), 128)
+
+
 def test_three_calls_build_one_unit_and_a_second_compile_builds_none(fresh_caches):
     @cuda.jit
     def kernel(x, y, out):

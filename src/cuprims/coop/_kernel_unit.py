@@ -7,8 +7,8 @@ them with one ``build_unit(specs, arch)`` call (cached in memory and on disk as 
 units are; the key is the unit's whole source, so the same set of calls compiles once).
 ``arch`` is the compute capability numba compiles the function for.
 
-The lowering of each call then takes "the unit that holds its provider" from
-:data:`_units`, filled by the rewrite that just ran for the function being lowered:
+The lowering of each call then takes the link inputs of "the unit that holds its
+provider" from :data:`_units`, filled by the rewrite that just ran for the function being lowered:
 numba compiles a callee (device function, helper) entirely while typing its caller, so
 between a function's rewrite and its lowering no other function's rewrite adds a unit
 holding the same provider. Should that ever not hold, a call links another unit that
@@ -35,12 +35,14 @@ from numba.cuda.core import ir
 from numba.cuda.core.rewrites import Rewrite, register_rewrite
 
 from ._build import UnitBuild, build_unit
+from ._numba import link_files
 from ._nbtypes import StaticType
 from ._plans import CallOptions, Plan, plan_call
 from ._spec import ProviderSpec
 from ._target import current_arch
 
-_units: dict[ProviderSpec, UnitBuild] = {}
+_units: dict[ProviderSpec, list] = {}          # spec -> link inputs of the latest unit holding it
+_operators: dict[tuple[str, int], Any] = {}    # (operator symbol, arch) -> its first LTOIR object
 _MAX_UNITS = 4096
 
 
@@ -63,21 +65,40 @@ def function_plans(state: Any) -> list[Plan]:
     return plans
 
 
-def _build(plans: list[Plan], arch: int) -> UnitBuild:
+def _link_inputs(specs: list[ProviderSpec], unit: UnitBuild) -> list:
+    """``numba.cuda.LTOIR`` objects of ``unit``. A Python operator's LTO-IR defines its
+    symbol strongly, and one provider may be in two units linked into one kernel (the
+    kernel's and a device function's): each operator symbol (per arch) is therefore
+    always linked from the first object made for it, which numba's set of link inputs
+    then holds once. The providers' own definitions are weak."""
+    files = link_files("cuprims_coop_unit", (unit.ltoir,))
+    symbols = [sp.op_symbol for sp in specs if sp.op is not None and sp.op.kind == "python"]
+    if len(symbols) != len(unit.op_ltoirs):   # not one LTO-IR per operator: keep them together
+        return files + link_files("cuprims_coop_ops", unit.op_ltoirs)
+    for symbol, code in zip(symbols, unit.op_ltoirs):
+        if (symbol, unit.arch) not in _operators:
+            _operators[(symbol, unit.arch)] = link_files(symbol, (code,))[0]
+        files.append(_operators[(symbol, unit.arch)])
+    return files
+
+
+def _build(plans: list[Plan], arch: int) -> list:
     specs = list(dict.fromkeys(p.spec for p in plans))
     objs = {p.spec.symbol: p.op for p in plans if p.op is not None}
     unit = build_unit(specs, arch, objs)
+    files = _link_inputs(specs, unit)
     if len(_units) > _MAX_UNITS:
         _units.clear()
+        _operators.clear()
     for spec in specs:
-        _units[spec] = unit
-    return unit
+        _units[spec] = files
+    return files
 
 
-def unit_for(plan: Plan) -> UnitBuild:
-    """The unit to link for ``plan``'s call (see the module)."""
-    unit = _units.get(plan.spec)
-    return unit if unit is not None else _build([plan], current_arch())
+def unit_for(plan: Plan) -> list:
+    """The link inputs for ``plan``'s call: its function's unit (see the module)."""
+    files = _units.get(plan.spec)
+    return files if files is not None else _build([plan], current_arch())
 
 
 @register_rewrite("after-inference")

@@ -36,7 +36,7 @@ from numba.cuda.extending import intrinsic
 from ..errors import ArgumentError
 from ._codegen import entry_points
 from ._nbtypes import BlockGroupType, Static, StaticType, WarpGroupType
-from ._numba import _addr, declare, link_files
+from ._numba import _addr, declare
 from ._plans import CallOptions, Plan, plan_call
 from ._spec import ProviderSpec
 from ._thread_data import _local_array, _trap
@@ -162,9 +162,8 @@ def _coop_call(typingctx: Any, options: Any, group: Any, a: Any, b: Any, c: Any,
     def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
         from ._kernel_unit import unit_for
 
-        unit = unit_for(plan)
         library = context.active_code_library
-        for f in link_files("cuprims_coop_unit", unit.codes):
+        for f in unit_for(plan):
             library.add_linking_file(f)
         values, argtypes = [], []
         for slot in plan.slots:
