@@ -244,7 +244,12 @@ def _radix_sort_structless(x, y):
     coop.radix_sort_keys(coop.this_block(), keys)
 
 
+def _not_a_group(x, y):
+    coop.sum(x[0], x[1])
+
+
 @pytest.mark.parametrize("fn,argument", [(_wrong_source_type, "src"), (_plain_local_array, "value"),
+                                         (_not_a_group, "group"),
                                          (_unknown_algorithm, "algorithm"), (_float_xor, "binary_op"),
                                          (_radix_sort_structless, "keys")],
                          ids=lambda v: getattr(v, "__name__", "")[:24])

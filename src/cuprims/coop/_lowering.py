@@ -9,7 +9,8 @@ kernel by numba):
 2. adds the unit's LTO-IR to the function's code library (numba-cuda's
    ``add_linking_file``; the files of a device function's library reach its callers'),
    so the user's ``@cuda.jit`` needs no ``link=``. Equal units hand out the same
-   ``LTOIR`` objects, which numba keeps in a set: each is linked once;
+   ``LTOIR`` objects, which numba keeps in a set: each is linked once (a Python
+   operator's, whose symbol is strong, once even from two units);
 3. emits a call of a small device helper (``context.compile_internal``; memoised per
    provider and variant) that checks counts, puts scalars in local arrays and calls the
    provider's ``extern "C"`` entry point (declared with ``cuda.declare_device``, as in
@@ -33,9 +34,8 @@ from typing import Any, Callable
 from numba import types
 from numba.cuda.extending import intrinsic
 
-from ..errors import ArgumentError
 from ._codegen import entry_points
-from ._nbtypes import BlockGroupType, Static, StaticType, WarpGroupType
+from ._nbtypes import Static, StaticType
 from ._numba import _addr, declare
 from ._plans import CallOptions, Plan, plan_call
 from ._spec import ProviderSpec
@@ -152,11 +152,7 @@ def _helper(plan: Plan) -> Callable:
 def _coop_call(typingctx: Any, options: Any, group: Any, a: Any, b: Any, c: Any, d: Any) -> Any:
     if not (isinstance(options, StaticType) and isinstance(options.value, CallOptions)):
         return None
-    if not isinstance(group, (BlockGroupType, WarpGroupType)):
-        o = options.value
-        raise ArgumentError("group", f"coop.this_block() or coop.this_warp() (coop.{o.primitive}() at {o.where})",
-                            group)
-    plan = plan_call(options, group, (a, b, c, d))
+    plan = plan_call(options, group, (a, b, c, d))      # checks the group too
     sig = plan.return_type(options, group, a, b, c, d)
 
     def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
