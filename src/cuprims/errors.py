@@ -124,7 +124,13 @@ class CacheError(CuprimsError):
     """The on-disk cache could not be used (reported only when it cannot be worked around)."""
 
 
+class CoopError(CuprimsError, TypeError):
+    """A cooperative primitive used where it cannot work: called on the host, a kernel
+    compiled with no known block shape, a ``ThreadData`` whose element type cannot be
+    inferred, an option that is not a compile-time constant. The message says what to do."""
+
+
 __all__ = [
     "CuprimsError", "ArgumentError", "ArgumentTypeError", "CompileError", "LinkError",
-    "OperatorCompileError", "NoDeviceError", "CudaError", "BlobError", "CacheError",
+    "OperatorCompileError", "NoDeviceError", "CudaError", "BlobError", "CacheError", "CoopError",
 ]

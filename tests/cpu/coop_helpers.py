@@ -68,3 +68,24 @@ def linked_ptx(kernel: Any, argtypes: Sequence[Any], prims: Sequence[Any]) -> st
     finally:
         linker.close()
     return code.decode() if isinstance(code, bytes) else code
+
+
+def style2_ptx(kernel: Any, argtypes: Sequence[Any]) -> str:
+    """The LTO-linked PTX of a Style 2 kernel: its link inputs are those numba's own
+    compilation collected (the providers' units), no ``.files``."""
+    from cuda.core import Linker, LinkerOptions, ObjectCode
+    from numba import cuda, types
+
+    from cuprims._jit.numba_ops import _target_capability
+
+    with _target_capability((9, 0)):
+        codes, _ = cuda.compile_all(kernel.py_func, types.void(*argtypes), device=False, cc=(9, 0),
+                                    output="ltoir", abi="numba")
+    objs = [ObjectCode.from_ltoir(bytes(codes[0]), name="kernel")]
+    objs += [ObjectCode.from_ltoir(bytes(c.data), name=f"input{i}") for i, c in enumerate(codes[1:])]
+    linker = Linker(*objs, options=LinkerOptions(arch=f"sm_{ARCH}", link_time_optimization=True, ptx=True))
+    try:
+        code = linker.link("ptx").code
+    finally:
+        linker.close()
+    return code.decode() if isinstance(code, bytes) else code

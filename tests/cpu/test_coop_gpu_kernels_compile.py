@@ -4,6 +4,12 @@ Each GPU test runs with its launch replaced by numba-cuda's compile of the kerne
 the launch's argument types and an nvJitLink link with the kernel's ``link=`` files;
 the test stops there (:class:`_Launched`). A typing error, a wrong call convention or an
 unresolved provider symbol in tests/gpu fails in CI instead of on the GPU host.
+
+Style 2 kernels (plain ``@cuda.jit``, no ``link=``) compile under
+``coop.target(block=<the launch's block>)``: with no real launch that is where their
+block shape comes from; their providers arrive through numba's own link inputs.
+A test that runs its kernels in a subprocess is covered through the function the
+subprocess calls (``SUBPROCESS``).
 """
 
 from __future__ import annotations
@@ -43,7 +49,8 @@ class _Kernel:
 
     def __getitem__(self, config):
         def launch(*args):
-            cubin = link_kernel(self, [numba.typeof(a) for a in args], [self])
+            with coop.target(block=config[1]):
+                cubin = link_kernel(self, [numba.typeof(a) for a in args], [self])
             assert cubin[:4] == b"\x7fELF"
             raise _Launched
         return launch
@@ -56,6 +63,8 @@ def no_launch(shared_cache, monkeypatch):
     def jit(*args, link=(), **kwargs):
         if kwargs.get("device"):          # the primitives' own device functions stay real
             return real_jit(*args, **kwargs)
+        if args and callable(args[0]):    # a bare @cuda.jit
+            return _Kernel(args[0], link)
         return lambda fn: _Kernel(fn, link)
 
     monkeypatch.setattr(cuda, "jit", jit)
@@ -100,7 +109,21 @@ CASES = [
     ("test_coop_merge_sort_gpu", "test_warp_merge_sort_full_and_partial", dict(lanes=1, shape=(64, 2, 2))),
     ("test_coop_merge_sort_gpu", "test_warp_merge_sort_struct_keys_stable_callers_storage", dict(lanes=8)),
     ("test_coop_merge_sort_gpu", "test_warp_merge_sort_types_descending", dict(dtype=np.bool_)),
+    ("test_coop_style2_gpu", "test_load_sum_scan_store_partial_tiles", dict(shape=(64, 2, 2), items=7)),
+    ("test_coop_style2_gpu", "test_sum_every_type", dict(dtype=np.complex64)),
+    ("test_coop_style2_gpu", "test_scans", dict(which="exclusive_python_min_init", items=3)),
+    ("test_coop_style2_gpu", "test_struct_argmax_python_operator", {}),
+    ("test_coop_style2_gpu", "test_exchange_and_reduce_operator", dict(shape=(32, 4))),
+    ("test_coop_style2_gpu", "test_radix_sort_keys", dict(dtype=np.float32, descending=True)),
+    ("test_coop_style2_launch_gpu", "test_warp_group", dict(shape=(64, 2, 2), dtype=np.float64)),
+    ("test_coop_style2_launch_gpu", "test_relaunch_with_another_block_shape_recompiles", {}),
+    ("test_coop_style2_launch_gpu", "test_group_and_items_passed_to_a_device_function", {}),
+    ("test_coop_style2_launch_gpu", "run_count_case", dict(case="sum_over_threads")),
+    ("test_coop_style2_launch_gpu", "run_count_case", dict(case="load_short_full_tile")),
+    ("test_coop_style2_gpu", "test_merge_sort_keys", dict(group="block")),
+    ("test_coop_style2_gpu", "test_merge_sort_keys", dict(group="warp")),
 ]
+SUBPROCESS = {"test_coop_style2_launch_gpu": {"test_in_range_counts_run", "test_out_of_range_counts_trap"}}
 
 
 @pytest.mark.parametrize("module,test,params", CASES, ids=[f"{t}-{i}" for i, (_, t, _) in enumerate(CASES)])
@@ -110,6 +133,7 @@ def test_gpu_kernel_compiles_and_links(no_launch, module, test, params):
 
 
 def test_every_gpu_test_is_covered():
-    for name in ("test_coop_block_gpu", "test_coop_warp_gpu", "test_coop_sort_gpu", "test_coop_merge_sort_gpu"):
-        tests = {n for n in dir(_module(name)) if n.startswith("test_")}
-        assert tests == {t for m, t, _ in CASES if m == name}
+    for name in ("test_coop_block_gpu", "test_coop_warp_gpu", "test_coop_sort_gpu", "test_coop_merge_sort_gpu",
+                 "test_coop_style2_gpu", "test_coop_style2_launch_gpu"):
+        tests = {n for n in dir(_module(name)) if n.startswith("test_")} - SUBPROCESS.get(name, set())
+        assert tests == {t for m, t, _ in CASES if m == name and t.startswith("test_")}

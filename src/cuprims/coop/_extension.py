@@ -1,0 +1,38 @@
+"""Registers Style 2 with numba-cuda: the typeof hooks and data models of its types, and
+the two rewrites (:mod:`._rewrite` before type inference, :mod:`._kernel_unit` after).
+
+It must run before numba-cuda starts compiling a kernel that uses Style 2 (rewrites are
+read when a compilation's rewrite pass begins). It runs when any Style 2 name
+(``coop.this_block``, ``coop.load``...) is first looked up on the host, when
+``cuprims.coop`` is imported after ``numba.cuda``, and through the
+``numba_cuda_extensions`` entry point ``init`` of an installed cuprims (numba-cuda calls
+those before its first compilation).
+
+Example::
+
+    from numba import cuda          # numba.cuda first: importing cuprims.coop registers Style 2
+    from cuprims import coop
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_NAMES = ("this_block", "this_warp", "ThreadData", "load", "store", "exchange", "sum", "reduce", "inclusive_sum",
+          "exclusive_sum", "inclusive_scan", "exclusive_scan", "merge_sort_keys", "radix_sort_keys")
+
+
+def init() -> None:
+    """Register Style 2 (idempotent; imports numba.cuda)."""
+    from . import _kernel_unit, _rewrite  # noqa: F401  (registration happens on import)
+
+
+def names() -> dict[str, Any]:
+    """Every public Style 2 name -> its object (registers Style 2 first)."""
+    init()
+    from . import _groups, _single_phase, _thread_data
+
+    found = {"this_block": _groups.this_block, "this_warp": _groups.this_warp,
+             "ThreadData": _thread_data.ThreadData, **_single_phase.PRIMITIVES}
+    assert set(found) == set(_NAMES)
+    return found

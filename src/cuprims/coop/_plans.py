@@ -1,0 +1,276 @@
+"""One Style 2 call's numba types -> its provider (a Style 1 :class:`ProviderSpec`) and
+how to call it (a :class:`Plan`). Pure function of the types, memoised: the typing of a
+call, the kernel's one-unit collection (:mod:`._kernel_unit`) and the lowering all ask.
+
+A call reaches here as ``_coop_call(options, group, a, b, c, d)``: ``options`` a
+:class:`~._nbtypes.StaticType` holding :class:`CallOptions` (the primitive and its
+compile-time options), then the operands and runtime options in the stub's order,
+``none`` where left out (see :mod:`._rewrite`).
+
+Example::
+
+    plan_call(options_type, BlockGroupType((128, 1, 1)), (ThreadDataType(float32, 4), none, none, none))
+    # -> Plan(spec=ProviderSpec("reduce", f4, (128, 1, 1), 4, "warp_reductions", +), variant="items_out", ...)
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+from numba import types
+
+from ..errors import ArgumentError, CoopError
+from ..op import OpKind, op_spec
+from ._block_data import BlockExchangeType, _exchange_type
+from ._factory import combiner, comparator, value_bytes
+from ._nbtypes import BlockGroupType, StaticType, ThreadDataType, WarpGroupType
+from ._spec import (LOAD_ALGORITHMS, REDUCE_ALGORITHMS, SCAN_ALGORITHMS, STORE_ALGORITHMS, ProviderSpec,
+                    algorithm_of)
+from ._thread_data import numba_dtype, vt_of
+
+
+class CallOptions:
+    """A call's primitive, compile-time options (name -> value) and source position."""
+
+    def __init__(self, primitive: str, options: dict[str, Any], where: str):
+        self.primitive, self.options, self.where = primitive, options, where
+
+    def key(self) -> Any:
+        def value_key(v: Any) -> Any:
+            if isinstance(v, float):
+                return ("float", repr(v))      # 0.0 and -0.0 are different initial values
+            if v is None or isinstance(v, (str, int, bool)):
+                return (type(v).__name__, v)
+            return (type(v).__qualname__, id(v))   # held by the options' type, so the id stays unique
+        return ("call", self.primitive, tuple(sorted((k, value_key(v)) for k, v in self.options.items())),
+                self.where)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """``spec``: the provider. ``op``: its Python operator (for build_unit), or None.
+    ``variant``: which device helper calls it (:mod:`._lowering`); ``slots``: the helper's
+    arguments, each an operand index (0..3) or ``("const", type, value)`` / ``("null",
+    type)`` standing for an option left out; ``limit``: the largest valid count."""
+
+    spec: ProviderSpec
+    op: Any
+    return_type: Any
+    variant: str
+    slots: tuple
+    limit: int = 0
+    check_stride: bool = False
+
+
+def _absent(t: Any) -> bool:
+    return t is None or isinstance(t, types.NoneType)
+
+
+def _fail(o: CallOptions, message: str) -> CoopError:
+    return CoopError(f"coop.{o.primitive}() at {o.where}: {message}")
+
+
+def _block(o: CallOptions, group: Any) -> tuple[int, int, int]:
+    if isinstance(group, WarpGroupType):
+        raise _fail(o, "takes coop.this_block(): CUB has no warp-wide version of it here yet")
+    return group.dims
+
+
+def _items(t: Any, argument: str) -> tuple[Any, int]:
+    if not isinstance(t, ThreadDataType):
+        raise ArgumentError(argument, "a coop.ThreadData (its length must be known when the kernel compiles)", t)
+    return vt_of(t.dtype, argument), t.count
+
+
+def _array(t: Any, items: ThreadDataType, argument: str, writable: bool) -> None:
+    if not (isinstance(t, types.Array) and t.ndim == 1 and t.dtype == items.dtype
+            and (t.mutable or not writable)):
+        what = "a writable" if writable else "a"
+        raise ArgumentError(argument, f"{what} 1-D array of {items.dtype} (the items' element type)", t)
+
+
+def _integer(t: Any, argument: str) -> None:
+    if not isinstance(types.unliteral(t), types.Integer):
+        raise ArgumentError(argument, "an integer", t)
+
+
+def _value(t: Any, argument: str) -> tuple[Any, int, bool]:
+    """(value type, items, is a ThreadData) of an operand that may be either."""
+    if isinstance(t, ThreadDataType):
+        return vt_of(t.dtype, argument), t.count, True
+    if isinstance(types.unliteral(t), (types.Number, types.Boolean, types.Record)):
+        return vt_of(t, argument), 1, False
+    raise ArgumentError(argument, "a coop.ThreadData or a scalar (number, bool, complex, struct)", t)
+
+
+def _default_algorithm(o: CallOptions, group: Any, default: str) -> None:
+    if isinstance(group, WarpGroupType) and o.options["algorithm"] != default:
+        raise _fail(o, "algorithm= is a block option; warps have one algorithm")
+
+
+def _load(o: CallOptions, group: Any, src: Any, items: Any, valid: Any, oob: Any) -> Plan:
+    dims = _block(o, group)
+    vt, n = _items(items, "items")
+    _array(src, items, "src", writable=False)
+    spec = ProviderSpec("load", vt, dims, n, algorithm_of(LOAD_ALGORITHMS, o.options["algorithm"]))
+    stride = src.layout != "C"
+    if _absent(valid):
+        if not _absent(oob):
+            raise _fail(o, "oob_default= fills the items past valid_items=, which is missing")
+        return Plan(spec, None, types.none, "load", (0, 1), spec.threads * n, stride)
+    _integer(valid, "valid_items")
+    if _absent(oob):
+        fill: Any = ("null", items.dtype)   # 0 (all bytes zero), whatever the type
+    elif isinstance(types.unliteral(oob), (types.Number, types.Boolean)) or oob == items.dtype:
+        fill = 3
+    else:
+        raise ArgumentError("oob_default", f"a value convertible to {items.dtype}", oob)
+    return Plan(spec, None, types.none, "load_valid", (0, 1, 2, fill), spec.threads * n, stride)
+
+
+def _store(o: CallOptions, group: Any, dst: Any, items: Any, valid: Any, _: Any) -> Plan:
+    dims = _block(o, group)
+    vt, n = _items(items, "items")
+    _array(dst, items, "dst", writable=True)
+    spec = ProviderSpec("store", vt, dims, n, algorithm_of(STORE_ALGORITHMS, o.options["algorithm"]))
+    stride = dst.layout != "C"
+    if _absent(valid):
+        return Plan(spec, None, types.none, "store", (0, 1), spec.threads * n, stride)
+    _integer(valid, "valid_items")
+    return Plan(spec, None, types.none, "store_valid", (0, 1, 2), spec.threads * n, stride)
+
+
+def _reduction(o: CallOptions, group: Any, value: Any, valid: Any, *_: Any) -> Plan:
+    vt, n, is_items = _value(value, "value")
+    if o.primitive == "sum":
+        op, obj = op_spec(OpKind.PLUS), None
+    else:
+        op, obj = combiner(o.options["binary_op"], vt, "binary_op"), o.options["binary_op"]
+    obj = obj if op.kind == "python" else None
+    if isinstance(group, WarpGroupType):
+        _default_algorithm(o, group, "warp_reductions")
+        if n != 1:
+            raise _fail(o, "a warp reduces one value per lane: pass a scalar (or a ThreadData of 1)")
+        spec = ProviderSpec("warp_reduce", vt, (group.threads, 1, 1), 1, "", op)
+    else:
+        spec = ProviderSpec("reduce", vt, group.dims, n, algorithm_of(REDUCE_ALGORITHMS, o.options["algorithm"]),
+                            op)
+    ret = numba_dtype(vt)
+    if not _absent(valid):
+        _integer(valid, "valid_items")
+        if n != 1:
+            raise _fail(o, "valid_items= counts threads holding one value each: give a scalar value (for "
+                        "several items per thread, load with valid_items= and an oob_default= that does not "
+                        "change the result)")
+        return Plan(spec, obj, ret, "value_out_valid", (0, 1), spec.threads)
+    return Plan(spec, obj, ret, "items_out" if is_items else "value_out", (0,))
+
+
+def _scan(o: CallOptions, group: Any, items: Any, out: Any, *_: Any) -> Plan:
+    vt, n, is_items = _value(items, "items")
+    mode = o.primitive.split("_")[0]
+    if o.primitive.endswith("_sum"):
+        op, obj, init = op_spec(OpKind.PLUS), None, None
+    else:
+        op, obj = combiner(o.options["scan_op"], vt, "scan_op"), o.options["scan_op"]
+        init_value = o.options["initial_value"]
+        init = None if init_value is None else value_bytes(init_value, vt, "initial_value")
+    obj = obj if op.kind == "python" else None
+    if isinstance(group, WarpGroupType):
+        _default_algorithm(o, group, "raking")
+        if n != 1:
+            raise _fail(o, "a warp scans one value per lane: pass a scalar (or a ThreadData of 1)")
+        spec = ProviderSpec("warp_scan", vt, (group.threads, 1, 1), 1, "", op, mode=mode, init=init)
+    else:
+        spec = ProviderSpec("scan", vt, group.dims, n, algorithm_of(SCAN_ALGORITHMS, o.options["algorithm"]), op,
+                            mode=mode, init=init)
+    if not is_items:
+        if not _absent(out):
+            raise _fail(o, "a scalar's scan is returned: out= takes a ThreadData when items is one")
+        return Plan(spec, obj, numba_dtype(vt), "value_out", (0,))
+    return _in_place_or_into(spec, obj, items, out)
+
+
+def _in_place_or_into(spec: ProviderSpec, obj: Any, items: Any, out: Any) -> Plan:
+    if _absent(out):
+        return Plan(spec, obj, types.none, "in_place", (0,))
+    if out != items:
+        raise ArgumentError("out", f"a coop.ThreadData like items ({items})", out)
+    return Plan(spec, obj, types.none, "into", (0, 1))
+
+
+def _exchange(o: CallOptions, group: Any, items: Any, out: Any, *_: Any) -> Plan:
+    dims = _block(o, group)
+    vt, n = _items(items, "items")
+    kind: BlockExchangeType = _exchange_type(o.options["block_exchange_type"])
+    sliced = o.options["warp_time_slicing"]
+    if not isinstance(sliced, bool):
+        raise ArgumentError("warp_time_slicing", "a bool", sliced)
+    if "Warp" in kind.value and (dims[0] * dims[1] * dims[2]) % 32:
+        raise _fail(o, f"a warp-striped exchange needs whole warps; the block has {dims} threads")
+    spec = ProviderSpec("exchange", vt, dims, n, "timesliced" if sliced else "", mode=kind.value)
+    return _in_place_or_into(spec, None, items, out)
+
+
+def _radix_sort(o: CallOptions, group: Any, keys: Any, begin: Any, end: Any, _: Any) -> Plan:
+    dims = _block(o, group)
+    vt, n = _items(keys, "keys")
+    if vt.dtype.kind not in "iuf" or vt.is_struct:
+        raise ArgumentError("keys", "a ThreadData of integers or floats (radix sort keys)", keys)
+    descending = o.options["descending"]
+    if not isinstance(descending, bool):
+        raise ArgumentError("descending", "a bool", descending)
+    slots: list[Any] = [0]
+    for t, index, default, name in ((begin, 1, 0, "begin_bit"), (end, 2, -1, "end_bit")):
+        if _absent(t):
+            slots.append(("const", types.int32, default))   # end < 0: every bit (the provider's rule)
+        else:
+            _integer(t, name)
+            slots.append(index)
+    spec = ProviderSpec("radix_sort", vt, dims, n, "", mode="descending" if descending else "ascending")
+    return Plan(spec, None, types.none, "radix", tuple(slots))
+
+
+def _merge_sort(o: CallOptions, group: Any, keys: Any, valid: Any, oob: Any, _: Any) -> Plan:
+    vt, n = _items(keys, "keys")
+    op = comparator(o.options["compare_op"], vt, "compare_op")
+    obj = o.options["compare_op"] if op.kind == "python" else None
+    if isinstance(group, WarpGroupType):
+        spec = ProviderSpec("warp_merge_sort", vt, (group.threads, 1, 1), n, "", op)
+    else:
+        threads = group.dims[0] * group.dims[1] * group.dims[2]
+        if threads & (threads - 1):
+            raise _fail(o, f"CUB's block merge sort merges halves: the block's {threads} threads must be a "
+                        "power of two")
+        spec = ProviderSpec("merge_sort", vt, group.dims, n, "", op)
+    if _absent(valid):
+        if not _absent(oob):
+            raise _fail(o, "oob_default= fills the keys past valid_items=, which is missing")
+        return Plan(spec, obj, types.none, "sort", (0,))
+    _integer(valid, "valid_items")
+    if _absent(oob):
+        raise _fail(o, "valid_items= needs oob_default= too: a key ordered after every valid key (CUB's merge "
+                    "sort pads the tile past valid_items with it)")
+    if not (isinstance(types.unliteral(oob), (types.Number, types.Boolean)) or oob == keys.dtype):
+        raise ArgumentError("oob_default", f"a value convertible to {keys.dtype}", oob)
+    return Plan(spec, obj, types.none, "sort_valid", (0, 1, 2), spec.threads * n)
+
+
+_PLANNERS = {"load": _load, "store": _store, "sum": _reduction, "reduce": _reduction,
+             "inclusive_sum": _scan, "exclusive_sum": _scan, "inclusive_scan": _scan, "exclusive_scan": _scan,
+             "exchange": _exchange, "radix_sort_keys": _radix_sort, "merge_sort_keys": _merge_sort}
+
+
+@functools.lru_cache(maxsize=4096)
+def plan_call(options: StaticType, group: Any, operands: tuple) -> Plan:
+    """The :class:`Plan` of a call typed ``(options, group, *operands)`` (four operands)."""
+    o: CallOptions = options.value
+    if not isinstance(group, (BlockGroupType, WarpGroupType)):
+        raise ArgumentError("group", f"coop.this_block() or coop.this_warp() (coop.{o.primitive}() at {o.where})",
+                            group)
+    try:
+        return _PLANNERS[o.primitive](o, group, *operands)
+    except ArgumentError as exc:
+        raise type(exc)(exc.argument, f"{exc.expected} (coop.{o.primitive}() at {o.where})", exc.given) from None

@@ -1,0 +1,192 @@
+"""Style 2's calls: ``coop.load(block, src, items)``, ``coop.sum(block, items)``...
+
+The group (``coop.this_block()`` or ``coop.this_warp()``) comes first, then the data
+operands, positional-only; options are keyword-only. These functions are the
+documentation and the signatures the front-end rewrite binds a kernel's call against
+(:mod:`._rewrite`): their bodies never run. ``ROLES`` says what each parameter is:
+
+* ``operand``: a value of the kernel (an array, a ``ThreadData``, a scalar);
+* ``runtime``: an option the kernel computes (``valid_items``, ``oob_default``, bits);
+* ``static``: an option fixed when the kernel compiles (``algorithm``, operators,
+  ``initial_value``...): a literal, a global or a closure variable.
+
+A block-wide call must be made by every thread of the block, a warp-wide one by every
+lane of the warp. Items are blocked (thread ``t`` holds tile positions ``t*n .. t*n+n-1``)
+unless an exchange says otherwise. A reduction's result is valid in thread (lane) 0.
+Every call takes care of its own shared memory, with the barrier its reuse needs.
+
+Example::
+
+    @cuda.jit
+    def kernel(x, y, totals, n):
+        block = coop.this_block()
+        items = coop.ThreadData(4)                     # float32, from x
+        base = cuda.blockIdx.x * 4 * cuda.blockDim.x
+        valid = min(4 * cuda.blockDim.x, n - base)
+        coop.load(block, x[base:], items, valid_items=valid, oob_default=0)
+        total = coop.sum(block, items)
+        coop.inclusive_sum(block, items)               # in place
+        coop.store(block, y[base:], items, valid_items=valid)
+        if cuda.threadIdx.x == 0 and cuda.threadIdx.y == 0:
+            totals[cuda.blockIdx.x] = total
+"""
+
+from __future__ import annotations
+
+from ._nbtypes import Stub
+
+# pylint: disable=unused-argument  (the bodies are documentation only)
+
+
+@Stub
+def load(group, src, items, /, *, algorithm="direct", valid_items=None, oob_default=None):
+    """The block's tile from ``src`` (a 1-D array starting at the tile) into each
+    thread's ``items`` (a ``ThreadData``); ``algorithm`` is one of CUB's BlockLoad
+    algorithms ('direct', 'striped', 'vectorize', 'transpose', 'warp_transpose',
+    'warp_transpose_timesliced'). With ``valid_items`` only the tile's first
+    ``valid_items`` are read, the rest are ``oob_default`` (0 when not given). A count
+    outside ``0..tile`` or past ``len(src)``, or a full tile longer than ``src``, traps.
+
+    Example::
+
+        coop.load(block, x[tile_start:], items, valid_items=n - tile_start)
+    """
+
+
+@Stub
+def store(group, dst, items, /, *, algorithm="direct", valid_items=None):
+    """Each thread's ``items`` into the block's tile at ``dst`` (its first
+    ``valid_items`` only, when given; traps as :func:`load` does).
+
+    Example::
+
+        coop.store(block, y[tile_start:], items)
+    """
+
+
+@Stub
+def exchange(group, items, out=None, /, *, block_exchange_type, warp_time_slicing=False):
+    """The tile held in ``items`` rearranged (``coop.block.BlockExchangeType`` or its
+    name: 'StripedToBlocked', 'BlockedToStriped', 'WarpStripedToBlocked',
+    'BlockedToWarpStriped') into ``out`` (in place without it).
+
+    Example::
+
+        coop.exchange(block, items, block_exchange_type="StripedToBlocked")
+    """
+
+
+@Stub
+def sum(group, value, /, *, algorithm="warp_reductions", valid_items=None):  # noqa: A001
+    """The group's sum of ``value`` (a scalar, or a thread's ``ThreadData``), valid in its
+    first thread. ``valid_items`` (scalar values only): the first threads that count.
+
+    Example::
+
+        total = coop.sum(block, items)
+    """
+
+
+@Stub
+def reduce(group, value, /, *, binary_op, algorithm="warp_reductions", valid_items=None):
+    """As :func:`sum`, by ``binary_op`` (an OpKind, '+', '*', 'min', 'max', '&', '|', '^',
+    or a Python function, structs included).
+
+    Example::
+
+        biggest = coop.reduce(block, items, binary_op="max")
+    """
+
+
+@Stub
+def inclusive_sum(group, items, out=None, /, *, algorithm="raking"):
+    """Inclusive prefix sum over the group: of a scalar (returned), or of the tile held in
+    ``items`` (written to ``out``, in place without it).
+
+    Example::
+
+        coop.inclusive_sum(block, items)
+    """
+
+
+@Stub
+def exclusive_sum(group, items, out=None, /, *, algorithm="raking"):
+    """Exclusive prefix sum (0 first), as :func:`inclusive_sum`.
+
+    Example::
+
+        offset = coop.exclusive_sum(block, count)
+    """
+
+
+@Stub
+def inclusive_scan(group, items, out=None, /, *, scan_op, initial_value=None, algorithm="raking"):
+    """Inclusive scan by ``scan_op`` (as :func:`reduce`'s ``binary_op``), seeded by
+    ``initial_value`` when given (a compile-time constant), as :func:`inclusive_sum`.
+
+    Example::
+
+        coop.inclusive_scan(block, items, scan_op="max")
+    """
+
+
+@Stub
+def exclusive_scan(group, items, out=None, /, *, scan_op, initial_value=None, algorithm="raking"):
+    """Exclusive scan by ``scan_op``; without ``initial_value`` the first output is
+    undefined (as in CUB).
+
+    Example::
+
+        coop.exclusive_scan(block, items, scan_op="min", initial_value=2**31 - 1)
+    """
+
+
+@Stub
+def radix_sort_keys(group, keys, /, *, descending=False, begin_bit=None, end_bit=None):
+    """The block's tile of ``keys`` (a ``ThreadData`` of ints or floats) sorted in place,
+    blocked; only bits ``[begin_bit, end_bit)`` are compared when given (stable).
+
+    Example::
+
+        coop.radix_sort_keys(block, keys, descending=True)
+    """
+
+
+@Stub
+def merge_sort_keys(group, keys, /, *, compare_op, valid_items=None, oob_default=None):
+    """The group's tile of ``keys`` (a ``ThreadData``; any element type, structs too)
+    sorted in place by ``compare_op`` (``'<'``, ``'>'``, ``OpKind.LESS``/``GREATER`` or a
+    Python function ``(a, b) -> bool``, true when ``a`` goes first), stably, blocked. A
+    block's threads must be a power of two. With ``valid_items`` only the tile's first
+    ``valid_items`` keys are sorted and every later position becomes ``oob_default``
+    (required then, ordered after every valid key); a count outside ``0..tile`` traps.
+
+    Example::
+
+        coop.merge_sort_keys(block, keys, compare_op=lambda a, b: a > b)
+    """
+
+
+PRIMITIVES = {stub.__name__: stub for stub in (load, store, exchange, sum, reduce, inclusive_sum, exclusive_sum,
+                                                inclusive_scan, exclusive_scan, radix_sort_keys, merge_sort_keys)}
+
+ROLES = {
+    "load": dict(src="operand", items="operand", algorithm="static", valid_items="runtime", oob_default="runtime"),
+    "store": dict(dst="operand", items="operand", algorithm="static", valid_items="runtime"),
+    "exchange": dict(items="operand", out="operand", block_exchange_type="static", warp_time_slicing="static"),
+    "sum": dict(value="operand", algorithm="static", valid_items="runtime"),
+    "reduce": dict(value="operand", binary_op="static", algorithm="static", valid_items="runtime"),
+    "inclusive_sum": dict(items="operand", out="operand", algorithm="static"),
+    "exclusive_sum": dict(items="operand", out="operand", algorithm="static"),
+    "inclusive_scan": dict(items="operand", out="operand", scan_op="static", initial_value="static",
+                           algorithm="static"),
+    "exclusive_scan": dict(items="operand", out="operand", scan_op="static", initial_value="static",
+                           algorithm="static"),
+    "radix_sort_keys": dict(keys="operand", descending="static", begin_bit="runtime", end_bit="runtime"),
+    "merge_sort_keys": dict(keys="operand", compare_op="static", valid_items="runtime", oob_default="runtime"),
+}
+
+# which operand of a call gives which ThreadData its element type: (ThreadData, witness), best first
+WITNESSES = {"load": [("items", "src")], "store": [("items", "dst")], "exchange": [("out", "items")],
+             "inclusive_sum": [("out", "items")], "exclusive_sum": [("out", "items")],
+             "inclusive_scan": [("out", "items")], "exclusive_scan": [("out", "items")]}
