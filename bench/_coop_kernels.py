@@ -223,12 +223,49 @@ def _tile_shared_temp(op: str, load_alg: str) -> NumbaKernel:
                        {"storage": f"{nbytes} B shared buffer"})
 
 
-# name -> builder(op, load algorithm) -> NumbaKernel; one row per entry. A single-phase
-# front end (coop.this_block(), coop.load(block, ...), coop.inclusive_sum(block, items))
-# goes here as one more builder.
+def _tile_single_phase(op: str, load_alg: str) -> NumbaKernel:
+    """Style 2: ``coop.this_block()`` and single-phase calls; the block shape comes from the
+    launch, the element type of ``ThreadData`` from the load, and the providers are linked
+    without ``link=`` (each primitive with its own shared memory, as the factories' default)."""
+    numba, cuda, coop = _numba()
+    i4 = numba.int32
+    threads, items = (SORT_THREADS, SORT_ITEMS) if op == "radix_sort" else (SCAN_THREADS, SCAN_ITEMS)
+    tile = threads * items
+
+    if op == "radix_sort":
+        @cuda.jit
+        def coop_tile_sort_single_phase(x, y):
+            block = coop.this_block()
+            keys = coop.ThreadData(items)
+            base = cuda.blockIdx.x * tile
+            coop.load(block, x[base:], keys, algorithm=load_alg)
+            coop.radix_sort_keys(block, keys)
+            coop.store(block, y[base:], keys, algorithm=load_alg)
+
+        kernel = coop_tile_sort_single_phase
+    elif op == "inclusive_sum":
+        @cuda.jit
+        def coop_tile_scan_single_phase(x, y):
+            block = coop.this_block()
+            vals = coop.ThreadData(items)
+            base = cuda.blockIdx.x * tile
+            coop.load(block, x[base:], vals, algorithm=load_alg)
+            coop.inclusive_sum(block, vals)
+            coop.store(block, y[base:], vals, algorithm=load_alg)
+
+        kernel = coop_tile_scan_single_phase
+    else:
+        raise ValueError(op)
+    i4a = numba.types.Array(i4, 1, "C")
+    return NumbaKernel("cuprims coop single-phase (coop.this_block())", kernel, [], (i4a, i4a),
+                       {"storage": "own", "block": (threads,)})
+
+
+# name -> builder(op, load algorithm) -> NumbaKernel; one row per entry
 TILE_VARIANTS: dict[str, Callable[[str, str], NumbaKernel]] = {
     "own storage": _tile_own_storage,
     "temp_storage": _tile_shared_temp,
+    "single-phase": _tile_single_phase,
 }
 
 
@@ -371,8 +408,12 @@ def aot_link(nk: NumbaKernel, arch: int = 90) -> bytes:
     from cuprims._jit.link import link_cubin
     from cuprims._jit.numba_ops import _target_capability
 
+    from cuprims import coop
+
     cc = (arch // 10, arch % 10)
-    with _target_capability(cc):   # callees are compiled for the target, not for a device
+    # callees are compiled for the target, not for a device; a single-phase kernel takes its
+    # block shape from the target, there being no launch
+    with _target_capability(cc), coop.target(cc, block=nk.notes.get("block")):
         codes, _ = cuda.compile_all(nk.kernel.py_func, types.void(*nk.argtypes), device=False, cc=cc,
                                     output="ltoir", abi="numba")
     extra = [bytes(c) if isinstance(c, bytes) else bytes(c.data) for c in codes[1:]]
