@@ -37,6 +37,9 @@ def kernels(no_launch, monkeypatch):
         decorate = compile_only_jit(*args, **kwargs)
         if kwargs.get("device"):
             return decorate
+        if args and callable(args[0]):     # a bare @cuda.jit (Style 2): already the kernel
+            made.append(decorate)
+            return decorate
 
         def record(fn):
             made.append(decorate(fn))

@@ -29,6 +29,8 @@ from cuprims import OpKind, coop  # noqa: E402
 from coop_helpers import link_kernel  # noqa: E402
 
 GPU_TESTS = Path(__file__).resolve().parent.parent / "gpu"
+_VALUE = np.dtype([("i", np.int32), ("w", np.float32)], align=True)    # test_coop_pairs_gpu's struct value
+_PAIR = np.dtype([("v", np.float32), ("i", np.int32)], align=True)
 
 
 class _Launched(Exception):
@@ -122,6 +124,34 @@ CASES = [
     ("test_coop_style2_launch_gpu", "run_count_case", dict(case="load_short_full_tile")),
     ("test_coop_style2_gpu", "test_merge_sort_keys", dict(group="block")),
     ("test_coop_style2_gpu", "test_merge_sort_keys", dict(group="warp")),
+    ("test_coop_style2_launch_gpu", "run_count_case", dict(case="temp_storage_too_small")),
+    ("test_coop_style2_launch_gpu", "run_count_case", dict(case="in_range_storage")),
+    ("test_coop_pairs_gpu", "test_block_radix_sort_pairs_shapes_and_items",
+     dict(shape=(64, 2, 2), items=3, descending=True)),
+    ("test_coop_pairs_gpu", "test_block_radix_sort_pairs_types", dict(key=np.float32, value=_VALUE, descending=False)),
+    ("test_coop_pairs_gpu", "test_block_radix_sort_pairs_types", dict(key=np.float16, value=np.int64, descending=True)),
+    ("test_coop_pairs_gpu", "test_block_radix_sort_pairs_bit_range_and_callers_storage", dict(shape=(32, 4))),
+    ("test_coop_pairs_gpu", "test_block_merge_sort_pairs_shapes_and_items", dict(shape=(128,), items=16)),
+    ("test_coop_pairs_gpu", "test_block_merge_sort_pairs_partial_tiles_and_callers_storage", dict(shape=(64, 2, 2))),
+    ("test_coop_pairs_gpu", "test_block_merge_sort_pairs_types_and_comparators",
+     dict(key=np.bool_, value=np.int32, op=OpKind.GREATER)),
+    ("test_coop_pairs_gpu", "test_warp_merge_sort_pairs_full_and_partial", dict(lanes=4, shape=(32, 4))),
+    ("test_coop_pairs_gpu", "test_warp_merge_sort_pairs_structs_descending_callers_storage", dict(lanes=8)),
+    ("test_coop_pairs_gpu", "test_style2_radix_sort_pairs_partial_tiles",
+     dict(shape=(32, 4), descending=True, caller_storage=True)),
+    ("test_coop_pairs_gpu", "test_style2_merge_sort_pairs_struct_values_partial_tiles",
+     dict(shape=(64, 2, 2), group="block")),
+    ("test_coop_pairs_gpu", "test_style2_merge_sort_pairs_struct_values_partial_tiles",
+     dict(shape=(128,), group="warp")),
+    ("test_coop_warp_load_store_gpu", "test_warp_load_store_algorithms_full_and_partial",
+     dict(algorithm="transpose", lanes=8, items=7)),
+    ("test_coop_warp_load_store_gpu", "test_warp_load_store_algorithms_full_and_partial",
+     dict(algorithm="vectorize", lanes=32, items=4)),
+    ("test_coop_warp_load_store_gpu", "test_warp_load_store_types_and_callers_storage",
+     dict(dtype=np.float16, algorithm="transpose")),
+    ("test_coop_warp_load_store_gpu", "test_style2_warp_load_store", dict(algorithm="striped", shape=(64, 2, 2))),
+    ("test_coop_warp_load_store_gpu", "test_style2_warp_transpose_types", dict(dtype=_PAIR)),
+    ("test_coop_warp_load_store_gpu", "test_style2_calls_with_the_callers_storage", dict(shape=(32, 4))),
 ]
 SUBPROCESS = {"test_coop_style2_launch_gpu": {"test_in_range_counts_run", "test_out_of_range_counts_trap"}}
 
@@ -134,6 +164,7 @@ def test_gpu_kernel_compiles_and_links(no_launch, module, test, params):
 
 def test_every_gpu_test_is_covered():
     for name in ("test_coop_block_gpu", "test_coop_warp_gpu", "test_coop_sort_gpu", "test_coop_merge_sort_gpu",
-                 "test_coop_style2_gpu", "test_coop_style2_launch_gpu"):
+                 "test_coop_style2_gpu", "test_coop_style2_launch_gpu", "test_coop_pairs_gpu",
+                 "test_coop_warp_load_store_gpu"):
         tests = {n for n in dir(_module(name)) if n.startswith("test_")} - SUBPROCESS.get(name, set())
         assert tests == {t for m, t, _ in CASES if m == name and t.startswith("test_")}

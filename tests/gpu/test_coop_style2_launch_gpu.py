@@ -100,7 +100,7 @@ def test_group_and_items_passed_to_a_device_function():
 # ---------------------------------------------------------------- out-of-range counts trap
 
 TRAP_CASES = ["load_over_tile", "load_negative", "load_past_array", "load_short_full_tile",
-              "store_past_array", "sum_over_threads"]
+              "store_past_array", "sum_over_threads", "temp_storage_too_small", "temp_storage_misaligned"]
 
 
 def run_count_case(case):
@@ -110,7 +110,8 @@ def run_count_case(case):
     tile = items * threads
     valid = {"load_over_tile": tile + 1, "load_negative": -1, "load_past_array": tile,
              "store_past_array": tile, "sum_over_threads": threads + 1}.get(case, tile // 2)
-    which = {"load_short_full_tile": 0, "store_past_array": 1, "sum_over_threads": 2}.get(case, 3)
+    which = {"load_short_full_tile": 0, "store_past_array": 1, "sum_over_threads": 2, "temp_storage_too_small": 4,
+             "temp_storage_misaligned": 5, "in_range_storage": 6}.get(case, 3)
     x_size = tile // 2 if case in ("load_past_array", "load_short_full_tile") else tile
     y_size = tile // 2 if case == "store_past_array" else tile
     x = cuda.to_device(np.ones(x_size, dtype=np.float32))
@@ -121,13 +122,22 @@ def run_count_case(case):
 
 
 def _count_kernel(items, which):
-    """which: 0 a full-tile load; 1 the store's count is ``valid``; 2 the sum's; 3 the load's."""
+    """which: 0 a full-tile load; 1 the store's count is ``valid``; 2 the sum's; 3 the load's;
+    4 a transposed load given 16 bytes of storage; 5 given storage that is large enough but
+    not aligned; 6 (in range) given enough aligned storage."""
     @cuda.jit
     def kernel(x, y, valid):
         block = coop.this_block()
         data = coop.ThreadData(items)
+        storage = cuda.shared.array(8192, numba.uint8, alignment=16)
         if which == 0:
             coop.load(block, x, data)
+        elif which == 4:
+            coop.load(block, x, data, algorithm="transpose", temp_storage=storage[:16])
+        elif which == 5:
+            coop.load(block, x, data, algorithm="transpose", temp_storage=storage[1:])
+        elif which == 6:
+            coop.load(block, x, data, algorithm="transpose", temp_storage=storage)
         else:
             coop.load(block, x, data, valid_items=valid if which == 3 else 4)
         s = coop.sum(block, x[0], valid_items=valid if which == 2 else 1)
@@ -146,8 +156,9 @@ def _run_in_subprocess(case):
                           env=dict(os.environ))
 
 
-def test_in_range_counts_run():
-    result = _run_in_subprocess("in_range")
+@pytest.mark.parametrize("case", ["in_range", "in_range_storage"])
+def test_in_range_counts_run(case):
+    result = _run_in_subprocess(case)
     assert result.returncode == 0 and "OK" in result.stdout, result.stderr[-3000:]
 
 

@@ -1,5 +1,6 @@
-"""Block factories that rearrange a tile: radix and merge sorts of keys and exchanges
-between arrangements (re-exported by :mod:`cuprims.coop.block`; block.py holds the rest).
+"""Block factories that rearrange a tile: radix and merge sorts of keys and of key-value
+pairs, and exchanges between arrangements (re-exported by :mod:`cuprims.coop.block`;
+block.py holds the rest).
 
 A thread's ``items`` are a local array of ``items_per_thread``. In the *blocked*
 arrangement thread ``t`` holds tile positions ``t * n .. t * n + n - 1``; in the
@@ -13,11 +14,14 @@ import enum
 from typing import Any
 
 from ..errors import ArgumentError
-from ._factory import arrays_in_out, comparator, dispatch, entry_table, make_primitive, no_methods, sort_in_place
+from ..types import ValueType
+from ._factory import (arrays_in_out, comparator, dispatch, entry_table, make_primitive, no_methods, sort_in_place,
+                       sort_pairs_in_place)
 from ._spec import ProviderSpec, block_dims, element_type, items_count
 
-__all__ = ["BlockExchangeType", "make_exchange", "make_merge_sort_keys", "make_radix_sort_keys",
-           "make_radix_sort_keys_descending"]
+__all__ = ["BlockExchangeType", "make_exchange", "make_merge_sort_keys", "make_merge_sort_pairs",
+           "make_radix_sort_keys", "make_radix_sort_keys_descending", "make_radix_sort_pairs",
+           "make_radix_sort_pairs_descending"]
 
 
 class BlockExchangeType(enum.Enum):
@@ -64,7 +68,8 @@ def make_exchange(block_exchange_type: Any, dtype: Any, threads_per_block: Any, 
                           arrays_in_out())
 
 
-def _radix_sort(dtype: Any, threads_per_block: Any, items_per_thread: int, mode: str) -> Any:
+def radix_key_type(dtype: Any) -> ValueType:
+    """A radix sort's key type (ints and floats only)."""
     vt = element_type(dtype)
     # CUB's radix traits order every int and IEEE float: a float's bits are flipped into an
     # unsigned key, so -inf < negatives < zeros < positives < +inf (CUB's digit extractor
@@ -72,12 +77,24 @@ def _radix_sort(dtype: Any, threads_per_block: Any, items_per_thread: int, mode:
     # (numpy's np.nan) after +inf and those with the sign bit set before -inf
     if vt.dtype.kind not in "iuf" or vt.dtype.fields is not None:
         raise ArgumentError("dtype", "an integer or floating-point type", dtype)
+    return vt
+
+
+def _radix_sort(dtype: Any, threads_per_block: Any, items_per_thread: int, mode: str,
+                value_dtype: Any = None) -> Any:
+    vt = radix_key_type(dtype)
+    values = None if value_dtype is None else element_type(value_dtype, "value_dtype")
     spec = ProviderSpec("radix_sort", vt, block_dims(threads_per_block), items_count(items_per_thread), "",
-                        mode=mode)
-    source = ("def prim(keys, begin_bit=0, end_bit=-1, temp_storage=None):\n"
-              + dispatch("ext", "__addr(keys), i32(begin_bit), i32(end_bit)", None))
-    return make_primitive(f"block.radix_sort_keys_{mode}", spec, None,
-                          entry_table(False, ("ptr", "int", "int")), source)
+                        mode=mode, values=values)
+    if values is None:
+        source = ("def prim(keys, begin_bit=0, end_bit=-1, temp_storage=None):\n"
+                  + dispatch("ext", "__addr(keys), i32(begin_bit), i32(end_bit)", None))
+        return make_primitive(f"block.radix_sort_keys_{mode}", spec, None,
+                              entry_table(False, ("ptr", "int", "int")), source)
+    source = ("def prim(keys, values, begin_bit=0, end_bit=-1, temp_storage=None):\n"
+              + dispatch("ext", "__addr(keys), __addr(values), i32(begin_bit), i32(end_bit)", None))
+    return make_primitive(f"block.radix_sort_pairs_{mode}", spec, None,
+                          entry_table(False, ("ptr", "vptr", "int", "int")), source)
 
 
 def make_radix_sort_keys(dtype: Any, threads_per_block: Any, items_per_thread: int) -> Any:
@@ -116,6 +133,67 @@ def make_radix_sort_keys_descending(dtype: Any, threads_per_block: Any, items_pe
     return _radix_sort(dtype, threads_per_block, items_per_thread, "descending")
 
 
+def make_radix_sort_pairs(dtype: Any, value_dtype: Any, threads_per_block: Any, items_per_thread: int) -> Any:
+    """``sort(keys, values, begin_bit=0, end_bit=-1, temp_storage=None)``: as
+    :func:`make_radix_sort_keys`, each key carrying the value at the same place in the
+    thread's ``values`` (a local array of ``items_per_thread`` of ``value_dtype``: any
+    type, structs included). The sort is stable: values of equal keys keep their order
+    (CUB's ``BlockRadixSort`` with a ``ValueT``).
+
+    Example::
+
+        sort = coop.block.make_radix_sort_pairs(numba.float32, numba.int32, 128, 4)
+        # in the kernel: sort(keys, indices)      (an argsort of the block's tile)
+    """
+    return _radix_sort(dtype, threads_per_block, items_per_thread, "ascending", value_dtype)
+
+
+def make_radix_sort_pairs_descending(dtype: Any, value_dtype: Any, threads_per_block: Any,
+                                     items_per_thread: int) -> Any:
+    """As :func:`make_radix_sort_pairs`, largest key first (still stable: values of
+    equal keys keep their order).
+
+    Example::
+
+        sort_down = coop.block.make_radix_sort_pairs_descending(numba.uint32, numba.float64, (32, 4), 2)
+        # in the kernel: sort_down(keys, values)
+    """
+    return _radix_sort(dtype, threads_per_block, items_per_thread, "descending", value_dtype)
+
+
+def _merge_sort_spec(dtype: Any, threads_per_block: Any, items_per_thread: int, compare_op: Any,
+                     value_dtype: Any = None) -> ProviderSpec:
+    vt = element_type(dtype)
+    values = None if value_dtype is None else element_type(value_dtype, "value_dtype")
+    dims = block_dims(threads_per_block)
+    threads = dims[0] * dims[1] * dims[2]
+    if threads & (threads - 1):
+        raise ArgumentError("threads_per_block", "a power of two threads in all (CUB's merge sort merges halves)",
+                            threads_per_block)
+    return ProviderSpec("merge_sort", vt, dims, items_count(items_per_thread), "",
+                        comparator(compare_op, vt, "compare_op"), values=values)
+
+
+def make_merge_sort_pairs(dtype: Any, value_dtype: Any, threads_per_block: Any, items_per_thread: int,
+                          compare_op: Any, methods: Any = None) -> Any:
+    """``sort(keys, values, num_valid=-1, oob_default=None, temp_storage=None)``: as
+    :func:`make_merge_sort_keys`, each key carrying the value at the same place in the
+    thread's ``values`` (a local array of ``items_per_thread`` of ``value_dtype``, any
+    type); stable (CUB's ``BlockMergeSort::StableSort(keys, values, ...)``). With
+    ``num_valid >= 0`` the first ``num_valid`` pairs are sorted, keys past them become
+    ``oob_default`` and the values there are unspecified.
+
+    Example::
+
+        sort = coop.block.make_merge_sort_pairs(numba.int32, numba.float64, 128, 4, "<")
+        # in the kernel: sort(keys, values)  or  sort(keys, values, n, 2**31 - 1)
+    """
+    no_methods(methods)
+    spec = _merge_sort_spec(dtype, threads_per_block, items_per_thread, compare_op, value_dtype)
+    return make_primitive("block.merge_sort_pairs", spec, compare_op if spec.op.kind == "python" else None,
+                          entry_table(True, ("ptr", "vptr"), ("int", "ptr")), sort_pairs_in_place())
+
+
 def make_merge_sort_keys(dtype: Any, threads_per_block: Any, items_per_thread: int, compare_op: Any,
                          methods: Any = None) -> Any:
     """``sort(keys, num_valid=-1, oob_default=None, temp_storage=None)``: the block's tile
@@ -144,13 +222,6 @@ def make_merge_sort_keys(dtype: Any, threads_per_block: Any, items_per_thread: i
                 x[4 * cuda.threadIdx.x + i] = keys[i]
     """
     no_methods(methods)
-    vt = element_type(dtype)
-    dims = block_dims(threads_per_block)
-    threads = dims[0] * dims[1] * dims[2]
-    if threads & (threads - 1):
-        raise ArgumentError("threads_per_block", "a power of two threads in all (CUB's merge sort merges halves)",
-                            threads_per_block)
-    spec = ProviderSpec("merge_sort", vt, dims, items_count(items_per_thread), "",
-                        comparator(compare_op, vt, "compare_op"))
+    spec = _merge_sort_spec(dtype, threads_per_block, items_per_thread, compare_op)
     return make_primitive("block.merge_sort_keys", spec, compare_op if spec.op.kind == "python" else None,
                           entry_table(True, ("ptr",), ("int", "ptr")), sort_in_place())

@@ -13,6 +13,9 @@ unchanged; see docs/coop.md):
 * ``exchange``: ``SYM(const T* in, T* out)`` (``in`` may be ``out``)
 * ``merge_sort``, ``warp_merge_sort``: ``SYM(T* keys)``, ``SYM_valid(T* keys, int valid, const T* oob)``
   (in place, by the comparator functor)
+* pairs (``spec.values`` set, radix and merge sorts): ``V* values`` follows ``keys``, e.g.
+  ``SYM(T* keys, V* values, int begin_bit, int end_bit)``
+* ``warp_load``, ``warp_store``: as ``load`` and ``store``, over the logical warp's tile
 
 Each function also has a ``_ts`` twin taking the caller's temporary storage as a last
 ``void*`` argument. Without it the provider uses its own ``__shared__`` TempStorage
@@ -31,7 +34,8 @@ from typing import Sequence
 
 from .._jit.codegen import Source, preamble
 from .._jit.functors import binary_functor, comparator_functor
-from ._spec import LOAD_ALGORITHMS, REDUCE_ALGORITHMS, SCAN_ALGORITHMS, STORE_ALGORITHMS, ProviderSpec
+from ._spec import (LOAD_ALGORITHMS, REDUCE_ALGORITHMS, SCAN_ALGORITHMS, STORE_ALGORITHMS, WARP_LOAD_ALGORITHMS,
+                    WARP_STORE_ALGORITHMS, ProviderSpec)
 
 _HEADERS = {
     "load": "#include <cub/block/block_load.cuh>",
@@ -44,23 +48,36 @@ _HEADERS = {
     "exchange": "#include <cub/block/block_exchange.cuh>",
     "merge_sort": "#include <cub/block/block_merge_sort.cuh>",
     "warp_merge_sort": "#include <cub/warp/warp_merge_sort.cuh>",
+    "warp_load": "#include <cub/warp/warp_load.cuh>",
+    "warp_store": "#include <cub/warp/warp_store.cuh>",
 }
-WARP_KINDS = ("warp_reduce", "warp_scan", "warp_merge_sort")
+WARP_KINDS = ("warp_reduce", "warp_scan", "warp_merge_sort", "warp_load", "warp_store")
+# warp primitives whose TempStorage holds a whole tile: their own storage has as many
+# slots as their budget holds (storage_budget; see _storage)
+TILE_WARP_KINDS = ("warp_merge_sort", "warp_load", "warp_store")
 SORT_KINDS = ("merge_sort", "warp_merge_sort")   # their operator is a comparator
 # shared memory the implicit storage of a warp merge sort may take (its slots hold a
 # whole tile each, so one per logical warp of a 1024-thread block would pass the 48 KiB
 # of static shared memory a kernel may have)
 WARP_SORT_STORAGE_BUDGET = 32 * 1024
+# a warp load's or store's (transpose): less, so that a kernel's load and store fit together
+WARP_MOVE_STORAGE_BUDGET = 16 * 1024
 
 
-def warp_sort_slots(lanes: int, storage_bytes: int) -> int:
-    """How many logical warps a warp merge sort's implicit storage serves (the provider's
-    C++ computes the same from ``sizeof(TempStorage)``)."""
-    return min(1024 // lanes, max(1, WARP_SORT_STORAGE_BUDGET // storage_bytes))
+def storage_budget(kind: str) -> int:
+    return WARP_SORT_STORAGE_BUDGET if kind == "warp_merge_sort" else WARP_MOVE_STORAGE_BUDGET
+
+
+def warp_sort_slots(lanes: int, storage_bytes: int, kind: str = "warp_merge_sort") -> int:
+    """How many logical warps the implicit storage of a warp primitive whose TempStorage
+    holds a tile (``TILE_WARP_KINDS``) serves (the provider's C++ computes the same from
+    ``sizeof(TempStorage)``)."""
+    return min(1024 // lanes, max(1, storage_budget(kind) // storage_bytes))
 
 
 def _cub_type(spec: ProviderSpec) -> str:
     t, (x, y, z), n = spec.vt.cpp, spec.dims, spec.items
+    v = spec.values.cpp if spec.values is not None else "cub::NullType"   # a sort's values
     if spec.kind == "load":
         return f"cub::BlockLoad<{t}, {x}, {n}, {LOAD_ALGORITHMS[spec.algorithm]}, {y}, {z}>"
     if spec.kind == "store":
@@ -75,15 +92,19 @@ def _cub_type(spec: ProviderSpec) -> str:
         return f"cub::WarpScan<{t}, {x}>"
     if spec.kind == "radix_sort":
         # CUB's defaults (4-bit digits, memoized warp-scan ranking) up to the block's y and z
-        return (f"cub::BlockRadixSort<{t}, {x}, {n}, cub::NullType, 4, true, cub::BLOCK_SCAN_WARP_SCANS, "
+        return (f"cub::BlockRadixSort<{t}, {x}, {n}, {v}, 4, true, cub::BLOCK_SCAN_WARP_SCANS, "
                 f"cudaSharedMemBankSizeFourByte, {y}, {z}>")
     if spec.kind == "exchange":
         sliced = "true" if spec.algorithm == "timesliced" else "false"
         return f"cub::BlockExchange<{t}, {x}, {n}, {sliced}, {y}, {z}>"
     if spec.kind == "merge_sort":
-        return f"cub::BlockMergeSort<{t}, {x}, {n}, cub::NullType, {y}, {z}>"
+        return f"cub::BlockMergeSort<{t}, {x}, {n}, {v}, {y}, {z}>"
     if spec.kind == "warp_merge_sort":
-        return f"cub::WarpMergeSort<{t}, {n}, {x}>"
+        return f"cub::WarpMergeSort<{t}, {n}, {x}, {v}>"
+    if spec.kind == "warp_load":
+        return f"cub::WarpLoad<{t}, {n}, {WARP_LOAD_ALGORITHMS[spec.algorithm]}, {x}>"
+    if spec.kind == "warp_store":
+        return f"cub::WarpStore<{t}, {n}, {WARP_STORE_ALGORITHMS[spec.algorithm]}, {x}>"
     raise ValueError(f"unknown provider kind {spec.kind!r}")
 
 
@@ -93,13 +114,13 @@ def _is_sum(spec: ProviderSpec) -> bool:
 
 def _storage(spec: ProviderSpec, s: str) -> str:
     """The TempStorage type, the provider's own shared instance and its accessor."""
-    if spec.kind == "warp_merge_sort":
+    if spec.kind in TILE_WARP_KINDS:
         # as many slots as the budget holds (warp_sort_slots); a logical warp past them
         # traps rather than sharing a slot with another warp (a silent race)
         lanes = spec.dims[0]
         return (f"__device__ __forceinline__ {s}_prim::TempStorage& {s}_storage()\n{{\n"
                 f"  constexpr unsigned bytes = sizeof({s}_prim::TempStorage);\n"
-                f"  constexpr unsigned fit = {WARP_SORT_STORAGE_BUDGET} / bytes;\n"
+                f"  constexpr unsigned fit = {storage_budget(spec.kind)} / bytes;\n"
                 f"  constexpr unsigned slots = fit < 1 ? 1 : (fit > {1024 // lanes} ? {1024 // lanes} : fit);\n"
                 f"  __shared__ {s}_prim::TempStorage storage[slots];\n"
                 "  const unsigned tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);\n"
@@ -132,11 +153,14 @@ def _bodies(spec: ProviderSpec, s: str) -> list[tuple[str, str, str]]:
     """(name suffix, parameters, body using ``prim``) of each entry point."""
     t, n = spec.vt.cpp, spec.items
     arr = f"{t} (&)[{n}]"
-    if spec.kind == "load":
+    # a sort of pairs: the values' parameter and argument after the keys'
+    vparam = f", {spec.values.cpp}* values" if spec.values is not None else ""
+    vals = (f", reinterpret_cast<{spec.values.cpp} (&)[{n}]>(*values)" if spec.values is not None else "")
+    if spec.kind in ("load", "warp_load"):
         return [("", f"const {t}* src, {t}* items", f"prim.Load(src, reinterpret_cast<{arr}>(*items));"),
                 ("_valid", f"const {t}* src, {t}* items, int valid, const {t}* oob",
                  f"prim.Load(src, reinterpret_cast<{arr}>(*items), valid, *oob);")]
-    if spec.kind == "store":
+    if spec.kind in ("store", "warp_store"):
         return [("", f"{t}* dst, const {t}* items",
                  f"prim.Store(dst, reinterpret_cast<{arr}>(*const_cast<{t}*>(items)));"),
                 ("_valid", f"{t}* dst, const {t}* items, int valid",
@@ -168,8 +192,8 @@ def _bodies(spec: ProviderSpec, s: str) -> list[tuple[str, str, str]]:
     if spec.kind == "radix_sort":
         # end < 0: every bit of the key (the Python default, so it never restates sizeof)
         call = "SortDescending" if spec.mode == "descending" else "Sort"
-        return [("", f"{t}* keys, int begin, int end",
-                 f"prim.{call}(reinterpret_cast<{arr}>(*keys), begin, end < 0 ? int(sizeof({t}) * 8) : end);")]
+        return [("", f"{t}* keys{vparam}, int begin, int end",
+                 f"prim.{call}(reinterpret_cast<{arr}>(*keys){vals}, begin, end < 0 ? int(sizeof({t}) * 8) : end);")]
     if spec.kind == "exchange":
         # CUB's time-sliced exchanges write part of the output before all of the input is
         # read: copy the input first so that in == out (an in-place exchange) stays correct
@@ -185,9 +209,10 @@ def _bodies(spec: ProviderSpec, s: str) -> list[tuple[str, str, str]]:
         keys = f"reinterpret_cast<{arr}>(*keys)"
         tail = (f"const int first = int(prim.get_linear_tid()) * {n};\n"
                 f"  for (int i = 0; i < {n}; ++i) {{ if (first + i >= valid) {{ keys[i] = *oob; }} }}")
-        return [("", f"{t}* keys", f"prim.StableSort({keys}, {s}_functor{{}});"),
-                ("_valid", f"{t}* keys, int valid, const {t}* oob",
-                 f"prim.StableSort({keys}, {s}_functor{{}}, valid, *oob);\n  {tail}")]
+        # (a sort of pairs leaves the values past `valid` as CUB's merges left them)
+        return [("", f"{t}* keys{vparam}", f"prim.StableSort({keys}{vals}, {s}_functor{{}});"),
+                ("_valid", f"{t}* keys{vparam}, int valid, const {t}* oob",
+                 f"prim.StableSort({keys}{vals}, {s}_functor{{}}, valid, *oob);\n  {tail}")]
     raise ValueError(f"unknown provider kind {spec.kind!r}")
 
 
@@ -239,7 +264,7 @@ def unit_source(specs: Sequence[ProviderSpec], arch: int) -> Source:
                                         "warp_reductions", op_spec(OpKind.PLUS))], 90)
     """
     specs = list(dict.fromkeys(specs))
-    head = preamble(tuple(sp.vt for sp in specs), arch)
+    head = preamble(tuple(v for sp in specs for v in (sp.vt, sp.values) if v is not None), arch)
     head += "\n".join(dict.fromkeys(_HEADERS[sp.kind] for sp in specs)) + "\n"
     body, externs = [], ()
     for sp in specs:

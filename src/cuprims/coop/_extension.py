@@ -19,7 +19,8 @@ from __future__ import annotations
 from typing import Any
 
 _NAMES = ("this_block", "this_warp", "ThreadData", "load", "store", "exchange", "sum", "reduce", "inclusive_sum",
-          "exclusive_sum", "inclusive_scan", "exclusive_scan", "merge_sort_keys", "radix_sort_keys")
+          "exclusive_sum", "inclusive_scan", "exclusive_scan", "merge_sort_keys", "radix_sort_keys",
+          "merge_sort_pairs", "radix_sort_pairs")
 
 
 def init() -> None:

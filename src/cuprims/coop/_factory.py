@@ -74,20 +74,22 @@ def make_primitive(name: str, spec: ProviderSpec, op: Any, entries: dict[str, tu
 
     ``entries`` maps a namespace name (``ext``, ``ext_valid``...) to an entry point's
     parameter kinds; ``source`` defines ``prim`` and may use those names, ``T`` (the
-    element's numba type), ``i32`` and ``__addr``."""
+    element's numba type), ``V`` (a sort's value type), ``i32`` and ``__addr``."""
     from ._numba import Primitive, declare, device_function, numba_type
 
     objs = {spec.symbol: op} if spec.op is not None and spec.op.kind == "python" else {}
     unit = build_unit([spec], current_arch(), objs)
     defined = set(entry_points(spec))
     namespace: dict[str, Any] = {"T": numba_type(spec.vt)}
+    if spec.values is not None:
+        namespace["V"] = numba_type(spec.values)
     from .._jit.numba_ops import import_numba
 
     namespace["i32"] = import_numba()[1].int32
     for local, params in entries.items():
         symbol = spec.symbol + local[3:]           # "ext_valid_ts" -> SYMBOL_valid_ts
         assert symbol in defined, symbol
-        namespace[local] = declare(symbol, params, spec.vt)
+        namespace[local] = declare(symbol, params, spec.vt, spec.values)
     device = device_function("prim", source, namespace)
     return Primitive(name, device, unit.codes, unit.temp[spec.symbol], spec)
 
@@ -143,6 +145,18 @@ def sort_in_place() -> str:
             "    if oob_default is not None:\n"
             "        oob[0] = oob_default\n"
             + dispatch("ext", "__addr(keys)", "i32(num_valid), __addr(oob)"))
+
+
+def sort_pairs_in_place() -> str:
+    """As :func:`sort_in_place`, with each thread's ``values`` (a local array as long as
+    ``keys``) moved with their keys: ``prim(keys, values, num_valid=-1, oob_default=None,
+    temp_storage=None)``."""
+    return ("def prim(keys, values, num_valid=-1, oob_default=None, temp_storage=None):\n"
+            "    __oob_given(num_valid, oob_default)\n"
+            "    oob = cuda.local.array(1, T)\n"
+            "    if oob_default is not None:\n"
+            "        oob[0] = oob_default\n"
+            + dispatch("ext", "__addr(keys), __addr(values)", "i32(num_valid), __addr(oob)"))
 
 
 def entry_table(with_valid: bool, base: tuple[str, ...], valid_extra: tuple[str, ...] = ("int",)

@@ -59,7 +59,8 @@ def this_block():
 @Stub
 def this_warp():
     """The calling thread's warp (32 lanes), as the first argument of warp-wide calls
-    (``sum``, ``reduce``, the scans of one value per lane, ``merge_sort_keys``):
+    (``sum``, ``reduce``, the scans of one value per lane, ``merge_sort_keys``,
+    ``merge_sort_pairs``, ``load`` and ``store`` of the warp's own tile):
     ``coop.sum(coop.this_warp(), value)`` is valid in the warp's first lane.
 
     Example::

@@ -37,11 +37,12 @@ from numba.cuda.core.rewrites import Rewrite, register_rewrite
 from ._build import UnitBuild, build_unit
 from ._numba import link_files
 from ._nbtypes import StaticType
-from ._plans import CallOptions, Plan, plan_call
+from ._plans import OPERAND_SLOTS, CallOptions, Plan, plan_call
 from ._spec import ProviderSpec
 from ._target import current_arch
 
 _units: dict[ProviderSpec, list] = {}          # spec -> link inputs of the latest unit holding it
+_layouts: dict[ProviderSpec, tuple[int, int]] = {}   # spec -> its TempStorage's (bytes, alignment)
 _operators: dict[tuple[str, int], Any] = {}    # (operator symbol, arch) -> its first LTOIR object
 _MAX_UNITS = 4096
 
@@ -59,7 +60,7 @@ def function_plans(state: Any) -> list[Plan]:
             if not (isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr) and stmt.value.op == "call"):
                 continue
             sig = state.calltypes.get(stmt.value)
-            if (sig is not None and len(sig.args) == 6 and isinstance(sig.args[0], StaticType)
+            if (sig is not None and len(sig.args) == 2 + OPERAND_SLOTS and isinstance(sig.args[0], StaticType)
                     and isinstance(sig.args[0].value, CallOptions)):
                 plans.append(plan_call(sig.args[0], sig.args[1], tuple(sig.args[2:])))
     return plans
@@ -90,8 +91,10 @@ def _build(plans: list[Plan], arch: int) -> list:
     if len(_units) > _MAX_UNITS:
         _units.clear()
         _operators.clear()
+        _layouts.clear()
     for spec in specs:
         _units[spec] = files
+        _layouts[spec] = unit.temp[spec.symbol]
     return files
 
 
@@ -99,6 +102,13 @@ def unit_for(plan: Plan) -> list:
     """The link inputs for ``plan``'s call: its function's unit (see the module)."""
     files = _units.get(plan.spec)
     return files if files is not None else _build([plan], current_arch())
+
+
+def layout_for(plan: Plan) -> tuple[int, int]:
+    """(bytes, alignment) of ``plan``'s provider's TempStorage (what ``temp_storage=`` needs)."""
+    if plan.spec not in _layouts:
+        unit_for(plan)
+    return _layouts[plan.spec]
 
 
 @register_rewrite("after-inference")

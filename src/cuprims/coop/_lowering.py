@@ -18,7 +18,9 @@ kernel by numba):
 
 Counts out of range trap (``trap;``) instead of letting CUB read or write past an array:
 ``valid_items`` outside ``0..tile`` or past the array's length, a full tile longer than
-the array, a non-contiguous array (1-D arrays not known to be contiguous are checked).
+the array, a non-contiguous array (1-D arrays not known to be contiguous are checked), a
+``temp_storage=`` array smaller than the provider's TempStorage, not aligned for it, or
+not contiguous. With ``temp_storage=`` the helper calls the ``_ts`` entry point.
 
 Example (what ``total = coop.sum(block, items)`` lowers to, in effect)::
 
@@ -27,11 +29,14 @@ Example (what ``total = coop.sum(block, items)`` lowers to, in effect)::
     total = out[0]
 """
 
+
 from __future__ import annotations
 
 from typing import Any, Callable
 
+from llvmlite import ir as llvm
 from numba import types
+from numba.cuda import cgutils
 from numba.cuda.extending import intrinsic
 
 from ._codegen import entry_points
@@ -41,10 +46,13 @@ from ._plans import CallOptions, Plan, plan_call
 from ._spec import ProviderSpec
 from ._thread_data import _local_array, _trap
 
-# parameter kinds of each entry point (the provider ABI of _codegen.py)
+# parameter kinds of each entry point (the provider ABI of _codegen.py); a sort of pairs
+# takes its values ("vptr") after the keys, a ``_ts`` twin the storage ("void*") last
 _PARAMS = {
     ("load", ""): ("ptr", "ptr"), ("load", "_valid"): ("ptr", "ptr", "int", "ptr"),
     ("store", ""): ("ptr", "ptr"), ("store", "_valid"): ("ptr", "ptr", "int"),
+    ("warp_load", ""): ("ptr", "ptr"), ("warp_load", "_valid"): ("ptr", "ptr", "int", "ptr"),
+    ("warp_store", ""): ("ptr", "ptr"), ("warp_store", "_valid"): ("ptr", "ptr", "int"),
     ("reduce", ""): ("ptr", "ptr"), ("reduce", "_valid"): ("ptr", "ptr", "int"),
     ("warp_reduce", ""): ("ptr", "ptr"), ("warp_reduce", "_valid"): ("ptr", "ptr", "int"),
     ("scan", ""): ("ptr", "ptr"), ("warp_scan", ""): ("ptr", "ptr"), ("exchange", ""): ("ptr", "ptr"),
@@ -53,107 +61,204 @@ _PARAMS = {
     ("warp_merge_sort", ""): ("ptr",), ("warp_merge_sort", "_valid"): ("ptr", "int", "ptr"),
 }
 _declared: dict[tuple[str, tuple[str, ...]], Any] = {}
-_helpers: dict[tuple[ProviderSpec, str, int, bool], Callable] = {}
+_helpers: dict[tuple, Callable] = {}
 
 
-def _entry(spec: ProviderSpec, suffix: str) -> Any:
-    symbol = spec.symbol + suffix
+def _entry(spec: ProviderSpec, suffix: str, ts: bool = False) -> Any:
+    symbol = spec.symbol + suffix + ("_ts" if ts else "")
     if symbol not in entry_points(spec):
         raise AssertionError(f"{symbol} is not an entry point of {spec.key}")
     params = _PARAMS[(spec.kind, suffix)]
+    if spec.values is not None:
+        params = params[:1] + ("vptr",) + params[1:]
+    if ts:
+        params += ("void*",)
     if (symbol, params) not in _declared:
-        _declared[(symbol, params)] = declare(symbol, params, spec.vt)
+        _declared[(symbol, params)] = declare(symbol, params, spec.vt, spec.values)
     return _declared[(symbol, params)]
 
 
+@intrinsic
+def _temp_pointer(typingctx: Any, arr: Any, nbytes: Any, align: Any) -> Any:
+    """``temp_storage``'s data pointer, after a trap unless it has ``nbytes`` contiguous
+    bytes aligned to ``align`` (the provider's TempStorage)."""
+    if not (isinstance(arr, types.Array) and arr.ndim == 1 and arr.dtype == types.uint8):
+        return None
+
+    def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+        aryty = sig.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        size = cgutils.unpack_tuple(builder, ary.shape, 1)[0]
+        need, alignment = args[1], args[2]
+        bad = builder.icmp_signed("<", size, need)
+        if aryty.layout != "C":
+            stride = cgutils.unpack_tuple(builder, ary.strides, 1)[0]
+            bad = builder.or_(bad, builder.icmp_signed("!=", stride, llvm.Constant(stride.type, 1)))
+        address = builder.ptrtoint(ary.data, need.type)
+        bad = builder.or_(bad, builder.icmp_unsigned("!=", builder.urem(address, alignment),
+                                                     llvm.Constant(need.type, 0)))
+        with cgutils.if_unlikely(builder, bad):
+            fn = cgutils.get_or_insert_function(builder.module, llvm.FunctionType(llvm.VoidType(), []),
+                                                "llvm.trap")
+            builder.call(fn, [])
+        return ary.data
+
+    return types.CPointer(types.uint8)(arr, types.intp, types.intp), codegen
+
+
 def _helper(plan: Plan) -> Callable:
-    """The device helper of ``plan``'s variant (plain Python; numba compiles it)."""
-    key = (plan.spec, plan.variant, plan.limit, plan.check_stride)
+    """The device helper of ``plan``'s variant (plain Python; numba compiles it). Its last
+    argument is the caller's storage, typed ``none`` without it (numba prunes the branch)."""
+    from ._kernel_unit import layout_for
+
+    layout = layout_for(plan) if plan.temp else (1, 1)
+    key = (plan.spec, plan.variant, plan.limit, plan.check_stride, plan.temp, layout)
     if key in _helpers:
         return _helpers[key]
     spec, limit, check_stride = plan.spec, plan.limit, plan.check_stride
-    addr, trap, local, i32 = _addr(), _trap, _local_array, types.int32
+    nbytes, align = layout
+    addr, trap, local, i32, tp = _addr(), _trap, _local_array, types.int32, _temp_pointer
     vts = Static(("dtype", spec.vt.code), spec.vt)
-    run = _entry(spec, "")
-    run_valid = _entry(spec, "_valid") if plan.variant.endswith("_valid") else None
+    valid = plan.variant.endswith("_valid")
+    run = _entry(spec, "_valid" if valid else "")
+    run_ts = _entry(spec, "_valid" if valid else "", ts=True) if plan.temp else run   # never called without
 
-    def load(src, items):
+    def load(src, items, temp):
         if src.shape[0] < limit or (check_stride and src.strides[0] != src.itemsize):
             trap()
-        run(addr(src), addr(items))
+        if temp is None:
+            run(addr(src), addr(items))
+        else:
+            run_ts(addr(src), addr(items), tp(temp, nbytes, align))
 
-    def load_valid(src, items, valid, oob_default):
+    def load_valid(src, items, valid, oob_default, temp):
         if (valid < 0 or valid > limit or valid > src.shape[0]
                 or (check_stride and src.strides[0] != src.itemsize)):
             trap()
         oob = local(1, vts)
         oob[0] = oob_default
-        run_valid(addr(src), addr(items), i32(valid), addr(oob))
+        if temp is None:
+            run(addr(src), addr(items), i32(valid), addr(oob))
+        else:
+            run_ts(addr(src), addr(items), i32(valid), addr(oob), tp(temp, nbytes, align))
 
-    def store(dst, items):
+    def store(dst, items, temp):
         if dst.shape[0] < limit or (check_stride and dst.strides[0] != dst.itemsize):
             trap()
-        run(addr(dst), addr(items))
+        if temp is None:
+            run(addr(dst), addr(items))
+        else:
+            run_ts(addr(dst), addr(items), tp(temp, nbytes, align))
 
-    def store_valid(dst, items, valid):
+    def store_valid(dst, items, valid, temp):
         if (valid < 0 or valid > limit or valid > dst.shape[0]
                 or (check_stride and dst.strides[0] != dst.itemsize)):
             trap()
-        run_valid(addr(dst), addr(items), i32(valid))
+        if temp is None:
+            run(addr(dst), addr(items), i32(valid))
+        else:
+            run_ts(addr(dst), addr(items), i32(valid), tp(temp, nbytes, align))
 
-    def value_out(value):
+    def value_out(value, temp):
         inp = local(1, vts)
         inp[0] = value
         out = local(1, vts)
-        run(addr(inp), addr(out))
+        if temp is None:
+            run(addr(inp), addr(out))
+        else:
+            run_ts(addr(inp), addr(out), tp(temp, nbytes, align))
         return out[0]
 
-    def value_out_valid(value, valid):
+    def value_out_valid(value, valid, temp):
         if valid < 0 or valid > limit:
             trap()
         inp = local(1, vts)
         inp[0] = value
         out = local(1, vts)
-        run_valid(addr(inp), addr(out), i32(valid))
+        if temp is None:
+            run(addr(inp), addr(out), i32(valid))
+        else:
+            run_ts(addr(inp), addr(out), i32(valid), tp(temp, nbytes, align))
         return out[0]
 
-    def items_out(items):
+    def items_out(items, temp):
         out = local(1, vts)
-        run(addr(items), addr(out))
+        if temp is None:
+            run(addr(items), addr(out))
+        else:
+            run_ts(addr(items), addr(out), tp(temp, nbytes, align))
         return out[0]
 
-    def in_place(items):
-        run(addr(items), addr(items))
+    def in_place(items, temp):
+        if temp is None:
+            run(addr(items), addr(items))
+        else:
+            run_ts(addr(items), addr(items), tp(temp, nbytes, align))
 
-    def into(items, out):
-        run(addr(items), addr(out))
+    def into(items, out, temp):
+        if temp is None:
+            run(addr(items), addr(out))
+        else:
+            run_ts(addr(items), addr(out), tp(temp, nbytes, align))
 
-    def radix(keys, begin_bit, end_bit):
-        run(addr(keys), i32(begin_bit), i32(end_bit))
+    def radix(keys, begin_bit, end_bit, temp):
+        if temp is None:
+            run(addr(keys), i32(begin_bit), i32(end_bit))
+        else:
+            run_ts(addr(keys), i32(begin_bit), i32(end_bit), tp(temp, nbytes, align))
 
-    def sort(keys):
-        run(addr(keys))
+    def radix_pairs(keys, values, begin_bit, end_bit, temp):
+        if temp is None:
+            run(addr(keys), addr(values), i32(begin_bit), i32(end_bit))
+        else:
+            run_ts(addr(keys), addr(values), i32(begin_bit), i32(end_bit), tp(temp, nbytes, align))
 
-    def sort_valid(keys, valid, oob_default):
+    def sort(keys, temp):
+        if temp is None:
+            run(addr(keys))
+        else:
+            run_ts(addr(keys), tp(temp, nbytes, align))
+
+    def sort_valid(keys, valid, oob_default, temp):
         if valid < 0 or valid > limit:
             trap()
         oob = local(1, vts)
         oob[0] = oob_default
-        run_valid(addr(keys), i32(valid), addr(oob))
+        if temp is None:
+            run(addr(keys), i32(valid), addr(oob))
+        else:
+            run_ts(addr(keys), i32(valid), addr(oob), tp(temp, nbytes, align))
+
+    def sort_pairs(keys, values, temp):
+        if temp is None:
+            run(addr(keys), addr(values))
+        else:
+            run_ts(addr(keys), addr(values), tp(temp, nbytes, align))
+
+    def sort_pairs_valid(keys, values, valid, oob_default, temp):
+        if valid < 0 or valid > limit:
+            trap()
+        oob = local(1, vts)
+        oob[0] = oob_default
+        if temp is None:
+            run(addr(keys), addr(values), i32(valid), addr(oob))
+        else:
+            run_ts(addr(keys), addr(values), i32(valid), addr(oob), tp(temp, nbytes, align))
 
     variants = dict(load=load, load_valid=load_valid, store=store, store_valid=store_valid, value_out=value_out,
                     value_out_valid=value_out_valid, items_out=items_out, in_place=in_place, into=into,
-                    radix=radix, sort=sort, sort_valid=sort_valid)
+                    radix=radix, radix_pairs=radix_pairs, sort=sort, sort_valid=sort_valid, sort_pairs=sort_pairs,
+                    sort_pairs_valid=sort_pairs_valid)
     fn = _helpers[key] = variants[plan.variant]
     return fn
 
 
 @intrinsic
-def _coop_call(typingctx: Any, options: Any, group: Any, a: Any, b: Any, c: Any, d: Any) -> Any:
+def _coop_call(typingctx: Any, options: Any, group: Any, a: Any, b: Any, c: Any, d: Any, e: Any) -> Any:
     if not (isinstance(options, StaticType) and isinstance(options.value, CallOptions)):
         return None
-    plan = plan_call(options, group, (a, b, c, d))      # checks the group too
-    sig = plan.return_type(options, group, a, b, c, d)
+    plan = plan_call(options, group, (a, b, c, d, e))      # checks the group too
+    sig = plan.return_type(options, group, a, b, c, d, e)
 
     def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
         from ._kernel_unit import unit_for
@@ -169,6 +274,9 @@ def _coop_call(typingctx: Any, options: Any, group: Any, a: Any, b: Any, c: Any,
             elif slot[0] == "const":
                 values.append(context.get_constant(slot[1], slot[2]))
                 argtypes.append(slot[1])
+            elif slot[0] == "none":   # no temp_storage: the helper's last argument is None
+                values.append(context.get_dummy_value())
+                argtypes.append(types.none)
             else:   # ("null", type): the type's all-zero value
                 values.append(context.get_constant_null(slot[1]))
                 argtypes.append(slot[1])

@@ -97,11 +97,14 @@ def numba_type(vt: ValueType):
     return from_dtype(vt.dtype)
 
 
-def declare(symbol: str, params: Sequence[str], vt: ValueType):
-    """``cuda.declare_device`` of ``void symbol(...)``; ``params`` are "ptr", "int" or "void*"."""
+def declare(symbol: str, params: Sequence[str], vt: ValueType, values: ValueType | None = None):
+    """``cuda.declare_device`` of ``void symbol(...)``; ``params`` are "ptr" (to ``vt``),
+    "vptr" (to ``values``, a sort's value type), "int" or "void*"."""
     cuda, types, _ = import_numba()
     t = numba_type(vt)
     kinds = {"ptr": types.CPointer(t), "int": types.int32, "void*": types.CPointer(types.uint8)}
+    if values is not None:
+        kinds["vptr"] = types.CPointer(numba_type(values))
     return cuda.declare_device(symbol, types.void(*[kinds[p] for p in params]), abi="c")
 
 

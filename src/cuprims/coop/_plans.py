@@ -2,19 +2,21 @@
 how to call it (a :class:`Plan`). Pure function of the types, memoised: the typing of a
 call, the kernel's one-unit collection (:mod:`._kernel_unit`) and the lowering all ask.
 
-A call reaches here as ``_coop_call(options, group, a, b, c, d)``: ``options`` a
+A call reaches here as ``_coop_call(options, group, a, b, c, d, e)``: ``options`` a
 :class:`~._nbtypes.StaticType` holding :class:`CallOptions` (the primitive and its
 compile-time options), then the operands and runtime options in the stub's order,
-``none`` where left out (see :mod:`._rewrite`).
+``none`` where left out (see :mod:`._rewrite`); ``temp_storage`` is always the last of a
+stub's, handled here for every primitive (:func:`_with_temp`).
 
 Example::
 
-    plan_call(options_type, BlockGroupType((128, 1, 1)), (ThreadDataType(float32, 4), none, none, none))
+    plan_call(options_type, BlockGroupType((128, 1, 1)), (ThreadDataType(float32, 4), none, none, none, none))
     # -> Plan(spec=ProviderSpec("reduce", f4, (128, 1, 1), 4, "warp_reductions", +), variant="items_out", ...)
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 from typing import Any
@@ -26,9 +28,12 @@ from ..op import OpKind, op_spec
 from ._block_data import BlockExchangeType, _exchange_type
 from ._factory import combiner, comparator, value_bytes
 from ._nbtypes import BlockGroupType, StaticType, ThreadDataType, WarpGroupType
-from ._spec import (LOAD_ALGORITHMS, REDUCE_ALGORITHMS, SCAN_ALGORITHMS, STORE_ALGORITHMS, ProviderSpec,
-                    algorithm_of)
+from ._single_phase import PRIMITIVES
+from ._spec import (LOAD_ALGORITHMS, REDUCE_ALGORITHMS, SCAN_ALGORITHMS, STORE_ALGORITHMS, WARP_LOAD_ALGORITHMS,
+                    WARP_STORE_ALGORITHMS, ProviderSpec, algorithm_of)
 from ._thread_data import numba_dtype, vt_of
+
+OPERAND_SLOTS = 5     # operands and runtime options of the widest stub (load: src, items, two counts, storage)
 
 
 class CallOptions:
@@ -52,8 +57,10 @@ class CallOptions:
 class Plan:
     """``spec``: the provider. ``op``: its Python operator (for build_unit), or None.
     ``variant``: which device helper calls it (:mod:`._lowering`); ``slots``: the helper's
-    arguments, each an operand index (0..3) or ``("const", type, value)`` / ``("null",
-    type)`` standing for an option left out; ``limit``: the largest valid count."""
+    arguments, each an operand index (0..4) or ``("const", type, value)`` / ``("null",
+    type)`` standing for an option left out, the last one the caller's temporary storage
+    (``("none",)`` without it); ``limit``: the largest valid count. ``temp``: the call
+    passes ``temp_storage=`` (checked by the lowering: size, alignment, stride)."""
 
     spec: ProviderSpec
     op: Any
@@ -62,6 +69,7 @@ class Plan:
     slots: tuple
     limit: int = 0
     check_stride: bool = False
+    temp: bool = False
 
 
 def _absent(t: Any) -> bool:
@@ -110,11 +118,19 @@ def _default_algorithm(o: CallOptions, group: Any, default: str) -> None:
         raise _fail(o, "algorithm= is a block option; warps have one algorithm")
 
 
+def _mover(kind: str, o: CallOptions, group: Any, vt: Any, n: int) -> ProviderSpec:
+    """A block's BlockLoad/BlockStore, or a warp's WarpLoad/WarpStore (its own algorithms)."""
+    if isinstance(group, WarpGroupType):
+        table = WARP_LOAD_ALGORITHMS if kind == "load" else WARP_STORE_ALGORITHMS
+        return ProviderSpec(f"warp_{kind}", vt, (group.threads, 1, 1), n, algorithm_of(table, o.options["algorithm"]))
+    table = LOAD_ALGORITHMS if kind == "load" else STORE_ALGORITHMS
+    return ProviderSpec(kind, vt, group.dims, n, algorithm_of(table, o.options["algorithm"]))
+
+
 def _load(o: CallOptions, group: Any, src: Any, items: Any, valid: Any, oob: Any) -> Plan:
-    dims = _block(o, group)
     vt, n = _items(items, "items")
     _array(src, items, "src", writable=False)
-    spec = ProviderSpec("load", vt, dims, n, algorithm_of(LOAD_ALGORITHMS, o.options["algorithm"]))
+    spec = _mover("load", o, group, vt, n)
     stride = src.layout != "C"
     if _absent(valid):
         if not _absent(oob):
@@ -131,10 +147,9 @@ def _load(o: CallOptions, group: Any, src: Any, items: Any, valid: Any, oob: Any
 
 
 def _store(o: CallOptions, group: Any, dst: Any, items: Any, valid: Any, _: Any) -> Plan:
-    dims = _block(o, group)
     vt, n = _items(items, "items")
     _array(dst, items, "dst", writable=True)
-    spec = ProviderSpec("store", vt, dims, n, algorithm_of(STORE_ALGORITHMS, o.options["algorithm"]))
+    spec = _mover("store", o, group, vt, n)
     stride = dst.layout != "C"
     if _absent(valid):
         return Plan(spec, None, types.none, "store", (0, 1), spec.threads * n, stride)
@@ -214,63 +229,117 @@ def _exchange(o: CallOptions, group: Any, items: Any, out: Any, *_: Any) -> Plan
     return _in_place_or_into(spec, None, items, out)
 
 
+def _values(keys: ThreadDataType, values: Any) -> Any:
+    """The value type of a sort of pairs (``values`` as long as ``keys``)."""
+    vvt, count = _items(values, "values")
+    if count != keys.count:
+        raise ArgumentError("values", f"a coop.ThreadData of {keys.count} items (as many as keys)", values)
+    return vvt
+
+
 def _radix_sort(o: CallOptions, group: Any, keys: Any, begin: Any, end: Any, _: Any) -> Plan:
+    return _radix(o, group, keys, None, begin, end)
+
+
+def _radix_sort_pairs(o: CallOptions, group: Any, keys: Any, values: Any, begin: Any, end: Any) -> Plan:
+    return _radix(o, group, keys, values, begin, end)
+
+
+def _radix(o: CallOptions, group: Any, keys: Any, values: Any, begin: Any, end: Any) -> Plan:
     dims = _block(o, group)
     vt, n = _items(keys, "keys")
     if vt.dtype.kind not in "iuf" or vt.is_struct:
         raise ArgumentError("keys", "a ThreadData of integers or floats (radix sort keys)", keys)
+    vvt = None if values is None else _values(keys, values)
     descending = o.options["descending"]
     if not isinstance(descending, bool):
         raise ArgumentError("descending", "a bool", descending)
-    slots: list[Any] = [0]
-    for t, index, default, name in ((begin, 1, 0, "begin_bit"), (end, 2, -1, "end_bit")):
+    first = 1 if values is None else 2           # the operand index of begin_bit
+    slots: list[Any] = list(range(first))
+    for t, index, default, name in ((begin, first, 0, "begin_bit"), (end, first + 1, -1, "end_bit")):
         if _absent(t):
             slots.append(("const", types.int32, default))   # end < 0: every bit (the provider's rule)
         else:
             _integer(t, name)
             slots.append(index)
-    spec = ProviderSpec("radix_sort", vt, dims, n, "", mode="descending" if descending else "ascending")
-    return Plan(spec, None, types.none, "radix", tuple(slots))
+    spec = ProviderSpec("radix_sort", vt, dims, n, "", mode="descending" if descending else "ascending",
+                        values=vvt)
+    return Plan(spec, None, types.none, "radix" if values is None else "radix_pairs", tuple(slots))
 
 
 def _merge_sort(o: CallOptions, group: Any, keys: Any, valid: Any, oob: Any, _: Any) -> Plan:
+    return _merge(o, group, keys, None, valid, oob)
+
+
+def _merge_sort_pairs(o: CallOptions, group: Any, keys: Any, values: Any, valid: Any, oob: Any) -> Plan:
+    return _merge(o, group, keys, values, valid, oob)
+
+
+def _merge(o: CallOptions, group: Any, keys: Any, values: Any, valid: Any, oob: Any) -> Plan:
     vt, n = _items(keys, "keys")
+    vvt = None if values is None else _values(keys, values)
     op = comparator(o.options["compare_op"], vt, "compare_op")
     obj = o.options["compare_op"] if op.kind == "python" else None
     if isinstance(group, WarpGroupType):
-        spec = ProviderSpec("warp_merge_sort", vt, (group.threads, 1, 1), n, "", op)
+        spec = ProviderSpec("warp_merge_sort", vt, (group.threads, 1, 1), n, "", op, values=vvt)
     else:
         threads = group.dims[0] * group.dims[1] * group.dims[2]
         if threads & (threads - 1):
             raise _fail(o, f"CUB's block merge sort merges halves: the block's {threads} threads must be a "
                         "power of two")
-        spec = ProviderSpec("merge_sort", vt, group.dims, n, "", op)
+        spec = ProviderSpec("merge_sort", vt, group.dims, n, "", op, values=vvt)
+    variant, first = ("sort", 1) if values is None else ("sort_pairs", 2)    # first: valid_items' index
     if _absent(valid):
         if not _absent(oob):
             raise _fail(o, "oob_default= fills the keys past valid_items=, which is missing")
-        return Plan(spec, obj, types.none, "sort", (0,))
+        return Plan(spec, obj, types.none, variant, tuple(range(first)))
     _integer(valid, "valid_items")
     if _absent(oob):
         raise _fail(o, "valid_items= needs oob_default= too: a key ordered after every valid key (CUB's merge "
                     "sort pads the tile past valid_items with it)")
     if not (isinstance(types.unliteral(oob), (types.Number, types.Boolean)) or oob == keys.dtype):
         raise ArgumentError("oob_default", f"a value convertible to {keys.dtype}", oob)
-    return Plan(spec, obj, types.none, "sort_valid", (0, 1, 2), spec.threads * n)
+    return Plan(spec, obj, types.none, variant + "_valid", tuple(range(first + 2)), spec.threads * n)
 
 
 _PLANNERS = {"load": _load, "store": _store, "sum": _reduction, "reduce": _reduction,
              "inclusive_sum": _scan, "exclusive_sum": _scan, "inclusive_scan": _scan, "exclusive_scan": _scan,
-             "exchange": _exchange, "radix_sort_keys": _radix_sort, "merge_sort_keys": _merge_sort}
+             "exchange": _exchange, "radix_sort_keys": _radix_sort, "merge_sort_keys": _merge_sort,
+             "radix_sort_pairs": _radix_sort_pairs, "merge_sort_pairs": _merge_sort_pairs}
+
+
+@functools.lru_cache(maxsize=None)
+def _temp_index(primitive: str) -> int:
+    """The operand index of ``temp_storage``: the stub's last operand or runtime option."""
+    from ._single_phase import ROLES
+
+    names = [p for p in list(PRIMITIVES[primitive].signature.parameters)[1:] if ROLES[primitive][p] != "static"]
+    assert names[-1] == "temp_storage" and len(names) <= OPERAND_SLOTS, names
+    return len(names) - 1
+
+
+def _with_temp(plan: Plan, temp: Any, index: int) -> Plan:
+    """``plan`` with its last helper argument: the caller's temporary storage, if given."""
+    if _absent(temp):
+        return dataclasses.replace(plan, slots=plan.slots + (("none",),))
+    if (not isinstance(temp, types.Array) or isinstance(temp, ThreadDataType) or temp.ndim != 1
+            or temp.dtype != types.uint8 or not temp.mutable):
+        raise ArgumentError("temp_storage", "a writable 1-D uint8 shared array (cuda.shared.array(nbytes, "
+                            "numba.uint8, alignment=align))", temp)
+    return dataclasses.replace(plan, slots=plan.slots + (index,), temp=True)
 
 
 @functools.lru_cache(maxsize=4096)
 def plan_call(options: StaticType, group: Any, operands: tuple) -> Plan:
-    """The :class:`Plan` of a call typed ``(options, group, *operands)`` (four operands)."""
+    """The :class:`Plan` of a call typed ``(options, group, *operands)`` (``OPERAND_SLOTS``
+    operands, ``none`` where left out)."""
     o: CallOptions = options.value
     if not isinstance(group, (BlockGroupType, WarpGroupType)):
         raise ArgumentError("group", f"coop.this_block() or coop.this_warp() (coop.{o.primitive}() at {o.where})",
                             group)
+    index = _temp_index(o.primitive)
+    rest = tuple(operands[:index]) + (types.none,) * (OPERAND_SLOTS - 1 - index)
     try:
-        return _PLANNERS[o.primitive](o, group, *operands)
+        return _with_temp(_PLANNERS[o.primitive](o, group, *rest), operands[index], index)
     except ArgumentError as exc:
         raise type(exc)(exc.argument, f"{exc.expected} (coop.{o.primitive}() at {o.where})", exc.given) from None

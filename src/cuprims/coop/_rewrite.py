@@ -21,7 +21,7 @@ Example (IR, simplified)::
     $f = getattr(coop, 'sum');  t = call $f(block, items, algorithm='raking')
     # becomes
     $o = global(<CallOptions sum algorithm='raking'>);  $c = global(_coop_call)
-    t = call $c($o, block, items, None, None, None)
+    t = call $c($o, block, items, None, None, None, None)
 """
 
 from __future__ import annotations
@@ -38,11 +38,11 @@ from . import _ir
 from ._groups import WARP_THREADS, _block_group, _warp_group, block_shape
 from ._lowering import _coop_call
 from ._nbtypes import Static, Stub
-from ._plans import CallOptions
+from ._plans import OPERAND_SLOTS, CallOptions
 from ._single_phase import PRIMITIVES, ROLES, WITNESSES
 from ._thread_data import rewrite_creation
 
-_SLOTS = 4
+_SLOTS = OPERAND_SLOTS
 _WITNESS_RANK = {"load": 0, "store": 1}
 
 

@@ -15,6 +15,15 @@ lane of the warp. Items are blocked (thread ``t`` holds tile positions ``t*n .. 
 unless an exchange says otherwise. A reduction's result is valid in thread (lane) 0.
 Every call takes care of its own shared memory, with the barrier its reuse needs.
 
+``temp_storage=`` (every call): a ``uint8`` array the caller owns, normally
+``cuda.shared.array(nbytes, numba.uint8, alignment=align)``, used instead of the call's
+own shared memory. ``nbytes`` and ``align`` are the ``temp_storage_bytes`` and
+``temp_storage_alignment`` of the Style 1 factory with the same arguments (e.g.
+``coop.block.make_radix_sort_pairs(k, v, (32, 4), 4)``); a smaller or misaligned array
+traps. With it no barrier is issued: between two calls that share the storage, the
+kernel syncs (``cuda.syncthreads()``, ``cuda.syncwarp()`` for warps), as in CUB. Each
+warp of a warp-wide call passes its own.
+
 Example::
 
     @cuda.jit
@@ -39,24 +48,27 @@ from ._nbtypes import Stub
 
 
 @Stub
-def load(group, src, items, /, *, algorithm="direct", valid_items=None, oob_default=None):
-    """The block's tile from ``src`` (a 1-D array starting at the tile) into each
+def load(group, src, items, /, *, algorithm="direct", valid_items=None, oob_default=None, temp_storage=None):
+    """The group's tile from ``src`` (a 1-D array starting at the tile) into each
     thread's ``items`` (a ``ThreadData``); ``algorithm`` is one of CUB's BlockLoad
     algorithms ('direct', 'striped', 'vectorize', 'transpose', 'warp_transpose',
-    'warp_transpose_timesliced'). With ``valid_items`` only the tile's first
-    ``valid_items`` are read, the rest are ``oob_default`` (0 when not given). A count
-    outside ``0..tile`` or past ``len(src)``, or a full tile longer than ``src``, traps.
+    'warp_transpose_timesliced') or, for ``coop.this_warp()``, of its WarpLoad ones
+    ('direct', 'striped', 'vectorize', 'transpose'; each warp passes its own tile). With
+    ``valid_items`` only the tile's first ``valid_items`` are read, the rest are
+    ``oob_default`` (0 when not given). A count outside ``0..tile`` or past
+    ``len(src)``, or a full tile longer than ``src``, traps.
 
     Example::
 
         coop.load(block, x[tile_start:], items, valid_items=n - tile_start)
+        coop.load(coop.this_warp(), x[warp_start:], items, algorithm="transpose")
     """
 
 
 @Stub
-def store(group, dst, items, /, *, algorithm="direct", valid_items=None):
-    """Each thread's ``items`` into the block's tile at ``dst`` (its first
-    ``valid_items`` only, when given; traps as :func:`load` does).
+def store(group, dst, items, /, *, algorithm="direct", valid_items=None, temp_storage=None):
+    """Each thread's ``items`` into the group's tile at ``dst`` (its first
+    ``valid_items`` only, when given; the algorithms and traps as :func:`load`'s).
 
     Example::
 
@@ -65,7 +77,7 @@ def store(group, dst, items, /, *, algorithm="direct", valid_items=None):
 
 
 @Stub
-def exchange(group, items, out=None, /, *, block_exchange_type, warp_time_slicing=False):
+def exchange(group, items, out=None, /, *, block_exchange_type, warp_time_slicing=False, temp_storage=None):
     """The tile held in ``items`` rearranged (``coop.block.BlockExchangeType`` or its
     name: 'StripedToBlocked', 'BlockedToStriped', 'WarpStripedToBlocked',
     'BlockedToWarpStriped') into ``out`` (in place without it).
@@ -77,7 +89,7 @@ def exchange(group, items, out=None, /, *, block_exchange_type, warp_time_slicin
 
 
 @Stub
-def sum(group, value, /, *, algorithm="warp_reductions", valid_items=None):  # noqa: A001
+def sum(group, value, /, *, algorithm="warp_reductions", valid_items=None, temp_storage=None):  # noqa: A001
     """The group's sum of ``value`` (a scalar, or a thread's ``ThreadData``), valid in its
     first thread. ``valid_items`` (scalar values only): the first threads that count.
 
@@ -88,7 +100,7 @@ def sum(group, value, /, *, algorithm="warp_reductions", valid_items=None):  # n
 
 
 @Stub
-def reduce(group, value, /, *, binary_op, algorithm="warp_reductions", valid_items=None):
+def reduce(group, value, /, *, binary_op, algorithm="warp_reductions", valid_items=None, temp_storage=None):
     """As :func:`sum`, by ``binary_op`` (an OpKind, '+', '*', 'min', 'max', '&', '|', '^',
     or a Python function, structs included).
 
@@ -99,7 +111,7 @@ def reduce(group, value, /, *, binary_op, algorithm="warp_reductions", valid_ite
 
 
 @Stub
-def inclusive_sum(group, items, out=None, /, *, algorithm="raking"):
+def inclusive_sum(group, items, out=None, /, *, algorithm="raking", temp_storage=None):
     """Inclusive prefix sum over the group: of a scalar (returned), or of the tile held in
     ``items`` (written to ``out``, in place without it).
 
@@ -110,7 +122,7 @@ def inclusive_sum(group, items, out=None, /, *, algorithm="raking"):
 
 
 @Stub
-def exclusive_sum(group, items, out=None, /, *, algorithm="raking"):
+def exclusive_sum(group, items, out=None, /, *, algorithm="raking", temp_storage=None):
     """Exclusive prefix sum (0 first), as :func:`inclusive_sum`.
 
     Example::
@@ -120,7 +132,7 @@ def exclusive_sum(group, items, out=None, /, *, algorithm="raking"):
 
 
 @Stub
-def inclusive_scan(group, items, out=None, /, *, scan_op, initial_value=None, algorithm="raking"):
+def inclusive_scan(group, items, out=None, /, *, scan_op, initial_value=None, algorithm="raking", temp_storage=None):
     """Inclusive scan by ``scan_op`` (as :func:`reduce`'s ``binary_op``), seeded by
     ``initial_value`` when given (a compile-time constant), as :func:`inclusive_sum`.
 
@@ -131,7 +143,7 @@ def inclusive_scan(group, items, out=None, /, *, scan_op, initial_value=None, al
 
 
 @Stub
-def exclusive_scan(group, items, out=None, /, *, scan_op, initial_value=None, algorithm="raking"):
+def exclusive_scan(group, items, out=None, /, *, scan_op, initial_value=None, algorithm="raking", temp_storage=None):
     """Exclusive scan by ``scan_op``; without ``initial_value`` the first output is
     undefined (as in CUB).
 
@@ -142,7 +154,7 @@ def exclusive_scan(group, items, out=None, /, *, scan_op, initial_value=None, al
 
 
 @Stub
-def radix_sort_keys(group, keys, /, *, descending=False, begin_bit=None, end_bit=None):
+def radix_sort_keys(group, keys, /, *, descending=False, begin_bit=None, end_bit=None, temp_storage=None):
     """The block's tile of ``keys`` (a ``ThreadData`` of ints or floats) sorted in place,
     blocked; only bits ``[begin_bit, end_bit)`` are compared when given (stable).
 
@@ -153,7 +165,7 @@ def radix_sort_keys(group, keys, /, *, descending=False, begin_bit=None, end_bit
 
 
 @Stub
-def merge_sort_keys(group, keys, /, *, compare_op, valid_items=None, oob_default=None):
+def merge_sort_keys(group, keys, /, *, compare_op, valid_items=None, oob_default=None, temp_storage=None):
     """The group's tile of ``keys`` (a ``ThreadData``; any element type, structs too)
     sorted in place by ``compare_op`` (``'<'``, ``'>'``, ``OpKind.LESS``/``GREATER`` or a
     Python function ``(a, b) -> bool``, true when ``a`` goes first), stably, blocked. A
@@ -167,8 +179,35 @@ def merge_sort_keys(group, keys, /, *, compare_op, valid_items=None, oob_default
     """
 
 
+@Stub
+def radix_sort_pairs(group, keys, values, /, *, descending=False, begin_bit=None, end_bit=None, temp_storage=None):
+    """As :func:`radix_sort_keys`, each key carrying the value at the same place in
+    ``values`` (a ``ThreadData`` as long as ``keys``, of any element type, structs too).
+    Stable: the values of equal keys keep their order, ascending or descending.
+
+    Example::
+
+        coop.radix_sort_pairs(block, keys, indices, descending=True)
+    """
+
+
+@Stub
+def merge_sort_pairs(group, keys, values, /, *, compare_op, valid_items=None, oob_default=None,
+                     temp_storage=None):
+    """As :func:`merge_sort_keys` (block or warp), each key carrying the value at the
+    same place in ``values`` (a ``ThreadData`` as long as ``keys``, any element type);
+    stable. With ``valid_items`` the values past the first ``valid_items`` pairs are
+    unspecified (their keys become ``oob_default``).
+
+    Example::
+
+        coop.merge_sort_pairs(block, keys, values, compare_op="<", valid_items=n, oob_default=2**31 - 1)
+    """
+
+
 PRIMITIVES = {stub.__name__: stub for stub in (load, store, exchange, sum, reduce, inclusive_sum, exclusive_sum,
-                                                inclusive_scan, exclusive_scan, radix_sort_keys, merge_sort_keys)}
+                                                inclusive_scan, exclusive_scan, radix_sort_keys, merge_sort_keys,
+                                                radix_sort_pairs, merge_sort_pairs)}
 
 ROLES = {
     "load": dict(src="operand", items="operand", algorithm="static", valid_items="runtime", oob_default="runtime"),
@@ -184,7 +223,13 @@ ROLES = {
                            algorithm="static"),
     "radix_sort_keys": dict(keys="operand", descending="static", begin_bit="runtime", end_bit="runtime"),
     "merge_sort_keys": dict(keys="operand", compare_op="static", valid_items="runtime", oob_default="runtime"),
+    "radix_sort_pairs": dict(keys="operand", values="operand", descending="static", begin_bit="runtime",
+                             end_bit="runtime"),
+    "merge_sort_pairs": dict(keys="operand", values="operand", compare_op="static", valid_items="runtime",
+                             oob_default="runtime"),
 }
+for _roles in ROLES.values():
+    _roles["temp_storage"] = "runtime"       # every call's last parameter (see the module)
 
 # which operand of a call gives which ThreadData its element type: (ThreadData, witness), best first
 WITNESSES = {"load": [("items", "src")], "store": [("items", "dst")], "exchange": [("out", "items")],

@@ -36,6 +36,15 @@ REDUCE_ALGORITHMS = {
     "raking_commutative_only": "cub::BLOCK_REDUCE_RAKING_COMMUTATIVE_ONLY",
     "warp_reductions": "cub::BLOCK_REDUCE_WARP_REDUCTIONS",
 }
+# CUB's WarpLoad / WarpStore algorithms (a logical warp's tile)
+WARP_LOAD_ALGORITHMS = {
+    "direct": "cub::WARP_LOAD_DIRECT", "striped": "cub::WARP_LOAD_STRIPED",
+    "vectorize": "cub::WARP_LOAD_VECTORIZE", "transpose": "cub::WARP_LOAD_TRANSPOSE",
+}
+WARP_STORE_ALGORITHMS = {
+    "direct": "cub::WARP_STORE_DIRECT", "striped": "cub::WARP_STORE_STRIPED",
+    "vectorize": "cub::WARP_STORE_VECTORIZE", "transpose": "cub::WARP_STORE_TRANSPOSE",
+}
 SCAN_ALGORITHMS = {
     "raking": "cub::BLOCK_SCAN_RAKING", "raking_memoize": "cub::BLOCK_SCAN_RAKING_MEMOIZE",
     "warp_scans": "cub::BLOCK_SCAN_WARP_SCANS",
@@ -49,11 +58,12 @@ class ProviderSpec:
     """One provider. ``kind`` is one of load, store, reduce, scan, warp_reduce, warp_scan,
     radix_sort (``mode``: ascending/descending), exchange (``mode``: CUB's method name,
     ``algorithm``: "timesliced" or ""), merge_sort and warp_merge_sort (``op``: the
-    comparator).
+    comparator), warp_load and warp_store.
 
     ``dims`` is the block shape (x, y, z); for warp primitives (logical warp size, 1, 1).
     ``mode`` (scans): "inclusive" or "exclusive". ``init``: the scan's initial value as
-    C++ text (None: none). ``op``: the combiner (None for load/store)."""
+    C++ text (None: none). ``op``: the combiner (None for load/store). ``values``: the
+    value type of a sort of key-value pairs (None: keys only)."""
 
     kind: str
     vt: ValueType
@@ -63,13 +73,15 @@ class ProviderSpec:
     op: OpSpec | None = None
     mode: str = ""
     init: str | None = None
+    values: ValueType | None = None
 
     @property
     def key(self) -> str:
         """Everything that changes the provider's code, as text."""
         op = f"{self.op.kind}:{self.op.key}" if self.op is not None else "-"
+        pairs = f"|values={self.values.code}" if self.values is not None else ""   # keys-only keys unchanged
         return (f"{self.kind}|{self.vt.code}|{self.dims}|{self.items}|{self.algorithm}|{op}|"
-                f"{self.mode}|{self.init}")
+                f"{self.mode}|{self.init}{pairs}")
 
     @property
     def symbol(self) -> str:

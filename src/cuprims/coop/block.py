@@ -28,6 +28,7 @@ from ..errors import ArgumentError
 from ..op import OpKind, op_spec
 from ._block_data import (BlockExchangeType, make_exchange, make_merge_sort_keys, make_radix_sort_keys,
                           make_radix_sort_keys_descending)
+from ._block_data import make_merge_sort_pairs, make_radix_sort_pairs, make_radix_sort_pairs_descending
 from ._factory import (array_in_value_out, arrays_in_out, combiner, dispatch, entry_table, make_primitive,
                        no_methods, value_bytes, value_in_value_out)
 from ._spec import (LOAD_ALGORITHMS, REDUCE_ALGORITHMS, SCAN_ALGORITHMS, STORE_ALGORITHMS, ProviderSpec,
@@ -36,6 +37,7 @@ from ._spec import (LOAD_ALGORITHMS, REDUCE_ALGORITHMS, SCAN_ALGORITHMS, STORE_A
 __all__ = ["make_load", "make_store", "make_reduce", "make_sum", "make_scan", "make_exclusive_sum",
            "make_inclusive_sum", "make_exclusive_scan", "make_inclusive_scan", "make_exchange", "BlockExchangeType",
            "make_merge_sort_keys", "make_radix_sort_keys", "make_radix_sort_keys_descending"]
+__all__ += ["make_merge_sort_pairs", "make_radix_sort_pairs", "make_radix_sort_pairs_descending"]
 
 
 def make_load(dtype: Any, threads_per_block: Any, items_per_thread: int = 1, algorithm: str = "direct") -> Any:

@@ -2,9 +2,9 @@
 
 Every thread of a logical warp (``threads_in_warp`` consecutive threads in the block's
 linear order) must call the primitive; a reduction's result is valid in the warp's first
-lane, a sort's keys are sorted in place in every lane.
-Without ``temp_storage=`` each logical warp of the block uses its own slot of the
-provider's shared memory.
+lane, a sort's keys are sorted in place in every lane; a load or store moves the warp's
+own tile. Without ``temp_storage=`` each logical warp of the block uses its own slot of
+the provider's shared memory.
 
 Example::
 
@@ -24,11 +24,12 @@ from typing import Any
 from ..errors import ArgumentError
 from ..op import OpKind, op_spec
 from ._codegen import warp_sort_slots
-from ._factory import (combiner, comparator, entry_table, make_primitive, no_methods, sort_in_place,
-                       value_in_value_out)
-from ._spec import ProviderSpec, element_type, items_count
+from ._factory import (combiner, comparator, dispatch, entry_table, make_primitive, no_methods, sort_in_place,
+                       sort_pairs_in_place, value_in_value_out)
+from ._spec import WARP_LOAD_ALGORITHMS, WARP_STORE_ALGORITHMS, ProviderSpec, algorithm_of, element_type, items_count
 
-__all__ = ["make_reduce", "make_sum", "make_exclusive_sum", "make_merge_sort_keys"]
+__all__ = ["make_reduce", "make_sum", "make_exclusive_sum", "make_merge_sort_keys", "make_merge_sort_pairs",
+           "make_load", "make_store"]
 
 
 def _warp_size(threads_in_warp: Any) -> int:
@@ -98,11 +99,90 @@ def make_merge_sort_keys(dtype: Any, items_per_thread: int, compare_op: Any, thr
         # in the kernel: sort(keys)     (16 lanes x 4 keys, per logical warp)
     """
     no_methods(methods)
+    return _merge_sort(dtype, None, items_per_thread, compare_op, threads_in_warp)
+
+
+def make_merge_sort_pairs(dtype: Any, value_dtype: Any, items_per_thread: int, compare_op: Any,
+                          threads_in_warp: int = 32, methods: Any = None) -> Any:
+    """``sort(keys, values, num_valid=-1, oob_default=None, temp_storage=None)``: as
+    :func:`make_merge_sort_keys`, each key carrying the value at the same place in the
+    lane's ``values`` (a local array of ``items_per_thread`` of ``value_dtype``, any type);
+    stable. With ``num_valid >= 0`` the values past the first ``num_valid`` pairs are
+    unspecified (their keys become ``oob_default``). Storage as for the keys' sort
+    (``sort.own_storage_warps``).
+
+    Example::
+
+        sort = coop.warp.make_merge_sort_pairs(numba.float32, numba.int32, 4, "<")
+        # in the kernel: sort(keys, indices)    (32 lanes x 4 pairs, per warp)
+    """
+    no_methods(methods)
+    return _merge_sort(dtype, value_dtype, items_per_thread, compare_op, threads_in_warp)
+
+
+def _merge_sort(dtype: Any, value_dtype: Any, items_per_thread: int, compare_op: Any, threads_in_warp: Any) -> Any:
     vt = element_type(dtype)
+    values = None if value_dtype is None else element_type(value_dtype, "value_dtype")
     lanes = _warp_size(threads_in_warp)
     spec = ProviderSpec("warp_merge_sort", vt, (lanes, 1, 1), items_count(items_per_thread), "",
-                        comparator(compare_op, vt, "compare_op"))
-    prim = make_primitive("warp.merge_sort_keys", spec, compare_op if spec.op.kind == "python" else None,
-                          entry_table(True, ("ptr",), ("int", "ptr")), sort_in_place())
+                        comparator(compare_op, vt, "compare_op"), values=values)
+    op = compare_op if spec.op.kind == "python" else None
+    if values is None:
+        prim = make_primitive("warp.merge_sort_keys", spec, op, entry_table(True, ("ptr",), ("int", "ptr")),
+                              sort_in_place())
+    else:
+        prim = make_primitive("warp.merge_sort_pairs", spec, op, entry_table(True, ("ptr", "vptr"), ("int", "ptr")),
+                              sort_pairs_in_place())
     prim.own_storage_warps = warp_sort_slots(lanes, prim.temp_storage_bytes)
+    return prim
+
+
+def make_load(dtype: Any, items_per_thread: int = 1, algorithm: str = "direct", threads_in_warp: int = 32) -> Any:
+    """``load(src, items, num_valid=-1, oob_default=0, temp_storage=None)``: the logical
+    warp's tile from ``src`` (an array starting at the warp's tile; each warp passes its
+    own) into each lane's ``items`` (a local array of ``items_per_thread``), blocked (lane
+    ``l`` gets positions ``l * items_per_thread ...``). ``algorithm`` is one of CUB's
+    WarpLoad algorithms: 'direct', 'striped' (lane ``l`` gets ``l, l + lanes...``),
+    'vectorize', 'transpose' (striped reads, blocked result). With ``num_valid >= 0``
+    only the tile's first ``num_valid`` items are read, the rest are ``oob_default``.
+
+    'transpose' uses shared memory, a tile per logical warp: the own storage serves the
+    first ``load.own_storage_warps`` warps of a block (as many as fit in 16 KiB, at least
+    one, at most a 1024-thread block's); a warp past them traps. Larger blocks pass
+    ``temp_storage=`` (``load.temp_storage_bytes`` per logical warp, each warp its own).
+
+    Example::
+
+        load = coop.warp.make_load(numba.float32, 4, "transpose")
+        # in the kernel: load(x[(cuda.threadIdx.x // 32) * 128:], items)
+    """
+    lanes = _warp_size(threads_in_warp)
+    spec = ProviderSpec("warp_load", element_type(dtype), (lanes, 1, 1), items_count(items_per_thread),
+                        algorithm_of(WARP_LOAD_ALGORITHMS, algorithm))
+    source = ("def prim(src, items, num_valid=-1, oob_default=0, temp_storage=None):\n"
+              "    oob = cuda.local.array(1, T)\n    oob[0] = oob_default\n"
+              + dispatch("ext", "__addr(src), __addr(items)", "i32(num_valid), __addr(oob)"))
+    prim = make_primitive("warp.load", spec, None, entry_table(True, ("ptr", "ptr"), ("int", "ptr")), source)
+    prim.own_storage_warps = warp_sort_slots(lanes, prim.temp_storage_bytes, spec.kind)
+    return prim
+
+
+def make_store(dtype: Any, items_per_thread: int = 1, algorithm: str = "direct", threads_in_warp: int = 32) -> Any:
+    """``store(dst, items, num_valid=-1, temp_storage=None)``: each lane's ``items`` into
+    the logical warp's tile at ``dst`` (its first ``num_valid`` items only, when given);
+    the algorithms and storage as :func:`make_load`'s ('transpose': blocked items,
+    striped writes).
+
+    Example::
+
+        store = coop.warp.make_store(numba.float32, 4, "transpose")
+        # in the kernel: store(y[(cuda.threadIdx.x // 32) * 128:], items)
+    """
+    lanes = _warp_size(threads_in_warp)
+    spec = ProviderSpec("warp_store", element_type(dtype), (lanes, 1, 1), items_count(items_per_thread),
+                        algorithm_of(WARP_STORE_ALGORITHMS, algorithm))
+    source = ("def prim(dst, items, num_valid=-1, temp_storage=None):\n"
+              + dispatch("ext", "__addr(dst), __addr(items)", "i32(num_valid)"))
+    prim = make_primitive("warp.store", spec, None, entry_table(True, ("ptr", "ptr")), source)
+    prim.own_storage_warps = warp_sort_slots(lanes, prim.temp_storage_bytes, spec.kind)
     return prim
