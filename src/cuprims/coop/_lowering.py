@@ -36,7 +36,7 @@ from numba.cuda.extending import intrinsic
 
 from ._codegen import entry_points
 from ._nbtypes import Static, StaticType
-from ._numba import _addr, declare
+from ._numba import _addr, declare, state_pointer
 from ._plans import CallOptions, Plan, plan_call
 from ._spec import ProviderSpec
 from ._thread_data import _local_array, _trap
@@ -52,6 +52,7 @@ _PARAMS = {
     ("merge_sort", ""): ("ptr",), ("merge_sort", "_valid"): ("ptr", "int", "ptr"),
     ("warp_merge_sort", ""): ("ptr",), ("warp_merge_sort", "_valid"): ("ptr", "int", "ptr"),
 }
+_PREFIX_PARAMS = ("ptr", "ptr", "state", "i64")   # a scan with a block prefix callback
 _declared: dict[tuple[str, tuple[str, ...]], Any] = {}
 _helpers: dict[tuple[ProviderSpec, str, int, bool], Callable] = {}
 
@@ -60,7 +61,7 @@ def _entry(spec: ProviderSpec, suffix: str) -> Any:
     symbol = spec.symbol + suffix
     if symbol not in entry_points(spec):
         raise AssertionError(f"{symbol} is not an entry point of {spec.key}")
-    params = _PARAMS[(spec.kind, suffix)]
+    params = _PREFIX_PARAMS if spec.prefix is not None else _PARAMS[(spec.kind, suffix)]
     if (symbol, params) not in _declared:
         _declared[(symbol, params)] = declare(symbol, params, spec.vt)
     return _declared[(symbol, params)]
@@ -72,7 +73,7 @@ def _helper(plan: Plan) -> Callable:
     if key in _helpers:
         return _helpers[key]
     spec, limit, check_stride = plan.spec, plan.limit, plan.check_stride
-    addr, trap, local, i32 = _addr(), _trap, _local_array, types.int32
+    addr, trap, local, i32, i64, state_addr = _addr(), _trap, _local_array, types.int32, types.int64, state_pointer()
     vts = Static(("dtype", spec.vt.code), spec.vt)
     run = _entry(spec, "")
     run_valid = _entry(spec, "_valid") if plan.variant.endswith("_valid") else None
@@ -128,6 +129,19 @@ def _helper(plan: Plan) -> Callable:
     def into(items, out):
         run(addr(items), addr(out))
 
+    def value_out_prefix(value, state):
+        inp = local(1, vts)
+        inp[0] = value
+        out = local(1, vts)
+        run(addr(inp), addr(out), state_addr(state), i64(state.size))
+        return out[0]
+
+    def in_place_prefix(items, state):
+        run(addr(items), addr(items), state_addr(state), i64(state.size))
+
+    def into_prefix(items, out, state):
+        run(addr(items), addr(out), state_addr(state), i64(state.size))
+
     def radix(keys, begin_bit, end_bit):
         run(addr(keys), i32(begin_bit), i32(end_bit))
 
@@ -143,6 +157,7 @@ def _helper(plan: Plan) -> Callable:
 
     variants = dict(load=load, load_valid=load_valid, store=store, store_valid=store_valid, value_out=value_out,
                     value_out_valid=value_out_valid, items_out=items_out, in_place=in_place, into=into,
+                    value_out_prefix=value_out_prefix, in_place_prefix=in_place_prefix, into_prefix=into_prefix,
                     radix=radix, sort=sort, sort_valid=sort_valid)
     fn = _helpers[key] = variants[plan.variant]
     return fn
