@@ -18,6 +18,8 @@ from .errors import ArgumentError, ArgumentTypeError
 Info = tuple  # (ptr: int, dtype: np.dtype, size: int)
 
 readers: dict[type, Callable[[Any, str], Info]] = {}  # type -> reader, filled on first sight
+# In a process that sees several devices the registered reader also checks that the
+# array is on the current device (cuprims._devices); with one device it is the plain one.
 
 
 def _not_contiguous(name: str, x: Any) -> ArgumentError:
@@ -200,18 +202,28 @@ def _reader_for(tp: type, x: Any = None) -> Callable[[Any, str], Info] | None:
     return None
 
 
+def _plain_reader(x: Any, name: str) -> Callable[[Any, str], Info]:
+    reader = _reader_for(type(x), x)
+    if reader is None:
+        if isinstance(x, np.ndarray):
+            raise ArgumentTypeError(name, "a device array (CuPy, PyTorch, numba, CUDA Array Interface "
+                                    "or DLPack)", "a numpy array in host memory")
+        raise ArgumentTypeError(name, "a device array (CuPy, PyTorch, numba, CUDA Array Interface "
+                                "or DLPack)", x)
+    return reader
+
+
 def array_info(x: Any, name: str) -> Info:
-    """(device pointer, numpy dtype, number of items) of device array ``x``."""
+    """(device pointer, numpy dtype, number of items) of device array ``x`` (on the
+    current device, where the process sees several)."""
     tp = type(x)
     reader = readers.get(tp)
     if reader is None:
-        reader = _reader_for(tp, x)
-        if reader is None:
-            if isinstance(x, np.ndarray):
-                raise ArgumentTypeError(name, "a device array (CuPy, PyTorch, numba, CUDA Array Interface "
-                                        "or DLPack)", "a numpy array in host memory")
-            raise ArgumentTypeError(name, "a device array (CuPy, PyTorch, numba, CUDA Array Interface "
-                                    "or DLPack)", x)
+        reader = _plain_reader(x, name)
+        from . import _devices
+
+        if _devices.several():
+            reader = _devices.checked_array_reader(reader)
         readers[tp] = reader
     return reader(x, name)
 
@@ -227,7 +239,10 @@ def array_dtype(x: Any, name: str) -> np.dtype:
     dt = getattr(x, "dtype", None)
     if isinstance(dt, np.dtype):
         return dt
-    return array_info(x, name)[1]
+    # a build-time read: the array may be on any device (nothing is launched with it here)
+    reader = readers.get(type(x))
+    reader = getattr(reader, "unchecked", reader) or _plain_reader(x, name)
+    return reader(x, name)[1]
 
 
 def checked_array(x: Any, name: str, dtype: np.dtype, min_items: int, align_mask: int = 0,

@@ -63,8 +63,11 @@ def cache_info() -> dict[str, Any]:
 
     Keys: ``numba_compiles``, ``nvrtc_compiles``, ``links``, ``memory_hits``,
     ``memory_misses``, ``disk_hits``, ``disk_misses``, ``disk_writes``,
-    ``disk_corrupt_discarded``, ``memory_entries``, ``cache_dir``, ``disk_enabled``,
-    ``disk_status``.
+    ``disk_corrupt_discarded``, ``module_loads``, ``memory_entries``, ``cache_dir``,
+    ``disk_enabled``, ``disk_status``.
+
+    ``module_loads`` counts compiled code loaded onto a device: once per build and device
+    (a second GPU of the same capability loads the build again, and compiles nothing).
 
     ``disk_corrupt_discarded`` counts disk entries that failed any check and were deleted
     (to be rebuilt): damaged or truncated, written for another key or kind, malformed

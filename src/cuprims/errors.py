@@ -34,6 +34,26 @@ class ArgumentTypeError(ArgumentError, TypeError):
     """An argument of the wrong kind (for example a host array where a device array is needed)."""
 
 
+class DeviceMismatchError(ArgumentError):
+    """An array or stream argument that belongs to another device than the current one.
+
+    Raised before anything is launched (a kernel on the wrong device would read another
+    GPU's memory or fail). Checked only in a process that sees more than one CUDA device.
+    ``argument`` names the argument, ``current_device`` and ``device`` are the ordinals of
+    the current device and of the argument's, ``what`` is ``"array"`` or ``"stream"``.
+    """
+
+    def __init__(self, name: str, current_device: int, device: int, what: str = "array"):
+        self.current_device = current_device
+        self.device = device
+        self.what = what
+        super().__init__(name, f"{'an' if what[0] in 'aeiou' else 'a'} {what} on the current device "
+                         f"{current_device}", f"{what} on device {device}")
+        self.args = (f"argument '{name}': the {what} is on device {device} but the current device is "
+                     f"{current_device}; make device {device} current for this call (for example "
+                     f"`with cupy.cuda.Device({device}):`) or pass {what}s of device {current_device}",)
+
+
 def _describe(value: object) -> str:
     if isinstance(value, str):
         return repr(value)
@@ -131,6 +151,6 @@ class CoopError(CuprimsError, TypeError):
 
 
 __all__ = [
-    "CuprimsError", "ArgumentError", "ArgumentTypeError", "CompileError", "LinkError",
+    "CuprimsError", "ArgumentError", "ArgumentTypeError", "DeviceMismatchError", "CompileError", "LinkError",
     "OperatorCompileError", "NoDeviceError", "CudaError", "BlobError", "CacheError", "CoopError",
 ]

@@ -30,7 +30,9 @@ from coop_helpers import link_kernel  # noqa: E402
 
 GPU_TESTS = Path(__file__).resolve().parent.parent / "gpu"
 _VALUE = np.dtype([("i", np.int32), ("w", np.float32)], align=True)    # test_coop_pairs_gpu's struct value
-_PAIR = np.dtype([("v", np.float32), ("i", np.int32)], align=True)
+# the struct dtypes of test_coop_types_gpu and test_coop_warp_load_store_gpu (equal dtypes: the same element type)
+PAIR = np.dtype([("v", np.float32), ("i", np.int32)], align=True)
+WIDE = np.dtype([("a", np.float64), ("b", np.int16), ("c", np.complex64)], align=True)
 
 
 class _Launched(Exception):
@@ -150,8 +152,37 @@ CASES = [
     ("test_coop_warp_load_store_gpu", "test_warp_load_store_types_and_callers_storage",
      dict(dtype=np.float16, algorithm="transpose")),
     ("test_coop_warp_load_store_gpu", "test_style2_warp_load_store", dict(algorithm="striped", shape=(64, 2, 2))),
-    ("test_coop_warp_load_store_gpu", "test_style2_warp_transpose_types", dict(dtype=_PAIR)),
+    ("test_coop_warp_load_store_gpu", "test_style2_warp_transpose_types", dict(dtype=PAIR)),
     ("test_coop_warp_load_store_gpu", "test_style2_calls_with_the_callers_storage", dict(shape=(32, 4))),
+    ("test_coop_prefix_gpu", "test_running_sum_over_many_tiles", dict(mode="exclusive", shape=(32, 4), items=7)),
+    ("test_coop_prefix_gpu", "test_running_sum_over_many_tiles", dict(mode="inclusive", shape=(128,), items=1)),
+    ("test_coop_prefix_gpu", "test_make_scan_block_prefix_callback_op", dict(shape=(128,))),
+    ("test_coop_prefix_gpu", "test_running_max_float64_python_operator", dict(mode="exclusive")),
+    ("test_coop_prefix_gpu", "test_running_struct_argmax", dict(shape=(32, 4))),
+    ("test_coop_prefix_gpu", "test_int64_state_for_int32_prefixes", {}),
+    ("test_coop_prefix_gpu", "test_callback_runs_in_the_first_warp_only", dict(shape=(128,))),
+    ("test_coop_prefix_gpu", "test_one_item_per_thread_and_callers_storage", {}),
+    ("test_coop_prefix_gpu", "test_style2_running_scans", dict(shape=(32, 4))),
+    ("test_coop_types_gpu", "test_block_sum_and_reduce", dict(dtype=np.complex64, shape=(32, 4), items=4)),
+    ("test_coop_types_gpu", "test_block_sum_and_reduce", dict(dtype=np.float16, shape=(128,), items=1)),
+    ("test_coop_types_gpu", "test_block_sum_and_reduce", dict(dtype=np.bool_, shape=(32, 4), items=4)),
+    ("test_coop_types_gpu", "test_block_sum_and_reduce", dict(dtype=np.complex128, shape=(128,), items=1)),
+    ("test_coop_types_gpu", "test_bool_reduce_by_or_and_and", {}),
+    ("test_coop_types_gpu", "test_block_scans", dict(dtype=np.complex64, items=3)),
+    ("test_coop_types_gpu", "test_block_scans", dict(dtype=np.float16, items=3)),
+    ("test_coop_types_gpu", "test_block_scans", dict(dtype=np.bool_, items=1)),
+    ("test_coop_types_gpu", "test_block_load_store_round_trip", dict(dtype=WIDE, algorithm="warp_transpose")),
+    ("test_coop_types_gpu", "test_block_load_store_round_trip", dict(dtype=PAIR, algorithm="striped")),
+    ("test_coop_types_gpu", "test_block_load_store_round_trip", dict(dtype=np.complex64, algorithm="vectorize")),
+    ("test_coop_types_gpu", "test_block_load_store_round_trip", dict(dtype=np.float16, algorithm="transpose")),
+    ("test_coop_types_gpu", "test_block_load_store_round_trip", dict(dtype=np.bool_, algorithm="direct")),
+    ("test_coop_types_gpu", "test_struct_load_without_oob_default_pads_with_zero_bytes", {}),
+    ("test_coop_types_gpu", "test_block_exchange_round_trips", dict(dtype=WIDE, sliced=True)),
+    ("test_coop_types_gpu", "test_block_exchange_round_trips", dict(dtype=np.complex64, sliced=False)),
+    ("test_coop_types_gpu", "test_warp_sum_and_reduce", dict(dtype=np.complex128, lanes=8)),
+    ("test_coop_types_gpu", "test_warp_sum_and_reduce", dict(dtype=np.float16, lanes=32)),
+    ("test_coop_types_gpu", "test_warp_sum_and_reduce", dict(dtype=np.bool_, lanes=32)),
+    ("test_coop_types_gpu", "test_warp_reduce_structs", dict(lanes=16)),
 ]
 SUBPROCESS = {"test_coop_style2_launch_gpu": {"test_in_range_counts_run", "test_out_of_range_counts_trap"}}
 
@@ -165,6 +196,6 @@ def test_gpu_kernel_compiles_and_links(no_launch, module, test, params):
 def test_every_gpu_test_is_covered():
     for name in ("test_coop_block_gpu", "test_coop_warp_gpu", "test_coop_sort_gpu", "test_coop_merge_sort_gpu",
                  "test_coop_style2_gpu", "test_coop_style2_launch_gpu", "test_coop_pairs_gpu",
-                 "test_coop_warp_load_store_gpu"):
+                 "test_coop_warp_load_store_gpu", "test_coop_prefix_gpu", "test_coop_types_gpu"):
         tests = {n for n in dir(_module(name)) if n.startswith("test_")} - SUBPROCESS.get(name, set())
         assert tests == {t for m, t, _ in CASES if m == name and t.startswith("test_")}

@@ -237,6 +237,32 @@ def test_pairs_keys_differ_from_keys_only_and_by_value_type():
     assert "values=" not in keys.spec.key      # keys-only specs (and their caches) are unchanged
 
 
+@pytest.mark.parametrize("key,value", [("int32", "complex64"), ("float32", VALUE), ("complex64", "complex64")])
+def test_under_aligned_values_are_copied_into_aligned_locals(key, value):
+    # numba's local arrays of complex and structs may be less aligned than the C++ type:
+    # the values (as the keys, where theirs is such a type) arrive as void* and are copied
+    from cuprims.coop._factory import comparator
+    from cuprims.coop._spec import ProviderSpec, element_type
+
+    kvt, vvt = element_type(key), element_type(value)
+    compare = _less if key == "complex64" else OpKind.LESS      # complex keys: a Python comparator
+    spec = ProviderSpec("merge_sort", kvt, (128, 1, 1), 4, "", comparator(compare, kvt, "compare_op"), values=vvt)
+    text, _ = provider_text(spec)
+    assert "void* values_raw" in text and f"{vvt.cpp} values[4];" in text
+    assert "memcpy(values, values_raw, sizeof(values));" in text
+    assert "memcpy(values_raw, values, sizeof(values));" in text
+    assert ("void* keys_raw" in text) is (key == "complex64")
+
+
+def test_aligned_values_are_read_in_place():
+    from cuprims.coop._spec import ProviderSpec, element_type
+
+    spec = ProviderSpec("radix_sort", element_type("int32"), (128, 1, 1), 4, "", mode="ascending",
+                        values=element_type("float64"))
+    text, _ = provider_text(spec)
+    assert "_raw" not in text and "double* values" in text
+
+
 def test_second_pairs_build_compiles_nothing(fresh_caches):
     first = coop.warp.make_merge_sort_pairs(KEY, VALUE, 3, _by_k, threads_in_warp=8)
     assert stats.snapshot()["nvrtc_compiles"] == 1

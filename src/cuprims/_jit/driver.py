@@ -75,10 +75,28 @@ def _declare_cold_path(lib: Any) -> None:
                                                         ctypes.c_size_t],
         "cuLaunchKernel": [_P, _U, _U, _U, _U, _U, _U, _U, _P, _P, _P],
         "cuLaunchKernelEx": [_P, _P, _P, _P],
+        # which device a pointer or a stream belongs to (asked only with several devices)
+        "cuDeviceGetCount": [ctypes.POINTER(ctypes.c_int)],
+        "cuPointerGetAttributes": [_U, ctypes.POINTER(ctypes.c_int), ctypes.POINTER(_P), ctypes.c_uint64],
+        "cuStreamGetCtx": [_P, ctypes.POINTER(_P)],
+        "cuCtxPushCurrent_v2": [_P],
+        "cuCtxPopCurrent_v2": [ctypes.POINTER(_P)],
     }
     for name, argtypes in protos.items():
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = argtypes, ctypes.c_int
+    global _stream_get_device
+    try:
+        fn = lib.cuStreamGetDevice
+    except AttributeError:
+        fn = None
+    else:
+        fn.argtypes, fn.restype = [_P, ctypes.POINTER(ctypes.c_int)], ctypes.c_int
+    _stream_get_device = fn
+
+
+# cuStreamGetDevice: CUDA 12.8+ drivers; None on older ones (then the stream's context, then its device)
+_stream_get_device = None
 
 
 def error_name(code: int) -> str:
@@ -117,6 +135,84 @@ def current_device() -> int:
     return box.value
 
 
+_device_count: int | None = None
+
+
+def device_count() -> int:
+    """How many CUDA devices this process sees (``cuDeviceGetCount``; 0 without a usable
+    driver), asked once. With one device, no argument's device is ever checked."""
+    global _device_count
+    if _device_count is None:
+        try:
+            lib = _libcuda()
+        except NoDeviceError:
+            _device_count = 0
+        else:
+            count = ctypes.c_int()
+            _device_count = count.value if lib.cuDeviceGetCount(ctypes.byref(count)) == 0 else 0
+    return _device_count
+
+
+# CUpointer_attribute and CUmemorytype values (cuda.h)
+_POINTER_MEMORY_TYPE, _POINTER_IS_MANAGED, _POINTER_DEVICE_ORDINAL = 2, 8, 9
+_MEMORYTYPE_DEVICE = 2
+SHARED_MEMORY = -1  # pointer_device's answer for memory every device reaches (managed, host)
+
+
+def _pointer_query():
+    state = getattr(_tls, "pointer_query", None)
+    if state is None:
+        values = (ctypes.c_uint * 3)()
+        attrs = (ctypes.c_int * 3)(_POINTER_MEMORY_TYPE, _POINTER_IS_MANAGED, _POINTER_DEVICE_ORDINAL)
+        data = (_P * 3)(*[ctypes.addressof(values) + 4 * i for i in range(3)])
+        state = _tls.pointer_query = (values, attrs, data)
+    return state
+
+
+def pointer_device(ptr: int) -> int | None:
+    """Ordinal of the device whose memory ``ptr`` points into; :data:`SHARED_MEMORY` for
+    managed or host memory (every device reaches it); None where the driver does not know
+    the pointer (or there is no driver)."""
+    try:
+        lib = _libcuda()
+    except NoDeviceError:
+        return None
+    values, attrs, data = _pointer_query()
+    values[0] = values[1] = 0
+    values[2] = 0xFFFFFFFF
+    if not ptr or lib.cuPointerGetAttributes(3, attrs, data, ptr):
+        return None
+    memory_type, managed, ordinal = values[0], values[1] & 0xFF, ctypes.c_int(values[2]).value
+    if managed or (memory_type and memory_type != _MEMORYTYPE_DEVICE):
+        return SHARED_MEMORY
+    if memory_type != _MEMORYTYPE_DEVICE or ordinal < 0:
+        return None
+    return ordinal
+
+
+def stream_device(stream: int) -> int | None:
+    """Ordinal of the device stream handle ``stream`` belongs to (None where the driver
+    cannot say: an invalid handle, whose launch will report it). The legacy and
+    per-thread default streams (0, 1, 2) are the current device's."""
+    if stream in (0, 1, 2):
+        return current_device()
+    lib = _libcuda()
+    device = ctypes.c_int()
+    if _stream_get_device is not None and _stream_get_device(stream, ctypes.byref(device)) == 0:
+        return device.value
+    ctx = _P()
+    if lib.cuStreamGetCtx(stream, ctypes.byref(ctx)) or not ctx.value:
+        return None
+    # the context's device: make it current for a moment (cuCtxGetDevice asks the current one)
+    if lib.cuCtxPushCurrent_v2(ctx):
+        return None
+    try:
+        rc = lib.cuCtxGetDevice(ctypes.byref(device))
+    finally:
+        lib.cuCtxPopCurrent_v2(ctypes.byref(_P()))
+    return None if rc else device.value
+
+
 # CUdevice_attribute values (cuda.h)
 ATTRIBUTE_MULTIPROCESSOR_COUNT = 16
 ATTRIBUTE_L2_CACHE_SIZE = 38
@@ -149,14 +245,17 @@ def sm_count(device: int) -> int:
 
 class Module:
     """A cubin loaded as a context-independent CUDA library, with kernel handles by name.
+    Each device loads its own copy (see ``algorithms._common.Builds.loaded``), so a
+    handle is only ever launched on the device it was loaded for.
 
     ``kernels`` holds what :func:`launch` takes: cuda.bindings ``CUkernel`` objects where
     cuda.bindings is already imported (its launch is the faster one), plain handles (ints,
     launched through ctypes) in a process that has not imported it, such as one that only
     deserializes built objects."""
 
-    def __init__(self, cubin: bytes, lowered: dict[str, str]):
+    def __init__(self, cubin: bytes, lowered: dict[str, str], device: int = -1):
         lib = _libcuda()
+        self.device = device  # the device this copy is loaded for (its plans launch only there)
         library = _P()
         check("cuLibraryLoadData", lib.cuLibraryLoadData(ctypes.byref(library), cubin, None, None, 0, None, None, 0))
         self._library = library.value

@@ -302,6 +302,44 @@ def compile_python_op(fn: Callable, arg_types: Sequence[ValueType], result_type:
     return [_code_bytes(code) for code in codes]
 
 
+def compile_state_op(fn: Callable, state_type: ValueType, arg_types: Sequence[ValueType],
+                     result_type: ValueType, abi_name: str, cc: tuple[int, int], *,
+                     op_name: str = "op") -> list[bytes]:
+    """LTO-IR of ``void abi_name(void* view, A0* a0, ..., R* out)`` that stores
+    ``fn(state, *a)`` in ``*out``, where ``state`` is a 1-D C-contiguous array of
+    ``state_type`` rebuilt from ``view``: its data pointer (64-bit word 0) and length
+    (word 1). The caller owns the array; ``fn`` may read and write it (a block scan's
+    prefix callback keeps its running total there). Followed, as in
+    :func:`compile_python_op`, by any support code numba links beside it.
+    """
+    cuda, types, _ = import_numba()
+    args = [f"p{i}" for i in range(len(arg_types))]
+    signature_text = (f"({state_type.dtype}[:], {', '.join(str(vt.dtype) for vt in arg_types)}) -> "
+                      f"{result_type.dtype}")
+    if _captures_of(fn, None):
+        raise OperatorCompileError(op_name, signature_text, TypeError(
+            "the function captures device arrays; give it what it needs through its state array instead"))
+    call = f"__user(__cuprims_state(ps), {', '.join(_loader(vt, p) for vt, p in zip(arg_types, args))})"
+    src = f"def __cuprims_wrapper(ps, {', '.join(args)}, pr):\n    {_storer(result_type, 'pr', call)}\n"
+    namespace: dict[str, Any] = {"__cuprims_state": _state_array(0, state_type.dtype, 1)}
+    try:
+        with _target_capability(tuple(cc)):
+            namespace["__user"] = _device_function(fn, {})
+            if any(vt.is_struct for vt in (*arg_types, result_type)):
+                from .numba_structs import wrapper_namespace
+
+                namespace.update(wrapper_namespace())
+            exec(compile(src, f"<cuprims wrapper of {op_name}>", "exec"), namespace)
+            ptr_types = [types.voidptr] + [_pointer_type(vt) for vt in (*arg_types, result_type)]
+            codes, _ = cuda.compile_all(namespace["__cuprims_wrapper"], types.void(*ptr_types), device=True,
+                                        abi="c", abi_info={"abi_name": abi_name}, output="ltoir", cc=tuple(cc))
+    except OperatorCompileError:
+        raise
+    except Exception as exc:  # numba raises many kinds; all mean "your function did not compile"
+        raise OperatorCompileError(op_name, signature_text, exc) from exc
+    return [_code_bytes(code) for code in codes]
+
+
 def _code_bytes(code: Any) -> bytes:
     if isinstance(code, (bytes, bytearray, memoryview)):
         return bytes(code)

@@ -20,6 +20,7 @@ _counts: dict[str, int] = {
     "disk_misses": 0,
     "disk_writes": 0,
     "disk_corrupt_discarded": 0,
+    "module_loads": 0,
 }
 
 

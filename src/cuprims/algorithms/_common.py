@@ -85,12 +85,15 @@ def check_arch(arch: int, argument: str = "compute_capability", given: Any = Non
 
 
 class Loaded:
-    """A build result loaded on one device, with per-device launch facts."""
+    """A build result loaded on one device (its own copy of the library and kernel
+    handles, made from the compiled payload: nothing is compiled), with per-device launch
+    facts (``extra["plan"]``)."""
 
     __slots__ = ("module", "handles", "names", "meta", "device", "arch", "extra")
 
     def __init__(self, result: BuildResult, source: Source, device: int):
-        self.module = driver.Module(result.cubin, result.kernels)
+        self.module = driver.Module(result.cubin, result.kernels, device)
+        stats.bump("module_loads")
         self.names = source.name_expressions
         # kernel handles in the order the code generator listed the name expressions
         self.handles = tuple(self.module.kernels[n] for n in self.names)
@@ -102,6 +105,10 @@ class Loaded:
 
 class Builds:
     """Build results per compute capability and loaded state per device for one algorithm object.
+
+    One build serves every device of its capability; each device loads its own copy
+    (:class:`Loaded`, shared by every object holding the same build result), the first
+    time a call runs there.
 
     ``make_source(arch)`` gives the translation unit for an arch; ``ops`` the operators
     to link. Operator objects (Python callables, RawOps) are used while building and

@@ -15,9 +15,10 @@ An algorithm module writes four things and copies nothing:
   :meth:`Algorithm._make` and :meth:`Algorithm._execute`.
 
 :class:`Algorithm` owns the rest: the per-thread object cache, builds per compute
-capability (and per variant, such as 64-bit offsets), per-device plans, the retry on
-another device after a launch fails, and temporary storage (the size query, the
-caller's buffer checks, stream-ordered allocation for one-shot calls).
+capability (and per variant, such as 64-bit offsets), per-device plans (looked up per
+call where the process sees several devices), the retry on another device after a
+launch fails, and temporary storage (the size query, the caller's buffer checks,
+stream-ordered allocation for one-shot calls).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any, Callable, Sequence
 from .._jit import driver
 from .._jit.results import OpInput
 from .._jit.codegen import Source
+from .._devices import several as several_devices
 from .._streams import stream_handle
 from ..config import settings
 from ..errors import ArgumentError, CudaError
@@ -138,9 +140,14 @@ class Algorithm(CompiledAlgorithm):
         self.desc = desc
         self._variant_builds = variant_builds
         self._builds = self._builds_of(0)
-        # plan of each variant on the device used last (kernel handles of a CUDA library are
-        # valid in every context: only a failed launch calls for a fresh look)
+        # _plans: the plan of each variant on the device used last. In a process that sees one
+        # device, calls read it (through _fast_plans, the same dict; a failed launch calls for a
+        # fresh look). In one that sees several, _fast_plans is left an empty dict that nothing
+        # writes, and every call finds the current device's plan in _device_plans (see
+        # _current_plan), so threads on different devices never take each other's plan.
         self._plans: dict[int, Any] = {}
+        self._fast_plans = self._plans
+        self._device_plans: dict[tuple[int, int], Any] = {}
         # one parameter block per kernel (of variant 0), laid out from the description
         self._packs = tuple(driver.ParamPack(kinds) for kinds in desc.kernel_params())
         self._setup()
@@ -238,17 +245,34 @@ class Algorithm(CompiledAlgorithm):
     def _pdl_or_plain(self, kernel: Any, grid: int, block: int, stream: int, params: int) -> None:
         if not driver.launch_pdl(kernel, grid, block, stream, params):
             # PDL is unavailable on this device: its plans launch plainly from now on
-            for plan in self._plans.values():
-                plan.pdl = plan.pdl_capable = False
+            device = driver.current_device()
+            for plan in (*self._plans.values(), *self._device_plans.values()):
+                if plan.device == device:
+                    plan.pdl = plan.pdl_capable = False
 
     # -- per device ----------------------------------------------------------------
     def _device_plan(self, device: int, raw: Sequence[Any], variant: int = 0) -> Any:
+        """The plan of ``variant`` on ``device`` (loading the build there first if needed)."""
+        if several_devices() and self._fast_plans is self._plans:
+            # Calls stop reading the last-used plans (that dict stays empty from now on):
+            # each finds its device's plan in _device_plans.
+            self._plans = {}
         loaded = self._builds_of(variant).loaded(device, self._objects(*raw))
         plan = loaded.extra.get("plan")
         if plan is None:
             plan = loaded.extra["plan"] = self._make_plan(loaded, variant)
             plan.device = device
+        self._device_plans[(device, variant)] = plan
         self._plans[variant] = plan
+        return plan
+
+    def _current_plan(self, raw: Sequence[Any], variant: int) -> Any:
+        """The plan of ``variant`` on the current device: every call's way in a process with
+        several devices, the first call's with one."""
+        device = driver.current_device()
+        plan = self._device_plans.get((device, variant))
+        if plan is None or self._fast_plans is self._plans:
+            plan = self._device_plan(device, raw, variant)
         return plan
 
     # -- a call ----------------------------------------------------------------------
@@ -259,9 +283,9 @@ class Algorithm(CompiledAlgorithm):
 
         ``args``: the bound call (whatever ``_temp_bytes``/``_dispatch`` take); ``raw``: the
         call's operator and iterator arguments, for :meth:`_objects` if a build is missing."""
-        plan = self._plans.get(variant)
+        plan = self._fast_plans.get(variant)
         if plan is None:
-            plan = self._device_plan(driver.current_device(), raw, variant)
+            plan = self._current_plan(raw, variant)
         needed = self._temp_bytes(plan, args)
         if temp_storage is None and not one_shot:
             return needed or 1

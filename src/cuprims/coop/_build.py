@@ -56,7 +56,7 @@ _memory = SingleFlightLRU(256)
 def unit_key(specs: Sequence[ProviderSpec], arch: int) -> str:
     source = unit_source(specs, arch)
     parts = ["coop", toolchain_fingerprint(), f"sm_{arch}", " ".join(BASE_OPTIONS), source.text]
-    if any(sp.op is not None and sp.op.kind == "python" for sp in specs):
+    if any(sp.python_ops for sp in specs):
         from .._jit.numba_ops import numba_version
 
         parts.append("numba-cuda=" + numba_version())
@@ -67,7 +67,7 @@ def _reader(specs: Sequence[ProviderSpec], arch: int):
     """Checks a ``coop`` entry against what ``specs`` need; any mismatch raises, and the
     disk cache drops the entry and rebuilds."""
     symbols = {sp.symbol for sp in specs}
-    n_ops = sum(1 for sp in specs if sp.op is not None and sp.op.kind == "python")
+    n_ops = sum(len(sp.python_ops) for sp in specs)
 
     def read(meta: dict[str, Any], blobs: dict[str, bytes]) -> UnitBuild:
         if set(meta) != {"arch", "temp", "ops"} or meta["arch"] != arch or meta["ops"] < n_ops:
@@ -87,19 +87,25 @@ def _reader(specs: Sequence[ProviderSpec], arch: int):
 
 
 def _operator_ltoirs(specs: Sequence[ProviderSpec], arch: int, objs: dict[str, Any]) -> list[bytes]:
-    from .._jit.numba_ops import compile_python_op, import_numba
+    """LTO-IR of every Python function the providers call, in :attr:`ProviderSpec.python_ops`
+    order; ``objs`` maps each one's symbol to the function."""
+    from .._jit.numba_ops import compile_python_op, compile_state_op, import_numba
 
     codes: list[bytes] = []
     for sp in specs:
-        if sp.op is None or sp.op.kind != "python":
-            continue
-        import_numba()
-        stats.bump("numba_compiles")
-        with stats.stage("numba compile", sp.op.name):
-            # a comparator writes a flag byte (result type None), a combiner a value
-            result = None if sp.kind in SORT_KINDS else sp.vt
-            codes += compile_python_op(objs[sp.symbol], (sp.vt, sp.vt), result, sp.op_symbol,
-                                       (arch // 10, arch % 10), op_name=sp.op.name)
+        for symbol, op in sp.python_ops:
+            import_numba()
+            stats.bump("numba_compiles")
+            with stats.stage("numba compile", op.name):
+                if symbol == sp.prefix_symbol:
+                    # the block prefix callback: prefix(state array, aggregate) -> T
+                    codes += compile_state_op(objs[symbol], sp.prefix_state, (sp.vt,), sp.vt, symbol,
+                                              (arch // 10, arch % 10), op_name=op.name)
+                else:
+                    # a comparator writes a flag byte (result type None), a combiner a value
+                    result = None if sp.kind in SORT_KINDS else sp.vt
+                    codes += compile_python_op(objs[symbol], (sp.vt, sp.vt), result, symbol,
+                                               (arch // 10, arch % 10), op_name=op.name)
     return codes
 
 
@@ -121,7 +127,8 @@ def _compile(specs: Sequence[ProviderSpec], arch: int, objs: dict[str, Any]) -> 
 def build_unit(specs: Sequence[ProviderSpec], arch: int, objs: dict[str, Any] | None = None) -> UnitBuild:
     """LTO-IR of one unit holding ``specs``' providers for ``sm_<arch>``, from cache if possible.
 
-    ``objs`` maps a provider symbol to its Python operator (the callable itself).
+    ``objs`` maps the symbol of each Python function a provider calls
+    (:attr:`ProviderSpec.python_ops`: its ``op_symbol``, ``prefix_symbol``) to the callable.
 
     Example::
 
@@ -132,7 +139,7 @@ def build_unit(specs: Sequence[ProviderSpec], arch: int, objs: dict[str, Any] | 
     objs = objs or {}
     if config.dump_dir() is not None:
         write_source(unit_source(specs, arch).text)   # dumped on a cache hit too, as device-wide units are
-    if not all(sp.op is None or sp.op.persistent for sp in specs):
+    if not all(op.persistent for sp in specs for _, op in sp.python_ops):
         return _compile(specs, arch, objs)   # an operator keyed by identity: never cached
     key = unit_key(specs, arch)
     disk = disk_cache()

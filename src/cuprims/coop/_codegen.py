@@ -7,7 +7,9 @@ unchanged; see docs/coop.md):
 * ``store``:  ``SYM(T* dst, const T* items)``, ``SYM_valid(T* dst, const T* items, int valid)``
 * ``reduce``, ``warp_reduce``: ``SYM(const T* items, T* out)``; with one item per thread
   also ``SYM_valid(const T* items, T* out, int valid)``
-* ``scan``:   ``SYM(const T* in, T* out)`` (``in`` may be ``out``)
+* ``scan``:   ``SYM(const T* in, T* out)`` (``in`` may be ``out``); with a block prefix
+  callback ``SYM(const T* in, T* out, void* state, long long state_len)`` (the callback's
+  state array: its data and length, handed to the callback ``SYM_prefix``)
 * ``warp_scan``: ``SYM(const T* in, T* out)`` (one item per thread)
 * ``radix_sort``: ``SYM(T* keys, int begin_bit, int end_bit)`` (in place; ``end_bit < 0``: all bits)
 * ``exchange``: ``SYM(const T* in, T* out)`` (``in`` may be ``out``)
@@ -21,6 +23,13 @@ Each function also has a ``_ts`` twin taking the caller's temporary storage as a
 ``void*`` argument. Without it the provider uses its own ``__shared__`` TempStorage
 (static shared memory of the calling kernel; a warp primitive has one per logical
 warp). Items are ``T[items]`` in the calling thread's memory, passed by address.
+
+numba's local arrays may be less aligned than the C++ type: a struct's are byte arrays
+(alignment 1), a complex's are aligned to its parts (``cuda::std::complex<float>`` wants
+8 bytes, numba's complex64 has 4). For such types (:func:`under_aligned`) the thread's
+values arrive as ``void*`` and are copied (``memcpy``) into aligned locals and back, which
+LTO turns into register moves; other types' entry points read the caller's memory directly.
+A sort's ``values`` are copied the same way when their own type is under-aligned.
 
 Every unit exports the size and alignment of each provider's TempStorage in an
 initialised ``__device__`` array named after the unit (:func:`meta_symbol`), read back
@@ -73,6 +82,57 @@ def warp_sort_slots(lanes: int, storage_bytes: int, kind: str = "warp_merge_sort
     holds a tile (``TILE_WARP_KINDS``) serves (the provider's C++ computes the same from
     ``sizeof(TempStorage)``)."""
     return min(1024 // lanes, max(1, storage_budget(kind) // storage_bytes))
+
+
+def under_aligned(vt) -> bool:
+    """Whether numba's local arrays of ``vt`` may be less aligned than its C++ type (see the module)."""
+    return vt.alignment > (1 if vt.is_struct else vt.dtype.alignment)
+
+
+# the parameters of an entry point that point at the calling thread's values
+_THREAD_VALUES = ("items", "in", "out", "oob", "keys")
+
+
+def _realigned(spec: ProviderSpec, params: str) -> tuple[str, list[str], list[str]]:
+    """``params`` with each pointer to the thread's values of an under-aligned type (the
+    element type's, or a sort's ``values`` of :attr:`ProviderSpec.values`) as ``void*
+    NAME_raw``, and the statements copying them into aligned locals named as before
+    (inputs) and back (outputs)."""
+    t = spec.vt.cpp
+    keys_too = under_aligned(spec.vt)
+    v = spec.values.cpp if spec.values is not None and under_aligned(spec.values) else None
+    new, before, after = [], [], []
+    for param in params.split(", "):
+        kind, _, name = param.rpartition(" ")
+        if name == "values" and v is not None and kind == v + "*":
+            elem = v
+        elif keys_too and name in _THREAD_VALUES and kind in (t + "*", f"const {t}*"):
+            elem = t
+        else:
+            new.append(param)
+            continue
+        const = kind.startswith("const ")
+        single = name == "oob" or (name == "out" and spec.kind in ("reduce", "warp_reduce"))
+        new.append(f"{'const ' if const else ''}void* {name}_raw")
+        before.append(f"{elem} {name}[{1 if single else spec.items}];")
+        if const or name in ("keys", "values"):   # read (keys, values: sorted in place)
+            before.append(f"memcpy({name}, {name}_raw, sizeof({name}));")
+        if not const:                          # written
+            after.append(f"memcpy({name}_raw, {name}, sizeof({name}));")
+    return ", ".join(new), before, after
+
+
+def _prefix_functor(spec: ProviderSpec, s: str) -> str:
+    """CUB's ``BlockPrefixCallbackOp``: ``T operator()(T block_aggregate)``, calling the
+    Python callback ``SYM_prefix(void* view, T* aggregate, T* prefix)``; ``view`` is the
+    state array as (data, length), which numba's wrapper rebuilds as a 1-D array."""
+    t = spec.vt.cpp
+    return (f'extern "C" __device__ void {spec.prefix_symbol}(void*, void*, void*);\n'
+            f"struct {s}_prefix_functor\n{{\n  void* state;\n  long long state_len;\n"
+            f"  __device__ __forceinline__ {t} operator()(const {t}& block_aggregate)\n  {{\n"
+            "    struct { void* data; long long len; } view = {state, state_len};\n"
+            f"    {t} aggregate = block_aggregate;\n    {t} prefix;\n"
+            f"    {spec.prefix_symbol}(&view, &aggregate, &prefix);\n    return prefix;\n  }}\n}};\n")
 
 
 def _cub_type(spec: ProviderSpec) -> str:
@@ -176,6 +236,12 @@ def _bodies(spec: ProviderSpec, s: str) -> list[tuple[str, str, str]]:
         return entries
     if spec.kind == "scan":
         io = f"reinterpret_cast<{arr}>(*const_cast<{t}*>(in)), reinterpret_cast<{arr}>(*out)"
+        if spec.prefix is not None:
+            # CUB's overloads taking a BlockPrefixCallbackOp& (no initial value: the prefix is one)
+            op = "" if _is_sum(spec) else f"{s}_functor{{}}, "
+            call = f"{spec.mode.capitalize()}{'Sum' if _is_sum(spec) else 'Scan'}({io}, {op}prefix)"
+            return [("", f"const {t}* in, {t}* out, void* state, long long state_len",
+                     f"{s}_prefix_functor prefix{{state, state_len}};\n  prim.{call};")]
         if _is_sum(spec) and spec.init is None:
             body = f"prim.{spec.mode.capitalize()}Sum({io});"
         else:
@@ -227,13 +293,20 @@ def provider_text(spec: ProviderSpec) -> tuple[str, tuple[str, ...]]:
     elif spec.op is not None and not _is_sum(spec):
         functor, externs = binary_functor(f"{s}_functor", spec.op, spec.vt, spec.op_symbol)
         parts.append(functor)
+    if spec.prefix is not None:
+        parts.append(_prefix_functor(spec, s))
+        externs += (spec.prefix_symbol,)
     if spec.init is not None:
         parts.append(f"__device__ __forceinline__ {spec.vt.cpp} {s}_init()\n{{\n  {spec.vt.cpp} value;\n"
                      f"  const unsigned char bytes[] = {{{spec.init}}};\n"
                      "  memcpy(&value, bytes, sizeof(value));\n  return value;\n}")
     parts.append(_storage(spec, s))
+    realign = under_aligned(spec.vt) or (spec.values is not None and under_aligned(spec.values))
     for suffix, params, body in _bodies(spec, s):
         barrier = f"  {_barrier(spec, s)}\n" if _barrier(spec, s) else ""
+        if realign:
+            params, before, after = _realigned(spec, params)
+            body = "\n  ".join(before + [body] + after)
         parts.append(f'extern "C" __device__ __attribute__((weak)) void {s}{suffix}({params})\n{{\n'
                      f"{barrier}  {s}_prim prim({s}_storage());\n  {body}\n}}")
         parts.append(f'extern "C" __device__ __attribute__((weak)) void {s}{suffix}_ts({params}, void* temp)\n{{\n'

@@ -57,6 +57,56 @@ def comparator(op: Any, vt: ValueType, argument: str) -> OpSpec:
     return spec
 
 
+class PrefixCallback:
+    """A block prefix callback whose state array is not of the scan's element type:
+    ``coop.block.PrefixCallback(fn, state_dtype)`` as a scan factory's ``prefix_op=``
+    (a plain function there means ``PrefixCallback(fn, <the scan's dtype>)``).
+
+    ``fn(state, block_aggregate) -> prefix``: ``state`` is the 1-D array of
+    ``state_dtype`` the kernel passes to each scan call (``prefix_state``), which ``fn``
+    may read and write; ``block_aggregate`` and the result are of the scan's type.
+
+    Example::
+
+        def prefix(state, aggregate):          # state: int64[:], aggregate: int32
+            old = state[0]
+            state[0] = old + aggregate
+            return old
+
+        scan = coop.block.make_inclusive_sum(numba.int32, 128, 4,
+                                             prefix_op=coop.block.PrefixCallback(prefix, numba.int64))
+    """
+
+    def __init__(self, fn: Any, state_dtype: Any):
+        self.fn = fn
+        self.state_dtype = state_dtype
+
+    def __repr__(self) -> str:
+        return f"PrefixCallback({getattr(self.fn, '__name__', self.fn)!r}, state_dtype={self.state_dtype!r})"
+
+
+def prefix_callback(op: Any, vt: ValueType, argument: str, state: ValueType | None = None
+                    ) -> tuple[OpSpec, ValueType, Any]:
+    """A block prefix callback argument (a Python function ``op(state, block_aggregate)``,
+    or a :class:`PrefixCallback`) -> (its OpSpec, its state's element type, the function).
+    ``state`` (Style 2: the state array's element type) stands in for a missing state dtype."""
+    from ._spec import element_type
+
+    fn, state_dtype = (op.fn, op.state_dtype) if isinstance(op, PrefixCallback) else (op, None)
+    if isinstance(fn, (OpKind, str)) or not callable(fn) or isinstance(fn, type):
+        raise ArgumentError(argument, "a Python function prefix(state, block_aggregate) -> prefix (or a "
+                            "coop.block.PrefixCallback)", op)
+    state_vt = (element_type(state_dtype, argument) if state_dtype is not None
+                else state if state is not None else vt)
+    spec = op_spec(fn, argument=argument, bind_captures=True)
+    if spec.kind != "python":
+        raise ArgumentError(argument, "a Python function prefix(state, block_aggregate) -> prefix", op)
+    if spec.captures:
+        raise ArgumentError(argument, "a callback that captures no device arrays (it gets its state array at "
+                            "each call)", op)
+    return spec, state_vt, fn
+
+
 def value_bytes(value: Any, vt: ValueType, argument: str) -> str:
     """``value`` converted to ``vt``, as the comma-separated bytes the provider's C++ holds."""
     return ",".join(str(b) for b in host_bytes(value, vt, argument=argument))
@@ -69,23 +119,32 @@ def no_methods(methods: Any) -> None:
 
 
 def make_primitive(name: str, spec: ProviderSpec, op: Any, entries: dict[str, tuple[str, ...]],
-                   source: str) -> Any:
+                   source: str, prefix: Any = None) -> Any:
     """Build ``spec``'s provider and return the :class:`Primitive` wrapping ``source``.
 
+    ``op`` is the Python operator (or None), ``prefix`` the Python prefix callback (or None).
     ``entries`` maps a namespace name (``ext``, ``ext_valid``...) to an entry point's
     parameter kinds; ``source`` defines ``prim`` and may use those names, ``T`` (the
-    element's numba type), ``V`` (a sort's value type), ``i32`` and ``__addr``."""
-    from ._numba import Primitive, declare, device_function, numba_type
+    element's numba type), ``V`` (a sort's value type), ``i32``, ``i64``, ``__addr`` and
+    ``__state`` (a prefix state's data, checked against the state's element type)."""
+    from ._numba import Primitive, declare, device_function, numba_type, state_pointer
 
-    objs = {spec.symbol: op} if spec.op is not None and spec.op.kind == "python" else {}
+    objs = {}
+    if spec.op is not None and spec.op.kind == "python":
+        objs[spec.op_symbol] = op
+    if spec.prefix is not None:
+        objs[spec.prefix_symbol] = prefix
     unit = build_unit([spec], current_arch(), objs)
     defined = set(entry_points(spec))
     namespace: dict[str, Any] = {"T": numba_type(spec.vt)}
     if spec.values is not None:
         namespace["V"] = numba_type(spec.values)
+    if spec.prefix_state is not None:
+        namespace["__state"] = state_pointer(numba_type(spec.prefix_state))
     from .._jit.numba_ops import import_numba
 
     namespace["i32"] = import_numba()[1].int32
+    namespace["i64"] = import_numba()[1].int64
     for local, params in entries.items():
         symbol = spec.symbol + local[3:]           # "ext_valid_ts" -> SYMBOL_valid_ts
         assert symbol in defined, symbol

@@ -73,7 +73,7 @@ def _link_inputs(specs: list[ProviderSpec], unit: UnitBuild) -> list:
     always linked from the first object made for it, which numba's set of link inputs
     then holds once. The providers' own definitions are weak."""
     files = link_files("cuprims_coop_unit", (unit.ltoir,))
-    symbols = [sp.op_symbol for sp in specs if sp.op is not None and sp.op.kind == "python"]
+    symbols = [symbol for sp in specs for symbol, _ in sp.python_ops]
     if len(symbols) != len(unit.op_ltoirs):   # not one LTO-IR per operator: keep them together
         return files + link_files("cuprims_coop_ops", unit.op_ltoirs)
     for symbol, code in zip(symbols, unit.op_ltoirs):
@@ -85,7 +85,12 @@ def _link_inputs(specs: list[ProviderSpec], unit: UnitBuild) -> list:
 
 def _build(plans: list[Plan], arch: int) -> list:
     specs = list(dict.fromkeys(p.spec for p in plans))
-    objs = {p.spec.symbol: p.op for p in plans if p.op is not None}
+    objs = {}
+    for p in plans:
+        if p.op is not None:
+            objs[p.spec.op_symbol] = p.op
+        if p.prefix_op is not None:
+            objs[p.spec.prefix_symbol] = p.prefix_op
     unit = build_unit(specs, arch, objs)
     files = _link_inputs(specs, unit)
     if len(_units) > _MAX_UNITS:

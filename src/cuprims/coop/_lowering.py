@@ -41,7 +41,7 @@ from numba.cuda.extending import intrinsic
 
 from ._codegen import entry_points
 from ._nbtypes import Static, StaticType
-from ._numba import _addr, declare
+from ._numba import _addr, declare, state_pointer
 from ._plans import CallOptions, Plan, plan_call
 from ._spec import ProviderSpec
 from ._thread_data import _local_array, _trap
@@ -60,6 +60,7 @@ _PARAMS = {
     ("merge_sort", ""): ("ptr",), ("merge_sort", "_valid"): ("ptr", "int", "ptr"),
     ("warp_merge_sort", ""): ("ptr",), ("warp_merge_sort", "_valid"): ("ptr", "int", "ptr"),
 }
+_PREFIX_PARAMS = ("ptr", "ptr", "state", "i64")   # a scan with a block prefix callback
 _declared: dict[tuple[str, tuple[str, ...]], Any] = {}
 _helpers: dict[tuple, Callable] = {}
 
@@ -68,7 +69,10 @@ def _entry(spec: ProviderSpec, suffix: str, ts: bool = False) -> Any:
     symbol = spec.symbol + suffix + ("_ts" if ts else "")
     if symbol not in entry_points(spec):
         raise AssertionError(f"{symbol} is not an entry point of {spec.key}")
-    params = _PARAMS[(spec.kind, suffix)]
+    if spec.prefix is not None:
+        params = _PREFIX_PARAMS
+    else:
+        params = _PARAMS[(spec.kind, suffix)]
     if spec.values is not None:
         params = params[:1] + ("vptr",) + params[1:]
     if ts:
@@ -117,7 +121,8 @@ def _helper(plan: Plan) -> Callable:
         return _helpers[key]
     spec, limit, check_stride = plan.spec, plan.limit, plan.check_stride
     nbytes, align = layout
-    addr, trap, local, i32, tp = _addr(), _trap, _local_array, types.int32, _temp_pointer
+    addr, trap, local, i32, i64, tp = _addr(), _trap, _local_array, types.int32, types.int64, _temp_pointer
+    state_addr = state_pointer()
     vts = Static(("dtype", spec.vt.code), spec.vt)
     valid = plan.variant.endswith("_valid")
     run = _entry(spec, "_valid" if valid else "")
@@ -201,6 +206,28 @@ def _helper(plan: Plan) -> Callable:
         else:
             run_ts(addr(items), addr(out), tp(temp, nbytes, align))
 
+    def value_out_prefix(value, state, temp):
+        inp = local(1, vts)
+        inp[0] = value
+        out = local(1, vts)
+        if temp is None:
+            run(addr(inp), addr(out), state_addr(state), i64(state.size))
+        else:
+            run_ts(addr(inp), addr(out), state_addr(state), i64(state.size), tp(temp, nbytes, align))
+        return out[0]
+
+    def in_place_prefix(items, state, temp):
+        if temp is None:
+            run(addr(items), addr(items), state_addr(state), i64(state.size))
+        else:
+            run_ts(addr(items), addr(items), state_addr(state), i64(state.size), tp(temp, nbytes, align))
+
+    def into_prefix(items, out, state, temp):
+        if temp is None:
+            run(addr(items), addr(out), state_addr(state), i64(state.size))
+        else:
+            run_ts(addr(items), addr(out), state_addr(state), i64(state.size), tp(temp, nbytes, align))
+
     def radix(keys, begin_bit, end_bit, temp):
         if temp is None:
             run(addr(keys), i32(begin_bit), i32(end_bit))
@@ -247,6 +274,7 @@ def _helper(plan: Plan) -> Callable:
 
     variants = dict(load=load, load_valid=load_valid, store=store, store_valid=store_valid, value_out=value_out,
                     value_out_valid=value_out_valid, items_out=items_out, in_place=in_place, into=into,
+                    value_out_prefix=value_out_prefix, in_place_prefix=in_place_prefix, into_prefix=into_prefix,
                     radix=radix, radix_pairs=radix_pairs, sort=sort, sort_valid=sort_valid, sort_pairs=sort_pairs,
                     sort_pairs_valid=sort_pairs_valid)
     fn = _helpers[key] = variants[plan.variant]

@@ -90,6 +90,36 @@ def _oob_check():
     return _oob_fn
 
 
+_state_fns: dict[Any, Any] = {}
+
+
+def state_pointer(nbtype: Any = None):
+    """An intrinsic ``(array) -> void*`` of the data of a block prefix callback's state: a
+    1-D C-contiguous array (of ``nbtype`` when given; typing fails otherwise, saying so)."""
+    fn = _state_fns.get(nbtype)
+    if fn is not None:
+        return fn
+    _, types, _ = import_numba()
+    from numba.core.errors import TypingError
+    from numba.cuda.extending import intrinsic
+
+    def cuprims_coop_state(typingctx, arr):
+        if not (isinstance(arr, types.Array) and arr.ndim == 1 and arr.layout == "C"
+                and (nbtype is None or arr.dtype == nbtype)):
+            of = f" of {nbtype}" if nbtype is not None else ""
+            raise TypingError(f"prefix_state must be a 1-D C-contiguous array{of} (the block prefix callback's "
+                              f"state, e.g. cuda.local.array(1, ...)), got {arr}")
+
+        def codegen(context, builder, sig, args):
+            data = context.make_array(sig.args[0])(context, builder, args[0]).data
+            return builder.bitcast(data, context.get_value_type(types.voidptr))
+
+        return types.voidptr(arr), codegen
+
+    fn = _state_fns[nbtype] = intrinsic(cuprims_coop_state)
+    return fn
+
+
 def numba_type(vt: ValueType):
     _, types, _ = import_numba()
     from numba.cuda.np.numpy_support import from_dtype
@@ -99,10 +129,12 @@ def numba_type(vt: ValueType):
 
 def declare(symbol: str, params: Sequence[str], vt: ValueType, values: ValueType | None = None):
     """``cuda.declare_device`` of ``void symbol(...)``; ``params`` are "ptr" (to ``vt``),
-    "vptr" (to ``values``, a sort's value type), "int" or "void*"."""
+    "vptr" (to ``values``, a sort's value type), "int" (int32), "i64", "void*" (a uint8
+    array's data: temporary storage) or "state" (``voidptr``: a prefix callback's state)."""
     cuda, types, _ = import_numba()
     t = numba_type(vt)
-    kinds = {"ptr": types.CPointer(t), "int": types.int32, "void*": types.CPointer(types.uint8)}
+    kinds = {"ptr": types.CPointer(t), "int": types.int32, "i64": types.int64,
+             "void*": types.CPointer(types.uint8), "state": types.voidptr}
     if values is not None:
         kinds["vptr"] = types.CPointer(numba_type(values))
     return cuda.declare_device(symbol, types.void(*[kinds[p] for p in params]), abi="c")
@@ -111,7 +143,7 @@ def declare(symbol: str, params: Sequence[str], vt: ValueType, values: ValueType
 def device_function(name: str, source: str, namespace: dict[str, Any]):
     """Exec ``source`` (defining ``name``) and make it a numba device function."""
     cuda, _, _ = import_numba()
-    ns = {"cuda": cuda, "__addr": _addr(), "__oob_given": _oob_check(), **namespace}
+    ns = {"cuda": cuda, "__addr": _addr(), "__oob_given": _oob_check(), "__state": state_pointer(), **namespace}
     exec(compile(source, f"<cuprims coop {name}>", "exec"), ns)
     return cuda.jit(device=True, forceinline=True)(ns[name])
 

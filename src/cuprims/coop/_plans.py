@@ -26,7 +26,7 @@ from numba import types
 from ..errors import ArgumentError, CoopError
 from ..op import OpKind, op_spec
 from ._block_data import BlockExchangeType, _exchange_type
-from ._factory import combiner, comparator, value_bytes
+from ._factory import combiner, comparator, prefix_callback, value_bytes
 from ._nbtypes import BlockGroupType, StaticType, ThreadDataType, WarpGroupType
 from ._single_phase import PRIMITIVES
 from ._spec import (LOAD_ALGORITHMS, REDUCE_ALGORITHMS, SCAN_ALGORITHMS, STORE_ALGORITHMS, WARP_LOAD_ALGORITHMS,
@@ -70,6 +70,7 @@ class Plan:
     limit: int = 0
     check_stride: bool = False
     temp: bool = False
+    prefix_op: Any = None     # a scan's block prefix callback (the Python function), for build_unit
 
 
 def _absent(t: Any) -> bool:
@@ -183,7 +184,7 @@ def _reduction(o: CallOptions, group: Any, value: Any, valid: Any, *_: Any) -> P
     return Plan(spec, obj, ret, "items_out" if is_items else "value_out", (0,))
 
 
-def _scan(o: CallOptions, group: Any, items: Any, out: Any, *_: Any) -> Plan:
+def _scan(o: CallOptions, group: Any, items: Any, out: Any, state: Any, _: Any) -> Plan:
     vt, n, is_items = _value(items, "items")
     mode = o.primitive.split("_")[0]
     if o.primitive.endswith("_sum"):
@@ -193,6 +194,23 @@ def _scan(o: CallOptions, group: Any, items: Any, out: Any, *_: Any) -> Plan:
         init_value = o.options["initial_value"]
         init = None if init_value is None else value_bytes(init_value, vt, "initial_value")
     obj = obj if op.kind == "python" else None
+    prefix = prefix_state = prefix_fn = None
+    if o.options["prefix_op"] is not None or not _absent(state):
+        if o.options["prefix_op"] is None or _absent(state):
+            raise _fail(o, "a block prefix callback takes both prefix_op= (the function) and prefix_state= (the "
+                        "array it keeps its state in)")
+        if isinstance(group, WarpGroupType):
+            raise _fail(o, "prefix_op= is a block scan's: CUB's warp scans take no prefix callback")
+        if init is not None:
+            raise _fail(o, "initial_value= and prefix_op= exclude each other: the callback's prefix seeds the scan")
+        if not (isinstance(state, types.Array) and state.ndim == 1 and state.layout == "C"):
+            raise ArgumentError("prefix_state", "a 1-D C-contiguous array (the block prefix callback's state, "
+                                "e.g. cuda.local.array(1, ...))", state)
+        prefix, prefix_state, prefix_fn = prefix_callback(o.options["prefix_op"], vt, "prefix_op",
+                                                          state=vt_of(state.dtype, "prefix_state"))
+        if prefix_state != vt_of(state.dtype, "prefix_state"):
+            raise ArgumentError("prefix_state", f"a 1-D array of {prefix_state.dtype} (the PrefixCallback's "
+                                "state_dtype)", state)
     if isinstance(group, WarpGroupType):
         _default_algorithm(o, group, "raking")
         if n != 1:
@@ -200,12 +218,17 @@ def _scan(o: CallOptions, group: Any, items: Any, out: Any, *_: Any) -> Plan:
         spec = ProviderSpec("warp_scan", vt, (group.threads, 1, 1), 1, "", op, mode=mode, init=init)
     else:
         spec = ProviderSpec("scan", vt, group.dims, n, algorithm_of(SCAN_ALGORITHMS, o.options["algorithm"]), op,
-                            mode=mode, init=init)
+                            mode=mode, init=init, prefix=prefix, prefix_state=prefix_state)
+    suffix = "" if prefix is None else "_prefix"
     if not is_items:
         if not _absent(out):
             raise _fail(o, "a scalar's scan is returned: out= takes a ThreadData when items is one")
-        return Plan(spec, obj, numba_dtype(vt), "value_out", (0,))
-    return _in_place_or_into(spec, obj, items, out)
+        slots = (0,) if prefix is None else (0, 2)
+        return Plan(spec, obj, numba_dtype(vt), "value_out" + suffix, slots, prefix_op=prefix_fn)
+    plan = _in_place_or_into(spec, obj, items, out)
+    if prefix is None:
+        return plan
+    return Plan(spec, obj, types.none, plan.variant + suffix, plan.slots + (2,), prefix_op=prefix_fn)
 
 
 def _in_place_or_into(spec: ProviderSpec, obj: Any, items: Any, out: Any) -> Plan:

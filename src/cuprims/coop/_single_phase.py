@@ -111,19 +111,35 @@ def reduce(group, value, /, *, binary_op, algorithm="warp_reductions", valid_ite
 
 
 @Stub
-def inclusive_sum(group, items, out=None, /, *, algorithm="raking", temp_storage=None):
+def inclusive_sum(group, items, out=None, /, *, algorithm="raking", prefix_op=None, prefix_state=None,
+                  temp_storage=None):
     """Inclusive prefix sum over the group: of a scalar (returned), or of the tile held in
     ``items`` (written to ``out``, in place without it).
+
+    ``prefix_op`` and ``prefix_state`` (block scans): a block prefix callback, CUB's
+    ``BlockPrefixCallbackOp``, to scan a long sequence tile after tile with a running
+    total. ``prefix_op`` is a Python function ``prefix(state, block_aggregate) -> prefix``
+    (a compile-time constant, as ``scan_op``), ``prefix_state`` the array it gets as
+    ``state`` (1-D, C-contiguous, any element type; usually ``cuda.local.array(1, ...)``,
+    owned by the kernel across calls). In each call the block's aggregate of the call's
+    items is computed, threads of the block's first warp call ``prefix_op(prefix_state,
+    aggregate)`` (thread 0 always, some or all of lanes 1..31 too, depending on CUB's
+    algorithm; no other thread), and thread 0's result ``p`` prefixes the scan: inclusive
+    ``op(p, x0), op(p, x0, x1)...``, exclusive ``p, op(p, x0)...``. Keep the state
+    thread-local and read it in thread 0.
 
     Example::
 
         coop.inclusive_sum(block, items)
+        coop.inclusive_sum(block, items, prefix_op=running_total, prefix_state=total)
     """
 
 
 @Stub
-def exclusive_sum(group, items, out=None, /, *, algorithm="raking", temp_storage=None):
-    """Exclusive prefix sum (0 first), as :func:`inclusive_sum`.
+def exclusive_sum(group, items, out=None, /, *, algorithm="raking", prefix_op=None, prefix_state=None,
+                  temp_storage=None):
+    """Exclusive prefix sum (0 first, or the prefix ``prefix_op`` returns), as
+    :func:`inclusive_sum`.
 
     Example::
 
@@ -132,9 +148,11 @@ def exclusive_sum(group, items, out=None, /, *, algorithm="raking", temp_storage
 
 
 @Stub
-def inclusive_scan(group, items, out=None, /, *, scan_op, initial_value=None, algorithm="raking", temp_storage=None):
+def inclusive_scan(group, items, out=None, /, *, scan_op, initial_value=None, algorithm="raking", prefix_op=None,
+                   prefix_state=None, temp_storage=None):
     """Inclusive scan by ``scan_op`` (as :func:`reduce`'s ``binary_op``), seeded by
-    ``initial_value`` when given (a compile-time constant), as :func:`inclusive_sum`.
+    ``initial_value`` when given (a compile-time constant) or by a block prefix callback
+    (``prefix_op``, ``prefix_state``: see :func:`inclusive_sum`), as :func:`inclusive_sum`.
 
     Example::
 
@@ -143,8 +161,10 @@ def inclusive_scan(group, items, out=None, /, *, scan_op, initial_value=None, al
 
 
 @Stub
-def exclusive_scan(group, items, out=None, /, *, scan_op, initial_value=None, algorithm="raking", temp_storage=None):
-    """Exclusive scan by ``scan_op``; without ``initial_value`` the first output is
+def exclusive_scan(group, items, out=None, /, *, scan_op, initial_value=None, algorithm="raking", prefix_op=None,
+                   prefix_state=None, temp_storage=None):
+    """Exclusive scan by ``scan_op``; without ``initial_value`` or a block prefix callback
+    (``prefix_op``, ``prefix_state``: see :func:`inclusive_sum`) the first output is
     undefined (as in CUB).
 
     Example::
@@ -215,12 +235,14 @@ ROLES = {
     "exchange": dict(items="operand", out="operand", block_exchange_type="static", warp_time_slicing="static"),
     "sum": dict(value="operand", algorithm="static", valid_items="runtime"),
     "reduce": dict(value="operand", binary_op="static", algorithm="static", valid_items="runtime"),
-    "inclusive_sum": dict(items="operand", out="operand", algorithm="static"),
-    "exclusive_sum": dict(items="operand", out="operand", algorithm="static"),
+    "inclusive_sum": dict(items="operand", out="operand", algorithm="static", prefix_op="static",
+                          prefix_state="runtime"),
+    "exclusive_sum": dict(items="operand", out="operand", algorithm="static", prefix_op="static",
+                          prefix_state="runtime"),
     "inclusive_scan": dict(items="operand", out="operand", scan_op="static", initial_value="static",
-                           algorithm="static"),
+                           algorithm="static", prefix_op="static", prefix_state="runtime"),
     "exclusive_scan": dict(items="operand", out="operand", scan_op="static", initial_value="static",
-                           algorithm="static"),
+                           algorithm="static", prefix_op="static", prefix_state="runtime"),
     "radix_sort_keys": dict(keys="operand", descending="static", begin_bit="runtime", end_bit="runtime"),
     "merge_sort_keys": dict(keys="operand", compare_op="static", valid_items="runtime", oob_default="runtime"),
     "radix_sort_pairs": dict(keys="operand", values="operand", descending="static", begin_bit="runtime",

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+
+import numpy as np
 from typing import Any
 
 from ..errors import ArgumentError
@@ -63,7 +65,10 @@ class ProviderSpec:
     ``dims`` is the block shape (x, y, z); for warp primitives (logical warp size, 1, 1).
     ``mode`` (scans): "inclusive" or "exclusive". ``init``: the scan's initial value as
     C++ text (None: none). ``op``: the combiner (None for load/store). ``values``: the
-    value type of a sort of key-value pairs (None: keys only)."""
+    value type of a sort of key-value pairs (None: keys only). ``prefix`` (block
+    scans): the block prefix callback, a Python function ``prefix(state, aggregate)``
+    called through :attr:`prefix_symbol`; ``prefix_state``: the element type of the 1-D
+    array it takes as ``state``."""
 
     kind: str
     vt: ValueType
@@ -74,14 +79,22 @@ class ProviderSpec:
     mode: str = ""
     init: str | None = None
     values: ValueType | None = None
+    prefix: OpSpec | None = None
+    prefix_state: ValueType | None = None
 
     @property
     def key(self) -> str:
         """Everything that changes the provider's code, as text."""
         op = f"{self.op.kind}:{self.op.key}" if self.op is not None else "-"
-        pairs = f"|values={self.values.code}" if self.values is not None else ""   # keys-only keys unchanged
-        return (f"{self.kind}|{self.vt.code}|{self.dims}|{self.items}|{self.algorithm}|{op}|"
-                f"{self.mode}|{self.init}{pairs}")
+        key = (f"{self.kind}|{self.vt.code}|{self.dims}|{self.items}|{self.algorithm}|{op}|"
+               f"{self.mode}|{self.init}")
+        # only when set: the keys of every other provider (keys-only sorts, scans without
+        # a callback) stay as they were
+        if self.values is not None:
+            key += f"|values={self.values.code}"
+        if self.prefix is not None:
+            key += f"|prefix:{self.prefix.kind}:{self.prefix.key}:{self.prefix_state.code}"
+        return key
 
     @property
     def symbol(self) -> str:
@@ -93,6 +106,23 @@ class ProviderSpec:
     def op_symbol(self) -> str:
         """The symbol of the Python operator's pointer-ABI wrapper this provider calls."""
         return self.symbol + "_op"
+
+    @property
+    def prefix_symbol(self) -> str:
+        """The symbol of the block prefix callback's wrapper (``void SYM_prefix(void* state_view,
+        T* aggregate, T* out)``) this provider calls."""
+        return self.symbol + "_prefix"
+
+    @property
+    def python_ops(self) -> tuple[tuple[str, OpSpec], ...]:
+        """(symbol, OpSpec) of each Python function the provider calls, in build order (the
+        combiner or comparator, then the prefix callback)."""
+        ops = []
+        if self.op is not None and self.op.kind == "python":
+            ops.append((self.op_symbol, self.op))
+        if self.prefix is not None:
+            ops.append((self.prefix_symbol, self.prefix))
+        return tuple(ops)
 
     @property
     def threads(self) -> int:
@@ -135,6 +165,8 @@ def element_type(dtype: Any, argument: str = "dtype") -> ValueType:
     if isinstance(dtype, str):
         return value_type(dtype, argument=argument)
     if type(dtype).__module__.startswith("numba"):
+        if isinstance(getattr(dtype, "dtype", None), np.dtype) and dtype.dtype.names is not None:
+            return value_type(dtype.dtype, argument=argument)   # a numba Record: its structured dtype
         # numba scalar types print as numpy names ("int32", "float16", "bool")
         name = {"bool": "bool", "boolean": "bool"}.get(str(dtype), str(dtype))
         return value_type(name, argument=argument)

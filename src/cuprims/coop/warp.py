@@ -138,13 +138,15 @@ def _merge_sort(dtype: Any, value_dtype: Any, items_per_thread: int, compare_op:
 
 
 def make_load(dtype: Any, items_per_thread: int = 1, algorithm: str = "direct", threads_in_warp: int = 32) -> Any:
-    """``load(src, items, num_valid=-1, oob_default=0, temp_storage=None)``: the logical
+    """``load(src, items, num_valid=-1, oob_default=None, temp_storage=None)``: the logical
     warp's tile from ``src`` (an array starting at the warp's tile; each warp passes its
     own) into each lane's ``items`` (a local array of ``items_per_thread``), blocked (lane
     ``l`` gets positions ``l * items_per_thread ...``). ``algorithm`` is one of CUB's
     WarpLoad algorithms: 'direct', 'striped' (lane ``l`` gets ``l, l + lanes...``),
     'vectorize', 'transpose' (striped reads, blocked result). With ``num_valid >= 0``
-    only the tile's first ``num_valid`` items are read, the rest are ``oob_default``.
+    only the tile's first ``num_valid`` items are read, the rest are ``oob_default`` (a
+    value of the element type, a struct too; all bytes zero when not given, as
+    ``block.make_load``'s).
 
     'transpose' uses shared memory, a tile per logical warp: the own storage serves the
     first ``load.own_storage_warps`` warps of a block (as many as fit in 16 KiB, at least
@@ -159,8 +161,9 @@ def make_load(dtype: Any, items_per_thread: int = 1, algorithm: str = "direct", 
     lanes = _warp_size(threads_in_warp)
     spec = ProviderSpec("warp_load", element_type(dtype), (lanes, 1, 1), items_count(items_per_thread),
                         algorithm_of(WARP_LOAD_ALGORITHMS, algorithm))
-    source = ("def prim(src, items, num_valid=-1, oob_default=0, temp_storage=None):\n"
-              "    oob = cuda.local.array(1, T)\n    oob[0] = oob_default\n"
+    # as block.make_load: oob_default left out is the local array's zero bytes (a struct too)
+    source = ("def prim(src, items, num_valid=-1, oob_default=None, temp_storage=None):\n"
+              "    oob = cuda.local.array(1, T)\n    if oob_default is not None:\n        oob[0] = oob_default\n"
               + dispatch("ext", "__addr(src), __addr(items)", "i32(num_valid), __addr(oob)"))
     prim = make_primitive("warp.load", spec, None, entry_table(True, ("ptr", "ptr"), ("int", "ptr")), source)
     prim.own_storage_warps = warp_sort_slots(lanes, prim.temp_storage_bytes, spec.kind)
