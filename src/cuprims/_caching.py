@@ -63,13 +63,21 @@ def cache_info() -> dict[str, Any]:
 
     Keys: ``numba_compiles``, ``nvrtc_compiles``, ``links``, ``memory_hits``,
     ``memory_misses``, ``disk_hits``, ``disk_misses``, ``disk_writes``,
-    ``disk_corrupt_discarded``, ``module_loads``, ``memory_entries``, ``cache_dir``,
-    ``disk_enabled``, ``disk_status``.
+    ``disk_corrupt_discarded``, ``module_loads``, ``pch_builds``, ``pch_loads``,
+    ``pch_writes``, ``pch_uses``, ``pch_hits``, ``pch_rejects``, ``pch_heap``,
+    ``memory_entries``, ``cache_dir``, ``disk_enabled``, ``disk_status``.
 
     ``module_loads`` counts compiled code loaded onto a device: once per build and device
     (a second GPU of the same capability loads the build again, and compiles nothing).
 
-    ``disk_corrupt_discarded`` counts disk entries that failed any check and were deleted
+    The ``pch_`` keys count NVRTC precompiled headers: made (``pch_builds``), read from the
+    disk cache after their checksum was verified (``pch_loads``), written to it
+    (``pch_writes``), and compiles given one (``pch_uses``), of which NVRTC used
+    (``pch_hits``) or refused (``pch_rejects``) it; ``disk_writes`` and ``disk_hits`` do not
+    include them. ``pch_heap`` says whether this process's PCHs persist in the disk cache
+    (its NVRTC heap was placed at the shared address) or stay within the process, and why.
+
+    ``disk_corrupt_discarded`` counts disk entries (PCHs too) that failed any check and were deleted
     (to be rebuilt): damaged or truncated, written for another key or kind, malformed
     metadata, not a regular file (a symlink, a FIFO, a device), or larger than the read
     bound. ``disk_status`` is ``"ok"``, ``"disabled"``, or why the cache directory cannot
@@ -84,7 +92,10 @@ def cache_info() -> dict[str, Any]:
     """
     from ._jit import build, stats
 
+    from ._jit import pch
+
     info: dict[str, Any] = stats.snapshot()
+    info["pch_heap"] = pch.heap_status() if config.settings.pch else "off (CUPRIMS_PCH=0)"
     info["memory_entries"] = len(build.memory_cache())
     info["cache_dir"] = str(config.cache_dir())
     info["disk_enabled"] = config.disk_cache_enabled()

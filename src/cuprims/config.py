@@ -23,6 +23,8 @@ environment variable         ``settings.``        meaning
                                                   with a kernel instead of the driver's memset
 ``CUPRIMS_PCH``              ``pch``              ``0`` compiles every unit without NVRTC
                                                   precompiled headers (see ``_jit/pch.py``)
+``CUPRIMS_PCH_DISK``         ``pch_disk``         ``0`` keeps precompiled headers within the
+                                                  process instead of in the disk cache
 ===========================  ===================  =========================================
 
 A setting assigned in code (``cuprims.settings.pdl = False``) wins over its environment
@@ -151,6 +153,7 @@ class Settings:
     pdl = _Setting("CUPRIMS_PDL", _flag(True), bool)
     radix_memset = _Setting("CUPRIMS_RADIX_MEMSET", _flag(True), bool)
     pch = _Setting("CUPRIMS_PCH", _flag(True), bool)
+    pch_disk = _Setting("CUPRIMS_PCH_DISK", _flag(True), bool)
 
     def __init__(self) -> None:
         self._overrides: dict[str, Any] = {}

@@ -10,10 +10,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import os
+
 import pytest
 
 import cuprims
 from cuprims._jit import stats
+
+# Precompiled headers stay within each process in this suite (session fixtures and the
+# processes tests start included): every test's fresh cache directory would otherwise get
+# a ~150 MB PCH per header prefix, copied along with prebuilt caches. tests/cpu/test_pch_disk.py
+# turns them on in its own processes.
+os.environ.setdefault("CUPRIMS_PCH_DISK", "0")
 
 _ENV_VARS = ("CUPRIMS_CACHE_DIR", "CUPRIMS_DISK_CACHE", "CUPRIMS_DUMP_DIR", "CUPRIMS_MEMORY_CACHE",
              "CUPRIMS_TRACE", "CUPRIMS_CACHE_MAX_BYTES")

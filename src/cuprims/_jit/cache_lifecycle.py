@@ -14,7 +14,15 @@ writers and finished builds leave behind.
   still reads all of it; one that comes after finds nothing and rebuilds: no reader ever
   sees a torn or half-evicted entry, because entries are never written in place.
 * Debris: a writer's temporary file (``.<key>.<16 hex>.tmp``) or a lock file nobody holds,
-  older than :data:`STALE_SECONDS`, is removed by the same pass and by ``prune``.
+  older than :data:`STALE_SECONDS`, is removed by the same pass and by ``prune``; so is a
+  sidecar whose entry is gone.
+* Sidecars: an entry whose file must hold nothing but its artifact (a ``pch`` entry is
+  the raw file NVRTC reads, :mod:`cuprims._jit.pch_store`) keeps its checked metadata in
+  ``<key>.meta`` beside it. A sidecar is not an entry (it is not counted nor listed); it is
+  removed with its entry.
+* Shares: a kind may be given a share of the cap (:meth:`Lifecycle.enforce_kind_cap`), so
+  that a few large entries of it (precompiled headers, ~150 MB each) cannot push out the
+  many small ones of the others.
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ USES = "uses"
 LOCKS = "locks"
 STALE_SECONDS = 600.0      # older debris than this belongs to no live writer
 EVICT_TO = 0.9             # eviction stops at this fraction of the cap
+SIDECAR = ".meta"         # suffix of an entry's sidecar (its key + this)
 KIND = re.compile(r"[a-z]+")           # an entry kind's directory name (the disk cache checks names by these)
 KEY = re.compile(r"[0-9a-f]{2,128}")   # an entry's file name
 _USE = re.compile(rf"{KIND.pattern}-{KEY.pattern}")
@@ -129,6 +138,8 @@ class Lifecycle:
                                                          ident_of(st)))
                                 elif remove_debris and is_temp_name(item.name) and _stale(item, now):
                                     removed += _unlink(sfd, item)
+                                elif remove_debris and _orphan_sidecar(sfd, item.name) and _stale(item, now):
+                                    removed += _unlink(sfd, item)
             if remove_debris:
                 removed += self._remove_idle_locks(top, now)
         return entries, removed
@@ -169,6 +180,11 @@ class Lifecycle:
         returns how many were evicted."""
         return self._evict_past(self.scan()[0], max_bytes)
 
+    def enforce_kind_cap(self, kind: str, max_bytes: int) -> int:
+        """Evict the least recently used entries of ``kind`` while that kind's entries hold
+        more than ``max_bytes`` (its share of the cap); returns how many were evicted."""
+        return self._evict_past([e for e in self.scan(remove_debris=False)[0] if e.kind == kind], max_bytes)
+
     def _evict_past(self, entries: list[Entry], max_bytes: int) -> int:
         total = sum(e.size for e in entries)
         if total <= max_bytes:
@@ -191,6 +207,8 @@ class Lifecycle:
             except OSError:
                 return False
             remove_if_same(leaf, entry.key, entry.ident)
+            with contextlib.suppress(OSError):
+                os.unlink(entry.key + SIDECAR, dir_fd=leaf)
             with contextlib.suppress(OSError), _dir(USES, top) as ufd:
                 os.unlink(f"{entry.kind}-{entry.key}", dir_fd=ufd)
         return True
@@ -217,6 +235,19 @@ def _dir(name: str, parent: int):
         yield fd
     finally:
         os.close(fd)
+
+
+def _orphan_sidecar(dir_fd: int, name: str) -> bool:
+    """Whether ``name`` is a sidecar whose entry is not there (left by a crashed writer)."""
+    if not name.endswith(SIDECAR) or not KEY.fullmatch(name[:-len(SIDECAR)]):
+        return False
+    try:
+        os.stat(name[:-len(SIDECAR)], dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return False
 
 
 def _unlink(dir_fd: int, item: os.DirEntry) -> int:

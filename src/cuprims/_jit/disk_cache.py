@@ -23,6 +23,11 @@ an entry is only ever served for the key it was written for. The rules:
   directory as a warning on the ``cuprims`` logger and shown by ``cache_info()``'s
   ``disk_status``.
 
+Entries of kind ``pch`` (NVRTC precompiled headers) are the exception to the framing:
+NVRTC reads them by path, so each is the raw file plus a framed sidecar with its size and
+checksum (:mod:`cuprims._jit.pch_store`); they share the directories, locks, use records,
+size cap and eviction of the others.
+
 The same private-directory and no-follow helpers write generated sources
 (:mod:`cuprims._jit.nvrtc`).
 
@@ -78,6 +83,16 @@ class DiskCache(Lifecycle):
             fd = open_dir(part, str(shown), dir_fd=fd, create=create)
             stack.callback(os.close, fd)
         return fd
+
+    def open_leaf(self, stack: contextlib.ExitStack, kind: str, key: str, *, create: bool) -> int:
+        """The checked directory that holds ``kind``/``key`` (closed by ``stack``), for entries
+        that are not read whole (:mod:`cuprims._jit.pch_store`)."""
+        self._check_names(kind, key)
+        return self._open(stack, (LAYOUT_VERSION, kind, key[:2]), create=create)
+
+    def note_unusable(self, exc: BaseException, doing: str) -> None:
+        """Report that the cache cannot be used (once per process and directory)."""
+        self._unusable(exc, doing)
 
     def _unusable(self, exc: BaseException, doing: str) -> None:
         if isinstance(exc, UnsafeDirectory) or not isinstance(exc, OSError):
@@ -192,6 +207,37 @@ class DiskCache(Lifecycle):
                 return
             try:
                 yield
+            finally:
+                with contextlib.suppress(OSError):
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+
+    @contextlib.contextmanager
+    def try_lock(self, kind: str, key: str) -> Iterator[bool]:
+        """The lock of :meth:`lock` without waiting: yields whether it is held (False while
+        another process holds it; True, unlocked, where locking is unsupported or fails,
+        like :meth:`lock`). For work that is better skipped than waited for."""
+        self._check_names(kind, key)
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - non-POSIX
+            yield True
+            return
+        with contextlib.ExitStack() as stack:
+            try:
+                locks = self._open(stack, (LAYOUT_VERSION, LOCKS), create=True)
+                fd = open_lock_file(locks, f"{kind}-{key}.lock")
+                stack.callback(os.close, fd)
+            except (UnsafeDirectory, OSError) as exc:
+                self._unusable(exc, f"cannot lock {self.root / LAYOUT_VERSION / 'locks' / f'{kind}-{key}.lock'}")
+                yield True
+                return
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                yield False
+                return
+            try:
+                yield True
             finally:
                 with contextlib.suppress(OSError):
                     fcntl.flock(fd, fcntl.LOCK_UN)

@@ -80,9 +80,9 @@ def compile_to_ltoir(source: Source, arch: int) -> tuple[bytes, dict[str, str]]:
         write_source(source.text, dump)
     options = dict(arch=f"sm_{arch}", include_path=_include_dirs(), **COMPILE_OPTIONS, **dict(source.compile_options))
 
-    def compile_unit(pch_options: dict) -> object:
+    def compile_unit(pch_options: dict, logs: object = None) -> object:
         program = Program(source.text, "c++", ProgramOptions(**options, **pch_options))
-        return program.compile("ltoir", name_expressions=list(source.name_expressions))
+        return program.compile("ltoir", name_expressions=list(source.name_expressions), logs=logs)
 
     stats.bump("nvrtc_compiles")
     try:

@@ -1,44 +1,105 @@
-"""NVRTC precompiled headers, shared by the units a process compiles.
+"""NVRTC precompiled headers (PCHs), made once per header prefix and kept in the disk cache.
 
-Parsing CUB's and libcu++'s headers is most of an NVRTC compile (0.8 of 1.0 s for a
-reduction on the 2-core CPU machine); units that start with the same headers (their
-:attr:`~.codegen.Source.header_prefix`, under the same options) can skip it with a
-precompiled header. An NVRTC PCH is a snapshot of its heap at a fixed address, so it
-is only valid in the process that made it: it lives in a private temporary directory,
-removed at exit, never in the disk cache.
+Parsing CUB's and libcu++'s headers is most of an NVRTC compile (~0.8 of 1.0 s for a
+reduction on the 2-core CPU machine). Units that start with the same headers (their
+:attr:`~.codegen.Source.header_prefix`) under the same options share a PCH: a compile
+with it takes ~0.3 s there.
 
-The first compile of a prefix runs as it always did (a process that builds one
-algorithm once pays nothing); the second also writes the prefix's PCH (about 0.3 s more
-on the CPU machine); later ones use it (0.25 s instead of 1.0 s there). One lock
-serialises every compile that makes or uses a PCH; a compile that would have to wait
-for it compiles without one. A compile that fails with a PCH is retried without, so
-errors are always NVRTC's own. No thread of ours is ever inside NVRTC at exit.
-``CUPRIMS_PCH=0`` (``settings.pch``) turns all of this off.
+**Persistent PCHs.** An NVRTC PCH is a snapshot of NVRTC's PCH heap and is valid only
+where that heap lies at the same virtual address (NVRTC warns #20282 and compiles without
+it otherwise). So before its first PCH a process places its heap at a fixed address
+(:mod:`.pch_heap`: ~20 ms, plus ~30 ms to load NVRTC's builtins with a trivial compile
+when nothing was compiled yet); when that worked, PCHs are disk-cache entries of kind
+``pch`` (:mod:`.pch_store`), usable by every later process whose heap is placed there:
+
+* a compile whose prefix has no PCH on disk makes it as part of that compile (NVRTC's
+  ``--create-pch``: ~+0.2 s once per prefix and cache, the trace stage ``pch create``
+  around that compile, inside ``nvrtc``; ``pch store`` sums and publishes it);
+* a compile whose prefix has one loads it (``pch load``: open, check size and CRC-32,
+  ~0.06 s for 150 MB) and compiles with it; later compiles in the process reuse it.
+
+Made inline, not in the background: measured on the 2-core machine, the user's compile
+beside a background ``--create-pch`` compile of the same unit took 2.2-3.1 s, inline
+1.4-1.7 s (plain 1.2-1.6 s), and the PCH was ready later; and a process may end while
+NVRTC runs in a thread of ours, which crashed the interpreter. (docs/pch.md has these
+and the other NVRTC facts the design rests on.)
+
+**Within the process only** (the previous behaviour, kept as the fallback): when the heap
+could not be placed (the address is taken, ``ulimit -s unlimited``'s bottom-up layout, a
+heap mapped before), when ``CUPRIMS_PCH_DISK=0``, the disk cache is off, or its cap is
+under 1 GiB. Then the first compile of a prefix runs as it always did (a process that
+builds one algorithm once pays nothing), the second also writes the prefix's PCH into a
+private temporary directory removed at exit, and later ones use it.
+
+**Checks.** Every compile with a PCH reads NVRTC's log: "using precompiled header file"
+counts a ``pch_hits``; anything else is a ``pch_rejects``: the prefix compiles without a
+PCH for the rest of the process, a refused disk file is deleted (stale: #626 another NVRTC
+build, #629 other options, #630 other directives), and a heap-address refusal (#20282)
+stops persistent PCHs in this process. A compile that fails with a PCH is retried without
+(errors are always NVRTC's own); if that one succeeds the PCH is treated as refused. The
+heap is never resized after it is mapped (cuda.core resizes it when ``--create-pch`` runs
+out: it is 1 GiB, PCHs need 64-330 MB; a resize is detected and stops persistent PCHs).
+
+**Threads.** One lock serialises every compile that makes or uses a PCH, and the heap's
+placement (once per process; our other compiles wait for that, at most 2 s, rather than
+start NVRTC while the address space is being arranged); a compile that would have to
+wait for the lock otherwise compiles without a PCH. Across processes, making a prefix's PCH takes the disk cache's ``pch`` lock without
+waiting: a process that finds another one making it compiles without. Locks nest as
+cubin > kernel > pch. No thread of ours is ever inside NVRTC at exit.
+
+``CUPRIMS_PCH=0`` (``settings.pch``) turns all of this off; ``CUPRIMS_PCH_DISK=0``
+(``settings.pch_disk``) keeps PCHs within the process.
 """
 
 from __future__ import annotations
 
 import atexit
 import hashlib
+import io
+import logging
 import os
+import re
 import shutil
+import sys
 import tempfile
 import threading
 from typing import Any, Callable
 
 from .. import config
-from . import stats
+from . import pch_heap, pch_store, stats
+from .private_files import UnsafeDirectory
 
-# Reserved once, before the first PCH is made: resizing the heap later would invalidate
-# every PCH made before (NVRTC checks the heap address a PCH was made at).
+# Set once, before the heap is mapped: resizing it later would invalidate every PCH made
+# before (NVRTC checks the heap address a PCH was made at).
 HEAP_BYTES = 1 << 30
 _NEW, _SEEN, _FAILED = "new", "seen", "failed"
+_PLAIN = object()   # "compile without a PCH, after releasing the lock"
+_USED = "using precompiled header file"
+_WARNING = re.compile(r"#(\d+)-D")
+HEAP_WARNING = "20282"
+
+logger = logging.getLogger("cuprims")
+
+
+class _UnitError(Exception):
+    """Carries (as its cause) a compile error that is the unit's own, through the PCH code."""
+
 
 _lock = threading.Lock()                 # held by every compile that creates or uses a PCH
 _state_lock = threading.Lock()
 _state: dict[str, str] = {}              # key -> PCH path, _SEEN (compiled once) or _FAILED
+_on_disk: dict[str, tuple[pch_store.PchStore, str, tuple[int, int]]] = {}   # path -> its entry
+_kept_fds: list[int] = []                # open PCH files handed to NVRTC as /proc/self/fd/N
 _directory: str | None = None
-_heap_set = False
+_heap_size_set = False
+_heap_mapped = False                     # NVRTC's heap exists (or is about to): placed once
+_heap_address: int | None = None         # where it was placed (persistent PCHs usable)
+_heap_note = "not mapped yet"
+# While one thread places the heap, our other compiles wait (at most _PLACE_WAIT s) rather
+# than start NVRTC, whose arenas and libraries would be mapped in the window.
+_placing = threading.Event()
+_placed = threading.Event()
+_PLACE_WAIT = 2.0
 
 
 def _dir() -> str:
@@ -53,58 +114,308 @@ def _key(prefix: str, options: dict[str, Any]) -> str:
     return hashlib.sha256(repr((prefix, sorted(options.items(), key=lambda kv: kv[0]))).encode()).hexdigest()[:24]
 
 
-def _set_heap() -> None:
-    global _heap_set
-    if not _heap_set:
-        from cuda.bindings import nvrtc
-
-        nvrtc.nvrtcSetPCHHeapSize(HEAP_BYTES)
-        _heap_set = True
+def heap_status() -> str:
+    """Where this process's PCHs live: what ``cache_info()["pch_heap"]`` shows."""
+    if _heap_address is not None:
+        return f"placed at {_heap_address:#x}: PCHs persist in the disk cache"
+    return _heap_note
 
 
-def compile_with_pch(prefix: str, options: dict[str, Any], compile_unit: Callable[[dict[str, Any]], Any]) -> Any:
-    """``compile_unit(extra_options)`` with the prefix's PCH when one is ready; the second
-    compile of a prefix also makes its PCH (costing that compile ~0.3 s), so that a
-    process building one algorithm once pays nothing for PCHs."""
+def pch_verdict(log: str) -> str | None:
+    """None if NVRTC's log says it used the PCH, else why not (the warning number)."""
+    if _USED in log:
+        return None
+    codes = _WARNING.findall(log)
+    return f"#{codes[0]}" if codes else "no PCH message"
+
+
+# ---------------------------------------------------------------------------- the heap
+def _nvrtc():
+    from cuda.bindings import nvrtc
+
+    return nvrtc
+
+
+def _set_heap_size() -> None:
+    global _heap_size_set
+    if not _heap_size_set:
+        _nvrtc().nvrtcSetPCHHeapSize(HEAP_BYTES)
+        _heap_size_set = True
+
+
+def _raw_compile(text: bytes, options: list[bytes]) -> None:
+    nvrtc = _nvrtc()
+    _, prog = nvrtc.nvrtcCreateProgram(text, b"cuprims_pch_heap.cu", 0, [], [])
+    try:
+        nvrtc.nvrtcCompileProgram(prog, len(options), options)
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+
+
+def _warm_up() -> None:
+    """Load NVRTC's builtins library (NVRTC loads it at its first compile) before the heap
+    is placed, so that this code library is not mapped next to the fixed address (its
+    own address stays random)."""
+    if not any("libnvrtc-builtins" in name for _, _, _, name in pch_heap.mappings()):
+        _raw_compile(b"__global__ void cuprims_pch_warm_up() {}\n", [])
+
+
+def _trigger() -> None:
+    """A tiny ``--create-pch`` compile: makes NVRTC map its heap."""
+    path = os.path.join(_dir(), "heap.pch")
+    try:
+        _raw_compile(b"int cuprims_pch_heap;\n", [f"--create-pch={path}".encode(), b"--pch-messages=false"])
+    finally:
+        try:
+            os.remove(path)
+        except OSError:
+            pass
+
+
+def _map_heap(place: bool) -> None:
+    """Set the heap's size and, with ``place``, map it at the fixed address (the caller
+    holds ``_lock``). Only the first call does anything."""
+    global _heap_mapped, _heap_address, _heap_note
+    if _heap_mapped:
+        return
+    _heap_mapped = True
+    try:
+        _set_heap_size()
+        if not place:
+            _heap_note = "within the process only (persistent PCHs were off when the first PCH was made)"
+            return
+        _placing.set()
+        with stats.stage("pch steer"):
+            try:
+                _warm_up()
+                _heap_address, why = pch_heap.place_heap(HEAP_BYTES, _trigger)
+            except Exception as exc:  # noqa: BLE001 - only an optimisation
+                _heap_address, why = None, f"{type(exc).__name__}: {exc}"
+    finally:
+        _placed.set()
+    if _heap_address is None:
+        _heap_note = f"within the process only: the heap could not be placed ({why})"
+        logger.debug("cuprims: NVRTC's PCH heap could not be placed: %s", why)
+
+
+def _heap_lost(why: str) -> None:
+    global _heap_address, _heap_note
+    if _heap_address is not None:
+        logger.debug("cuprims: persistent PCHs stop in this process: %s", why)
+    _heap_address = None
+    _heap_note = f"within the process only: {why}"
+
+
+def _heap_resized() -> bool:
+    try:
+        _, size = _nvrtc().nvrtcGetPCHHeapSize()
+    except Exception:  # noqa: BLE001
+        return False
+    return int(size) != HEAP_BYTES
+
+
+def _persistence_wanted() -> bool:
+    return (config.settings.pch_disk and config.disk_cache_enabled() and sys.platform.startswith("linux")
+            and pch_store.wanted(config.cache_max_bytes()) and (not _heap_mapped or _heap_address is not None))
+
+
+def _store() -> pch_store.PchStore | None:
+    """The disk cache's PCHs, or None when this process cannot use them (the caller holds
+    ``_lock``; the heap is placed at the first call)."""
+    _map_heap(place=True)
+    if _heap_address is None:
+        return None
+    from .disk_cache import DiskCache
+
+    return pch_store.PchStore(DiskCache(config.cache_dir(), config.cache_max_bytes()))
+
+
+# ---------------------------------------------------------------------------- compiles
+def compile_with_pch(prefix: str, options: dict[str, Any],
+                     compile_unit: Callable[..., Any]) -> Any:
+    """``compile_unit(extra_options, logs=None)`` with the prefix's PCH when there is one
+    (made now, from the disk cache, or made earlier in this process; see the module
+    docstring for when each happens)."""
     if not config.settings.pch:
         return compile_unit({})
+    if _placing.is_set():
+        _placed.wait(_PLACE_WAIT)
     key = _key(prefix, options)
     with _state_lock:
-        state = _state.setdefault(key, _NEW)
-        if state is _NEW:
+        state = _state.get(key, _NEW)
+        if state == _NEW:
             _state[key] = _SEEN
-    if state in (_NEW, _FAILED) or not _lock.acquire(blocking=False):
+    persist = _persistence_wanted()
+    if state == _FAILED or (state == _NEW and not persist):
+        return compile_unit({})
+    if not _lock.acquire(blocking=False):
+        if persist and not _heap_mapped:
+            _placed.wait(_PLACE_WAIT)   # the holder is (about to be) placing the heap
         return compile_unit({})
     try:
-        with _state_lock:
-            state = _state[key]   # again, under the PCH lock: another thread may have made it
-        if state == _SEEN:
-            return _compile_creating(key, compile_unit)
-        if state != _FAILED:
-            stats.bump("pch_uses")
-            try:
-                return compile_unit({"use_pch": state})
-            except Exception:  # noqa: BLE001 - retried without the PCH, which reports NVRTC's own error
-                with _state_lock:
-                    _state[key] = _FAILED
+        result = _compile_locked(key, prefix, options, compile_unit, first=state == _NEW, persist=persist)
+    except _UnitError as exc:
+        raise exc.__cause__ from None
     finally:
         _lock.release()
-    return compile_unit({})
+    return compile_unit({}) if result is _PLAIN else result
 
 
-def _compile_creating(key: str, compile_unit: Callable[[dict[str, Any]], Any]) -> Any:
-    """Compile the unit while making the PCH of its headers (the caller holds ``_lock``)."""
-    path = os.path.join(_dir(), f"{key}.pch")
-    result = _FAILED
+def _compile_locked(key: str, prefix: str, options: dict[str, Any], compile_unit: Callable[..., Any], *,
+                    first: bool, persist: bool) -> Any:
+    with _state_lock:
+        state = _state[key]   # again, under the PCH lock: another thread may have made it
+    if state == _FAILED:
+        return _PLAIN
+    if state != _SEEN:
+        return _compile_using(key, state, compile_unit)
+    store = _store() if persist else None
+    if store is not None:
+        return _compile_from_store(store, key, prefix, options, compile_unit)
+    if first:
+        return _PLAIN
+    return _compile_creating(key, compile_unit)
+
+
+def _compile_from_store(store: pch_store.PchStore, key: str, prefix: str, options: dict[str, Any],
+                        compile_unit: Callable[..., Any]) -> Any:
+    assert _heap_address is not None
     try:
-        _set_heap()
-        stats.bump("pch_builds")
-        obj = compile_unit({"create_pch": path})
-        if os.path.exists(path):
-            result = path
-        return obj
+        disk_key = pch_store.pch_key(prefix, options, _heap_address, HEAP_BYTES)
+        path = _load(store, key, disk_key)
+        if path is None:
+            with store.cache.try_lock(pch_store.KIND, disk_key) as held:
+                if not held:
+                    return _PLAIN   # another process is making it: the next compile looks again
+                path = _load(store, key, disk_key)   # it may have finished meanwhile
+                if path is None:
+                    return _create_in_store(store, key, disk_key, compile_unit)
+    except _UnitError:
+        raise   # the unit's own error (NVRTC's), not the PCH's
+    except Exception as exc:  # noqa: BLE001 - the disk's PCHs are only an optimisation
+        logger.debug("cuprims: persistent PCHs failed: %s: %s", type(exc).__name__, exc)
+        _heap_lost(f"persistent PCHs failed ({type(exc).__name__}: {exc})")
+        return _PLAIN
+    return _compile_using(key, path, compile_unit)
+
+
+
+def _load(store: pch_store.PchStore, key: str, disk_key: str) -> str | None:
+    with stats.stage("pch load"):
+        got = store.load(disk_key)
+    if got is None:
+        return None
+    fd, ident = got
+    stats.bump("pch_loads")
+    path = f"/proc/self/fd/{fd}"
+    with _state_lock:
+        _kept_fds.append(fd)
+        _on_disk[path] = (store, disk_key, ident)
+        _state[key] = path
+    return path
+
+
+def _create_in_store(store: pch_store.PchStore, key: str, disk_key: str, compile_unit: Callable[..., Any]) -> Any:
+    """Compile the unit while NVRTC writes its prefix's PCH into the disk cache (the caller
+    holds ``_lock`` and the entry's inter-process lock)."""
+    try:
+        pending = store.begin(disk_key)
+    except (UnsafeDirectory, OSError) as exc:
+        store.cache.note_unusable(exc, "cannot write a precompiled header")
+        return _compile_creating(key, compile_unit)
+    try:
+        with stats.stage("pch create", "NVRTC compile that also writes the PCH"):
+            obj = compile_unit({"create_pch": pending.path})
     except Exception:  # noqa: BLE001 - a PCH is only an optimisation: compile as always
-        return compile_unit({})
-    finally:
+        store.discard(pending)
+        return _compile_plain_after_failed_create(key, compile_unit)
+    stats.bump("pch_builds")
+    resized = _heap_resized()
+    if resized:
+        _heap_lost("NVRTC's PCH heap was resized")
+    try:
+        with stats.stage("pch store"):
+            fd, stored = store.publish(pending, {"heap": f"{_heap_address or 0:#x}", "heap_bytes": HEAP_BYTES},
+                                       keep=not resized)
+    except Exception as exc:  # noqa: BLE001 - the compile succeeded: its PCH is only an optimisation
+        logger.debug("cuprims: could not keep a precompiled header: %s: %s", type(exc).__name__, exc)
+        store.discard(pending)
+        fd, stored = None, False
+    if stored:
+        stats.bump("pch_writes")
+    with _state_lock:
+        if fd is None:
+            _state[key] = _FAILED
+        else:
+            path = f"/proc/self/fd/{fd}"
+            _kept_fds.append(fd)
+            _state[key] = path
+            if stored:
+                st = os.fstat(fd)
+                _on_disk[path] = (store, disk_key, (st.st_dev, st.st_ino))
+    return obj
+
+
+def _compile_creating(key: str, compile_unit: Callable[..., Any]) -> Any:
+    """Compile the unit while making the PCH of its headers in this process's temporary
+    directory (the caller holds ``_lock``)."""
+    path = os.path.join(_dir(), f"{key}.pch")
+    _map_heap(place=False)
+    stats.bump("pch_builds")
+    try:
+        with stats.stage("pch create", "NVRTC compile that also writes the PCH (this process only)"):
+            obj = compile_unit({"create_pch": path})
+    except Exception:  # noqa: BLE001 - a PCH is only an optimisation: compile as always
+        return _compile_plain_after_failed_create(key, compile_unit)
+    if _heap_resized():
+        _heap_lost("NVRTC's PCH heap was resized")
+    with _state_lock:
+        _state[key] = path if os.path.exists(path) else _FAILED
+    return obj
+
+
+def _compile_plain_after_failed_create(key: str, compile_unit: Callable[..., Any]) -> Any:
+    """A compile that made a PCH failed: compile without. If that fails too, the error is
+    the unit's (NVRTC's own, raised) and the prefix may still get a PCH from another unit;
+    otherwise making its PCH is what failed, and it is not tried again in this process."""
+    try:
+        obj = compile_unit({})
+    except Exception as exc:
         with _state_lock:
-            _state[key] = result
+            _state[key] = _SEEN
+        raise _UnitError() from exc
+    with _state_lock:
+        _state[key] = _FAILED
+    return obj
+
+
+def _compile_using(key: str, path: str, compile_unit: Callable[..., Any]) -> Any:
+    """Compile with the PCH at ``path`` and check in NVRTC's log that it was used."""
+    stats.bump("pch_uses")
+    logs = io.StringIO()
+    try:
+        obj = compile_unit({"use_pch": path}, logs)
+    except Exception:  # noqa: BLE001 - retried without the PCH, which reports NVRTC's own error
+        obj = compile_unit({})   # a unit that fails without the PCH too raises here: the PCH is fine
+        _refused(key, path, "the compile failed with it and succeeded without")
+        return obj
+    why = pch_verdict(logs.getvalue())
+    if why is None:
+        stats.bump("pch_hits")
+    else:
+        stats.bump("pch_rejects")
+        _refused(key, path, why)
+    return obj
+
+
+def _refused(key: str, path: str, why: str) -> None:
+    """The PCH at ``path`` is not to be used again in this process; a stale disk file goes."""
+    logger.debug("cuprims: NVRTC did not use the precompiled header %s: %s", path, why)
+    with _state_lock:
+        _state[key] = _FAILED
+        origin = _on_disk.pop(path, None)
+    if why == f"#{HEAP_WARNING}":
+        _heap_lost("NVRTC refused a PCH for its heap address (#20282)")
+    elif origin is not None:
+        store, disk_key, ident = origin
+        store.drop(disk_key, ident)

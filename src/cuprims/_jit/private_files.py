@@ -198,9 +198,10 @@ def ident_of(st: os.stat_result) -> tuple[int, int]:
     return (st.st_dev, st.st_ino)
 
 
-def read_regular_file(dir_fd: int, name: str, limit: int) -> tuple[bytes, tuple[int, int]]:
-    """The bytes of ``name`` in ``dir_fd`` and its (dev, inode), read only if it is a regular
-    file of ours no larger than ``limit``; never follows a symlink nor blocks.
+def open_regular_file(dir_fd: int, name: str, limit: int) -> tuple[int, os.stat_result]:
+    """An fd (read-only, close-on-exec) for ``name`` in ``dir_fd`` and its stat, opened only
+    if it is a regular file of ours no larger than ``limit``; never follows a symlink nor
+    blocks. The caller closes the fd.
 
     Raises FileNotFoundError when nothing is there, :class:`RejectedFile` when something
     that must not be read is, other OSErrors as they come."""
@@ -227,6 +228,21 @@ def read_regular_file(dir_fd: int, name: str, limit: int) -> tuple[bytes, tuple[
             raise RejectedFile(f"entry is owned by uid {st.st_uid}", ident)
         if st.st_size > limit:
             raise RejectedFile(f"entry is {st.st_size} bytes, over the {limit} byte bound", ident)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
+
+
+def read_regular_file(dir_fd: int, name: str, limit: int) -> tuple[bytes, tuple[int, int]]:
+    """The bytes of ``name`` in ``dir_fd`` and its (dev, inode), read only if it is a regular
+    file of ours no larger than ``limit``; never follows a symlink nor blocks.
+
+    Raises FileNotFoundError when nothing is there, :class:`RejectedFile` when something
+    that must not be read is, other OSErrors as they come."""
+    fd, st = open_regular_file(dir_fd, name, limit)
+    ident = ident_of(st)
+    try:
         chunks, total = [], 0
         while True:
             chunk = os.read(fd, min(max(st.st_size + 1 - total, 1 << 16), limit + 1 - total))

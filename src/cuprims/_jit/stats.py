@@ -21,6 +21,14 @@ _counts: dict[str, int] = {
     "disk_writes": 0,
     "disk_corrupt_discarded": 0,
     "module_loads": 0,
+    # NVRTC precompiled headers (_jit/pch.py): made, read from the disk cache and written
+    # to it, compiles given one, and of those the ones NVRTC used or refused
+    "pch_builds": 0,
+    "pch_loads": 0,
+    "pch_writes": 0,
+    "pch_uses": 0,
+    "pch_hits": 0,
+    "pch_rejects": 0,
 }
 
 

@@ -1,0 +1,320 @@
+"""Persistent NVRTC precompiled headers (issue 10): a PCH made by one process is a disk-cache
+entry that a later process with no compiled kernels uses for its first compile; damaged,
+stale, oversized or unplaceable ones are never used. Real NVRTC throughout; each process
+builds with CUPRIMS_PCH_DISK=1 (the suite's default keeps PCHs within the process)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import textwrap
+import zlib
+from pathlib import Path
+
+import pytest
+
+import cuprims
+from cpu_helpers import last_json, make_f4, run_python
+from cuprims._jit import pch, pch_store, stats
+from cuprims._jit.cache_lifecycle import SIDECAR
+from cuprims._jit.disk_cache import DiskCache
+
+# Builds the reductions named on the command line ("f4+", "f8max", "i4min", optionally
+# "@80" for sm_80) and prints their cubins' digests and kernel names with the counters.
+_BUILD = """
+    import hashlib, json, sys, numpy as np, cuprims
+    from cuprims import OpKind, ProxyArray
+    KINDS = {"f4+": (np.float32, OpKind.PLUS), "f8max": (np.float64, OpKind.MAXIMUM),
+             "i4min": (np.int32, OpKind.MINIMUM)}
+    out = {"cubins": []}
+    for spec in sys.argv[1:]:
+        name, _, cc = spec.partition("@")
+        dt, op = KINDS[name]
+        r = cuprims.make_reduce_into(d_in=ProxyArray(dt), d_out=ProxyArray(dt), op=op, h_init=dt(0),
+                                     compute_capability=int(cc or 90))
+        cubin = r.cubin()
+        assert cubin[:4] == b"\\x7fELF"
+        out["cubins"].append(hashlib.sha256(cubin).hexdigest())
+    info = cuprims.cache_info()
+    out.update({k: v for k, v in info.items() if k.startswith("pch") or k.startswith("disk") or k == "nvrtc_compiles"})
+    print(json.dumps(out))
+"""
+
+
+def _build(cache: Path, *specs: str, env: dict | None = None, prefix: tuple[str, ...] = (), pre: str = "") -> dict:
+    code = pre + textwrap.dedent(_BUILD)
+    full = {"CUPRIMS_CACHE_DIR": str(cache), "CUPRIMS_DISK_CACHE": "1", "CUPRIMS_PCH_DISK": "1", **(env or {})}
+    proc = run_python(code.replace("sys.argv[1:]", repr(list(specs))), env=full, prefix=prefix)
+    return last_json(proc.stdout)
+
+
+def _pch_files(root: Path) -> list[Path]:
+    return sorted(p for p in (root / "v2" / "pch").glob("*/*") if not p.name.startswith("."))
+
+
+def _entry(root: Path) -> Path:
+    (data,) = [p for p in _pch_files(root) if not p.name.endswith(SIDECAR)]
+    return data
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    """A cache directory where one process compiled ``f4+`` from empty: its PCH entry."""
+    root = tmp_path_factory.mktemp("pch-made") / "cache"
+    result = _build(root, "f4+")
+    yield root, result
+    shutil.rmtree(root, ignore_errors=True)   # ~150 MB: not kept for pytest's retained runs
+
+
+@pytest.fixture
+def copy_of(tmp_path):
+    """Copies of the made cache directory, removed after the test."""
+    copies = []
+
+    def copy(source: Path) -> Path:
+        target = tmp_path / f"copy{len(copies)}"
+        shutil.copytree(source, target, copy_function=shutil.copy2)
+        copies.append(target)
+        return target
+
+    yield copy
+    for c in copies:
+        shutil.rmtree(c, ignore_errors=True)
+
+
+def test_a_fresh_process_compiles_its_first_unit_with_the_pch_another_one_made(made, copy_of, tmp_path):
+    root, first = made
+    assert first["pch_heap"].startswith("placed at 0x200000000000"), first["pch_heap"]
+    assert (first["pch_builds"], first["pch_writes"], first["pch_uses"]) == (1, 1, 0)
+    data = _entry(root)
+    side = data.with_name(data.name + SIDECAR)
+    for f in (data, side):
+        assert stat.S_IMODE(f.stat().st_mode) == 0o600
+    assert 50 << 20 < data.stat().st_size < 400 << 20
+    summary = DiskCache(root).summary()
+    assert summary["kinds"]["pch"]["entries"] == 1 and summary["kinds"]["pch"]["bytes"] == data.stat().st_size
+
+    cache = copy_of(root)
+    used = _build(cache, "f8max")   # another reduction: no kernel or cubin entry to hit, same header prefix
+    assert used["nvrtc_compiles"] == 1 and used["disk_hits"] == 0
+    assert (used["pch_loads"], used["pch_uses"], used["pch_hits"], used["pch_rejects"]) == (1, 1, 1, 0), used
+    assert (used["pch_builds"], used["pch_writes"]) == (0, 0)
+    plain = _build(tmp_path / "plain", "f8max", env={"CUPRIMS_PCH": "0"})
+    assert plain["pch_uses"] == 0
+    assert used["cubins"] == plain["cubins"]   # a PCH changes how fast, never what
+    assert DiskCache(cache).summary()["kinds"]["pch"]["hits"] == 1
+    info = json.loads(run_python("import sys; from cuprims._cache_cli import main; sys.exit(main(['cache', 'info', "
+                                 "'--json']))", env={"CUPRIMS_CACHE_DIR": str(cache)}).stdout)
+    assert info["kinds"]["pch"]["entries"] == 1
+
+
+def test_a_damaged_pch_is_caught_by_its_checksum_deleted_and_made_again(made, copy_of):
+    root, _ = made
+    cache = copy_of(root)
+    data = _entry(cache)
+    with open(data, "r+b") as f:   # in place: what a bad disk or a stray writer would do
+        f.seek(data.stat().st_size // 2)
+        f.write(b"\xff" * 4096)
+    got = _build(cache, "f8max")   # NVRTC would crash on this file (SIGSEGV), had it been handed it
+    assert got["disk_corrupt_discarded"] == 1 and got["pch_loads"] == 0 and got["pch_hits"] == 0
+    assert (got["pch_builds"], got["pch_writes"]) == (1, 1)   # made again, as part of this compile
+    fresh = _entry(cache)
+    assert zlib.crc32(fresh.read_bytes()) == _sidecar_meta(fresh)["crc32"]
+
+
+def _sidecar_meta(data: Path) -> dict:
+    from cuprims._jit.cache_entries import decode_entry
+
+    return decode_entry(data.with_name(data.name + SIDECAR).read_bytes(), kind="pch", key=data.name)[0]
+
+
+def test_a_heap_that_cannot_be_placed_falls_back_to_pchs_within_the_process(made, copy_of):
+    root, _ = made
+    cache = copy_of(root)
+    # something else holds the address first (as a CUDA context or a sanitizer might)
+    taken = ("import ctypes\n"
+             "_libc = ctypes.CDLL(None); _libc.mmap.restype = ctypes.c_void_p\n"
+             "_libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,"
+             " ctypes.c_long]\n"
+             "assert _libc.mmap(0x200000000000, 1 << 20, 0, 0x22 | 0x4000 | 0x100000, -1, 0) == 0x200000000000\n")
+    got = _build(cache, "f8max", "i4min", pre=taken)
+    assert "could not be placed" in got["pch_heap"] and "taken" in got["pch_heap"], got["pch_heap"]
+    assert (got["pch_loads"], got["pch_writes"], got["pch_rejects"]) == (0, 0, 0)
+    assert got["pch_builds"] == 1   # the old behaviour: the second compile of the prefix makes one in the process
+    # the bottom-up layout of an unlimited stack: every mmap goes elsewhere
+    cache = copy_of(root)
+    got = _build(cache, "f8max", prefix=("bash", "-c", 'ulimit -s unlimited && exec "$@"', "bash"))
+    assert got["pch_heap"].startswith("within the process only"), got["pch_heap"]
+    assert (got["pch_loads"], got["pch_uses"], got["pch_rejects"]) == (0, 0, 0)
+    assert len(_pch_files(cache)) == 2   # the entry is still there for processes that can use it
+
+
+def test_a_pch_nvrtc_refuses_is_deleted_and_not_offered_again_in_the_process(made, copy_of, tmp_path):
+    root, _ = made
+    cache = copy_of(root)
+    key = _entry(cache).name
+    # a stale entry: the key of every unit is made to name the sm_90 PCH, and the units are
+    # sm_80 ones (other options and directives): NVRTC must refuse it (#629/#630)
+    stale = f"import cuprims._jit.pch_store as _s\n_s.pch_key = lambda *a, **k: {key!r}\n"
+    got = _build(cache, "f8max@80", "i4min@80", pre=stale)
+    assert got["pch_loads"] == 1 and got["pch_uses"] == 1 and got["pch_rejects"] == 1 and got["pch_hits"] == 0, got
+    assert got["nvrtc_compiles"] == 2   # both built; the second was not offered the refused PCH
+    assert _pch_files(cache) == []      # and the stale file is gone
+    plain = _build(tmp_path / "plain", "f8max@80", env={"CUPRIMS_PCH": "0"})
+    assert got["cubins"][0] == plain["cubins"][0]
+
+
+def test_a_small_cap_never_writes_a_pch(monkeypatch, fresh_caches):
+    monkeypatch.setenv("CUPRIMS_PCH_DISK", "1")
+    monkeypatch.setenv("CUPRIMS_CACHE_MAX_BYTES", "20M")
+    assert not pch_store.wanted(20 << 20) and not pch_store.wanted(1000 << 20) and pch_store.wanted(1 << 30)
+    assert not pch._persistence_wanted()
+    make_f4(cuprims.OpKind.PLUS)
+    make_f4(cuprims.OpKind.MAXIMUM)
+    assert stats.snapshot()["pch_writes"] == 0
+    assert not (fresh_caches / "v2" / "pch").exists()
+    assert {e.kind for e in DiskCache(fresh_caches).scan()[0]} == {"kernel", "cubin"}
+
+
+def test_the_key_covers_prefix_options_arch_and_heap_address():
+    options = {"arch": "sm_90", "include_path": ["/a", "/b"], "std": "c++17", "relocatable_device_code": True}
+    key = pch_store.pch_key("#include <x>\n", options, 0x200000000000, 1 << 30)
+    assert key == pch_store.pch_key("#include <x>\n", dict(reversed(list(options.items()))), 0x200000000000, 1 << 30)
+    others = [
+        pch_store.pch_key("#include <y>\n", options, 0x200000000000, 1 << 30),
+        pch_store.pch_key("#define A 1\n#include <x>\n", options, 0x200000000000, 1 << 30),
+        pch_store.pch_key("#include <x>\n", {**options, "arch": "sm_80"}, 0x200000000000, 1 << 30),
+        pch_store.pch_key("#include <x>\n", {**options, "include_path": ["/b", "/a"]}, 0x200000000000, 1 << 30),
+        pch_store.pch_key("#include <x>\n", {**options, "define_macro": "FOO"}, 0x200000000000, 1 << 30),
+        pch_store.pch_key("#include <x>\n", {**options, "default_device": True}, 0x200000000000, 1 << 30),
+        pch_store.pch_key("#include <x>\n", options, 0x300000000000, 1 << 30),
+    ]
+    assert len({key, *others}) == 1 + len(others)
+    assert "libnvrtc" in pch_store.nvrtc_identity()
+
+
+def test_nvrtc_logs_are_read_for_use_and_refusal():
+    assert pch.pch_verdict('"default_program": using precompiled header file "/proc/self/fd/7"\n') is None
+    assert pch.pch_verdict("Warning #20282-D: incompatible precompiled header (PCH) heap allocation address") \
+        == "#20282"
+    assert pch.pch_verdict("Warning #629-D: the command line options do not match") == "#629"
+    assert pch.pch_verdict("") == "no PCH message"
+
+
+# ---------------------------------------------------------------- the store itself, no NVRTC
+
+def _stored(root: Path, key: str, payload: bytes) -> pch_store.PchStore:
+    store = pch_store.PchStore(DiskCache(root, 4 << 30))
+    pending = store.begin(key)
+    fd = os.open(pending.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644, dir_fd=pending.leaf)  # as NVRTC would
+    os.write(fd, payload)
+    os.close(fd)
+    got, stored = store.publish(pending, {"heap": "0x0"})
+    assert stored and got is not None
+    os.close(got)
+    return store
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate", "grow", "sidecar", "no sidecar", "symlink"])
+def test_the_store_serves_only_intact_files(tmp_path, damage):
+    key, payload = "ab" * 32, os.urandom(3 << 20)
+    store = _stored(tmp_path, key, payload)
+    data = tmp_path / "v2" / "pch" / key[:2] / key
+    side = data.with_name(key + SIDECAR)
+    assert stat.S_IMODE(data.stat().st_mode) == 0o600 and _sidecar_meta(data)["bytes"] == len(payload)
+    fd, _ = store.load(key)
+    assert os.read(fd, len(payload) + 1) == payload
+    os.close(fd)
+    before = stats.snapshot()["disk_corrupt_discarded"]
+    if damage == "flip":
+        with open(data, "r+b") as f:
+            f.seek(len(payload) // 3)
+            f.write(bytes(b ^ 0xFF for b in payload[len(payload) // 3:len(payload) // 3 + 16]))
+    elif damage == "truncate":
+        os.truncate(data, len(payload) - 1)
+    elif damage == "grow":
+        with open(data, "ab") as f:
+            f.write(b"\0")
+    elif damage == "sidecar":
+        raw = bytearray(side.read_bytes())
+        raw[-3] ^= 0x01
+        side.write_bytes(bytes(raw))
+    elif damage == "no sidecar":
+        side.unlink()
+    else:
+        data.unlink()
+        data.symlink_to(tmp_path / "elsewhere")
+        (tmp_path / "elsewhere").write_bytes(payload)
+    assert store.load(key) is None
+    if damage == "no sidecar":
+        assert data.exists()   # without its sidecar a file is just never used (made again over it)
+        return
+    assert stats.snapshot()["disk_corrupt_discarded"] == before + 1
+    assert not data.exists() and not side.exists() and not os.path.islink(data)
+
+
+def test_pch_entries_are_evicted_with_their_sidecars_and_keep_to_their_share(tmp_path):
+    keys = [f"{i:02x}" * 32 for i in range(1, 5)]
+    for k in keys:
+        _stored(tmp_path, k, os.urandom(1 << 20))
+    cache = DiskCache(tmp_path, 4 << 30)
+    assert cache.enforce_kind_cap("pch", (1 << 20) + (1 << 19)) == 3   # down to 90% of 1.5 MiB: one left
+    left = [e.key for e in cache.scan()[0]]
+    assert len(left) == 1
+    sidecars = sorted(p.name for p in (tmp_path / "v2" / "pch").glob(f"*/*{SIDECAR}"))
+    assert sidecars == [left[0] + SIDECAR]
+
+
+# ---------------------------------------------------------------- placing the heap, no NVRTC
+
+def test_decoys_and_gaps_leave_no_free_range_for_the_heap_but_the_hole():
+    from cuprims._jit import pch_heap
+
+    gib = 1 << 30
+    gaps = [(10 * gib, 30 * gib), (40 * gib, 40 * gib + (1 << 20))]
+    decoys = pch_heap._decoys(gaps, 508 << 20)
+    assert len(decoys) == pch_heap.DECOYS and all(b - a == 508 << 20 for a, b in decoys)
+    assert all(d1[1] + pch_heap.GUARD == d2[0] for d1, d2 in zip(decoys, decoys[1:]))
+    rest = pch_heap._minus(gaps, decoys)
+    assert rest[-1] == (40 * gib, 40 * gib + (1 << 20)) and rest[0] == (10 * gib, 10 * gib + pch_heap.GUARD)
+    assert sum(b - a for a, b in rest) + sum(b - a for a, b in decoys) == sum(b - a for a, b in gaps)
+
+
+def test_the_heap_lands_at_the_target_while_another_thread_maps_memory():
+    import ctypes
+    import mmap
+    import threading
+
+    from cuprims._jit import pch_heap
+
+    libc = pch_heap._libc()
+    size, got = 1 << 30, []
+    stop = threading.Event()
+
+    def churn():   # arenas and buffers of another thread, mapped and unmapped throughout
+        keep = []
+        while not stop.is_set():
+            m = mmap.mmap(-1, 64 << 20)
+            m[0:1] = b"x"
+            keep.append(m)
+            if len(keep) > 8:
+                keep.pop(0).close()
+        for m in keep:
+            m.close()
+
+    def trigger():   # what NVRTC does: an anonymous mapping wherever the kernel puts it
+        got.append(libc.mmap(None, size, 3, 0x22 | 0x4000, -1, 0))
+
+    thread = threading.Thread(target=churn)
+    thread.start()
+    try:
+        address, why = pch_heap.place_heap(size, trigger, targets=(0x280000000000,))
+    finally:
+        stop.set()
+        thread.join()
+        for a in got:
+            libc.munmap(ctypes.c_void_p(a), size)
+    assert (address, why) == (0x280000000000, ""), why
+    assert got == [0x280000000000]
