@@ -23,6 +23,13 @@ environment variable         ``settings.``        meaning
                                                   with a kernel instead of the driver's memset
 ``CUPRIMS_PCH``              ``pch``              ``0`` compiles every unit without NVRTC
                                                   precompiled headers (see ``_jit/pch.py``)
+``CUPRIMS_DIRECT_OPS``       ``direct_ops``       ``0`` compiles every Python operator with
+                                                  numba-cuda; by default a small expression
+                                                  (``a + b``, ``max(a, b)``, ``v % 2 == 0``)
+                                                  is written as C++ into the generated unit
+                                                  instead (same results, no numba; see
+                                                  ``_jit/py_expr.py``). Read when an
+                                                  operator is described
 ===========================  ===================  =========================================
 
 A setting assigned in code (``cuprims.settings.pdl = False``) wins over its environment
@@ -151,6 +158,7 @@ class Settings:
     pdl = _Setting("CUPRIMS_PDL", _flag(True), bool)
     radix_memset = _Setting("CUPRIMS_RADIX_MEMSET", _flag(True), bool)
     pch = _Setting("CUPRIMS_PCH", _flag(True), bool)
+    direct_ops = _Setting("CUPRIMS_DIRECT_OPS", _flag(True), bool)
 
     def __init__(self) -> None:
         self._overrides: dict[str, Any] = {}

@@ -60,7 +60,7 @@ def negate(v):
 
 # ------------------------------------------------------------------- AOT builds
 
-def test_python_comparator_build_sm90(shared_cache):
+def test_python_comparator_build_sm90(shared_cache, numba_ops):
     obj = make_merge_sort(d_in_keys=ProxyArray(np.int32), d_out_keys=ProxyArray(np.int32), op=less,
                           compute_capability=90)
     assert obj.compute_capabilities == [90] and obj.cubin()[:4] == ELF
