@@ -111,7 +111,7 @@ def prefix_callback(op: Any, vt: ValueType, argument: str, state: ValueType | No
     if spec.captures:
         raise ArgumentError(argument, "a callback that captures no device arrays (it gets its state array at "
                             "each call)", op)
-    return spec, state_vt, fn
+    return _linked(spec), state_vt, fn
 
 
 def value_bytes(value: Any, vt: ValueType, argument: str) -> str:
