@@ -8,10 +8,6 @@ must be linked beside it. Keys:
   LTO-IR serves every Python operator over the same types.
 * ``cubin`` entries (final linked code plus metadata) add each operator's recipe.
 
-A Python operator that is a small expression (``OpSpec.expr``, translated for its types
-by :func:`.functors.direct_expr`) is C++ inside the source: nothing is compiled or linked
-for it, and numba is not imported.
-
 Operators whose recipe is not persistent (it names an object identity) are built
 without any caching.
 
@@ -35,7 +31,6 @@ from .cache import SingleFlightLRU
 from .codegen import META_SYMBOL, Source
 from .disk_cache import DiskCache
 from .elfmeta import read_meta
-from .functors import is_direct
 from .nvrtc import BASE_OPTIONS, compile_to_ltoir, write_source
 from .results import BuildResult, OpInput  # noqa: F401 (the build's inputs and output, re-exported)
 from .toolchain import toolchain_fingerprint
@@ -70,20 +65,13 @@ def kernel_key(source: Source, arch: int) -> str:
                    repr(source.compile_options), source.text, "\n".join(source.name_expressions))
 
 
-def _numba_ops(ops: Sequence[OpInput]) -> bool:
-    """Whether numba compiles any of ``ops`` (a Python operator the unit does not compute itself)."""
-    return any(op.spec.kind == "python" and not is_direct(op) for op in ops)
-
-
 def build_key(source: Source, arch: int, ops: Sequence[OpInput]) -> str:
     parts = [kernel_key(source, arch)]
     for op in ops:
-        # a direct operator is C++ in the source (so in the kernel key); marked here all the same
-        kind = "python-direct" if op.spec.kind == "python" and is_direct(op) else op.spec.kind
-        parts.append(f"{op.symbol}|{kind}|{op.spec.key}|"
+        parts.append(f"{op.symbol}|{op.spec.kind}|{op.spec.key}|"
                      + ",".join(vt.code for vt in op.arg_types) + "->"
                      + (op.result_type.code if op.result_type else "flag"))
-    if _numba_ops(ops):
+    if any(op.spec.kind == "python" for op in ops):
         from .numba_ops import numba_version
 
         parts.append("numba-cuda=" + numba_version())
@@ -163,8 +151,6 @@ def _op_ltoir(op: OpInput, obj: Any, arch: int) -> list[bytes]:
     if op.spec.kind == "raw":
         assert isinstance(obj, RawOp)
         return [obj.ltoir, *obj.extra_ltoirs]
-    if is_direct(op):
-        return []   # computed by the generated unit itself (see functors.direct_expr)
     from .numba_ops import compile_python_op, import_numba
 
     import_numba()  # timed as its own stage ("numba import") on the first compile
@@ -184,7 +170,7 @@ def _compile_and_link(source: Source, arch: int, ops: Sequence[OpInput], objs: S
             # before NVRTC and numba: a RawOp of the wrong arity is an argument error, not a wrong answer
             check_arity(obj, len(op.arg_types) + 1 + bool(op.spec.state_size), arch)
     started = time.perf_counter()
-    needs_numba = _numba_ops(ops)
+    needs_numba = any(op.spec.kind == "python" for op in ops)
     if needs_numba:
         # NVRTC (native, releases the GIL) runs beside numba's Python-heavy compile.
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cuprims-nvrtc") as pool:
