@@ -128,13 +128,14 @@ def _helper(plan: Plan) -> Callable:
     run = _entry(spec, "_valid" if valid else "")
     run_ts = _entry(spec, "_valid" if valid else "", ts=True) if plan.temp else run   # never called without
 
-    def load(src, items, temp):
-        if src.shape[0] < limit or (check_stride and src.strides[0] != src.itemsize):
+    def whole_tile(array, items, temp):
+        """A full-tile load or store: the two differ only in which pointer CUB reads."""
+        if array.shape[0] < limit or (check_stride and array.strides[0] != array.itemsize):
             trap()
         if temp is None:
-            run(addr(src), addr(items))
+            run(addr(array), addr(items))
         else:
-            run_ts(addr(src), addr(items), tp(temp, nbytes, align))
+            run_ts(addr(array), addr(items), tp(temp, nbytes, align))
 
     def load_valid(src, items, valid, oob_default, temp):
         if (valid < 0 or valid > limit or valid > src.shape[0]
@@ -146,14 +147,6 @@ def _helper(plan: Plan) -> Callable:
             run(addr(src), addr(items), i32(valid), addr(oob))
         else:
             run_ts(addr(src), addr(items), i32(valid), addr(oob), tp(temp, nbytes, align))
-
-    def store(dst, items, temp):
-        if dst.shape[0] < limit or (check_stride and dst.strides[0] != dst.itemsize):
-            trap()
-        if temp is None:
-            run(addr(dst), addr(items))
-        else:
-            run_ts(addr(dst), addr(items), tp(temp, nbytes, align))
 
     def store_valid(dst, items, valid, temp):
         if (valid < 0 or valid > limit or valid > dst.shape[0]
@@ -272,7 +265,7 @@ def _helper(plan: Plan) -> Callable:
         else:
             run_ts(addr(keys), addr(values), i32(valid), addr(oob), tp(temp, nbytes, align))
 
-    variants = dict(load=load, load_valid=load_valid, store=store, store_valid=store_valid, value_out=value_out,
+    variants = dict(load=whole_tile, load_valid=load_valid, store=whole_tile, store_valid=store_valid, value_out=value_out,
                     value_out_valid=value_out_valid, items_out=items_out, in_place=in_place, into=into,
                     value_out_prefix=value_out_prefix, in_place_prefix=in_place_prefix, into_prefix=into_prefix,
                     radix=radix, radix_pairs=radix_pairs, sort=sort, sort_valid=sort_valid, sort_pairs=sort_pairs,
