@@ -183,6 +183,7 @@ CASES = [
     ("test_coop_types_gpu", "test_warp_sum_and_reduce", dict(dtype=np.float16, lanes=32)),
     ("test_coop_types_gpu", "test_warp_sum_and_reduce", dict(dtype=np.bool_, lanes=32)),
     ("test_coop_types_gpu", "test_warp_reduce_structs", dict(lanes=16)),
+    ("test_coop_types_gpu", "test_style2_struct_results_of_two_calls_stay_apart", {}),
 ]
 SUBPROCESS = {"test_coop_style2_launch_gpu": {"test_in_range_counts_run", "test_out_of_range_counts_trap"}}
 

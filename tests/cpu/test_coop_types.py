@@ -72,3 +72,78 @@ def test_under_aligned_items_in_local_memory_link(nb):
     depot = [line for line in ptx.splitlines() if "__local_depot" in line and ".local" in line]
     assert depot and all(int(re.search(r"\.align (\d+)", line).group(1)) >= element_type(nb).alignment
                          for line in depot)
+
+
+@pytest.mark.parametrize("kind,mode", [("scan", "inclusive"), ("scan", "exclusive"), ("warp_scan", "exclusive"),
+                                       ("reduce", "")])
+def test_bool_sums_go_through_the_or_functor_not_cubs_sum(kind, mode):
+    # CUB's warp scans take a sum's exclusive prefix as inclusive - input: wrong for a
+    # saturating bool sum, so bool never reaches CUB's Sum entry points
+    dims = (32, 1, 1) if kind == "warp_scan" else (128, 1, 1)
+    items = 1 if kind in ("warp_scan", "reduce") else 3
+    algorithm = "" if kind == "warp_scan" else ("warp_reductions" if kind == "reduce" else "warp_scans")
+    text, _ = provider_text(ProviderSpec(kind, element_type("bool"), dims, items, algorithm, op_spec(OpKind.PLUS),
+                                         mode=mode))
+    assert "Sum(" not in text and "_functor{}" in text
+    assert ("false, " in text) is (mode == "exclusive")
+    int_text, _ = provider_text(ProviderSpec(kind, element_type("int32"), dims, items, algorithm,
+                                             op_spec(OpKind.PLUS), mode=mode))
+    assert "Sum(" in int_text                       # other types keep CUB's Sum
+
+
+@pytest.mark.parametrize("kind,algorithm,copies", [("store", "transpose", True), ("store", "warp_transpose", True),
+                                                   ("store", "warp_transpose_timesliced", True),
+                                                   ("store", "direct", False), ("warp_store", "transpose", True),
+                                                   ("warp_store", "striped", False)])
+def test_transposing_stores_leave_the_callers_items_alone(kind, algorithm, copies):
+    # CUB's transposing stores exchange the items in place: the provider stores a copy
+    dims = (16, 1, 1) if kind == "warp_store" else (128, 1, 1)
+    text, _ = provider_text(ProviderSpec(kind, element_type("int32"), dims, 4, algorithm))
+    assert ("prim.Store(dst, tmp" in text) is copies
+    assert ("const_cast<int*>(items)" in text.replace("int32_t", "int")) is not copies
+
+
+def test_style2_struct_load_without_oob_default_is_not_compiled_to_a_trap():
+    # the left-out oob_default of a record type is zeroed bytes of the caller's, not a null
+    # record pointer (which numba would read: UB, which LLVM compiled to an unconditional trap)
+    record = numba.from_dtype(PAIR)
+
+    @cuda.jit
+    def kernel(x, y, n):
+        warp = coop.this_warp()
+        data = coop.ThreadData(3)
+        coop.load(warp, x, data, algorithm="transpose", valid_items=n)
+        coop.store(warp, y, data, algorithm="transpose", valid_items=n)
+
+    from cuprims._jit.numba_ops import _target_capability
+
+    with coop.target(block=64), _target_capability((9, 0)):
+        ptx, _ = cuda.compile_ptx(kernel.py_func, (types.Array(record, 1, "C"), types.Array(record, 1, "C"),
+                                                   types.int32), cc=(9, 0))
+    body = ptx[ptx.index(".entry"):]
+    assert body.count("call.uni") == 2          # the load's and the store's providers are called
+
+
+def test_two_style1_struct_results_have_their_own_slots():
+    # a record result is a pointer to its bytes: each call's must outlive the next call
+    # (numba's IR inliner puts the primitive's local arrays in the kernel's own frame)
+    record = numba.from_dtype(PAIR)
+
+    def argmax(a, b):
+        return a if a.v >= b.v else b
+
+    reduce = coop.warp.make_reduce(PAIR, argmax, threads_in_warp=4)
+    assert reduce.targetoptions["inline"] == "always" and reduce.py_func is not None
+
+    @cuda.jit(link=reduce.files)
+    def kernel(x, out):
+        t = cuda.threadIdx.x
+        a = reduce(x[t])
+        b = reduce(x[t], 3)
+        out[t, 0] = a
+        out[t, 1] = b
+
+    link_kernel(kernel, (types.Array(record, 1, "C"), types.Array(record, 2, "C")), [reduce])
+    scalar = coop.warp.make_reduce(np.int32, "max", threads_in_warp=4)
+    with pytest.raises(AttributeError):                     # scalars: LLVM inlining as before
+        scalar.targetoptions

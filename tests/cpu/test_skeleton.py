@@ -267,3 +267,26 @@ def test_objects_are_computed_only_for_a_build(fake_driver, monkeypatch):
     algo._execute(None, None, True, (), (plus,))
     algo._execute(None, None, True, (), (plus,))
     assert calls == [(plus,), (plus,)]  # the build, then the first plan; the second call had its plan
+
+
+def _tripled(i):
+    return i * 3
+
+
+def _quadrupled(i):
+    return i * 4
+
+
+def test_an_iterator_whose_python_operator_differs_is_refused_and_the_error_says_why():
+    from cuprims import CountingIterator, TransformIterator
+    from cuprims.errors import ArgumentError
+
+    built = describe(TransformIterator(CountingIterator(np.int64(0)), _tripled), "d_in", iterators=True)
+    same = TransformIterator(CountingIterator(np.int64(7)), _tripled)
+    assert len(built.bind(same, 10)) == built.state_size          # the same operator: accepted
+    other = TransformIterator(CountingIterator(np.int64(0)), _quadrupled)
+    with pytest.raises(ArgumentError, match="argument 'd_in'.*differs between Python versions"):
+        built.bind(other, 10)
+    with pytest.raises(ArgumentError, match="argument 'd_in'") as caught:   # another kind: no such hint
+        built.bind(CountingIterator(np.int64(0)), 10)
+    assert "Python versions" not in str(caught.value)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import fcntl
+import os
+import tempfile
+
 import pytest
 
 
@@ -24,3 +28,31 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "tests/gpu" in str(item.fspath).replace("\\", "/"):
             item.add_marker(skip)
+
+
+_BIG_LOCK = os.path.join(tempfile.gettempdir(), "cuprims-gpu-big-memory.lock")
+
+
+@pytest.fixture(autouse=True)
+def _one_big_memory_test_at_a_time(request):
+    """Tests marked ``big_memory`` (inputs past 2^31 items: tens of GB) take a lock shared by
+    every xdist worker on this machine, so two of them never hold their buffers at once, and
+    hand their memory back to the device when done (CuPy's pool would keep it from the next)."""
+    if request.node.get_closest_marker("big_memory") is None:
+        yield
+        return
+    with open(_BIG_LOCK, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            import gc
+
+            gc.collect()
+            try:
+                import cupy
+
+                cupy.get_default_memory_pool().free_all_blocks()
+            except Exception:
+                pass
+            fcntl.flock(lock, fcntl.LOCK_UN)

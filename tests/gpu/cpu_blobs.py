@@ -179,6 +179,17 @@ def main(out_dir: str) -> None:
         assert obj.compute_capabilities == ARCHS, obj.compute_capabilities
         (out / f"{name}.blob").write_bytes(cuprims.serialize(obj))
         print(f"{name}: {obj.compute_capabilities}", flush=True)
+    (out / PYTHON_FILE).write_text(this_python())
+
+
+# Python operators inside iterators are known by their bytecode, which is per Python version:
+# these blobs run only under the Python that made them (elsewhere the call names the reason)
+NEEDS_THE_SAME_PYTHON = frozenset({"reduce_python_op_over_iterator"})
+PYTHON_FILE = "python-version"
+
+
+def this_python() -> str:
+    return f"{sys.version_info[0]}.{sys.version_info[1]}"
 
 
 if __name__ == "__main__":

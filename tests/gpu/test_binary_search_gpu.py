@@ -199,6 +199,7 @@ def test_large_against_cupy_and_launch_settings():
     assert bool(cp.array_equal(out.astype(cp.int64), cp.searchsorted(data, values, side="right")))
 
 
+@pytest.mark.big_memory
 def test_more_than_2_31_items():
     n = (1 << 31) + 4321
     data = cp.zeros(n, cp.int8)

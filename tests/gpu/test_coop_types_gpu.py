@@ -425,3 +425,28 @@ def test_warp_reduce_structs(lanes):
     np.testing.assert_array_equal(gotw["a"], wg["a"].sum(1))
     np.testing.assert_array_equal(gotw["b"], wg["b"].sum(1, dtype=np.int16))
     np.testing.assert_array_equal(gotw["c"], wg["c"].sum(1))
+
+
+def test_style2_struct_results_of_two_calls_stay_apart():
+    """Two Style 2 reductions returning records, both read after the second call: each
+    result keeps its own bytes (a record is a pointer to them)."""
+
+    @cuda.jit
+    def kernel(x, out):
+        t = cuda.threadIdx.x + 64 * cuda.threadIdx.y
+        block = coop.this_block()
+        full = coop.reduce(block, x[t], binary_op=_argmax)
+        part = coop.reduce(block, x[t], binary_op=_argmax, valid_items=100)
+        if t == 0:
+            out[0] = full
+            out[1] = part
+
+    x = np.zeros(128, dtype=PAIR)
+    x["v"] = RNG.permutation(128).astype(np.float32)
+    x["i"] = np.arange(128)
+    x["v"][np.argmax(x["v"])], x["v"][127] = x["v"][127], x["v"].max()   # the maximum past the 100 valid
+    out = cuda.device_array(2, dtype=PAIR)
+    kernel[1, (64, 2)](cuda.to_device(x), out)
+    got = out.copy_to_host()
+    assert got[0]["i"] == 127
+    assert got[1]["i"] == int(np.argmax(x["v"][:100]))

@@ -203,6 +203,7 @@ def test_2_pow_26_python_comparator():
     assert bool(cp.all(~same | (out_v[:-1] < out_v[1:])))
 
 
+@pytest.mark.big_memory
 def test_more_than_2_pow_31_items():
     n = (1 << 31) + 999
     m = 251

@@ -333,6 +333,7 @@ def test_2_pow_28(key, order, pairs):
     _check_sorted_pairs(keys, out, out_v, order is SortOrder.DESCENDING)
 
 
+@pytest.mark.big_memory
 def test_more_than_2_pow_31_items():
     """64-bit offsets: a uint8 sort of 2^31 + 1000 items (about 4.3 GB of arrays)."""
     n = (1 << 31) + 1000

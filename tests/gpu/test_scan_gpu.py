@@ -202,6 +202,7 @@ def test_huge(name, mode):
     del x, out, ref
 
 
+@pytest.mark.big_memory
 def test_more_than_2_31_items():
     """64-bit offsets: 2^31 + 4099 uint8 ones, checked chunk by chunk on the device."""
     n = (1 << 31) + 4099

@@ -189,6 +189,7 @@ def test_empty_input_and_empty_segments():
     assert host[2:9].tolist() == sorted(keys.get()[2:9].tolist()) and (host[[0, 1, 9]] == -7).all()
 
 
+@pytest.mark.big_memory
 @pytest.mark.parametrize("segments", [1, 1000], ids=["alone", "among-many"])
 def test_one_huge_segment(segments):
     """A segment of millions: one block sorts it by passes through global memory."""

@@ -85,6 +85,7 @@ def test_object_api_and_a_stream():
     np.testing.assert_array_equal(y.get()[: int(count.get()[0])], host[host > 0.5])
 
 
+@pytest.mark.big_memory
 def test_more_than_two_to_the_31_items_run_in_partitions():
     # i % 7 as int8: the kept items repeat (0, 1), so order and the partition seam show
     n = (1 << 31) + 12_345

@@ -82,6 +82,7 @@ def test_counting_input_discarded_rest_and_a_captured_bound():
     assert int(counts.get()[0]) == 10 and cuprims.cache_info()["links"] == before
 
 
+@pytest.mark.big_memory
 def test_more_than_two_to_the_31_items_run_in_partitions():
     # i % 7 as int8: the parts are repeating patterns, so order and every partition seam show
     n = (1 << 31) + 12_345

@@ -127,6 +127,7 @@ def test_unary_python_op_sizes(n):
     assert bool((y[n:] == -7).all())  # nothing written past num_items
 
 
+@pytest.mark.big_memory
 def test_int8_more_than_2_31_items():
     n = (1 << 31) + 4099
     x = cp.zeros(n, cp.int8)

@@ -168,6 +168,7 @@ def test_iterator_keys_discarded_keys_and_an_output_iterator():
     np.testing.assert_array_equal(io.get()[:m], np.arange(m, dtype=np.float32) * 7 + 1)
 
 
+@pytest.mark.big_memory
 def test_both_builds_at_the_32_bit_boundary():
     """2^31 - 1 items run on cuprims' kernel, 2^31 + 5 on CUB's (64-bit offsets)."""
     keys = TransformIterator(CountingIterator(np.int64(0)), lambda i: i >> 12)

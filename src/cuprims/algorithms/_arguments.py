@@ -17,6 +17,8 @@ import dataclasses
 import enum
 import functools
 import inspect
+import re
+import sys
 from typing import Any, Callable
 
 import numpy as np
@@ -108,12 +110,29 @@ class ArgKind:
                     raise ArgumentError(self.name, "a device array (as at build time)", x) from None
                 raise
         if not isinstance(x, IteratorBase) or x._key() != self.key:
-            raise ArgumentError(self.name, f"an iterator of the kind this object was built for ({self.key})", x)
+            raise ArgumentError(self.name, _iterator_expected(self.key, x), x)
         return x._state(count, self.name).ljust(self.state_size, b"\0")
 
     def pointer(self, x: Any, count: int, count_name: str | None = "num_items") -> int:
         """``x``'s checked device pointer (for arguments that take arrays only)."""
         return _arrays.checked_pointer(x, self.name, self.value.dtype, count, self.alignment - 1, count_name)
+
+
+_PYTHON_OP = re.compile(r"python:[0-9a-f]{64}")
+
+
+def _iterator_expected(key: str, x: Any) -> str:
+    """What a call expected where an iterator of another kind came. When only the Python
+    operators' identities differ, says why that happens across Python versions."""
+    expected = f"an iterator of the kind this object was built for ({key})"
+    if isinstance(x, IteratorBase) and _PYTHON_OP.search(key):
+        given = x._key()
+        if given != key and _PYTHON_OP.sub("python", given) == _PYTHON_OP.sub("python", key):
+            expected += (f" with the same Python operators (a Python operator is known by its bytecode, which "
+                         f"differs between Python versions: an object deserialized from a blob made under another "
+                         f"Python than {sys.version_info[0]}.{sys.version_info[1]} cannot match its iterators' "
+                         f"operators; make the blob under this Python)")
+    return expected
 
 
 def describe(x: Any, name: str, *, iterators: bool = False, output: bool = False, vt: ValueType | None = None,

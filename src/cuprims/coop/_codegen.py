@@ -169,7 +169,11 @@ def _cub_type(spec: ProviderSpec) -> str:
 
 
 def _is_sum(spec: ProviderSpec) -> bool:
-    return spec.op is not None and spec.op.kind == "builtin" and spec.op.builtin.name == "PLUS"
+    """Whether CUB's Sum entry points serve ``spec``. Not for bool: CUB's warp scans derive a
+    sum's exclusive prefix as ``inclusive - input``, which a saturating bool sum (a logical
+    or) breaks, so bool sums go through the functor, ``bool(a + b)``."""
+    return (spec.op is not None and spec.op.kind == "builtin" and spec.op.builtin.name == "PLUS"
+            and spec.vt.cpp != "bool")
 
 
 def _storage(spec: ProviderSpec, s: str) -> str:
@@ -209,6 +213,20 @@ def _barrier(spec: ProviderSpec, s: str) -> str:
     return f"if constexpr (sizeof({s}_prim::TempStorage) > 1) {{ {sync}; }}"
 
 
+def _scan_init(spec: ProviderSpec, s: str) -> str:
+    """The initial-value argument of a scan through the functor: the user's, or for an
+    exclusive bool sum (not served by CUB's Sum, see _is_sum) the sum's ``false``."""
+    if spec.init is not None:
+        return f"{s}_init(), "
+    is_plus = spec.op is not None and spec.op.kind == "builtin" and spec.op.builtin.name == "PLUS"
+    return "false, " if is_plus and spec.mode == "exclusive" else ""
+
+
+def _store_transposes(spec: ProviderSpec) -> bool:
+    """Whether CUB's store of ``spec`` exchanges the items through shared memory first."""
+    return "transpose" in spec.algorithm
+
+
 def _bodies(spec: ProviderSpec, s: str) -> list[tuple[str, str, str]]:
     """(name suffix, parameters, body using ``prim``) of each entry point."""
     t, n = spec.vt.cpp, spec.items
@@ -221,6 +239,13 @@ def _bodies(spec: ProviderSpec, s: str) -> list[tuple[str, str, str]]:
                 ("_valid", f"const {t}* src, {t}* items, int valid, const {t}* oob",
                  f"prim.Load(src, reinterpret_cast<{arr}>(*items), valid, *oob);")]
     if spec.kind in ("store", "warp_store"):
+        if _store_transposes(spec):
+            # CUB's transposing stores exchange the items in place before writing them: a
+            # store must leave the caller's items as they were, so it stores a copy
+            # (registers, after LTO)
+            copy = f"{t} tmp[{n}];\n  for (int i = 0; i < {n}; ++i) tmp[i] = items[i];\n  "
+            return [("", f"{t}* dst, const {t}* items", f"{copy}prim.Store(dst, tmp);"),
+                    ("_valid", f"{t}* dst, const {t}* items, int valid", f"{copy}prim.Store(dst, tmp, valid);")]
         return [("", f"{t}* dst, const {t}* items",
                  f"prim.Store(dst, reinterpret_cast<{arr}>(*const_cast<{t}*>(items)));"),
                 ("_valid", f"{t}* dst, const {t}* items, int valid",
@@ -245,15 +270,13 @@ def _bodies(spec: ProviderSpec, s: str) -> list[tuple[str, str, str]]:
         if _is_sum(spec) and spec.init is None:
             body = f"prim.{spec.mode.capitalize()}Sum({io});"
         else:
-            init = f"{s}_init(), " if spec.init is not None else ""
-            body = f"prim.{spec.mode.capitalize()}Scan({io}, {init}{s}_functor{{}});"
+            body = f"prim.{spec.mode.capitalize()}Scan({io}, {_scan_init(spec, s)}{s}_functor{{}});"
         return [("", f"const {t}* in, {t}* out", body)]
     if spec.kind == "warp_scan":
         if _is_sum(spec) and spec.init is None:
             body = f"prim.{spec.mode.capitalize()}Sum(in[0], out[0]);"
         else:
-            init = f"{s}_init(), " if spec.init is not None else ""
-            body = f"prim.{spec.mode.capitalize()}Scan(in[0], out[0], {init}{s}_functor{{}});"
+            body = f"prim.{spec.mode.capitalize()}Scan(in[0], out[0], {_scan_init(spec, s)}{s}_functor{{}});"
         return [("", f"const {t}* in, {t}* out", body)]
     if spec.kind == "radix_sort":
         # end < 0: every bit of the key (the Python default, so it never restates sizeof)

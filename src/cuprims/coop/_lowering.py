@@ -110,6 +110,27 @@ def _temp_pointer(typingctx: Any, arr: Any, nbytes: Any, align: Any) -> Any:
     return types.CPointer(types.uint8)(arr, types.intp, types.intp), codegen
 
 
+@intrinsic
+def _result(typingctx: Any, out: Any) -> Any:
+    """``out[0]``, a helper's result from its one-element local array; a record's as its
+    bytes by value (``UniTuple(uint8, size)``: see ``_coop_call``)."""
+    if not isinstance(out, types.Array):
+        return None
+    dt = out.dtype
+    if not isinstance(dt, types.Record):
+        def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+            return context.compile_internal(builder, lambda a: a[0], sig, args)
+
+        return dt(out), codegen
+    by_value = types.UniTuple(types.uint8, dt.size)
+
+    def codegen_record(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+        data = context.make_array(sig.args[0])(context, builder, args[0]).data
+        return builder.load(builder.bitcast(data, context.get_value_type(by_value).as_pointer()))
+
+    return by_value(out), codegen_record
+
+
 def _helper(plan: Plan) -> Callable:
     """The device helper of ``plan``'s variant (plain Python; numba compiles it). Its last
     argument is the caller's storage, typed ``none`` without it (numba prunes the branch)."""
@@ -122,6 +143,7 @@ def _helper(plan: Plan) -> Callable:
     spec, limit, check_stride = plan.spec, plan.limit, plan.check_stride
     nbytes, align = layout
     addr, trap, local, i32, i64, tp = _addr(), _trap, _local_array, types.int32, types.int64, _temp_pointer
+    result = _result
     state_addr = state_pointer()
     vts = Static(("dtype", spec.vt.code), spec.vt)
     valid = plan.variant.endswith("_valid")
@@ -165,7 +187,7 @@ def _helper(plan: Plan) -> Callable:
             run(addr(inp), addr(out))
         else:
             run_ts(addr(inp), addr(out), tp(temp, nbytes, align))
-        return out[0]
+        return result(out)
 
     def value_out_valid(value, valid, temp):
         if valid < 0 or valid > limit:
@@ -177,7 +199,7 @@ def _helper(plan: Plan) -> Callable:
             run(addr(inp), addr(out), i32(valid))
         else:
             run_ts(addr(inp), addr(out), i32(valid), tp(temp, nbytes, align))
-        return out[0]
+        return result(out)
 
     def items_out(items, temp):
         out = local(1, vts)
@@ -185,7 +207,7 @@ def _helper(plan: Plan) -> Callable:
             run(addr(items), addr(out))
         else:
             run_ts(addr(items), addr(out), tp(temp, nbytes, align))
-        return out[0]
+        return result(out)
 
     def in_place(items, temp):
         if temp is None:
@@ -207,7 +229,7 @@ def _helper(plan: Plan) -> Callable:
             run(addr(inp), addr(out), state_addr(state), i64(state.size))
         else:
             run_ts(addr(inp), addr(out), state_addr(state), i64(state.size), tp(temp, nbytes, align))
-        return out[0]
+        return result(out)
 
     def in_place_prefix(items, state, temp):
         if temp is None:
@@ -298,9 +320,28 @@ def _coop_call(typingctx: Any, options: Any, group: Any, a: Any, b: Any, c: Any,
             elif slot[0] == "none":   # no temp_storage: the helper's last argument is None
                 values.append(context.get_dummy_value())
                 argtypes.append(types.none)
+            elif isinstance(slot[1], types.Record):
+                # ("null", record): a record is a pointer to its bytes, so its all-zero value
+                # is zeroed bytes of this function's (a null pointer would be read: UB, which
+                # LLVM turns into a trap)
+                zeros = cgutils.alloca_once(builder, context.get_data_type(slot[1]))
+                builder.store(llvm.Constant(context.get_data_type(slot[1]), None), zeros)
+                values.append(zeros)
+                argtypes.append(slot[1])
             else:   # ("null", type): the type's all-zero value
                 values.append(context.get_constant_null(slot[1]))
                 argtypes.append(slot[1])
-        return context.compile_internal(builder, _helper(plan), plan.return_type(*argtypes), values)
+        result = plan.return_type(*argtypes)
+        if not isinstance(result.return_type, types.Record):
+            return context.compile_internal(builder, _helper(plan), result, values)
+        # a record is a pointer to its bytes: the helper's own would die with its frame once
+        # LLVM inlines it (and reuses the slot for the next call's), so it hands the bytes
+        # back by value and they are kept in a slot of this function's entry block
+        record = result.return_type
+        by_value = types.UniTuple(types.uint8, record.size)
+        value = context.compile_internal(builder, _helper(plan), by_value(*result.args), values)
+        slot = cgutils.alloca_once(builder, context.get_data_type(record))
+        builder.store(value, slot)
+        return slot
 
     return sig, codegen

@@ -145,6 +145,14 @@ def device_function(name: str, source: str, namespace: dict[str, Any]):
     cuda, _, _ = import_numba()
     ns = {"cuda": cuda, "__addr": _addr(), "__oob_given": _oob_check(), "__state": state_pointer(), **namespace}
     exec(compile(source, f"<cuprims coop {name}>", "exec"), ns)
+    from numba import types
+
+    if isinstance(namespace.get("T"), types.Record):
+        # a record is returned as a pointer to its bytes, which would live in this function's
+        # local array: once LLVM inlines the function that slot is dead after the call and is
+        # reused by the next one. Inlined at numba's IR level instead, the array is the
+        # caller's own, alive as long as the caller's frame.
+        return cuda.jit(device=True, inline="always")(ns[name])
     return cuda.jit(device=True, forceinline=True)(ns[name])
 
 
@@ -169,6 +177,20 @@ class Primitive:
     def _numba_type_(self):
         # numba types a global by this attribute: the kernel then calls our device function
         return self._device._numba_type_
+
+    # numba's IR inliner takes any global with these two (a dispatcher's) for a function to
+    # inline; only the record-typed primitives' device functions ask for it (device_function)
+    @property
+    def targetoptions(self) -> dict:
+        if self._device.targetoptions.get("inline") != "always":
+            raise AttributeError("targetoptions")
+        return self._device.targetoptions
+
+    @property
+    def py_func(self) -> Any:
+        if self._device.targetoptions.get("inline") != "always":
+            raise AttributeError("py_func")
+        return self._device.py_func
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise TypeError(f"{self.name} is a cooperative primitive: call it inside a @cuda.jit kernel "
