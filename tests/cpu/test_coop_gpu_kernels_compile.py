@@ -145,6 +145,7 @@ CASES = [
      dict(shape=(64, 2, 2), group="block")),
     ("test_coop_pairs_gpu", "test_style2_merge_sort_pairs_struct_values_partial_tiles",
      dict(shape=(128,), group="warp")),
+    ("test_coop_warp_load_store_gpu", "test_warp_transpose_in_a_block_whose_last_warp_is_partial", dict(shape=(24, 2))),
     ("test_coop_warp_load_store_gpu", "test_warp_load_store_algorithms_full_and_partial",
      dict(algorithm="transpose", lanes=8, items=7)),
     ("test_coop_warp_load_store_gpu", "test_warp_load_store_algorithms_full_and_partial",

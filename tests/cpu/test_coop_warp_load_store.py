@@ -268,3 +268,19 @@ def test_style2_temp_storage_is_keyword_only():
 
     with pytest.raises(CoopError, match="too many positional arguments"):
         _link2(cuda.jit(_positional_storage), (types.int32[::1], types.int32[::1]), 64)
+
+
+@pytest.mark.parametrize("lanes,logical", [(32, "0xffffffffu"), (16, "(((1u << 16) - 1u) << (16 * ((tid & 31u) / 16)))"),
+                                           (8, "(((1u << 8) - 1u) << (8 * ((tid & 31u) / 8)))")])
+def test_own_storage_barrier_waits_for_the_logical_warps_live_lanes_only(lanes, logical):
+    # __syncwarp() over lanes that do not exist (the last warp of a 48-thread block) is
+    # undefined: the barrier before reusing the warp's own storage names the logical warp's
+    # lanes that exist
+    from cuprims.coop._codegen import provider_text
+    from cuprims.coop._spec import ProviderSpec, element_type
+
+    text, _ = provider_text(ProviderSpec("warp_store", element_type("int32"), (lanes, 1, 1), 4, "transpose"))
+    own = text[text.index('void cuprims_coop_warp_store'):text.index("_ts(")]
+    assert f"__syncwarp(live & {logical});" in own
+    assert "__syncwarp()" not in text
+    assert "const unsigned live = left >= 32u ? 0xffffffffu : (1u << left) - 1u;" in own

@@ -243,3 +243,30 @@ def test_style2_calls_with_the_callers_storage(shape):
                                   np.cumsum(tiles, axis=1, dtype=np.int32) - tiles)
     per_warp = tiles.reshape(blocks, -1, 32 * items)                # each warp's part of the sorted tile
     np.testing.assert_array_equal(y.copy_to_host().reshape(per_warp.shape), -np.sort(-per_warp, axis=2))
+
+
+@pytest.mark.parametrize("shape", [(48,), (24, 2)])
+def test_warp_transpose_in_a_block_whose_last_warp_is_partial(shape):
+    """48 threads: the second physical warp has 16 lanes (one logical warp of 16). Each
+    call's barrier before reusing the provider's storage waits for the lanes that exist."""
+    lanes, items = 16, 3
+    load = coop.warp.make_load(np.int32, items, "transpose", threads_in_warp=lanes)
+    store = coop.warp.make_store(np.int32, items, "transpose", threads_in_warp=lanes)
+    tile = lanes * items
+
+    @cuda.jit(link=load.files + store.files)
+    def kernel(x, y, z):
+        t = cuda.threadIdx.x + shape[0] * cuda.threadIdx.y
+        base = (cuda.blockIdx.x * 3 + t // lanes) * tile
+        a = cuda.local.array(items, numba.int32)
+        load(x[base:], a)
+        store(y[base:], a)
+        load(y[base:], a)          # the second use of each provider's storage
+        store(z[base:], a)
+
+    blocks = 4
+    x = _values(blocks * 48 * items, np.int32)
+    y, z = cuda.device_array(x.size, np.int32), cuda.device_array(x.size, np.int32)
+    kernel[blocks, shape](cuda.to_device(x), y, z)
+    np.testing.assert_array_equal(y.copy_to_host(), x)
+    np.testing.assert_array_equal(z.copy_to_host(), x)

@@ -209,8 +209,18 @@ def _barrier(spec: ProviderSpec, s: str) -> str:
     writes the storage, so the previous call's reads are over by then."""
     if spec.kind in SORT_KINDS:
         return ""
-    sync = "__syncwarp()" if spec.kind in WARP_KINDS else "__syncthreads()"
-    return f"if constexpr (sizeof({s}_prim::TempStorage) > 1) {{ {sync}; }}"
+    if spec.kind not in WARP_KINDS:
+        return f"if constexpr (sizeof({s}_prim::TempStorage) > 1) {{ __syncthreads(); }}"
+    # a warp waits for its own logical warp's lanes only, and only for lanes that exist:
+    # in a block whose size is not a multiple of 32 the last physical warp is partial, and
+    # __syncwarp() over absent lanes is undefined
+    lanes = spec.dims[0]
+    logical = "0xffffffffu" if lanes == 32 else f"(((1u << {lanes}) - 1u) << ({lanes} * ((tid & 31u) / {lanes})))"
+    return (f"if constexpr (sizeof({s}_prim::TempStorage) > 1) {{\n"
+            "    const unsigned tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);\n"
+            "    const unsigned left = blockDim.x * blockDim.y * blockDim.z - (tid & ~31u);\n"
+            "    const unsigned live = left >= 32u ? 0xffffffffu : (1u << left) - 1u;\n"
+            f"    __syncwarp(live & {logical});\n  }}")
 
 
 def _scan_init(spec: ProviderSpec, s: str) -> str:
