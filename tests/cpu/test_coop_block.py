@@ -237,3 +237,31 @@ def test_struct_reduce_and_scan_with_python_operators():
 
     assert red.temp_storage_bytes >= 8
     link_kernel(kernel, (rec[::1], rec[::1], rec[::1]), [red, scan])
+
+
+class _DeviceArrayLike:
+    """A CUDA Array Interface and nothing else (what a captured device array looks like)."""
+
+    __cuda_array_interface__ = {"data": (0x7000_0000, False), "shape": (4,), "typestr": "<i4", "version": 3,
+                                "strides": None}
+
+
+def test_operators_that_capture_device_arrays_are_refused():
+    # coop operators are compiled into the provider: there is no runtime state to bind a
+    # captured array to, so the factory refuses them (naming the argument)
+    table = _DeviceArrayLike()
+
+    def add_from_table(a, b):
+        return a + b + table[0]
+
+    def before_by_table(a, b):
+        return table[a] < table[b]
+
+    with pytest.raises(ArgumentError, match="binary_op.*captures no device arrays"):
+        coop.block.make_reduce(numba.int32, 128, add_from_table)
+    with pytest.raises(ArgumentError, match="scan_op.*captures no device arrays"):
+        coop.block.make_inclusive_scan(numba.int32, 128, lambda a, b: a + b + table[1], 1)
+    with pytest.raises(ArgumentError, match="compare_op.*captures no device arrays"):
+        coop.block.make_merge_sort_keys(numba.int32, 128, 2, before_by_table)
+    with pytest.raises(ArgumentError, match="binary_op.*captures no device arrays"):
+        coop.warp.make_reduce(numba.int32, add_from_table)

@@ -29,7 +29,7 @@ def combiner(op: Any, vt: ValueType, argument: str) -> OpSpec:
 
     if isinstance(op, str) and op in _OPERATOR_NAMES:
         op = _OPERATOR_NAMES[op]
-    spec = op_spec(op, argument=argument)
+    spec = op_spec(op, argument=argument, bind_captures=True)   # to see (and refuse) captured arrays
     if spec.kind == "raw":
         raise ArgumentError(argument, "an OpKind or a Python callable (RawOp is not supported here yet)", op)
     if spec.kind == "builtin":
@@ -46,7 +46,7 @@ def comparator(op: Any, vt: ValueType, argument: str) -> OpSpec:
 
     if isinstance(op, str) and op in _COMPARATOR_NAMES:
         op = _COMPARATOR_NAMES[op]
-    spec = op_spec(op, argument=argument)
+    spec = op_spec(op, argument=argument, bind_captures=True)   # to see (and refuse) captured arrays
     if spec.kind == "raw":
         raise ArgumentError(argument, "OpKind.LESS, OpKind.GREATER or a Python callable (RawOp is not supported "
                             "here yet)", op)
