@@ -339,18 +339,16 @@ if with_coop:
             block_sum = coop.block.make_sum(numba.float32, 128)
     else:
         block_sum = coop.block.make_sum(numba.float32, 128)
-    factory_s = time.perf_counter() - t0
-    provider_info = cuprims.cache_info()   # before the kernel's own link (the AOT one is counted too)
+    factory_s = time.perf_counter() - t0   # a provider of a built-in operator builds on beside the kernel
 
     @cuda.jit(link=block_sum.files)
     def kernel(x, out):
         s = block_sum(x[cuda.threadIdx.x])
         if cuda.threadIdx.x == 0:
             out[0] = s
-    files = [bytes(f.data) for f in block_sum.files]
+    files = block_sum.files                # read when linked, as numba does
 else:
     factory_s = 0.0
-    provider_info = cuprims.cache_info()
 
     @cuda.jit
     def kernel(x, out):
@@ -369,10 +367,11 @@ else:
     with _target_capability((9, 0)):
         codes, _ = cuda.compile_all(kernel.py_func, types.void(f4a, f4a), device=False, cc=(9, 0),
                                     output="ltoir", abi="numba")
-    link_cubin(bytes(codes[0]), [bytes(c) for c in codes[1:]] + files, 90)
+    link_cubin(bytes(codes[0]), [bytes(c) for c in codes[1:]] + [bytes(f.data) for f in files], 90)
     value = 8128.0
 kernel_s = time.perf_counter() - t1
 build_s = time.perf_counter() - t0
+provider_info = cuprims.cache_info()   # the AOT kernel link is counted too
 keys = ("nvrtc_compiles", "links", "numba_compiles", "disk_hits", "disk_misses", "disk_writes")
 print(json.dumps({"import": import_s, "context": context_s, "factory": factory_s, "kernel": kernel_s,
                   "build": build_s, "value": value, "counters": {k: provider_info[k] for k in keys}}))
@@ -411,23 +410,26 @@ def bench_cold(add, check, targets: dict[str, Any], mode: str) -> None:
     add(work, "cuprims first process, empty cache: total", first["build"], "s", None,
         f"target <= {TARGETS['cold']} s; import {first['import']:.2f} s and CUDA context {first['context']:.2f} s "
         "before it, not counted")
-    add(work, "cuprims first process: provider build (make_sum)", first["factory"], "s", None, stage_text)
+    add(work, "cuprims first process: make_sum returns", first["factory"], "s", None,
+        "its provider (a built-in operator) builds on a worker thread beside numba's compile of the kernel; "
+        "stages: " + stage_text)
     kernel_step = "kernel compile + link + first launch" if mode == "gpu" else "kernel compile + link"
     add(work, f"cuprims first process: {kernel_step}", first["kernel"], "s", None,
-        "numba-cuda's compile of the kernel and nvJitLink's LTO link with the provider")
+        "numba-cuda's compile of the kernel and nvJitLink's LTO link with the provider (waiting for it)")
     c = second["counters"]
     add(work, "cuprims second process, warm cache: total", second["build"], "s", None,
-        f"provider build {second['factory']:.3f} s, kernel {second['kernel']:.2f} s; cuprims.cache_info() after "
-        "the provider build: " + ", ".join(f"{k} {v}" for k, v in c.items()))
+        f"make_sum {second['factory']:.3f} s, kernel {second['kernel']:.2f} s; cuprims.cache_info() after "
+        "the build: " + ", ".join(f"{k} {v}" for k, v in c.items()))
     add(work, "numba alone (same kernel, an atomic instead of coop)", plain["build"], "s", None,
         f"numba-cuda's own first {kernel_step} in a fresh process (all of numba's target setup falls here; "
         "with coop, part of it falls in make_sum's device function)")
     check("cold: first process result", abs(first["value"] - 8128.0) < 1e-3, f"block sum {first['value']} != 8128")
     check("cold: second process compiled no provider",
-          c["nvrtc_compiles"] == 0 and c["links"] == 0 and c["numba_compiles"] == 0 and c["disk_hits"] >= 1,
+          c["nvrtc_compiles"] == 0 and c["links"] == (1 if mode == "aot" else 0)    # aot: the kernel's own link
+          and c["numba_compiles"] == 0 and c["disk_hits"] >= 1,
           f"counters {c}")
     targets["cold: first build s (target <= 1.5)"] = round(first["build"], 3)
-    targets["cold: warm provider build s"] = round(second["factory"], 3)
+    targets["cold: warm cache, make_sum + kernel s"] = round(second["build"], 3)
 
 
 # ------------------------------------------------------------------ compile only (no GPU)

@@ -76,7 +76,8 @@ def test_python_operator_is_cached_on_disk_too(fresh_caches):
 
 def test_corrupt_entry_is_rebuilt(fresh_caches):
     with coop.target((9, 0)):
-        coop.warp.make_sum(numba.int32)
+        first = coop.warp.make_sum(numba.int32)
+        assert first.files[0].data                # its build (on a worker thread) is done and kept
         for path in fresh_caches.rglob("*"):
             if path.is_file() and "coop" in path.parts:
                 path.write_bytes(b"garbage")
@@ -114,3 +115,64 @@ def test_import_cuprims_coop_does_not_import_numba():
 
     code = "import sys, cuprims, cuprims.coop; assert 'numba' not in sys.modules, 'numba imported'"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_builtin_operators_provider_builds_beside_the_callers_work(fresh_caches):
+    # the factory returns before NVRTC is done; the files numba links, the storage layout
+    # and the counters all wait for the one build
+    import threading
+
+    from numba import cuda, types
+
+    from coop_helpers import link_kernel
+
+    gate = threading.Event()
+    real = _build._compile
+
+    def held(*args, **kwargs):
+        gate.wait(30)
+        return real(*args, **kwargs)
+
+    _build._compile = held
+    try:
+        with coop.target((9, 0)):
+            prim = coop.block.make_sum(numba.float64, 96)       # returns with its build held
+            again = coop.block.make_sum(numba.float64, 96)
+            files = prim.files
+            assert not prim._unit.done() and again._unit is prim._unit   # one build for both
+            gate.set()
+
+            @cuda.jit(link=files)
+            def kernel(x, out):
+                s = prim(x[cuda.threadIdx.x])
+                if cuda.threadIdx.x == 0:
+                    out[0] = s
+
+            f8 = types.Array(types.float64, 1, "C")
+            cubin = link_kernel(kernel, (f8, f8), [prim])
+    finally:
+        _build._compile = real
+        gate.set()
+    assert cubin[:4] == b"\x7fELF"
+    assert files[0].data == prim.files[0].data == again.files[0].data
+    assert prim.temp_storage_bytes > 1 and prim.temp_storage_alignment >= 8
+    assert stats.snapshot()["nvrtc_compiles"] == 1
+
+
+def test_a_failed_background_build_raises_where_it_is_waited_for(fresh_caches, monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("NVRTC broke")
+
+    monkeypatch.setattr(_build, "_compile", broken)
+    with coop.target((9, 0)):
+        prim = coop.block.make_sum(numba.int16, 160)
+        info = stats.snapshot()                   # waits for the build, keeps its error to itself
+        with pytest.raises(RuntimeError, match="NVRTC broke"):
+            prim.temp_storage_bytes
+        with pytest.raises(RuntimeError, match="NVRTC broke"):
+            prim.files[0].data
+    monkeypatch.undo()
+    with coop.target((9, 0)):
+        retried = coop.block.make_sum(numba.int16, 160)   # a failure is not kept: built again
+        assert retried.temp_storage_bytes > 1
+    assert stats.snapshot()["nvrtc_compiles"] == info["nvrtc_compiles"] + 1

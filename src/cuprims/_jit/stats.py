@@ -37,12 +37,46 @@ def bump(name: str, by: int = 1) -> None:
         _counts[name] = _counts.get(name, 0) + by
 
 
+# builds running on worker threads (coop's background provider builds): the counters are
+# read, and reset, only once they are done, so a reading never misses a build already asked for
+_in_flight: set = set()
+BACKGROUND_THREADS = "cuprims-background"   # the name prefix of their threads
+
+
+def track(future) -> None:
+    """Count ``future`` (a concurrent.futures.Future) as in flight until it is done."""
+    with _lock:
+        _in_flight.add(future)
+    future.add_done_callback(_landed)
+
+
+def _landed(future) -> None:
+    with _lock:
+        _in_flight.discard(future)
+
+
+def settle() -> None:
+    """Wait for every tracked build (their errors belong to whoever waits for the result).
+    A no-op on the builds' own threads, which must never wait for themselves."""
+    if threading.current_thread().name.startswith(BACKGROUND_THREADS):
+        return
+    while True:
+        with _lock:
+            pending = list(_in_flight)
+        if not pending:
+            return
+        for f in pending:
+            f.exception()
+
+
 def snapshot() -> dict[str, int]:
+    settle()
     with _lock:
         return dict(_counts)
 
 
 def reset() -> None:
+    settle()
     with _lock:
         for k in _counts:
             _counts[k] = 0

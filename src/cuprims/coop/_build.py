@@ -20,6 +20,8 @@ Python operator is compiled, numba-cuda's version.
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -114,9 +116,20 @@ def _compile(specs: Sequence[ProviderSpec], arch: int, objs: dict[str, Any]) -> 
     from .._jit.link import link_cubin
 
     source = unit_source(specs, arch)
-    with stats.stage("nvrtc", f"sm_{arch}"):
-        ltoir, _ = compile_to_ltoir(source, arch)
-    op_codes = _operator_ltoirs(specs, arch, objs)
+
+    def providers() -> bytes:
+        with stats.stage("nvrtc", f"sm_{arch}"):
+            return compile_to_ltoir(source, arch)[0]
+
+    if any(sp.python_ops for sp in specs):
+        # NVRTC (native, releases the GIL) runs beside numba's Python-heavy compile of the
+        # operators, as the device-wide builds do
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cuprims-coop-nvrtc") as pool:
+            pending = pool.submit(providers)
+            op_codes = _operator_ltoirs(specs, arch, objs)
+            ltoir = pending.result()
+    else:
+        ltoir, op_codes = providers(), []
     with stats.stage("link", "coop probe"):
         cubin = link_cubin(ltoir, op_codes, arch)
     values = read_meta(cubin, meta_symbol(specs), meta_fields(specs))
@@ -160,5 +173,64 @@ def build_unit(specs: Sequence[ProviderSpec], arch: int, objs: dict[str, Any] | 
     return _memory.get_or_build(key, from_disk_or_compile)
 
 
+_background: ThreadPoolExecutor | None = None
+_background_lock = threading.Lock()
+_soon: dict[str, Future] = {}
+_imported = False
+
+
+def build_unit_soon(specs: Sequence[ProviderSpec], arch: int) -> Future:
+    """:func:`build_unit` of providers that call no Python function, on a worker thread:
+    NVRTC (native, it releases the GIL) then runs while numba compiles the user's kernel,
+    which needs the providers' LTO-IR only when it links. The future's result is the
+    :class:`UnitBuild`; cuprims' counters wait for it (``stats.track``)."""
+    global _background
+    assert not any(sp.python_ops for sp in specs), "Python functions are compiled by numba, on the caller's thread"
+    specs = list(dict.fromkeys(specs))
+    if config.dump_dir() is not None:
+        # dumping (debugging): built here, so the source is in the dump directory when the
+        # factory returns
+        done: Future = Future()
+        done.set_result(build_unit(specs, arch))
+        return done
+    _import_build_modules()
+    key = unit_key(specs, arch)
+    with _background_lock:
+        future = _soon.get(key)
+        if future is not None:          # the same providers asked for again: the same build
+            return future
+        if _background is None:
+            # a pool's threads are joined at interpreter exit, so NVRTC is never cut off there
+            _background = ThreadPoolExecutor(max_workers=2, thread_name_prefix=stats.BACKGROUND_THREADS)
+        if len(_soon) >= 1024:
+            _soon.clear()
+        future = _soon[key] = _background.submit(build_unit, specs, arch)
+    future.add_done_callback(lambda f: f.exception() is not None and _forget(key, f))   # a failure is not kept
+    stats.track(future)
+    return future
+
+
+def _import_build_modules() -> None:
+    """Import here, on the caller's thread, what a build imports lazily: a package that a
+    worker is importing while numba (on the caller's thread) imports it too is seen half
+    initialised (ImportError from inside numba's typing)."""
+    global _imported
+    if not _imported:
+        from .._jit import elfmeta, lazy, link  # noqa: F401
+
+        lazy.cuda_core()
+        import cuda.bindings.nvrtc  # noqa: F401  (the PCH path's)
+        _imported = True
+
+
+def _forget(key: str, future: Future) -> None:
+    with _background_lock:
+        if _soon.get(key) is future:
+            del _soon[key]
+
+
 def clear_memory() -> None:
+    stats.settle()
+    with _background_lock:
+        _soon.clear()
     _memory.clear()

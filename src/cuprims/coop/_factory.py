@@ -12,7 +12,7 @@ from typing import Any
 from ..errors import ArgumentError
 from ..op import OpKind, OpSpec, op_spec
 from ..types import ValueType, host_bytes
-from ._build import build_unit
+from ._build import build_unit, build_unit_soon
 from ._codegen import entry_points
 from ._spec import ProviderSpec
 from ._target import current_arch
@@ -134,7 +134,11 @@ def make_primitive(name: str, spec: ProviderSpec, op: Any, entries: dict[str, tu
         objs[spec.op_symbol] = op
     if spec.prefix is not None:
         objs[spec.prefix_symbol] = prefix
-    unit = build_unit([spec], current_arch(), objs)
+    arch = current_arch()
+    # providers calling no Python function build on a worker thread, beside numba's compile
+    # of the user's kernel (which reads their LTO-IR only when it links); numba compiles
+    # Python functions, so those providers build here
+    unit = build_unit([spec], arch, objs) if spec.python_ops else build_unit_soon([spec], arch)
     defined = set(entry_points(spec))
     namespace: dict[str, Any] = {"T": numba_type(spec.vt)}
     if spec.values is not None:
@@ -150,7 +154,7 @@ def make_primitive(name: str, spec: ProviderSpec, op: Any, entries: dict[str, tu
         assert symbol in defined, symbol
         namespace[local] = declare(symbol, params, spec.vt, spec.values)
     device = device_function("prim", source, namespace)
-    return Primitive(name, device, unit.codes, unit.temp[spec.symbol], spec)
+    return Primitive(name, device, unit, spec)
 
 
 # ---------------------------------------------------------------- device function texts

@@ -17,6 +17,7 @@ would be "multiply defined". The provider's own definitions are weak besides.
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from typing import Any, Sequence
 
 from .._jit.numba_ops import import_numba
@@ -38,6 +39,28 @@ def link_files(symbol: str, codes: Sequence[bytes]) -> list:
         if len(_files) >= 4096:
             _files.clear()
         files = _files[key] = [cuda.LTOIR(code, name=f"{symbol}_{i}.ltoir") for i, code in enumerate(codes)]
+    return list(files)
+
+
+_pending: dict[int, list] = {}
+
+
+def pending_files(symbol: str, unit: Future) -> list:
+    """The link input of a unit still being built: a ``numba.cuda.LTOIR`` whose bytes are
+    the unit's LTO-IR, waited for when numba reads them (at the kernel's link). The same
+    object for the same build, as :func:`link_files` gives."""
+    files = _pending.get(id(unit))
+    if files is None:
+        cuda, _, _ = import_numba()
+
+        class PendingLTOIR(cuda.LTOIR):
+            @property
+            def data(self) -> bytes:
+                return unit.result().ltoir
+
+        if len(_pending) >= 4096:
+            _pending.clear()
+        files = _pending[id(unit)] = [PendingLTOIR(b"", name=f"{symbol}_0.ltoir")]
     return list(files)
 
 
@@ -165,13 +188,34 @@ class Primitive:
     ``temp_storage=cuda.shared.array(nbytes, numba.uint8, alignment=align)``.
     """
 
-    def __init__(self, name: str, device: Any, codes: Sequence[bytes], temp: tuple[int, int], spec: Any):
+    def __init__(self, name: str, device: Any, unit: Any, spec: Any):
         self.name = name
         self.spec = spec
         self._device = device
-        self.files = link_files(spec.symbol, codes)
+        self._unit = unit          # a coop._build.UnitBuild, or a Future of one (build_unit_soon)
+
+    def _built(self) -> Any:
+        unit = self._unit
+        if isinstance(unit, Future):
+            unit = self._unit = unit.result()     # a failed build raises its error here
+        return unit
+
+    @property
+    def files(self) -> list:
+        unit = self._unit
+        if isinstance(unit, Future) and not unit.done():
+            # one LTO-IR (the providers: no Python functions), read when numba links
+            return pending_files(self.spec.symbol, unit)
+        return link_files(self.spec.symbol, self._built().codes)
+
+    @property
+    def temp_storage_bytes(self) -> int:
+        return self._built().temp[self.spec.symbol][0]
+
+    @property
+    def temp_storage_alignment(self) -> int:
         # numba's shared arrays take alignments that are multiples of the pointer size only
-        self.temp_storage_bytes, self.temp_storage_alignment = temp[0], max(8, temp[1])
+        return max(8, self._built().temp[self.spec.symbol][1])
 
     @property
     def _numba_type_(self):
