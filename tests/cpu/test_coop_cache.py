@@ -176,3 +176,40 @@ def test_a_failed_background_build_raises_where_it_is_waited_for(fresh_caches, m
         retried = coop.block.make_sum(numba.int16, 160)   # a failure is not kept: built again
         assert retried.temp_storage_bytes > 1
     assert stats.snapshot()["nvrtc_compiles"] == info["nvrtc_compiles"] + 1
+
+
+def test_a_child_forked_while_a_build_runs_builds_it_itself(fresh_caches):
+    # the build's thread stays in the parent: the child must neither wait for it forever
+    # (a hang) nor for the counters' in-flight builds
+    import os
+    import signal
+    import threading
+
+    gate = threading.Event()
+    real = _build._compile
+
+    def held(*args, **kwargs):
+        gate.wait(30)
+        return real(*args, **kwargs)
+
+    _build._compile = held
+    try:
+        with coop.target((9, 0)):
+            prim = coop.block.make_sum(numba.uint16, 224)
+            pid = os.fork()
+            if pid == 0:                                     # the child
+                signal.alarm(60)                             # a hang fails the test, not the suite
+                _build._compile = real
+                ok = False
+                try:
+                    stats.snapshot()
+                    ok = bool(prim.files[0].data) and prim.temp_storage_bytes > 1
+                finally:
+                    os._exit(0 if ok else 1)
+            gate.set()
+            _, status = os.waitpid(pid, 0)
+            assert prim.temp_storage_bytes > 1               # the parent's own build finishes too
+    finally:
+        _build._compile = real
+        gate.set()
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import sys
 import threading
 import time
@@ -67,6 +68,17 @@ def settle() -> None:
             return
         for f in pending:
             f.exception()
+
+
+def _after_fork_in_child() -> None:
+    # the threads running tracked builds stayed in the parent (coop builds those here when
+    # asked); a lock a parent thread held at the fork would never be released
+    global _lock
+    _lock = threading.Lock()
+    _in_flight.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def snapshot() -> dict[str, int]:

@@ -20,6 +20,7 @@ Python operator is compiled, numba-cuda's version.
 
 from __future__ import annotations
 
+import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -176,6 +177,9 @@ def build_unit(specs: Sequence[ProviderSpec], arch: int, objs: dict[str, Any] | 
 _background: ThreadPoolExecutor | None = None
 _background_lock = threading.Lock()
 _soon: dict[str, Future] = {}
+# builds running on the pool, and in a forked child those whose thread stayed in the parent
+_in_flight: dict[int, tuple] = {}
+_orphans: dict[int, tuple] = {}
 _imported = False
 
 
@@ -205,9 +209,41 @@ def build_unit_soon(specs: Sequence[ProviderSpec], arch: int) -> Future:
         if len(_soon) >= 1024:
             _soon.clear()
         future = _soon[key] = _background.submit(build_unit, specs, arch)
-    future.add_done_callback(lambda f: f.exception() is not None and _forget(key, f))   # a failure is not kept
+        _in_flight[id(future)] = (future, specs, arch)
+    future.add_done_callback(lambda f: _landed(key, f))
     stats.track(future)
     return future
+
+
+def result_of(future: Future) -> UnitBuild:
+    """``future.result()``; in a child of a fork made while the build ran (its thread
+    stayed in the parent), the build runs here instead."""
+    if id(future) in _orphans and not future.done():
+        _, specs, arch = _orphans.pop(id(future))
+        try:
+            future.set_result(build_unit(specs, arch))
+        except BaseException as exc:   # noqa: BLE001 - kept for whoever waits, as the thread would
+            future.set_exception(exc)
+    return future.result()
+
+
+def _landed(key: str, future: Future) -> None:
+    with _background_lock:
+        _in_flight.pop(id(future), None)
+        if future.exception() is not None and _soon.get(key) is future:
+            del _soon[key]                     # a failure is not kept: asked again, built again
+
+
+def _after_fork_in_child() -> None:
+    # the pool's threads, and the builds they were running, stayed in the parent
+    global _background, _background_lock
+    _background, _background_lock = None, threading.Lock()
+    _orphans.update((k, v) for k, v in _in_flight.items() if not v[0].done())
+    _in_flight.clear()
+    _soon.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _import_build_modules() -> None:
@@ -221,12 +257,6 @@ def _import_build_modules() -> None:
         lazy.cuda_core()
         import cuda.bindings.nvrtc  # noqa: F401  (the PCH path's)
         _imported = True
-
-
-def _forget(key: str, future: Future) -> None:
-    with _background_lock:
-        if _soon.get(key) is future:
-            del _soon[key]
 
 
 def clear_memory() -> None:

@@ -56,7 +56,9 @@ def pending_files(symbol: str, unit: Future) -> list:
         class PendingLTOIR(cuda.LTOIR):
             @property
             def data(self) -> bytes:
-                return unit.result().ltoir
+                from ._build import result_of
+
+                return result_of(unit).ltoir
 
         if len(_pending) >= 4096:
             _pending.clear()
@@ -197,7 +199,9 @@ class Primitive:
     def _built(self) -> Any:
         unit = self._unit
         if isinstance(unit, Future):
-            unit = self._unit = unit.result()     # a failed build raises its error here
+            from ._build import result_of
+
+            unit = self._unit = result_of(unit)    # a failed build raises its error here
         return unit
 
     @property
