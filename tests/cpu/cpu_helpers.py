@@ -78,7 +78,8 @@ while len(os.listdir(ready_dir)) < n and time.time() < deadline:
 
 
 def spawn_builders(tmp_path: Path, cache_dir: Path, script_text: str, n: int, tag: str, *,
-                   args=lambda i: (), env: dict | None = None, timeout: float = 300) -> list[dict]:
+                   args=lambda i: (), env: dict | None = None, timeout: float = 300,
+                   replace_env: bool = False) -> list[dict]:
     """Start ``n`` interpreters on ``script_text`` at once and return each one's last JSON line.
 
     The script gets ``argv[1]`` = a "ready" directory and ``argv[2]`` = n (for
@@ -88,8 +89,11 @@ def spawn_builders(tmp_path: Path, cache_dir: Path, script_text: str, n: int, ta
     script.write_text(script_text)
     ready = tmp_path / f"ready-{tag}"
     ready.mkdir()
-    full_env = dict(os.environ, CUPRIMS_CACHE_DIR=str(cache_dir))
-    full_env.update(env or {})
+    # replace_env: ``env`` is the whole environment (to leave a variable out), not additions
+    full_env = dict(env or {}) if replace_env else dict(os.environ)
+    full_env["CUPRIMS_CACHE_DIR"] = str(cache_dir)
+    if not replace_env:
+        full_env.update(env or {})
     procs = [subprocess.Popen([sys.executable, str(script), str(ready), str(n), *map(str, args(i))], env=full_env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(n)]
     outs = []
