@@ -117,14 +117,11 @@ def test_import_cuprims_coop_does_not_import_numba():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-def test_a_builtin_operators_provider_builds_beside_the_callers_work(fresh_caches):
-    # the factory returns before NVRTC is done; the files numba links, the storage layout
-    # and the counters all wait for the one build
+@pytest.fixture
+def held_build(monkeypatch):
+    """Provider builds wait (at most 30 s) until the test sets the returned event (set
+    again at teardown); ``held_build.real`` is the real compile."""
     import threading
-
-    from numba import cuda, types
-
-    from coop_helpers import link_kernel
 
     gate = threading.Event()
     real = _build._compile
@@ -133,26 +130,34 @@ def test_a_builtin_operators_provider_builds_beside_the_callers_work(fresh_cache
         gate.wait(30)
         return real(*args, **kwargs)
 
-    _build._compile = held
-    try:
-        with coop.target((9, 0)):
-            prim = coop.block.make_sum(numba.float64, 96)       # returns with its build held
-            again = coop.block.make_sum(numba.float64, 96)
-            files = prim.files
-            assert not prim._unit.done() and again._unit is prim._unit   # one build for both
-            gate.set()
+    monkeypatch.setattr(_build, "_compile", held)
+    gate.real = real
+    yield gate
+    gate.set()
 
-            @cuda.jit(link=files)
-            def kernel(x, out):
-                s = prim(x[cuda.threadIdx.x])
-                if cuda.threadIdx.x == 0:
-                    out[0] = s
 
-            f8 = types.Array(types.float64, 1, "C")
-            cubin = link_kernel(kernel, (f8, f8), [prim])
-    finally:
-        _build._compile = real
-        gate.set()
+def test_a_builtin_operators_provider_builds_beside_the_callers_work(fresh_caches, held_build):
+    # the factory returns before NVRTC is done; the files numba links, the storage layout
+    # and the counters all wait for the one build
+    from numba import cuda, types
+
+    from coop_helpers import link_kernel
+
+    with coop.target((9, 0)):
+        prim = coop.block.make_sum(numba.float64, 96)       # returns with its build held
+        again = coop.block.make_sum(numba.float64, 96)
+        files = prim.files
+        assert not prim._unit.done() and again._unit is prim._unit   # one build for both
+        held_build.set()
+
+        @cuda.jit(link=files)
+        def kernel(x, out):
+            s = prim(x[cuda.threadIdx.x])
+            if cuda.threadIdx.x == 0:
+                out[0] = s
+
+        f8 = types.Array(types.float64, 1, "C")
+        cubin = link_kernel(kernel, (f8, f8), [prim])
     assert cubin[:4] == b"\x7fELF"
     assert files[0].data == prim.files[0].data == again.files[0].data
     assert prim.temp_storage_bytes > 1 and prim.temp_storage_alignment >= 8
@@ -179,38 +184,25 @@ def test_a_failed_background_build_raises_where_it_is_waited_for(fresh_caches, m
     assert info["nvrtc_compiles"] == 0                    # the failed build compiled nothing
 
 
-def test_a_child_forked_while_a_build_runs_builds_it_itself(fresh_caches):
+def test_a_child_forked_while_a_build_runs_builds_it_itself(fresh_caches, held_build):
     # the build's thread stays in the parent: the child must neither wait for it forever
     # (a hang) nor for the counters' in-flight builds
     import os
     import signal
-    import threading
 
-    gate = threading.Event()
-    real = _build._compile
-
-    def held(*args, **kwargs):
-        gate.wait(30)
-        return real(*args, **kwargs)
-
-    _build._compile = held
-    try:
-        with coop.target((9, 0)):
-            prim = coop.block.make_sum(numba.uint16, 224)
-            pid = os.fork()
-            if pid == 0:                                     # the child
-                signal.alarm(60)                             # a hang fails the test, not the suite
-                _build._compile = real
-                ok = False
-                try:
-                    stats.snapshot()
-                    ok = bool(prim.files[0].data) and prim.temp_storage_bytes > 1
-                finally:
-                    os._exit(0 if ok else 1)
-            gate.set()
-            _, status = os.waitpid(pid, 0)
-            assert prim.temp_storage_bytes > 1               # the parent's own build finishes too
-    finally:
-        _build._compile = real
-        gate.set()
+    with coop.target((9, 0)):
+        prim = coop.block.make_sum(numba.uint16, 224)
+        pid = os.fork()
+        if pid == 0:                                     # the child
+            signal.alarm(60)                             # a hang fails the test, not the suite
+            _build._compile = held_build.real
+            ok = False
+            try:
+                stats.snapshot()
+                ok = bool(prim.files[0].data) and prim.temp_storage_bytes > 1
+            finally:
+                os._exit(0 if ok else 1)
+        held_build.set()
+        _, status = os.waitpid(pid, 0)
+        assert prim.temp_storage_bytes > 1               # the parent's own build finishes too
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status

@@ -20,6 +20,7 @@ Python operator is compiled, numba-cuda's version.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -180,7 +181,6 @@ _soon: dict[str, Future] = {}
 # builds running on the pool, and in a forked child those whose thread stayed in the parent
 _in_flight: dict[int, tuple] = {}
 _orphans: dict[int, tuple] = {}
-_imported = False
 
 
 def build_unit_soon(specs: Sequence[ProviderSpec], arch: int) -> Future:
@@ -246,17 +246,15 @@ def _after_fork_in_child() -> None:
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
+@functools.lru_cache(maxsize=None)
 def _import_build_modules() -> None:
     """Import here, on the caller's thread, what a build imports lazily: a package that a
     worker is importing while numba (on the caller's thread) imports it too is seen half
     initialised (ImportError from inside numba's typing)."""
-    global _imported
-    if not _imported:
-        from .._jit import elfmeta, lazy, link  # noqa: F401
+    from .._jit import elfmeta, lazy, link  # noqa: F401
 
-        lazy.cuda_core()
-        import cuda.bindings.nvrtc  # noqa: F401  (the PCH path's)
-        _imported = True
+    lazy.cuda_core()
+    import cuda.bindings.nvrtc  # noqa: F401  (the PCH path's)
 
 
 def clear_memory() -> None:

@@ -168,12 +168,19 @@ def _cub_type(spec: ProviderSpec) -> str:
     raise ValueError(f"unknown provider kind {spec.kind!r}")
 
 
+def _is_plus(spec: ProviderSpec) -> bool:
+    return spec.op is not None and spec.op.kind == "builtin" and spec.op.builtin.name == "PLUS"
+
+
 def _is_sum(spec: ProviderSpec) -> bool:
     """Whether CUB's Sum entry points serve ``spec``. Not for bool: CUB's warp scans derive a
     sum's exclusive prefix as ``inclusive - input``, which a saturating bool sum (a logical
     or) breaks, so bool sums go through the functor, ``bool(a + b)``."""
-    return (spec.op is not None and spec.op.kind == "builtin" and spec.op.builtin.name == "PLUS"
-            and spec.vt.cpp != "bool")
+    return _is_plus(spec) and spec.vt.cpp != "bool"
+
+
+# the calling thread's index in its block, as CUB counts it (x fastest)
+_LINEAR_TID = "threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)"
 
 
 def _storage(spec: ProviderSpec, s: str) -> str:
@@ -187,7 +194,7 @@ def _storage(spec: ProviderSpec, s: str) -> str:
                 f"  constexpr unsigned fit = {storage_budget(spec.kind)} / bytes;\n"
                 f"  constexpr unsigned slots = fit < 1 ? 1 : (fit > {1024 // lanes} ? {1024 // lanes} : fit);\n"
                 f"  __shared__ {s}_prim::TempStorage storage[slots];\n"
-                "  const unsigned tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);\n"
+                f"  const unsigned tid = {_LINEAR_TID};\n"
                 f"  if (tid / {lanes} >= slots) {{ __trap(); }}\n"
                 f"  return storage[tid / {lanes}];\n}}\n")
     if spec.kind in WARP_KINDS:
@@ -195,7 +202,7 @@ def _storage(spec: ProviderSpec, s: str) -> str:
         per_block = 1024 // spec.dims[0] + (1024 % spec.dims[0] != 0)
         return (f"__device__ __forceinline__ {s}_prim::TempStorage& {s}_storage()\n{{\n"
                 f"  __shared__ {s}_prim::TempStorage storage[{per_block}];\n"
-                "  const unsigned tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);\n"
+                f"  const unsigned tid = {_LINEAR_TID};\n"
                 f"  return storage[tid / {spec.dims[0]}];\n}}\n")
     return (f"__device__ __forceinline__ {s}_prim::TempStorage& {s}_storage()\n{{\n"
             f"  __shared__ {s}_prim::TempStorage storage;\n  return storage;\n}}\n")
@@ -217,7 +224,7 @@ def _barrier(spec: ProviderSpec, s: str) -> str:
     lanes = spec.dims[0]
     logical = "0xffffffffu" if lanes == 32 else f"(((1u << {lanes}) - 1u) << ({lanes} * ((tid & 31u) / {lanes})))"
     return (f"if constexpr (sizeof({s}_prim::TempStorage) > 1) {{\n"
-            "    const unsigned tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);\n"
+            f"    const unsigned tid = {_LINEAR_TID};\n"
             "    const unsigned left = blockDim.x * blockDim.y * blockDim.z - (tid & ~31u);\n"
             "    const unsigned live = left >= 32u ? 0xffffffffu : (1u << left) - 1u;\n"
             f"    __syncwarp(live & {logical});\n  }}")
@@ -228,8 +235,7 @@ def _scan_init(spec: ProviderSpec, s: str) -> str:
     exclusive bool sum (not served by CUB's Sum, see _is_sum) the sum's ``false``."""
     if spec.init is not None:
         return f"{s}_init(), "
-    is_plus = spec.op is not None and spec.op.kind == "builtin" and spec.op.builtin.name == "PLUS"
-    return "false, " if is_plus and spec.mode == "exclusive" else ""
+    return "false, " if _is_plus(spec) and spec.mode == "exclusive" else ""
 
 
 def _store_transposes(spec: ProviderSpec) -> bool:

@@ -143,7 +143,6 @@ def _helper(plan: Plan) -> Callable:
     spec, limit, check_stride = plan.spec, plan.limit, plan.check_stride
     nbytes, align = layout
     addr, trap, local, i32, i64, tp = _addr(), _trap, _local_array, types.int32, types.int64, _temp_pointer
-    result = _result
     state_addr = state_pointer()
     vts = Static(("dtype", spec.vt.code), spec.vt)
     valid = plan.variant.endswith("_valid")
@@ -187,7 +186,7 @@ def _helper(plan: Plan) -> Callable:
             run(addr(inp), addr(out))
         else:
             run_ts(addr(inp), addr(out), tp(temp, nbytes, align))
-        return result(out)
+        return _result(out)
 
     def value_out_valid(value, valid, temp):
         if valid < 0 or valid > limit:
@@ -199,7 +198,7 @@ def _helper(plan: Plan) -> Callable:
             run(addr(inp), addr(out), i32(valid))
         else:
             run_ts(addr(inp), addr(out), i32(valid), tp(temp, nbytes, align))
-        return result(out)
+        return _result(out)
 
     def items_out(items, temp):
         out = local(1, vts)
@@ -207,7 +206,7 @@ def _helper(plan: Plan) -> Callable:
             run(addr(items), addr(out))
         else:
             run_ts(addr(items), addr(out), tp(temp, nbytes, align))
-        return result(out)
+        return _result(out)
 
     def in_place(items, temp):
         if temp is None:
@@ -229,7 +228,7 @@ def _helper(plan: Plan) -> Callable:
             run(addr(inp), addr(out), state_addr(state), i64(state.size))
         else:
             run_ts(addr(inp), addr(out), state_addr(state), i64(state.size), tp(temp, nbytes, align))
-        return result(out)
+        return _result(out)
 
     def in_place_prefix(items, state, temp):
         if temp is None:
@@ -287,8 +286,9 @@ def _helper(plan: Plan) -> Callable:
         else:
             run_ts(addr(keys), addr(values), i32(valid), addr(oob), tp(temp, nbytes, align))
 
-    variants = dict(load=whole_tile, load_valid=load_valid, store=whole_tile, store_valid=store_valid, value_out=value_out,
-                    value_out_valid=value_out_valid, items_out=items_out, in_place=in_place, into=into,
+    variants = dict(load=whole_tile, load_valid=load_valid, store=whole_tile, store_valid=store_valid,
+                    value_out=value_out, value_out_valid=value_out_valid, items_out=items_out, in_place=in_place,
+                    into=into,
                     value_out_prefix=value_out_prefix, in_place_prefix=in_place_prefix, into_prefix=into_prefix,
                     radix=radix, radix_pairs=radix_pairs, sort=sort, sort_valid=sort_valid, sort_pairs=sort_pairs,
                     sort_pairs_valid=sort_pairs_valid)
