@@ -31,6 +31,31 @@ def test_includes_move_up_to_the_leading_directives_in_order_and_once():
     assert headers_first("int y;\n") == "int y;\n"
 
 
+def test_header_prefix_is_the_leading_directives_without_comments_so_a_unit_comment_keeps_the_pch_shared():
+    def prefix(comment: str) -> str:
+        text = f"// generated\n#define A 1\n#include <a.h>\n// {comment}\n\nint x;\n"
+        return Source(text=text, name_expressions=(), extern_symbols=(), meta_fields=()).header_prefix
+
+    assert prefix("provider one") == prefix("provider two") == "#define A 1\n#include <a.h>\n"
+
+
+def test_coop_providers_of_one_header_set_share_a_header_prefix_and_another_header_set_does_not():
+    from cuprims import OpKind
+    from cuprims.coop._codegen import unit_source
+    from cuprims.coop._spec import ProviderSpec
+    from cuprims.op import op_spec
+    from cuprims.types import value_type
+
+    def unit(kind, dims, algorithm, dtype="f4"):
+        return unit_source([ProviderSpec(kind, value_type(dtype), dims, 1, algorithm, op_spec(OpKind.PLUS))], 90)
+
+    sum_128, sum_256 = unit("reduce", (128, 1, 1), "warp_reductions"), unit("reduce", (256, 1, 1), "raking")
+    assert sum_128.text != sum_256.text
+    assert sum_128.header_prefix == sum_256.header_prefix == unit("reduce", (64, 2, 1), "raking", "i8").header_prefix
+    assert sum_128.header_prefix.rstrip("\n").endswith("#include <cub/block/block_reduce.cuh>")
+    assert unit("warp_reduce", (32, 1, 1), "").header_prefix != sum_128.header_prefix
+
+
 _THREE_BUILDS = """
     import hashlib, json, numpy as np, cuprims
     from cuprims import OpKind, ProxyArray

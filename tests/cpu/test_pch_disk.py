@@ -318,3 +318,53 @@ def test_the_heap_lands_at_the_target_while_another_thread_maps_memory():
             libc.munmap(ctypes.c_void_p(a), size)
     assert (address, why) == (0x280000000000, ""), why
     assert got == [0x280000000000]
+
+
+_COOP_BUILD = """
+    import hashlib, json, sys, numba, cuprims
+    from numba import cuda, types
+    from cuprims import coop
+    from cuprims._jit.link import link_cubin
+    from cuprims._jit.numba_ops import _target_capability
+    threads = int(sys.argv[1])
+    with coop.target((9, 0)):
+        block_sum = coop.block.make_sum(numba.float32, threads)
+
+        def kernel(x, out):
+            s = block_sum(x[cuda.threadIdx.x])
+            if cuda.threadIdx.x == 0:
+                out[0] = s
+        f4a = types.Array(types.float32, 1, "C")
+        with _target_capability((9, 0)):
+            codes, _ = cuda.compile_all(kernel, types.void(f4a, f4a), device=False, cc=(9, 0), output="ltoir",
+                                        abi="numba")
+        cubin = link_cubin(bytes(codes[0]), [bytes(c) for c in codes[1:]] + [bytes(f.data) for f in block_sum.files],
+                           90)
+    from cuprims._jit.elfmeta import sections
+    info = cuprims.cache_info()
+    out = {k: v for k, v in info.items() if k.startswith("pch") or k == "nvrtc_compiles"}
+    # the machine code: numba's kernel name (in the symbols) and the LTO-IR differ run to run
+    code = b"".join(v for k, v in sorted(sections(bytes(cubin)).items()) if k.startswith(".text."))
+    out["code"] = [hashlib.sha256(code).hexdigest(), len(code)]
+    print(json.dumps(out))
+"""
+
+
+def _coop_build(cache: Path, threads: int, env: dict | None = None) -> dict:
+    full = {"CUPRIMS_CACHE_DIR": str(cache), "CUPRIMS_DISK_CACHE": "1", "CUPRIMS_PCH_DISK": "1", **(env or {})}
+    code = textwrap.dedent(_COOP_BUILD).replace("sys.argv[1]", repr(str(threads)))
+    return last_json(run_python(code, env=full).stdout)
+
+
+def test_a_coop_provider_of_another_block_size_uses_the_pch_an_earlier_process_made(tmp_path):
+    cache = tmp_path / "cache"
+    first = _coop_build(cache, 256)
+    assert (first["pch_builds"], first["pch_writes"]) == (1, 1), first
+    second = _coop_build(cache, 128)   # another provider, the same headers: no PCH of its own
+    assert second["nvrtc_compiles"] == 1, second
+    assert (second["pch_builds"], second["pch_writes"], second["pch_hits"], second["pch_rejects"]) == (0, 0, 1, 0)
+    assert len(_pch_files(cache)) == 2   # one entry and its sidecar
+    plain = _coop_build(tmp_path / "plain", 128, env={"CUPRIMS_PCH": "0"})
+    assert plain["code"][1] > 0
+    assert plain["pch_uses"] == 0 and second["code"] == plain["code"]   # a PCH changes how fast, never what
+    shutil.rmtree(cache, ignore_errors=True)

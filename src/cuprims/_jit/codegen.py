@@ -52,8 +52,12 @@ class Source:
     @property
     def header_prefix(self) -> str:
         """The unit's leading preprocessor lines (defines and includes): units that share
-        it can share one NVRTC precompiled header (:mod:`.pch`)."""
-        return self.text[:_header_stop(self.text.split("\n"))[1]]
+        them can share one NVRTC precompiled header (:mod:`.pch`). Comments and blank lines
+        among them are left out: a PCH depends on the directives only, and a unit's own
+        comment (a coop provider's description, say) must not make its PCH its own."""
+        lines = self.text.split("\n")
+        stop, _ = _header_stop(lines)
+        return "".join(line + "\n" for line in lines[:stop] if line.strip().startswith("#"))
 
 
 def _is_directive(line: str) -> bool:
