@@ -185,8 +185,15 @@ CASES = [
     ("test_coop_types_gpu", "test_warp_sum_and_reduce", dict(dtype=np.bool_, lanes=32)),
     ("test_coop_types_gpu", "test_warp_reduce_structs", dict(lanes=16)),
     ("test_coop_types_gpu", "test_style2_struct_results_of_two_calls_stay_apart", {}),
+    ("test_coop_style1_bounds_gpu", "test_in_range_calls_run_and_a_contiguous_view_of_layout_a_is_accepted", {}),
+    ("test_coop_style1_bounds_gpu", "test_warp_load_store_in_range_runs", {}),
+    ("test_coop_style1_bounds_gpu", "test_sort_and_scan_in_range_run", {}),
+    ("test_coop_style1_bounds_gpu", "run_case", dict(case="block_load_strided")),
+    ("test_coop_style1_bounds_gpu", "run_case", dict(case="warp_store_strided")),
+    ("test_coop_style1_bounds_gpu", "run_case", dict(case="scan_short_output")),
 ]
-SUBPROCESS = {"test_coop_style2_launch_gpu": {"test_in_range_counts_run", "test_out_of_range_counts_trap"}}
+SUBPROCESS = {"test_coop_style2_launch_gpu": {"test_in_range_counts_run", "test_out_of_range_counts_trap"},
+              "test_coop_style1_bounds_gpu": {"test_a_call_past_its_arrays_traps"}}
 
 
 @pytest.mark.parametrize("module,test,params", CASES, ids=[f"{t}-{i}" for i, (_, t, _) in enumerate(CASES)])
@@ -198,6 +205,7 @@ def test_gpu_kernel_compiles_and_links(no_launch, module, test, params):
 def test_every_gpu_test_is_covered():
     for name in ("test_coop_block_gpu", "test_coop_warp_gpu", "test_coop_sort_gpu", "test_coop_merge_sort_gpu",
                  "test_coop_style2_gpu", "test_coop_style2_launch_gpu", "test_coop_pairs_gpu",
-                 "test_coop_warp_load_store_gpu", "test_coop_prefix_gpu", "test_coop_types_gpu"):
+                 "test_coop_warp_load_store_gpu", "test_coop_prefix_gpu", "test_coop_types_gpu",
+                 "test_coop_style1_bounds_gpu"):
         tests = {n for n in dir(_module(name)) if n.startswith("test_")} - SUBPROCESS.get(name, set())
         assert tests == {t for m, t, _ in CASES if m == name and t.startswith("test_")}

@@ -88,11 +88,11 @@ def _radix_sort(dtype: Any, threads_per_block: Any, items_per_thread: int, mode:
                         mode=mode, values=values)
     if values is None:
         source = ("def prim(keys, begin_bit=0, end_bit=-1, temp_storage=None):\n"
-                  + dispatch("ext", "__addr(keys), i32(begin_bit), i32(end_bit)", None))
+                  + dispatch("ext", "__span(keys, ITEMS), i32(begin_bit), i32(end_bit)", None))
         return make_primitive(f"block.radix_sort_keys_{mode}", spec, None,
                               entry_table(False, ("ptr", "int", "int")), source)
     source = ("def prim(keys, values, begin_bit=0, end_bit=-1, temp_storage=None):\n"
-              + dispatch("ext", "__addr(keys), __addr(values), i32(begin_bit), i32(end_bit)", None))
+              + dispatch("ext", "__span(keys, ITEMS), __span(values, ITEMS), i32(begin_bit), i32(end_bit)", None))
     return make_primitive(f"block.radix_sort_pairs_{mode}", spec, None,
                           entry_table(False, ("ptr", "vptr", "int", "int")), source)
 

@@ -125,7 +125,9 @@ def make_primitive(name: str, spec: ProviderSpec, op: Any, entries: dict[str, tu
     ``op`` is the Python operator (or None), ``prefix`` the Python prefix callback (or None).
     ``entries`` maps a namespace name (``ext``, ``ext_valid``...) to an entry point's
     parameter kinds; ``source`` defines ``prim`` and may use those names, ``T`` (the
-    element's numba type), ``V`` (a sort's value type), ``i32``, ``i64``, ``__addr`` and
+    element's numba type), ``V`` (a sort's value type), ``i32``, ``i64``, ``ITEMS`` (items
+    per thread), ``TILE`` (the group's items), ``__addr``, ``__span(array, count)`` (the
+    address, after a trap unless ``array`` holds ``count`` contiguous elements) and
     ``__state`` (a prefix state's data, checked against the state's element type)."""
     from ._numba import Primitive, declare, device_function, numba_type, state_pointer
 
@@ -149,6 +151,9 @@ def make_primitive(name: str, spec: ProviderSpec, op: Any, entries: dict[str, tu
 
     namespace["i32"] = import_numba()[1].int32
     namespace["i64"] = import_numba()[1].int64
+    # what a call touches: each thread's items, and the group's tile (a load's or store's
+    # array; the count a num_valid is clamped to)
+    namespace["ITEMS"], namespace["TILE"] = spec.items, spec.items * spec.threads
     for local, params in entries.items():
         symbol = spec.symbol + local[3:]           # "ext_valid_ts" -> SYMBOL_valid_ts
         assert symbol in defined, symbol
@@ -158,6 +163,10 @@ def make_primitive(name: str, spec: ProviderSpec, op: Any, entries: dict[str, tu
 
 
 # ---------------------------------------------------------------- device function texts
+# A load's or store's first line: ``n``, the elements of its array the call touches (the
+# whole tile, or num_valid clamped to it: CUB reads no more, and the int32 it is handed
+# cannot wrap)
+TOUCHED = "    n = TILE if num_valid < 0 else min(num_valid, TILE)\n"
 # Each takes the thread's values, calls the provider through pointers, returns the result.
 # ``temp_storage is None`` and ``num_valid < 0`` pick the entry point; numba prunes the
 # first at compile time (an omitted argument is typed None).
@@ -182,20 +191,20 @@ def value_in_value_out(with_valid: bool) -> str:
     params = "item, num_valid=-1, temp_storage=None" if with_valid else "item, temp_storage=None"
     return (f"def prim({params}):\n    inp = cuda.local.array(1, T)\n    inp[0] = item\n"
             "    out = cuda.local.array(1, T)\n"
-            + dispatch("ext", "__addr(inp), __addr(out)", "i32(num_valid)" if with_valid else None)
+            + dispatch("ext", "__addr(inp), __addr(out)", "i32(min(num_valid, TILE))" if with_valid else None)
             + "    return out[0]\n")
 
 
 def array_in_value_out() -> str:
     """``prim(items, temp_storage=None) -> value``."""
     return ("def prim(items, temp_storage=None):\n    out = cuda.local.array(1, T)\n"
-            + dispatch("ext", "__addr(items), __addr(out)", None) + "    return out[0]\n")
+            + dispatch("ext", "__span(items, ITEMS), __addr(out)", None) + "    return out[0]\n")
 
 
 def arrays_in_out() -> str:
     """``prim(items_in, items_out, temp_storage=None)`` (the two may be one array)."""
     return "def prim(items_in, items_out, temp_storage=None):\n" + dispatch(
-        "ext", "__addr(items_in), __addr(items_out)", None)
+        "ext", "__span(items_in, ITEMS), __span(items_out, ITEMS)", None)
 
 
 def sort_in_place() -> str:
@@ -207,7 +216,7 @@ def sort_in_place() -> str:
             "    oob = cuda.local.array(1, T)\n"
             "    if oob_default is not None:\n"
             "        oob[0] = oob_default\n"
-            + dispatch("ext", "__addr(keys)", "i32(num_valid), __addr(oob)"))
+            + dispatch("ext", "__span(keys, ITEMS)", "i32(min(num_valid, TILE)), __addr(oob)"))
 
 
 def sort_pairs_in_place() -> str:
@@ -219,7 +228,7 @@ def sort_pairs_in_place() -> str:
             "    oob = cuda.local.array(1, T)\n"
             "    if oob_default is not None:\n"
             "        oob[0] = oob_default\n"
-            + dispatch("ext", "__addr(keys), __addr(values)", "i32(num_valid), __addr(oob)"))
+            + dispatch("ext", "__span(keys, ITEMS), __span(values, ITEMS)", "i32(min(num_valid, TILE)), __addr(oob)"))
 
 
 def entry_table(with_valid: bool, base: tuple[str, ...], valid_extra: tuple[str, ...] = ("int",)

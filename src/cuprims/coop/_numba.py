@@ -88,6 +88,56 @@ def _addr():
     return _addr_fn
 
 
+_span_fn = None
+
+
+def _span():
+    """An intrinsic ``(array, count) -> pointer to its first element`` that traps (``trap;``)
+    unless the array holds at least ``count`` elements in C order: a Style 1 call hands CUB
+    a bare pointer, so a tile longer than ``src``, a thread array shorter than the
+    primitive's items or a strided view would otherwise be read or written past its end.
+    A C- or F-contiguous array needs no stride check (numba knows its layout); with
+    constant shapes (local arrays) the whole check folds away."""
+    global _span_fn
+    if _span_fn is None:
+        _, types, _ = import_numba()
+        from llvmlite import ir as llvm
+        from numba.cuda import cgutils
+        from numba.cuda.extending import intrinsic
+
+        @intrinsic
+        def cuprims_coop_span(typingctx, arr, count):
+            if not isinstance(arr, types.Array) or not isinstance(count, types.Integer):
+                return None
+
+            def codegen(context, builder, sig, args):
+                aryty = sig.args[0]
+                ary = context.make_array(aryty)(context, builder, args[0])
+                intp = context.get_value_type(types.intp)
+                need = context.cast(builder, args[1], sig.args[1], types.intp)
+                bad = builder.icmp_signed("<", ary.nitems, need)
+                if aryty.layout not in ("C", "F") and aryty.ndim:
+                    shape = cgutils.unpack_tuple(builder, ary.shape, aryty.ndim)
+                    strides = cgutils.unpack_tuple(builder, ary.strides, aryty.ndim)
+                    expected = ary.itemsize
+                    for dim in reversed(range(aryty.ndim)):
+                        # a dimension of one element may have any stride
+                        off = builder.and_(builder.icmp_signed("!=", strides[dim], expected),
+                                           builder.icmp_signed(">", shape[dim], intp(1)))
+                        bad = builder.or_(bad, off)
+                        expected = builder.mul(expected, shape[dim])
+                with cgutils.if_unlikely(builder, bad):
+                    fn = cgutils.get_or_insert_function(builder.module, llvm.FunctionType(llvm.VoidType(), []),
+                                                        "llvm.trap")
+                    builder.call(fn, [])
+                return ary.data
+
+            return types.CPointer(arr.dtype)(arr, count), codegen
+
+        _span_fn = cuprims_coop_span
+    return _span_fn
+
+
 def _oob_check():
     """An intrinsic ``(num_valid, oob_default) -> None`` that fails typing when a partial
     sort is asked for without ``oob_default``: CUB's merge sort pads the tile past
@@ -168,7 +218,8 @@ def declare(symbol: str, params: Sequence[str], vt: ValueType, values: ValueType
 def device_function(name: str, source: str, namespace: dict[str, Any]):
     """Exec ``source`` (defining ``name``) and make it a numba device function."""
     cuda, _, _ = import_numba()
-    ns = {"cuda": cuda, "__addr": _addr(), "__oob_given": _oob_check(), "__state": state_pointer(), **namespace}
+    ns = {"cuda": cuda, "__addr": _addr(), "__span": _span(), "__oob_given": _oob_check(), "__state": state_pointer(),
+          **namespace}
     exec(compile(source, f"<cuprims coop {name}>", "exec"), ns)
     from numba import types
 

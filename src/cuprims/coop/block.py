@@ -29,8 +29,8 @@ from ..op import OpKind, op_spec
 from ._block_data import (BlockExchangeType, make_exchange, make_merge_sort_keys, make_radix_sort_keys,
                           make_radix_sort_keys_descending)
 from ._block_data import make_merge_sort_pairs, make_radix_sort_pairs, make_radix_sort_pairs_descending
-from ._factory import (PrefixCallback, array_in_value_out, arrays_in_out, combiner, dispatch, entry_table,
-                       make_primitive, no_methods, prefix_callback, value_bytes, value_in_value_out)
+from ._factory import (TOUCHED, PrefixCallback, array_in_value_out, arrays_in_out, combiner, dispatch,
+                       entry_table, make_primitive, no_methods, prefix_callback, value_bytes, value_in_value_out)
 from ._spec import (LOAD_ALGORITHMS, REDUCE_ALGORITHMS, SCAN_ALGORITHMS, STORE_ALGORITHMS, ProviderSpec,
                     algorithm_of, block_dims, element_type, items_count)
 
@@ -45,7 +45,9 @@ def make_load(dtype: Any, threads_per_block: Any, items_per_thread: int = 1, alg
     tile from ``src`` (an array starting at the tile; contiguous) into each thread's
     ``items`` (a local array of ``items_per_thread``). With ``num_valid >= 0`` only the
     tile's first ``num_valid`` items are read and the rest are ``oob_default`` (a value of
-    the element type, a struct too; all bytes zero when not given).
+    the element type, a struct too; all bytes zero when not given). The kernel traps when
+    ``src`` holds fewer than the items read (the tile, or ``num_valid`` of it) or is
+    strided, or ``items`` is shorter than ``items_per_thread``.
 
     Example::
 
@@ -56,15 +58,16 @@ def make_load(dtype: Any, threads_per_block: Any, items_per_thread: int = 1, alg
                         algorithm_of(LOAD_ALGORITHMS, algorithm))
     # numba zero-fills a local array where it is made: oob_default left out is all zero bytes
     # (0 for numbers, a zeroed struct), and a struct load never types `oob[0] = 0`
-    source = ("def prim(src, items, num_valid=-1, oob_default=None, temp_storage=None):\n"
-              "    oob = cuda.local.array(1, T)\n    if oob_default is not None:\n        oob[0] = oob_default\n"
-              + _block_dispatch("__addr(src), __addr(items)", "i32(num_valid), __addr(oob)"))
+    source = ("def prim(src, items, num_valid=-1, oob_default=None, temp_storage=None):\n" + TOUCHED
+              + "    oob = cuda.local.array(1, T)\n    if oob_default is not None:\n        oob[0] = oob_default\n"
+              + _block_dispatch("__span(src, n), __span(items, ITEMS)", "i32(n), __addr(oob)"))
     return make_primitive("block.load", spec, None, entry_table(True, ("ptr", "ptr"), ("int", "ptr")), source)
 
 
 def make_store(dtype: Any, threads_per_block: Any, items_per_thread: int = 1, algorithm: str = "direct") -> Any:
     """``store(dst, items, num_valid=-1, temp_storage=None)``: each thread's ``items`` into
-    the block's tile at ``dst`` (its first ``num_valid`` items only, when given).
+    the block's tile at ``dst`` (its first ``num_valid`` items only, when given); traps
+    as :func:`make_load` does when ``dst`` cannot take them.
 
     Example::
 
@@ -74,7 +77,7 @@ def make_store(dtype: Any, threads_per_block: Any, items_per_thread: int = 1, al
     spec = ProviderSpec("store", element_type(dtype), block_dims(threads_per_block),
                         items_count(items_per_thread), algorithm_of(STORE_ALGORITHMS, algorithm))
     source = ("def prim(dst, items, num_valid=-1, temp_storage=None):\n"
-              + _block_dispatch("__addr(dst), __addr(items)", "i32(num_valid)"))
+              + TOUCHED + _block_dispatch("__span(dst, n), __span(items, ITEMS)", "i32(n)"))
     return make_primitive("block.store", spec, None, entry_table(True, ("ptr", "ptr")), source)
 
 
@@ -211,7 +214,7 @@ def _scan(dtype: Any, threads_per_block: Any, items_per_thread: int, initial_val
                   + dispatch("ext", f"__addr(inp), __addr(out), {state_args}", None) + "    return out[0]\n")
     else:
         source = ("def prim(items_in, items_out, prefix_state, temp_storage=None):\n"
-                  + dispatch("ext", f"__addr(items_in), __addr(items_out), {state_args}", None))
+                  + dispatch("ext", f"__span(items_in, ITEMS), __span(items_out, ITEMS), {state_args}", None))
     return make_primitive(f"block.{mode}_scan", spec, python_op,
                           entry_table(False, ("ptr", "ptr", "state", "i64")), source, prefix=fn)
 

@@ -24,8 +24,8 @@ from typing import Any
 from ..errors import ArgumentError
 from ..op import OpKind, op_spec
 from ._codegen import warp_sort_slots
-from ._factory import (combiner, comparator, dispatch, entry_table, make_primitive, no_methods, sort_in_place,
-                       sort_pairs_in_place, value_in_value_out)
+from ._factory import (TOUCHED, combiner, comparator, dispatch, entry_table, make_primitive, no_methods,
+                       sort_in_place, sort_pairs_in_place, value_in_value_out)
 from ._spec import WARP_LOAD_ALGORITHMS, WARP_STORE_ALGORITHMS, ProviderSpec, algorithm_of, element_type, items_count
 
 __all__ = ["make_reduce", "make_sum", "make_exclusive_sum", "make_merge_sort_keys", "make_merge_sort_pairs",
@@ -146,7 +146,8 @@ def make_load(dtype: Any, items_per_thread: int = 1, algorithm: str = "direct", 
     'vectorize', 'transpose' (striped reads, blocked result). With ``num_valid >= 0``
     only the tile's first ``num_valid`` items are read, the rest are ``oob_default`` (a
     value of the element type, a struct too; all bytes zero when not given, as
-    ``block.make_load``'s).
+    ``block.make_load``'s). Traps, as ``block.make_load`` does, when ``src`` holds fewer
+    than the items read or is strided, or ``items`` is short.
 
     'transpose' uses shared memory, a tile per logical warp: the own storage serves the
     first ``load.own_storage_warps`` warps of a block (as many as fit in 16 KiB, at least
@@ -162,9 +163,9 @@ def make_load(dtype: Any, items_per_thread: int = 1, algorithm: str = "direct", 
     spec = ProviderSpec("warp_load", element_type(dtype), (lanes, 1, 1), items_count(items_per_thread),
                         algorithm_of(WARP_LOAD_ALGORITHMS, algorithm))
     # as block.make_load: oob_default left out is the local array's zero bytes (a struct too)
-    source = ("def prim(src, items, num_valid=-1, oob_default=None, temp_storage=None):\n"
-              "    oob = cuda.local.array(1, T)\n    if oob_default is not None:\n        oob[0] = oob_default\n"
-              + dispatch("ext", "__addr(src), __addr(items)", "i32(num_valid), __addr(oob)"))
+    source = ("def prim(src, items, num_valid=-1, oob_default=None, temp_storage=None):\n" + TOUCHED
+              + "    oob = cuda.local.array(1, T)\n    if oob_default is not None:\n        oob[0] = oob_default\n"
+              + dispatch("ext", "__span(src, n), __span(items, ITEMS)", "i32(n), __addr(oob)"))
     prim = make_primitive("warp.load", spec, None, entry_table(True, ("ptr", "ptr"), ("int", "ptr")), source)
     prim.own_storage_warps = warp_sort_slots(lanes, prim.temp_storage_bytes, spec.kind)
     return prim
@@ -185,7 +186,7 @@ def make_store(dtype: Any, items_per_thread: int = 1, algorithm: str = "direct",
     spec = ProviderSpec("warp_store", element_type(dtype), (lanes, 1, 1), items_count(items_per_thread),
                         algorithm_of(WARP_STORE_ALGORITHMS, algorithm))
     source = ("def prim(dst, items, num_valid=-1, temp_storage=None):\n"
-              + dispatch("ext", "__addr(dst), __addr(items)", "i32(num_valid)"))
+              + TOUCHED + dispatch("ext", "__span(dst, n), __span(items, ITEMS)", "i32(n)"))
     prim = make_primitive("warp.store", spec, None, entry_table(True, ("ptr", "ptr")), source)
     prim.own_storage_warps = warp_sort_slots(lanes, prim.temp_storage_bytes, spec.kind)
     return prim
