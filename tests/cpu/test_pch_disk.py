@@ -17,7 +17,7 @@ import pytest
 
 import cuprims
 from cpu_helpers import last_json, make_f4, run_python
-from cuprims._jit import pch, pch_store, stats
+from cuprims._jit import pch, pch_heap, pch_store, stats
 from cuprims._jit.cache_lifecycle import SIDECAR
 from cuprims._jit.disk_cache import DiskCache
 
@@ -368,3 +368,30 @@ def test_a_coop_provider_of_another_block_size_uses_the_pch_an_earlier_process_m
     assert plain["code"][1] > 0
     assert plain["pch_uses"] == 0 and second["code"] == plain["code"]   # a PCH changes how fast, never what
     shutil.rmtree(cache, ignore_errors=True)
+
+
+def test_the_maps_read_through_libc_are_the_kernels_own_text():
+    with open("/proc/self/maps") as f:
+        expected = [line.split()[0] for line in f]
+    got = pch_heap._maps_text().splitlines()
+    # the two reads lie a few allocations apart: compare the bulk, and every parsed field
+    ranges = {line.split()[0] for line in got}
+    assert abs(len(got) - len(expected)) <= 4 and len(ranges & set(expected)) > len(expected) - 8
+    maps = pch_heap.mappings()
+    assert maps == sorted(maps) and all(lo < hi for lo, hi, _, _ in maps)
+    assert any(name == "[stack]" for _, _, _, name in maps)
+
+
+@pytest.mark.parametrize("size", [0, 1, 5 << 20])
+def test_the_checksum_over_a_mapping_is_zlibs_and_a_wrong_size_is_refused(tmp_path, size):
+    data = os.urandom(size)
+    path = tmp_path / "pch"
+    path.write_bytes(data)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert pch_store.crc32_of(fd, size) == zlib.crc32(data)
+        assert pch_store.crc32_of(fd, size + 1) is None
+        if size:
+            assert pch_store.crc32_of(fd, size - 1) is None
+    finally:
+        os.close(fd)

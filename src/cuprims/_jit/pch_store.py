@@ -40,6 +40,7 @@ import dataclasses
 import functools
 import glob
 import hashlib
+import mmap
 import os
 import secrets
 import zlib
@@ -116,8 +117,24 @@ def pch_key(prefix: str, options: Mapping[str, Any], heap_address: int, heap_byt
 
 
 def crc32_of(fd: int, size: int) -> int | None:
-    """CRC-32 of the first ``size`` bytes read from ``fd`` (from its current offset), or None
-    if it holds fewer or more."""
+    """CRC-32 of the ``size`` bytes of the file open as ``fd`` (read from offset 0), or None
+    if it holds fewer or more.
+
+    One ``zlib.crc32`` over a read-only mapping of the whole file: zlib releases the GIL
+    for the whole computation. Read in chunks, each chunk's read and CRC would take the
+    GIL back twice, and a thread waiting for it while another runs Python (the PCH is
+    checked on a coop build thread while numba compiles the user's kernel) waits a
+    switch interval each time: 0.34 s instead of 0.09 s for 200 MB in 8 MB chunks,
+    measured on the 2-core machine. A file that cannot be mapped is read in chunks."""
+    try:
+        if os.fstat(fd).st_size != size:
+            return None
+        if size:
+            with mmap.mmap(fd, size, access=mmap.ACCESS_READ) as mapped:
+                return zlib.crc32(mapped)
+    except (OSError, ValueError):
+        pass
+    os.lseek(fd, 0, os.SEEK_SET)
     buf = bytearray(min(_CHUNK, max(size, 1)))
     view, crc, total = memoryview(buf), 0, 0
     while True:
