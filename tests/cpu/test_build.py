@@ -124,6 +124,47 @@ def test_cubin_for_unbuilt_arch_names_the_argument(shared_cache):
         obj.cubin(80)
 
 
+@pytest.mark.parametrize("cc", [60, (6, 1), 2000])
+@pytest.mark.parametrize("nvrtc_asked_already", [False, True])
+def test_an_arch_this_nvrtc_cannot_build_is_an_argument_error_before_any_compile(shared_cache, cc,
+                                                                                 nvrtc_asked_already):
+    from cuprims._jit import toolchain
+
+    toolchain.supported_archs.cache_clear()
+    toolchain._deferred_archs.clear()
+    if nvrtc_asked_already:
+        assert 90 in toolchain.supported_archs()
+    before = counters()
+    with pytest.raises(cuprims.errors.ArgumentError, match="compute_capability") as info:
+        make_f4(OpKind.PLUS, cc=cc)
+    assert isinstance(info.value, ValueError)
+    assert ("between 5.0 and 20.0" if cc == 2000 else "this NVRTC builds for (") in str(info.value)
+    assert delta(before)["nvrtc_compiles"] == 0
+    # the check is not used up by failing: asking again fails the same way
+    with pytest.raises(cuprims.errors.ArgumentError, match="compute_capability"):
+        make_f4(OpKind.PLUS, cc=cc)
+
+
+_WARM_BUILD = """
+    import json, sys, numpy as np, cuprims
+    from cuprims import OpKind, ProxyArray
+    cuprims.make_reduce_into(d_in=ProxyArray(np.float32), d_out=ProxyArray(np.float32), op=OpKind.PLUS,
+                             h_init=np.float32(0), compute_capability=90)
+    with open("/proc/self/maps") as f:
+        nvrtc_mapped = any("libnvrtc" in line for line in f)
+    print(json.dumps({"nvrtc_mapped": nvrtc_mapped, "nvrtc_compiles": cuprims.cache_info()["nvrtc_compiles"]}))
+"""
+
+
+def test_a_build_the_disk_cache_serves_does_not_load_nvrtc(tmp_path):
+    from cpu_helpers import last_json, run_python
+
+    env = {"CUPRIMS_CACHE_DIR": str(tmp_path)}
+    first = last_json(run_python(_WARM_BUILD, env=env).stdout)
+    assert first == {"nvrtc_mapped": True, "nvrtc_compiles": 1}
+    assert last_json(run_python(_WARM_BUILD, env=env).stdout) == {"nvrtc_mapped": False, "nvrtc_compiles": 0}
+
+
 @pytest.mark.parametrize("dtype", [
     np.float32, np.int64, np.float16,
     np.complex64,

@@ -164,6 +164,9 @@ def _compile_and_link(source: Source, arch: int, ops: Sequence[OpInput], objs: S
                       disk: DiskCache | None) -> BuildResult:
     from .link import link_cubin
     from .raw_probe import check_arity
+    from .toolchain import check_deferred_arch
+
+    check_deferred_arch(arch)   # before numba and NVRTC: an arch this NVRTC cannot build is an argument error
 
     for op, obj in zip(ops, objs):
         if op.spec.kind == "raw":

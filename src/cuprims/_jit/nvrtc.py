@@ -72,6 +72,9 @@ def write_source(text: str, directory: Path | None = None) -> str | None:
 
 def compile_to_ltoir(source: Source, arch: int) -> tuple[bytes, dict[str, str]]:
     """Compile ``source`` for ``sm_<arch>``; returns (LTO-IR, name expression -> lowered name)."""
+    from .toolchain import check_deferred_arch
+
+    check_deferred_arch(arch)
     core = lazy.cuda_core()
     Program, ProgramOptions = core.Program, core.ProgramOptions
 

@@ -6,6 +6,7 @@ import functools
 import hashlib
 import re
 from pathlib import Path
+from typing import Any
 
 KERNELS_DIR = Path(__file__).resolve().parent.parent / "kernels"
 
@@ -135,6 +136,40 @@ def toolchain_fingerprint() -> str:
     """Versions of everything that turns our source into a cubin."""
     contract = ";".join(f"{k}={v}" for k, v in build_contract())
     return f"{contract};nvrtc={nvrtc_version()};nvjitlink={nvjitlink_version()}"
+
+
+# arch -> (argument, given) of a check left for the first compile for that arch
+_deferred_archs: dict[int, tuple[str, Any]] = {}
+
+
+def check_arch_supported(arch: int, argument: str, given: Any) -> None:
+    """Raise ArgumentError (naming ``argument`` and the value ``given``) unless this NVRTC
+    builds for ``sm_<arch>``. Asked at once when NVRTC's list is known already; else left
+    for the first compile for that arch (:func:`check_deferred_arch`): a build that the
+    cache serves needs no NVRTC, and loading it just to ask cost a warm process 50-90 ms
+    of its build (measured on the 2-core machine). A cached build for an arch was compiled
+    by this same toolchain (the key holds its fingerprint), so the arch is one it builds."""
+    if supported_archs.cache_info().currsize:
+        _raise_unless_supported(arch, argument, given)
+    else:
+        _deferred_archs.setdefault(arch, (argument, given))
+
+
+def check_deferred_arch(arch: int) -> None:
+    """Before compiling for ``sm_<arch>``: the check :func:`check_arch_supported` left."""
+    pending = _deferred_archs.get(arch)
+    if pending is not None:
+        _raise_unless_supported(arch, *pending)
+        _deferred_archs.pop(arch, None)
+
+
+def _raise_unless_supported(arch: int, argument: str, given: Any) -> None:
+    archs = supported_archs()
+    if archs is not None and arch not in archs:
+        from ..errors import ArgumentError
+
+        shown = ", ".join(f"{a // 10}.{a % 10}" for a in archs)
+        raise ArgumentError(argument, f"a compute capability this NVRTC builds for ({shown})", given)
 
 
 @functools.lru_cache(maxsize=None)

@@ -70,18 +70,15 @@ def parse_compute_capability(cc: Any, argument: str = "compute_capability") -> l
 
 
 def check_arch(arch: int, argument: str = "compute_capability", given: Any = None) -> None:
-    """Raise ArgumentError unless this NVRTC builds for ``sm_<arch>`` (before any compiler runs)."""
-    from .._jit.toolchain import supported_archs
+    """Raise ArgumentError unless this NVRTC builds for ``sm_<arch>``, before any compiler
+    runs: outside 5.0..20.0 here, against NVRTC's own list here or, while NVRTC is not
+    loaded, before the first compile for it (``toolchain.check_arch_supported``)."""
+    from .._jit.toolchain import check_arch_supported
 
-    archs = supported_archs()
-    if archs is None:
-        if not 50 <= arch <= 200:
-            raise ArgumentError(argument, "a compute capability between 5.0 and 20.0", arch if given is None else given)
-        return
-    if arch not in archs:
-        shown = ", ".join(f"{a // 10}.{a % 10}" for a in archs)
-        raise ArgumentError(argument, f"a compute capability this NVRTC builds for ({shown})",
-                            arch if given is None else given)
+    shown = arch if given is None else given
+    if not 50 <= arch <= 200:
+        raise ArgumentError(argument, "a compute capability between 5.0 and 20.0", shown)
+    check_arch_supported(arch, argument, shown)
 
 
 class Loaded:
