@@ -191,6 +191,8 @@ CASES = [
     ("test_coop_style1_bounds_gpu", "run_case", dict(case="block_load_strided")),
     ("test_coop_style1_bounds_gpu", "run_case", dict(case="warp_store_strided")),
     ("test_coop_style1_bounds_gpu", "run_case", dict(case="scan_short_output")),
+    ("test_coop_style1_bounds_gpu", "test_callers_storage_that_holds_the_temp_storage_runs", {}),
+    ("test_coop_style1_bounds_gpu", "run_case", dict(case="temp_storage_misaligned")),
 ]
 SUBPROCESS = {"test_coop_style2_launch_gpu": {"test_in_range_counts_run", "test_out_of_range_counts_trap"},
               "test_coop_style1_bounds_gpu": {"test_a_call_past_its_arrays_traps"}}

@@ -2,7 +2,8 @@
 
 A Style 1 primitive hands CUB a bare pointer, so each call first checks what it will
 touch: a load's or store's array must hold the tile (or ``num_valid`` of it) in C order,
-and each thread's items array ``items_per_thread`` elements. A view that is contiguous
+and each thread's items array ``items_per_thread`` elements, and a caller's ``temp_storage``
+the provider's TempStorage (its size, at its alignment). A view that is contiguous
 whatever numba's layout says (``x[::1]``) runs; a count past 2^31 is clamped to the tile,
 not wrapped. A trap poisons the CUDA context, so the trapping kernels run in a subprocess
 that must fail.
@@ -30,7 +31,7 @@ SHORT = ITEMS - 1      # a thread array one item short
 
 TRAP_CASES = ["block_load_short_array", "block_load_strided", "block_load_short_items", "block_store_short_array",
               "block_store_strided", "block_load_valid_past_array", "warp_load_short_array", "warp_store_strided",
-              "radix_sort_short_keys", "scan_short_output"]
+              "radix_sort_short_keys", "scan_short_output", "temp_storage_too_small", "temp_storage_misaligned"]
 
 
 def _block_kernel(case: str):
@@ -100,6 +101,27 @@ def _sort_scan_kernel():
     return kernel
 
 
+def _storage_kernel():
+    load = coop.block.make_load(numba.float32, THREADS, ITEMS, algorithm="transpose")
+    nbytes, align = load.temp_storage_bytes, load.temp_storage_alignment
+    size = nbytes + 64                       # a constant for the shared array's size
+
+    @cuda.jit(link=load.files)
+    def kernel(x, y, which):
+        storage = cuda.shared.array(size, numba.uint8, alignment=align)
+        items = cuda.local.array(ITEMS, numba.float32)
+        if which == 0:
+            load(x, items, temp_storage=storage[:nbytes // 2])    # too small
+        elif which == 1:
+            load(x, items, temp_storage=storage[1:])              # large enough, misaligned
+        else:
+            load(x, items, temp_storage=storage[align:])          # large enough, aligned: runs
+        t = cuda.threadIdx.x
+        for i in range(ITEMS):
+            y[t * ITEMS + i] = items[i]
+    return kernel
+
+
 def run_case(case: str) -> None:
     """Launch the kernel ``case`` names and wait for it; prints OK when it finished (the
     GPU test runs this in a subprocess)."""
@@ -107,6 +129,9 @@ def run_case(case: str) -> None:
     if case.startswith("warp"):
         d_x = cuda.to_device(x[:TILE - 1] if case == "warp_load_short_array" else x[:TILE])
         _warp_kernel()[1, THREADS](d_x, cuda.device_array(2 * TILE, np.float32), int(case == "warp_store_strided"))
+    elif case.startswith("temp_storage"):
+        _storage_kernel()[1, THREADS](cuda.to_device(x[:TILE]), cuda.device_array(TILE, np.float32),
+                                      int(case == "temp_storage_misaligned"))
     elif case in ("radix_sort_short_keys", "scan_short_output"):
         which = 1 if case == "radix_sort_short_keys" else 2
         _sort_scan_kernel()[1, THREADS](cuda.to_device(np.arange(TILE, dtype=np.int32)),
@@ -168,3 +193,10 @@ def test_sort_and_scan_in_range_run():
     d_y = cuda.device_array(TILE, np.int32)
     _sort_scan_kernel()[1, THREADS](cuda.to_device(keys), d_y, 0)
     np.testing.assert_array_equal(d_y.copy_to_host(), np.cumsum(np.sort(keys)).astype(np.int32))
+
+
+def test_callers_storage_that_holds_the_temp_storage_runs():
+    x = np.random.default_rng(7).uniform(-1, 1, TILE).astype(np.float32)
+    d_y = cuda.device_array(TILE, np.float32)
+    _storage_kernel()[1, THREADS](cuda.to_device(x), d_y, 2)
+    np.testing.assert_array_equal(d_y.copy_to_host(), x)     # a blocked load: thread t holds t*ITEMS...

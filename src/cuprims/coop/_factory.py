@@ -7,6 +7,7 @@ provider, declares its entry points to numba-cuda and wraps a generated device f
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from typing import Any
 
 from ..errors import ArgumentError
@@ -128,8 +129,11 @@ def make_primitive(name: str, spec: ProviderSpec, op: Any, entries: dict[str, tu
     element's numba type), ``V`` (a sort's value type), ``i32``, ``i64``, ``ITEMS`` (items
     per thread), ``TILE`` (the group's items), ``__addr``, ``__span(array, count)`` (the
     address, after a trap unless ``array`` holds ``count`` contiguous elements) and
-    ``__state`` (a prefix state's data, checked against the state's element type)."""
-    from ._numba import Primitive, declare, device_function, numba_type, state_pointer
+    ``__state`` (a prefix state's data, checked against the state's element type);
+    ``__temp(temp_storage)``, the caller's storage, after a trap unless it holds the
+    provider's TempStorage (size and alignment)."""
+    from ._numba import (Primitive, declare, device_function, numba_type, state_pointer,
+                         temp_storage_pointer)
 
     objs = {}
     if spec.op is not None and spec.op.kind == "python":
@@ -154,6 +158,13 @@ def make_primitive(name: str, spec: ProviderSpec, op: Any, entries: dict[str, tu
     # what a call touches: each thread's items, and the group's tile (a load's or store's
     # array; the count a num_valid is clamped to)
     namespace["ITEMS"], namespace["TILE"] = spec.items, spec.items * spec.threads
+
+    def layout() -> tuple[int, int]:     # (TempStorage bytes, alignment): waits for the build
+        from ._build import result_of
+
+        return (result_of(unit) if isinstance(unit, Future) else unit).temp[spec.symbol]
+
+    namespace["__temp"] = temp_storage_pointer(layout)
     for local, params in entries.items():
         symbol = spec.symbol + local[3:]           # "ext_valid_ts" -> SYMBOL_valid_ts
         assert symbol in defined, symbol
@@ -176,13 +187,13 @@ def dispatch(call: str, args: str, valid: str | None, indent: str = "    ") -> s
     lines = [f"{indent}if temp_storage is None:"]
     if valid is None:
         lines.append(f"{indent}    {call}({args})")
-        lines += [f"{indent}else:", f"{indent}    {call}_ts({args}, __addr(temp_storage))"]
+        lines += [f"{indent}else:", f"{indent}    {call}_ts({args}, __temp(temp_storage))"]
         return "\n".join(lines) + "\n"
     lines += [f"{indent}    if num_valid < 0:", f"{indent}        {call}({args})",
               f"{indent}    else:", f"{indent}        {call}_valid({args}, {valid})",
               f"{indent}else:", f"{indent}    if num_valid < 0:",
-              f"{indent}        {call}_ts({args}, __addr(temp_storage))",
-              f"{indent}    else:", f"{indent}        {call}_valid_ts({args}, {valid}, __addr(temp_storage))"]
+              f"{indent}        {call}_ts({args}, __temp(temp_storage))",
+              f"{indent}    else:", f"{indent}        {call}_valid_ts({args}, {valid}, __temp(temp_storage))"]
     return "\n".join(lines) + "\n"
 
 

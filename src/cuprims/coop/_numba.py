@@ -18,7 +18,7 @@ would be "multiply defined". The provider's own definitions are weak besides.
 from __future__ import annotations
 
 from concurrent.futures import Future
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from .._jit.numba_ops import import_numba
 from ..types import ValueType
@@ -136,6 +136,50 @@ def _span():
 
         _span_fn = cuprims_coop_span
     return _span_fn
+
+
+def temp_storage_pointer(layout: Callable[[], tuple[int, int]]):
+    """An intrinsic ``(temp_storage) -> uint8 pointer`` that traps unless the caller's
+    storage (a uint8 array) holds the provider's TempStorage: ``layout()`` gives its bytes
+    and alignment. ``layout`` is asked when a call that passes ``temp_storage`` is typed
+    (it waits for a build still running: a call without storage never asks, so its
+    provider still builds beside numba's compile of the kernel)."""
+    _, types, _ = import_numba()
+    from llvmlite import ir as llvm
+    from numba.cuda import cgutils
+    from numba.cuda.extending import intrinsic
+
+    @intrinsic
+    def cuprims_coop_temp(typingctx, arr):
+        if not (isinstance(arr, types.Array) and arr.dtype == types.uint8):
+            return None
+        nbytes, align = layout()
+
+        def codegen(context, builder, sig, args):
+            aryty = sig.args[0]
+            ary = context.make_array(aryty)(context, builder, args[0])
+            intp = context.get_value_type(types.intp)
+            bad = builder.icmp_signed("<", ary.nitems, intp(nbytes))
+            if aryty.layout not in ("C", "F") and aryty.ndim:
+                shape = cgutils.unpack_tuple(builder, ary.shape, aryty.ndim)
+                strides = cgutils.unpack_tuple(builder, ary.strides, aryty.ndim)
+                expected = intp(1)
+                for dim in reversed(range(aryty.ndim)):
+                    off = builder.and_(builder.icmp_signed("!=", strides[dim], expected),
+                                       builder.icmp_signed(">", shape[dim], intp(1)))
+                    bad = builder.or_(bad, off)
+                    expected = builder.mul(expected, shape[dim])
+            address = builder.ptrtoint(ary.data, intp)
+            bad = builder.or_(bad, builder.icmp_unsigned("!=", builder.urem(address, intp(align)), intp(0)))
+            with cgutils.if_unlikely(builder, bad):
+                fn = cgutils.get_or_insert_function(builder.module, llvm.FunctionType(llvm.VoidType(), []),
+                                                    "llvm.trap")
+                builder.call(fn, [])
+            return ary.data
+
+        return types.CPointer(types.uint8)(arr), codegen
+
+    return cuprims_coop_temp
 
 
 def _oob_check():
