@@ -193,6 +193,16 @@ CASES = [
     ("test_coop_style1_bounds_gpu", "run_case", dict(case="scan_short_output")),
     ("test_coop_style1_bounds_gpu", "test_callers_storage_that_holds_the_temp_storage_runs", {}),
     ("test_coop_style1_bounds_gpu", "run_case", dict(case="temp_storage_misaligned")),
+    ("test_coop_warp_exchange_gpu", "test_warp_exchange_round_trips",
+     dict(mode="StripedToBlocked", lanes=8, items=7, shape=(64, 2, 2))),
+    ("test_coop_warp_exchange_gpu", "test_warp_exchange_round_trips",
+     dict(mode="BlockedToStriped", lanes=2, items=4, shape=(32, 4))),
+    ("test_coop_warp_exchange_gpu", "test_warp_exchange_types_and_callers_storage",
+     dict(dtype=PAIR, mode="BlockedToStriped")),
+    ("test_coop_warp_exchange_gpu", "test_warp_exchange_types_and_callers_storage",
+     dict(dtype=np.complex64, mode="StripedToBlocked")),
+    ("test_coop_warp_exchange_gpu", "test_style2_warp_exchange", dict(mode="StripedToBlocked", shape=(64, 2, 2))),
+    ("test_coop_warp_exchange_gpu", "test_style2_warp_exchange", dict(mode="BlockedToStriped", shape=(128,))),
 ]
 SUBPROCESS = {"test_coop_style2_launch_gpu": {"test_in_range_counts_run", "test_out_of_range_counts_trap"},
               "test_coop_style1_bounds_gpu": {"test_a_call_past_its_arrays_traps"}}
@@ -208,6 +218,6 @@ def test_every_gpu_test_is_covered():
     for name in ("test_coop_block_gpu", "test_coop_warp_gpu", "test_coop_sort_gpu", "test_coop_merge_sort_gpu",
                  "test_coop_style2_gpu", "test_coop_style2_launch_gpu", "test_coop_pairs_gpu",
                  "test_coop_warp_load_store_gpu", "test_coop_prefix_gpu", "test_coop_types_gpu",
-                 "test_coop_style1_bounds_gpu"):
+                 "test_coop_style1_bounds_gpu", "test_coop_warp_exchange_gpu"):
         tests = {n for n in dir(_module(name)) if n.startswith("test_")} - SUBPROCESS.get(name, set())
         assert tests == {t for m, t, _ in CASES if m == name and t.startswith("test_")}

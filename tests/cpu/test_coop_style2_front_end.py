@@ -176,10 +176,10 @@ def _oob_without_count(x, y):
     coop.load(coop.this_block(), x, items, oob_default=1)
 
 
-def _warp_exchange(x, y):
+def _warp_exchange_time_sliced(x, y):
     items = coop.ThreadData(4)
     coop.load(coop.this_block(), x, items)
-    coop.exchange(coop.this_warp(), items, block_exchange_type="StripedToBlocked")
+    coop.exchange(coop.this_warp(), items, block_exchange_type="StripedToBlocked", warp_time_slicing=True)
 
 
 def _count_with_many_items(x, y):
@@ -202,7 +202,7 @@ def _partial_sort_without_oob(x, y):
     (_keyword_operand, CoopError, "'value' parameter is positional only"),
     (_missing_operator, CoopError, "missing a required argument: 'binary_op'"),
     (_oob_without_count, CoopError, "oob_default= .*valid_items=.*missing"),
-    (_warp_exchange, CoopError, "coop.exchange.*takes coop.this_block"),
+    (_warp_exchange_time_sliced, CoopError, "coop.exchange.*warp_time_slicing= is a block option"),
     (_count_with_many_items, CoopError, "valid_items= counts threads holding one value each"),
 ], ids=lambda v: getattr(v, "__name__", "")[:24])
 def test_bad_calls(fn, error, pattern):

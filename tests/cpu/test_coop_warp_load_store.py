@@ -284,3 +284,79 @@ def test_own_storage_barrier_waits_for_the_logical_warps_live_lanes_only(lanes, 
     assert f"__syncwarp(live & {logical});" in own
     assert "__syncwarp()" not in text
     assert "const unsigned live = left >= 32u ? 0xffffffffu : (1u << left) - 1u;" in own
+
+
+# ---------------------------------------------------------------- warp exchange (WarpExchange)
+
+def _exchange_kernel(ex, nb, items):
+    @cuda.jit(link=ex.files)
+    def kernel(x, y):
+        t = cuda.threadIdx.x
+        a = cuda.local.array(items, nb)
+        for i in range(items):
+            a[i] = x[t * items + i]
+        ex(a, a)
+        for i in range(items):
+            y[t * items + i] = a[i]
+    return kernel
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.float16, np.complex128, np.bool_, PAIR])
+@pytest.mark.parametrize("mode", ["StripedToBlocked", "BlockedToStriped"])
+def test_warp_exchange_links_inlined_and_is_keyed_by_its_arrangement(dtype, mode):
+    nb = numba.from_dtype(np.dtype(dtype))
+    ex = coop.warp.make_exchange(coop.warp.WarpExchangeType[mode], nb, 3, threads_in_warp=8)
+    other = coop.warp.make_exchange("BlockedToStriped" if mode == "StripedToBlocked" else "StripedToBlocked", nb, 3,
+                                    threads_in_warp=8)
+    assert ex.spec.symbol != other.spec.symbol and ex.spec.mode == mode
+    assert ex.temp_storage_bytes >= 8 * 3 * np.dtype(dtype).itemsize
+    assert 1 <= ex.own_storage_warps <= 128
+    ptx = linked_ptx(_exchange_kernel(ex, nb, 3), (nb[::1], nb[::1]), [ex])
+    # inlined by the LTO link
+    assert not [line for line in ptx.splitlines() if "call" in line.split("//")[0]]
+    assert "bar.warp.sync" in ptx                  # CUB's exchange through shared memory
+
+
+def test_warp_exchange_arguments_are_checked_before_any_compile():
+    with pytest.raises(ArgumentError, match="warp_exchange_type"):
+        coop.warp.make_exchange("WarpStripedToBlocked", numba.int32, 4)   # a block-only arrangement
+    with pytest.raises(ArgumentError, match="warp_exchange_type"):
+        coop.warp.make_exchange(3, numba.int32, 4)
+    with pytest.raises(ArgumentError, match="threads_in_warp"):
+        coop.warp.make_exchange("StripedToBlocked", numba.int32, 4, threads_in_warp=12)
+    with pytest.raises(ArgumentError, match="items_per_thread"):
+        coop.warp.make_exchange("StripedToBlocked", numba.int32, 0)
+    with pytest.raises(NotImplementedError, match="methods"):
+        coop.warp.make_exchange("StripedToBlocked", numba.int32, 4, methods={"x": 1})
+    assert stats.snapshot().get("nvrtc_compiles", 0) == 0
+
+
+def test_style2_warp_exchange_builds_a_warp_exchange_and_refuses_block_options():
+    @cuda.jit
+    def kernel(x, y):
+        warp = coop.this_warp()
+        base = (cuda.threadIdx.x // 32) * 128
+        items = coop.ThreadData(4)
+        coop.load(warp, x[base:], items, algorithm="striped")
+        coop.exchange(warp, items, block_exchange_type="StripedToBlocked")
+        coop.store(warp, y[base:], items)
+
+    _link2(kernel, (types.float32[::1], types.float32[::1]), 64)
+    kinds = {(sp.kind, sp.mode, sp.dims) for sp in _kernel_unit._units if sp.vt.code == "f4"}
+    assert ("warp_exchange", "StripedToBlocked", (32, 1, 1)) in kinds
+
+    def sliced(x, y):
+        items = coop.ThreadData(4)
+        coop.load(coop.this_warp(), x, items)
+        coop.exchange(coop.this_warp(), items, block_exchange_type="StripedToBlocked", warp_time_slicing=True)
+
+    with pytest.raises(Exception, match="warp_time_slicing"):
+        _link2(cuda.jit(sliced), (types.int32[::1], types.int32[::1]), 64)
+
+    def warp_striped(x, y):
+        items = coop.ThreadData(4)
+        coop.load(coop.this_warp(), x, items)
+        coop.exchange(coop.this_warp(), items, block_exchange_type="WarpStripedToBlocked")
+
+    with pytest.raises(ArgumentError, match="block_exchange_type"):
+        _link2(cuda.jit(warp_striped), (types.int32[::1], types.int32[::1]), 64)

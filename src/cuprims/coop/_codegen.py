@@ -12,7 +12,7 @@ unchanged; see docs/coop.md):
   state array: its data and length, handed to the callback ``SYM_prefix``)
 * ``warp_scan``: ``SYM(const T* in, T* out)`` (one item per thread)
 * ``radix_sort``: ``SYM(T* keys, int begin_bit, int end_bit)`` (in place; ``end_bit < 0``: all bits)
-* ``exchange``: ``SYM(const T* in, T* out)`` (``in`` may be ``out``)
+* ``exchange``, ``warp_exchange``: ``SYM(const T* in, T* out)`` (``in`` may be ``out``)
 * ``merge_sort``, ``warp_merge_sort``: ``SYM(T* keys)``, ``SYM_valid(T* keys, int valid, const T* oob)``
   (in place, by the comparator functor)
 * pairs (``spec.values`` set, radix and merge sorts): ``V* values`` follows ``keys``, e.g.
@@ -59,11 +59,12 @@ _HEADERS = {
     "warp_merge_sort": "#include <cub/warp/warp_merge_sort.cuh>",
     "warp_load": "#include <cub/warp/warp_load.cuh>",
     "warp_store": "#include <cub/warp/warp_store.cuh>",
+    "warp_exchange": "#include <cub/warp/warp_exchange.cuh>",
 }
-WARP_KINDS = ("warp_reduce", "warp_scan", "warp_merge_sort", "warp_load", "warp_store")
+WARP_KINDS = ("warp_reduce", "warp_scan", "warp_merge_sort", "warp_load", "warp_store", "warp_exchange")
 # warp primitives whose TempStorage holds a whole tile: their own storage has as many
 # slots as their budget holds (storage_budget; see _storage)
-TILE_WARP_KINDS = ("warp_merge_sort", "warp_load", "warp_store")
+TILE_WARP_KINDS = ("warp_merge_sort", "warp_load", "warp_store", "warp_exchange")
 SORT_KINDS = ("merge_sort", "warp_merge_sort")   # their operator is a comparator
 # shared memory the implicit storage of a warp merge sort may take (its slots hold a
 # whole tile each, so one per logical warp of a 1024-thread block would pass the 48 KiB
@@ -165,6 +166,8 @@ def _cub_type(spec: ProviderSpec) -> str:
         return f"cub::WarpLoad<{t}, {n}, {WARP_LOAD_ALGORITHMS[spec.algorithm]}, {x}>"
     if spec.kind == "warp_store":
         return f"cub::WarpStore<{t}, {n}, {WARP_STORE_ALGORITHMS[spec.algorithm]}, {x}>"
+    if spec.kind == "warp_exchange":
+        return f"cub::WarpExchange<{t}, {n}, {x}>"    # CUB's shared-memory algorithm
     raise ValueError(f"unknown provider kind {spec.kind!r}")
 
 
@@ -299,6 +302,11 @@ def _bodies(spec: ProviderSpec, s: str) -> list[tuple[str, str, str]]:
         call = "SortDescending" if spec.mode == "descending" else "Sort"
         return [("", f"{t}* keys{vparam}, int begin, int end",
                  f"prim.{call}(reinterpret_cast<{arr}>(*keys){vals}, begin, end < 0 ? int(sizeof({t}) * 8) : end);")]
+    if spec.kind == "warp_exchange":
+        # CUB reads all of a lane's input into shared memory before it writes any output,
+        # so ``in`` may be ``out``
+        return [("", f"const {t}* in, {t}* out",
+                 f"prim.{spec.mode}(reinterpret_cast<{arr}>(*const_cast<{t}*>(in)), reinterpret_cast<{arr}>(*out));")]
     if spec.kind == "exchange":
         # CUB's time-sliced exchanges write part of the output before all of the input is
         # read: copy the input first so that in == out (an in-place exchange) stays correct

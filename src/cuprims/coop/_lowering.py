@@ -56,6 +56,7 @@ _PARAMS = {
     ("reduce", ""): ("ptr", "ptr"), ("reduce", "_valid"): ("ptr", "ptr", "int"),
     ("warp_reduce", ""): ("ptr", "ptr"), ("warp_reduce", "_valid"): ("ptr", "ptr", "int"),
     ("scan", ""): ("ptr", "ptr"), ("warp_scan", ""): ("ptr", "ptr"), ("exchange", ""): ("ptr", "ptr"),
+    ("warp_exchange", ""): ("ptr", "ptr"),
     ("radix_sort", ""): ("ptr", "int", "int"),
     ("merge_sort", ""): ("ptr",), ("merge_sort", "_valid"): ("ptr", "int", "ptr"),
     ("warp_merge_sort", ""): ("ptr",), ("warp_merge_sort", "_valid"): ("ptr", "int", "ptr"),

@@ -240,12 +240,21 @@ def _in_place_or_into(spec: ProviderSpec, obj: Any, items: Any, out: Any) -> Pla
 
 
 def _exchange(o: CallOptions, group: Any, items: Any, out: Any, *_: Any) -> Plan:
-    dims = _block(o, group)
     vt, n = _items(items, "items")
-    kind: BlockExchangeType = _exchange_type(o.options["block_exchange_type"])
     sliced = o.options["warp_time_slicing"]
     if not isinstance(sliced, bool):
         raise ArgumentError("warp_time_slicing", "a bool", sliced)
+    if isinstance(group, WarpGroupType):
+        # CUB's WarpExchange: blocked <-> striped over the logical warp's tile
+        from .warp import exchange_kind
+
+        if sliced:
+            raise _fail(o, "warp_time_slicing= is a block option; a warp's exchange has one algorithm")
+        wkind = exchange_kind(o.options["block_exchange_type"], "block_exchange_type")
+        spec = ProviderSpec("warp_exchange", vt, (group.threads, 1, 1), n, "", mode=wkind.value)
+        return _in_place_or_into(spec, None, items, out)
+    dims = _block(o, group)
+    kind: BlockExchangeType = _exchange_type(o.options["block_exchange_type"])
     if "Warp" in kind.value and (dims[0] * dims[1] * dims[2]) % 32:
         raise _fail(o, f"a warp-striped exchange needs whole warps; the block has {dims} threads")
     spec = ProviderSpec("exchange", vt, dims, n, "timesliced" if sliced else "", mode=kind.value)

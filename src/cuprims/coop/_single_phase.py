@@ -80,7 +80,9 @@ def store(group, dst, items, /, *, algorithm="direct", valid_items=None, temp_st
 def exchange(group, items, out=None, /, *, block_exchange_type, warp_time_slicing=False, temp_storage=None):
     """The tile held in ``items`` rearranged (``coop.block.BlockExchangeType`` or its
     name: 'StripedToBlocked', 'BlockedToStriped', 'WarpStripedToBlocked',
-    'BlockedToWarpStriped') into ``out`` (in place without it).
+    'BlockedToWarpStriped') into ``out`` (in place without it). For a warp
+    (``coop.this_warp()``): 'StripedToBlocked' or 'BlockedToStriped' over the warp's tile
+    (CUB's WarpExchange).
 
     Example::
 

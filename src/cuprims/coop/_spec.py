@@ -60,7 +60,7 @@ class ProviderSpec:
     """One provider. ``kind`` is one of load, store, reduce, scan, warp_reduce, warp_scan,
     radix_sort (``mode``: ascending/descending), exchange (``mode``: CUB's method name,
     ``algorithm``: "timesliced" or ""), merge_sort and warp_merge_sort (``op``: the
-    comparator), warp_load and warp_store.
+    comparator), warp_load, warp_store and warp_exchange (``mode``: CUB's method name).
 
     ``dims`` is the block shape (x, y, z); for warp primitives (logical warp size, 1, 1).
     ``mode`` (scans): "inclusive" or "exclusive". ``init``: the scan's initial value as

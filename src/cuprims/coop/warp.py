@@ -3,7 +3,8 @@
 Every thread of a logical warp (``threads_in_warp`` consecutive threads in the block's
 linear order) must call the primitive; a reduction's result is valid in the warp's first
 lane, a sort's keys are sorted in place in every lane; a load or store moves the warp's
-own tile. Without ``temp_storage=`` each logical warp of the block uses its own slot of
+own tile; an exchange rearranges the warp's tile between blocked and striped. Without
+``temp_storage=`` each logical warp of the block uses its own slot of
 the provider's shared memory.
 
 Example::
@@ -19,17 +20,18 @@ Example::
 
 from __future__ import annotations
 
+import enum
 from typing import Any
 
 from ..errors import ArgumentError
 from ..op import OpKind, op_spec
 from ._codegen import warp_sort_slots
-from ._factory import (TOUCHED, combiner, comparator, dispatch, entry_table, make_primitive, no_methods,
-                       sort_in_place, sort_pairs_in_place, value_in_value_out)
+from ._factory import (TOUCHED, arrays_in_out, combiner, comparator, dispatch, entry_table, make_primitive,
+                       no_methods, sort_in_place, sort_pairs_in_place, value_in_value_out)
 from ._spec import WARP_LOAD_ALGORITHMS, WARP_STORE_ALGORITHMS, ProviderSpec, algorithm_of, element_type, items_count
 
 __all__ = ["make_reduce", "make_sum", "make_exclusive_sum", "make_merge_sort_keys", "make_merge_sort_pairs",
-           "make_load", "make_store"]
+           "make_load", "make_store", "make_exchange", "WarpExchangeType"]
 
 
 def _warp_size(threads_in_warp: Any) -> int:
@@ -188,5 +190,51 @@ def make_store(dtype: Any, items_per_thread: int = 1, algorithm: str = "direct",
     source = ("def prim(dst, items, num_valid=-1, temp_storage=None):\n"
               + TOUCHED + dispatch("ext", "__span(dst, n), __span(items, ITEMS)", "i32(n)"))
     prim = make_primitive("warp.store", spec, None, entry_table(True, ("ptr", "ptr")), source)
+    prim.own_storage_warps = warp_sort_slots(lanes, prim.temp_storage_bytes, spec.kind)
+    return prim
+
+
+class WarpExchangeType(enum.Enum):
+    """Which rearrangement :func:`make_exchange` performs (the value is CUB's method).
+    Blocked: lane ``l`` holds the tile's items ``l * items_per_thread ...``; striped: lane
+    ``l`` holds ``l, l + threads_in_warp, ...``."""
+
+    StripedToBlocked = "StripedToBlocked"
+    BlockedToStriped = "BlockedToStriped"
+
+
+def exchange_kind(value: Any, argument: str = "warp_exchange_type") -> WarpExchangeType:
+    """``value`` (a :class:`WarpExchangeType`, or its name) as a :class:`WarpExchangeType`."""
+    if isinstance(value, WarpExchangeType):
+        return value
+    name = getattr(value, "name", value)      # a BlockExchangeType of the same name too
+    if isinstance(name, str) and name in WarpExchangeType.__members__:
+        return WarpExchangeType[name]
+    raise ArgumentError(argument, "a coop.warp.WarpExchangeType ('StripedToBlocked' or 'BlockedToStriped')", value)
+
+
+def make_exchange(warp_exchange_type: Any, dtype: Any, items_per_thread: int, threads_in_warp: int = 32,
+                  methods: Any = None) -> Any:
+    """``exchange(items_in, items_out, temp_storage=None)``: the logical warp's tile held
+    in its lanes' ``items_in`` (local arrays of ``items_per_thread``), rearranged into
+    ``items_out`` (the same array may be both) by CUB's WarpExchange.
+
+    Its TempStorage holds a tile: the own storage serves the first
+    ``exchange.own_storage_warps`` logical warps of a block (as many as fit in 16 KiB); a
+    warp past them traps. Larger blocks pass ``temp_storage=``
+    (``exchange.temp_storage_bytes`` per logical warp, each warp its own).
+
+    Example::
+
+        to_blocked = coop.warp.make_exchange(coop.warp.WarpExchangeType.StripedToBlocked, numba.int32, 4)
+        # in the kernel: to_blocked(items, items)
+    """
+    no_methods(methods)
+    kind = exchange_kind(warp_exchange_type)
+    lanes = _warp_size(threads_in_warp)
+    spec = ProviderSpec("warp_exchange", element_type(dtype), (lanes, 1, 1), items_count(items_per_thread), "",
+                        mode=kind.value)
+    prim = make_primitive(f"warp.exchange.{kind.name}", spec, None, entry_table(False, ("ptr", "ptr")),
+                          arrays_in_out())
     prim.own_storage_warps = warp_sort_slots(lanes, prim.temp_storage_bytes, spec.kind)
     return prim
