@@ -41,7 +41,7 @@ from numba.cuda.extending import intrinsic
 
 from ._codegen import entry_points
 from ._nbtypes import Static, StaticType
-from ._numba import _addr, declare, state_pointer
+from ._numba import _addr, declare, state_pointer, trap_if
 from ._plans import CallOptions, Plan, plan_call
 from ._spec import ProviderSpec
 from ._thread_data import _local_array, _trap
@@ -102,10 +102,7 @@ def _temp_pointer(typingctx: Any, arr: Any, nbytes: Any, align: Any) -> Any:
         address = builder.ptrtoint(ary.data, need.type)
         bad = builder.or_(bad, builder.icmp_unsigned("!=", builder.urem(address, alignment),
                                                      llvm.Constant(need.type, 0)))
-        with cgutils.if_unlikely(builder, bad):
-            fn = cgutils.get_or_insert_function(builder.module, llvm.FunctionType(llvm.VoidType(), []),
-                                                "llvm.trap")
-            builder.call(fn, [])
+        trap_if(builder, bad)
         return ary.data
 
     return types.CPointer(types.uint8)(arr, types.intp, types.intp), codegen

@@ -88,6 +88,44 @@ def _addr():
     return _addr_fn
 
 
+def emit_trap(builder) -> None:
+    """``llvm.trap`` at the builder's position: the kernel stops with an error."""
+    from llvmlite import ir as llvm
+    from numba.cuda import cgutils
+
+    fn = cgutils.get_or_insert_function(builder.module, llvm.FunctionType(llvm.VoidType(), []), "llvm.trap")
+    builder.call(fn, [])
+
+
+def trap_if(builder, bad) -> None:
+    """A trap when the ``i1`` value ``bad`` is true (an unlikely branch)."""
+    from numba.cuda import cgutils
+
+    with cgutils.if_unlikely(builder, bad):
+        emit_trap(builder)
+
+
+def _short_or_strided(context, builder, aryty, ary, need):
+    """``i1``: ``ary`` (of numba type ``aryty``) holds fewer than ``need`` elements, or not
+    in C order. A C- or F-layout array has no stride check (numba knows it is contiguous);
+    a dimension of one element may have any stride."""
+    _, types, _ = import_numba()
+    from numba.cuda import cgutils
+
+    intp = context.get_value_type(types.intp)
+    bad = builder.icmp_signed("<", ary.nitems, need)
+    if aryty.layout not in ("C", "F") and aryty.ndim:
+        shape = cgutils.unpack_tuple(builder, ary.shape, aryty.ndim)
+        strides = cgutils.unpack_tuple(builder, ary.strides, aryty.ndim)
+        expected = ary.itemsize
+        for dim in reversed(range(aryty.ndim)):
+            off = builder.and_(builder.icmp_signed("!=", strides[dim], expected),
+                               builder.icmp_signed(">", shape[dim], intp(1)))
+            bad = builder.or_(bad, off)
+            expected = builder.mul(expected, shape[dim])
+    return bad
+
+
 _span_fn = None
 
 
@@ -96,13 +134,10 @@ def _span():
     unless the array holds at least ``count`` elements in C order: a Style 1 call hands CUB
     a bare pointer, so a tile longer than ``src``, a thread array shorter than the
     primitive's items or a strided view would otherwise be read or written past its end.
-    A C- or F-contiguous array needs no stride check (numba knows its layout); with
-    constant shapes (local arrays) the whole check folds away."""
+    With constant shapes (local arrays) the whole check folds away."""
     global _span_fn
     if _span_fn is None:
         _, types, _ = import_numba()
-        from llvmlite import ir as llvm
-        from numba.cuda import cgutils
         from numba.cuda.extending import intrinsic
 
         @intrinsic
@@ -111,25 +146,9 @@ def _span():
                 return None
 
             def codegen(context, builder, sig, args):
-                aryty = sig.args[0]
-                ary = context.make_array(aryty)(context, builder, args[0])
-                intp = context.get_value_type(types.intp)
+                ary = context.make_array(sig.args[0])(context, builder, args[0])
                 need = context.cast(builder, args[1], sig.args[1], types.intp)
-                bad = builder.icmp_signed("<", ary.nitems, need)
-                if aryty.layout not in ("C", "F") and aryty.ndim:
-                    shape = cgutils.unpack_tuple(builder, ary.shape, aryty.ndim)
-                    strides = cgutils.unpack_tuple(builder, ary.strides, aryty.ndim)
-                    expected = ary.itemsize
-                    for dim in reversed(range(aryty.ndim)):
-                        # a dimension of one element may have any stride
-                        off = builder.and_(builder.icmp_signed("!=", strides[dim], expected),
-                                           builder.icmp_signed(">", shape[dim], intp(1)))
-                        bad = builder.or_(bad, off)
-                        expected = builder.mul(expected, shape[dim])
-                with cgutils.if_unlikely(builder, bad):
-                    fn = cgutils.get_or_insert_function(builder.module, llvm.FunctionType(llvm.VoidType(), []),
-                                                        "llvm.trap")
-                    builder.call(fn, [])
+                trap_if(builder, _short_or_strided(context, builder, sig.args[0], ary, need))
                 return ary.data
 
             return types.CPointer(arr.dtype)(arr, count), codegen
@@ -145,8 +164,6 @@ def temp_storage_pointer(layout: Callable[[], tuple[int, int]]):
     (it waits for a build still running: a call without storage never asks, so its
     provider still builds beside numba's compile of the kernel)."""
     _, types, _ = import_numba()
-    from llvmlite import ir as llvm
-    from numba.cuda import cgutils
     from numba.cuda.extending import intrinsic
 
     @intrinsic
@@ -156,25 +173,12 @@ def temp_storage_pointer(layout: Callable[[], tuple[int, int]]):
         nbytes, align = layout()
 
         def codegen(context, builder, sig, args):
-            aryty = sig.args[0]
-            ary = context.make_array(aryty)(context, builder, args[0])
+            ary = context.make_array(sig.args[0])(context, builder, args[0])
             intp = context.get_value_type(types.intp)
-            bad = builder.icmp_signed("<", ary.nitems, intp(nbytes))
-            if aryty.layout not in ("C", "F") and aryty.ndim:
-                shape = cgutils.unpack_tuple(builder, ary.shape, aryty.ndim)
-                strides = cgutils.unpack_tuple(builder, ary.strides, aryty.ndim)
-                expected = intp(1)
-                for dim in reversed(range(aryty.ndim)):
-                    off = builder.and_(builder.icmp_signed("!=", strides[dim], expected),
-                                       builder.icmp_signed(">", shape[dim], intp(1)))
-                    bad = builder.or_(bad, off)
-                    expected = builder.mul(expected, shape[dim])
+            bad = _short_or_strided(context, builder, sig.args[0], ary, intp(nbytes))
             address = builder.ptrtoint(ary.data, intp)
             bad = builder.or_(bad, builder.icmp_unsigned("!=", builder.urem(address, intp(align)), intp(0)))
-            with cgutils.if_unlikely(builder, bad):
-                fn = cgutils.get_or_insert_function(builder.module, llvm.FunctionType(llvm.VoidType(), []),
-                                                    "llvm.trap")
-                builder.call(fn, [])
+            trap_if(builder, bad)
             return ary.data
 
         return types.CPointer(types.uint8)(arr), codegen

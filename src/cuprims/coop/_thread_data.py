@@ -30,7 +30,6 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from llvmlite import ir as llvm
 from numba import types
 from numba.cuda import cgutils
 from numba.cuda.core import ir
@@ -41,6 +40,7 @@ from ..errors import ArgumentError, CoopError
 from ..types import ValueType
 from . import _ir
 from ._nbtypes import StaticType, Stub, ThreadDataType
+from ._numba import emit_trap
 from ._spec import element_type
 
 
@@ -136,8 +136,7 @@ def _trap(typingctx: Any) -> Any:
     than let CUB read or write past an array)."""
 
     def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
-        fn = cgutils.get_or_insert_function(builder.module, llvm.FunctionType(llvm.VoidType(), []), "llvm.trap")
-        builder.call(fn, [])
+        emit_trap(builder)
         return context.get_dummy_value()
 
     return types.none(), codegen
