@@ -50,7 +50,7 @@ def _launch(kernel, shape, x, dtype):
 def _style1_kernel(mode, dtype, lanes, items, into, callers_storage):
     nbt = numba.from_dtype(np.dtype(dtype))
     ex = coop.warp.make_exchange(mode, nbt, items, threads_in_warp=lanes)
-    to_blocked = mode == "StripedToBlocked"
+    to_blocked = getattr(mode, "name", mode) == "StripedToBlocked"   # an enum member or its name
     nbytes, align = ex.temp_storage_bytes, ex.temp_storage_alignment
     # every logical warp of the largest block its own slot (a constant for the shared array)
     total = nbytes * (1024 // lanes) if callers_storage else 8
