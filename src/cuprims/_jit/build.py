@@ -7,6 +7,9 @@ must be linked beside it. Keys:
   toolchain: a Python operator is referenced only as an external symbol, so one kernel
   LTO-IR serves every Python operator over the same types.
 * ``cubin`` entries (final linked code plus metadata) add each operator's recipe.
+* a unit with no operator to link (built-in operators only) skips both the ``kernel``
+  entry and nvJitLink: NVRTC compiles it straight to its ``cubin`` entry
+  (:func:`.nvrtc.compile_to_cubin`, the same machine code).
 
 Operators whose recipe is not persistent (it names an object identity) are built
 without any caching.
@@ -31,7 +34,7 @@ from .cache import SingleFlightLRU
 from .codegen import META_SYMBOL, Source
 from .disk_cache import DiskCache
 from .elfmeta import read_meta
-from .nvrtc import BASE_OPTIONS, compile_to_ltoir, write_source
+from .nvrtc import BASE_OPTIONS, DIRECT_BASE_OPTIONS, compile_to_cubin, compile_to_ltoir, write_source
 from .results import BuildResult, OpInput  # noqa: F401 (the build's inputs and output, re-exported)
 from .toolchain import toolchain_fingerprint
 
@@ -65,7 +68,15 @@ def kernel_key(source: Source, arch: int) -> str:
                    repr(source.compile_options), source.text, "\n".join(source.name_expressions))
 
 
+def is_direct(source: Source, ops: Sequence[OpInput]) -> bool:
+    """A unit with nothing to link: NVRTC compiles it straight to the cubin (no LTO link)."""
+    return not ops and not source.extern_symbols
+
+
 def build_key(source: Source, arch: int, ops: Sequence[OpInput]) -> str:
+    if is_direct(source, ops):
+        return _digest("cubin-direct", toolchain_fingerprint(), f"sm_{arch}", " ".join(DIRECT_BASE_OPTIONS),
+                       repr(source.compile_options), source.text, "\n".join(source.name_expressions))
     parts = [kernel_key(source, arch)]
     for op in ops:
         parts.append(f"{op.symbol}|{op.spec.kind}|{op.spec.key}|"
@@ -173,6 +184,12 @@ def _compile_and_link(source: Source, arch: int, ops: Sequence[OpInput], objs: S
             # before NVRTC and numba: a RawOp of the wrong arity is an argument error, not a wrong answer
             check_arity(obj, len(op.arg_types) + 1 + bool(op.spec.state_size), arch)
     started = time.perf_counter()
+    if is_direct(source, ops):
+        with stats.stage("nvrtc", f"sm_{arch} (to cubin)"):
+            cubin, symbols = compile_to_cubin(source, arch)
+        meta = read_meta(cubin, META_SYMBOL, source.meta_fields)
+        logger.info("cuprims: compiled %s for sm_%d in %.2f s", _unit_name(source), arch, time.perf_counter() - started)
+        return BuildResult(arch=arch, cubin=cubin, kernels=dict(symbols), meta=meta)
     needs_numba = any(op.spec.kind == "python" for op in ops)
     if needs_numba:
         # NVRTC (native, releases the GIL) runs beside numba's Python-heavy compile.
