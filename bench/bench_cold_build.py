@@ -32,8 +32,10 @@ from _harness import add_extra_path, write_results  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# case -> (first build, a later distinct build of the same algorithm); `A(dtype)` makes an
-# argument (a device array on a GPU, else a ProxyArray), `CC` the compute_capability keyword.
+# case -> (first build, a later distinct build of the same algorithm[, environment]); `A(dtype)`
+# makes an argument (a device array on a GPU, else a ProxyArray), `CC` the compute_capability
+# keyword. Small Python operators (a + b, max(a, b), v * 2 + 1, a < b) are C++ in the unit by
+# default (no numba); the "(numba)" case measures the same build with CUPRIMS_DIRECT_OPS=0.
 CASES = {
     "reduce OpKind.PLUS": (
         "cuprims.make_reduce_into(d_in=A(f4), d_out=A(f4), op=OpKind.PLUS, h_init=np.float32(0), **CC)",
@@ -41,6 +43,12 @@ CASES = {
     "reduce lambda a+b": (
         "cuprims.make_reduce_into(d_in=A(f4), d_out=A(f4), op=lambda a, b: a + b, h_init=np.float32(0), **CC)",
         "cuprims.make_reduce_into(d_in=A(f4), d_out=A(f4), op=lambda a, b: max(a, b), h_init=np.float32(0), **CC)"),
+    # the same with every Python operator compiled by numba (the C++ translation of small
+    # expressions turned off): numba's import and first compile are back in the build
+    "reduce lambda a+b (numba)": (
+        "cuprims.make_reduce_into(d_in=A(f4), d_out=A(f4), op=lambda a, b: a + b, h_init=np.float32(0), **CC)",
+        "cuprims.make_reduce_into(d_in=A(f4), d_out=A(f4), op=lambda a, b: max(a, b), h_init=np.float32(0), **CC)",
+        {"CUPRIMS_DIRECT_OPS": "0"}),
     "inclusive_scan OpKind.PLUS": (
         "cuprims.make_inclusive_scan(d_in=A(i4), d_out=A(i4), op=OpKind.PLUS, **CC)",
         "cuprims.make_inclusive_scan(d_in=A(f4), d_out=A(f4), op=OpKind.PLUS, **CC)"),
@@ -113,10 +121,9 @@ def _run(code: str, cache: str, env_extra: dict[str, str] | None = None) -> tupl
     # CUDA_CACHE_DISABLE: nvJitLink keeps the links it made in the driver's compute cache
     # (~20 ms instead of ~0.3 s for a link it has seen): a first build must not find the
     # link an earlier process of this benchmark made. Bytecode as an installed package has.
-    env = {**os.environ, "CUPRIMS_CACHE_DIR": cache, "CUPRIMS_TRACE": "1", "CUDA_CACHE_DISABLE": "1",
-           **(env_extra or {})}
-    env.pop("CUPRIMS_DISK_CACHE", None)
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("CUPRIMS_DISK_CACHE", "CUPRIMS_DIRECT_OPS", "PYTHONDONTWRITEBYTECODE")}
+    env.update({"CUPRIMS_CACHE_DIR": cache, "CUPRIMS_TRACE": "1", "CUDA_CACHE_DISABLE": "1", **(env_extra or {})})
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
     if proc.returncode:
         raise RuntimeError(proc.stderr[-3000:])
@@ -143,13 +150,13 @@ def main() -> None:
     rows = []
     cases = {k: v for k, v in CASES.items() if not args.cases or k in args.cases.split(",")}
     gpu = None
-    for name, (first, second) in cases.items():
+    for name, (first, second, *env) in cases.items():
         with tempfile.TemporaryDirectory(prefix="cuprims-cold-") as cache:
             code = CHILD.replace("FIRST", first).replace("SECOND", second)
-            empty, empty_stages = _run(code, cache)
-            warm, _ = _run(code, cache)
+            empty, empty_stages = _run(code, cache, *env)
+            warm, _ = _run(code, cache, *env)
             _keep_only_pchs(cache)
-            result, stages = _run(code, cache)
+            result, stages = _run(code, cache, *env)
         gpu = result["gpu"]
         work = f"cold build: {name}"
         rows.append({"work": work, "variant": "import cuprims", "value": result["import"], "unit": "s"})

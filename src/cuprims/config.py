@@ -25,6 +25,13 @@ environment variable         ``settings.``        meaning
                                                   precompiled headers (see ``_jit/pch.py``)
 ``CUPRIMS_PCH_DISK``         ``pch_disk``         ``0`` keeps precompiled headers within the
                                                   process instead of in the disk cache
+``CUPRIMS_DIRECT_OPS``       ``direct_ops``       ``0`` compiles every Python operator with
+                                                  numba-cuda; by default a small expression
+                                                  (``a + b``, ``max(a, b)``, ``v % 2 == 0``)
+                                                  is written as C++ into the generated unit
+                                                  instead (same results, no numba; see
+                                                  ``_jit/py_expr.py``). Read when an
+                                                  operator is described
 ===========================  ===================  =========================================
 
 A setting assigned in code (``cuprims.settings.pdl = False``) wins over its environment
@@ -154,6 +161,7 @@ class Settings:
     radix_memset = _Setting("CUPRIMS_RADIX_MEMSET", _flag(True), bool)
     pch = _Setting("CUPRIMS_PCH", _flag(True), bool)
     pch_disk = _Setting("CUPRIMS_PCH_DISK", _flag(True), bool)
+    direct_ops = _Setting("CUPRIMS_DIRECT_OPS", _flag(True), bool)
 
     def __init__(self) -> None:
         self._overrides: dict[str, Any] = {}

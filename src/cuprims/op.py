@@ -22,6 +22,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Union
 
+from .config import settings
 from .errors import ArgumentError, ArgumentTypeError
 
 
@@ -158,6 +159,12 @@ class OpSpec:
     ``kind`` is "builtin", "python" or "raw". ``key`` identifies the operator's code:
     the OpKind name, the Python recipe digest, or the RawOp digest.
 
+    ``expr``: for a Python operator that is one small expression (``a + b``, ``max(a, b)``;
+    see :mod:`cuprims._jit.py_expr`), its expression tree as text. Where it translates for
+    the operator's types, the generated unit computes it in C++ itself and nothing is
+    linked (no numba); elsewhere the operator is compiled by numba as any other. None when
+    the operator is not such an expression or ``settings.direct_ops`` is off.
+
     A Python operator that captures device arrays has state: ``captures`` lists them
     (:class:`cuprims._jit.captures.Capture`: where each is found, its dtype and rank), and
     ``state_size`` is 8 bytes per array (its data pointer) plus 8 per dimension (its
@@ -173,6 +180,7 @@ class OpSpec:
     persistent: bool = True  # False: the key holds an object identity; never stored on disk
     captures: tuple = ()
     name: str = field(default="op", compare=False)
+    expr: str | None = None
 
 
 _BUILTIN_SPECS: dict[OpKind, OpSpec] = {}
@@ -209,10 +217,15 @@ def op_spec(op: Any, *, argument: str = "op", bind_captures: bool = False) -> Op
             from ._jit.recipe import op_recipe_cached as _op_recipe_cached
         recipe = _op_recipe_cached(op, bind_captures)
         name = getattr(op, "__name__", "op")
-        spec = _PYTHON_SPECS.get((recipe, name))   # one-shot calls ask for the same spec again and again
+        direct = settings.direct_ops and not recipe.captures and recipe.persistent
+        spec = _PYTHON_SPECS.get((recipe, name, direct))   # one-shot calls ask for the same spec again and again
         if spec is not None:
             return spec
-        if recipe.captures:
+        if direct:
+            from ._jit.py_expr import parse_op
+
+            spec = OpSpec("python", recipe.digest, name=name, expr=parse_op(op))
+        elif recipe.captures:
             from ._jit.captures import state_layout
 
             size, alignment = state_layout(recipe.captures)
@@ -222,13 +235,13 @@ def op_spec(op: Any, *, argument: str = "op", bind_captures: bool = False) -> Op
             spec = OpSpec("python", recipe.digest, persistent=recipe.persistent, name=name)
         if len(_PYTHON_SPECS) >= 4096:
             _PYTHON_SPECS.clear()
-        _PYTHON_SPECS[(recipe, name)] = spec
+        _PYTHON_SPECS[(recipe, name, direct)] = spec
         return spec
     raise ArgumentTypeError(argument, "an OpKind, a Python callable or a RawOp", op)
 
 
 _op_recipe_cached = None   # bound on first use (keeps `import cuprims` light)
-# (recipe, name) -> OpSpec: recipes hold digests and capture descriptions, no user objects
+# (recipe, name, direct) -> OpSpec: recipes hold digests and capture descriptions, no user objects
 _PYTHON_SPECS: dict[Any, OpSpec] = {}
 
 

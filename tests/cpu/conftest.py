@@ -24,7 +24,7 @@ from cuprims._jit import stats
 os.environ.setdefault("CUPRIMS_PCH_DISK", "0")
 
 _ENV_VARS = ("CUPRIMS_CACHE_DIR", "CUPRIMS_DISK_CACHE", "CUPRIMS_DUMP_DIR", "CUPRIMS_MEMORY_CACHE",
-             "CUPRIMS_TRACE", "CUPRIMS_CACHE_MAX_BYTES")
+             "CUPRIMS_TRACE", "CUPRIMS_CACHE_MAX_BYTES", "CUPRIMS_DIRECT_OPS")
 
 
 @pytest.fixture(autouse=True)
@@ -50,3 +50,10 @@ def shared_cache(fresh_caches, warm_cache_dir, monkeypatch) -> Path:
     """Use the session-wide disk cache (builds shared between tests); memory stays cold."""
     monkeypatch.setenv("CUPRIMS_CACHE_DIR", str(warm_cache_dir))
     return warm_cache_dir
+
+
+@pytest.fixture
+def numba_ops(monkeypatch):
+    """Every Python operator compiled by numba and linked, small expressions too (the
+    path a test of numba's stages or of linked-operator code means to exercise)."""
+    monkeypatch.setenv("CUPRIMS_DIRECT_OPS", "0")

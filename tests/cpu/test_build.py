@@ -57,7 +57,7 @@ def test_build_for_arch(shared_cache, op, arch):
     _check_meta(obj, arch)
 
 
-def test_cold_python_op_build_compiles_each_stage_once():
+def test_cold_python_op_build_compiles_each_stage_once(numba_ops):
     before = counters()
     obj = make_f4(lambda a, b: a + b)
     assert obj.cubin()[:4] == ELF
@@ -207,7 +207,7 @@ def _closure(k):
     pytest.param(op_uses_math, id="math"),
     pytest.param(_closure(2.5), id="closure"),
 ])
-def test_python_op_variants_build(shared_cache, op):
+def test_python_op_variants_build(shared_cache, numba_ops, op):
     before = counters()
     obj = make_f4(op)
     assert obj.cubin()[:4] == ELF

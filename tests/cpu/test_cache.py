@@ -24,6 +24,10 @@ from cuprims._jit.cache_entries import MAGIC, decode_entry, encode_entry
 from cuprims._jit.disk_cache import LAYOUT_VERSION, DiskCache
 from cpu_helpers import WAIT_FOR_ALL, counters, delta, last_json, make_f4, run_python, spawn_builders
 
+# These tests count numba's stages and share one kernel between Python operators: the
+# numba path (tests/cpu/test_py_expr.py covers operators written as C++).
+pytestmark = pytest.mark.usefixtures("numba_ops")
+
 ELF = b"\x7fELF"
 
 
@@ -43,6 +47,7 @@ def pristine(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("CUPRIMS_CACHE_DIR", str(root))
         mp.delenv("CUPRIMS_DISK_CACHE", raising=False)
+        mp.setenv("CUPRIMS_DIRECT_OPS", "0")
         cuprims.clear_all_caches()
         cubin = make_f4(plus_op).cubin()
         cuprims.clear_all_caches()

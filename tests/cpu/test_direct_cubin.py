@@ -89,13 +89,29 @@ def test_a_unit_without_operators_to_link_compiles_to_the_code_the_lto_link_make
         assert read_meta(direct, "cuprims_meta", fields) == read_meta(linked, "cuprims_meta", fields)
 
 
-def test_a_python_operator_is_still_compiled_by_numba_and_linked(monkeypatch):
+def _looped_sum(a, b):   # more than one expression: numba compiles it
+    total = a
+    for _ in range(1):
+        total = total + b
+    return total
+
+
+def test_a_python_operator_numba_compiles_is_still_linked(monkeypatch):
     units = _units(lambda: cuprims.make_reduce_into(d_in=ProxyArray(f4), d_out=ProxyArray(f4),
-                                                    op=lambda a, b: a + b, h_init=f4(0), compute_capability=ARCH),
+                                                    op=_looped_sum, h_init=f4(0), compute_capability=ARCH),
                    monkeypatch)
     assert [len(ops) for _, ops in units] == [1]
     info = cuprims.cache_info()
     assert (info["links"], info["numba_compiles"]) == (1, 1)
+
+
+def test_a_python_operator_translated_to_cpp_compiles_straight_to_a_cubin(monkeypatch):
+    units = _units(lambda: cuprims.make_reduce_into(d_in=ProxyArray(f4), d_out=ProxyArray(f4),
+                                                    op=lambda a, b: a + b, h_init=f4(0), compute_capability=ARCH),
+                   monkeypatch)
+    assert [len(ops) for _, ops in units] == [1] and jit_build.links_nothing(*units[0])
+    info = cuprims.cache_info()
+    assert (info["links"], info["numba_compiles"], info["nvrtc_compiles"]) == (0, 0, 1)
 
 
 def test_a_unit_that_calls_an_operator_cannot_be_compiled_straight_to_a_cubin():

@@ -31,10 +31,10 @@ def test_codegen_needs_neither_cuda_nor_numba():
         from cuprims.op import OpKind, op_spec
         from cuprims.types import value_type
         from cuprims._jit.codegen import reduce_source
-        src = reduce_source(in_type=value_type(np.float32), accum=value_type(np.float32),
-                            op=op_spec(lambda a, b: a + b), has_init=True,
-                            deterministic_across_gpus=False, arch=90)
-        assert "cuprims_op_0" in src.text
+        for op, linked in ((lambda a, b: a + b, False), (lambda a, b: a ** b, True)):   # C++, numba's
+            src = reduce_source(in_type=value_type(np.float32), accum=value_type(np.float32),
+                                op=op_spec(op), has_init=True, deterministic_across_gpus=False, arch=90)
+            assert ("cuprims_op_0" in src.text) == linked and ("(a + b)" in src.text) != linked
         heavy = sorted(m for m in ("numba", "cuda.core", "cuda.bindings", "llvmlite") if m in sys.modules)
         print(json.dumps({"heavy": heavy}))
     """)

@@ -169,7 +169,7 @@ def test_same_kind_shares_the_built_object(shared_cache):
     assert a is b and a is not c
 
 
-def test_golden_iterator_source():
+def test_golden_iterator_source(numba_ops):
     it = PermutationIterator(TransformIterator(CountingIterator(np.int64(5)), square, np.int64),
                              ReverseIterator(ProxyArray(np.int32)))
     unit = iterator_unit(it, "cuprims_values_it").without_objects()

@@ -117,7 +117,7 @@ PYTHON_ONLY_AXES = {"python_op_body", "closure_value", "closure_value_type", "gl
 
 
 @pytest.mark.parametrize("axis", sorted(AXES))
-def test_kernel_key_tracks_only_what_the_kernel_sees(axis):
+def test_kernel_key_tracks_only_what_the_kernel_sees(numba_ops, axis):
     first, second = AXES[axis]
     k1, _ = keys(**first)
     k2, _ = keys(**second)
@@ -170,7 +170,7 @@ def test_cccl_version_is_real():
     assert toolchain.cccl_version() in toolchain.toolchain_fingerprint()
 
 
-def test_numba_version_changes_python_keys_only(monkeypatch):
+def test_numba_version_changes_python_keys_only(numba_ops, monkeypatch):
     from cuprims._jit import numba_ops
 
     py_before, builtin_before = keys(op=_plus()), keys(op=OpKind.PLUS)

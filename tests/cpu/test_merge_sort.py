@@ -60,7 +60,7 @@ def negate(v):
 
 # ------------------------------------------------------------------- AOT builds
 
-def test_python_comparator_build_sm90(shared_cache):
+def test_python_comparator_build_sm90(shared_cache, numba_ops):
     obj = make_merge_sort(d_in_keys=ProxyArray(np.int32), d_out_keys=ProxyArray(np.int32), op=less,
                           compute_capability=90)
     assert obj.compute_capabilities == [90] and obj.cubin()[:4] == ELF
@@ -88,7 +88,7 @@ def test_struct_keys_with_values_sm80(shared_cache):
     check_param_layout(result, source, obj.desc.kernel_params())
 
 
-def test_iterator_keys_and_values_build_sm90(shared_cache):
+def test_iterator_keys_and_values_build_sm90(shared_cache, numba_ops):
     keys_it = TransformIterator(P(f4), negate)
     obj = make_merge_sort(d_in_keys=keys_it, d_out_keys=P(f4), d_in_values=CountingIterator(np.int64(0)),
                           d_out_values=P(i8), op=OpKind.LESS, compute_capability=90)

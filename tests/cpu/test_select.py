@@ -26,7 +26,7 @@ def _make(**over):
     return cuprims.make_select(**kw)
 
 
-def test_golden_and_parameters(shared_cache):
+def test_golden_and_parameters(shared_cache, numba_ops):
     obj = _make()
     check_golden("select_i4_python_even_sm90", render_source(obj._builds.source(90)))
     check_kernel_params(obj, 90)

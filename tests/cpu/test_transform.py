@@ -252,7 +252,7 @@ def test_struct_python_op_sm90(shared_cache):
     assert meta["loaded_bytes"] == 8 and meta["out_size"] == 8
 
 
-def test_object_cache_and_no_rebuild(shared_cache):
+def test_object_cache_and_no_rebuild(shared_cache, numba_ops):
     op = lambda x: x * 2 + 1  # noqa: E731
     first = _unary_f4(op=op)
     before = counters()

@@ -11,6 +11,10 @@ must be linked beside it. Keys:
   entry and nvJitLink: NVRTC compiles it straight to its ``cubin`` entry
   (:func:`.nvrtc.compile_to_cubin`, the same machine code).
 
+A Python operator that is a small expression (``OpSpec.expr``, translated for its types
+by :func:`.functors.direct_expr`) is C++ inside the source: nothing is compiled or linked
+for it, and numba is not imported.
+
 Operators whose recipe is not persistent (it names an object identity) are built
 without any caching.
 
@@ -34,6 +38,7 @@ from .cache import SingleFlightLRU
 from .codegen import META_SYMBOL, Source
 from .disk_cache import DiskCache
 from .elfmeta import read_meta
+from .functors import is_direct
 from .nvrtc import BASE_OPTIONS, DIRECT_BASE_OPTIONS, compile_to_cubin, compile_to_ltoir, write_source
 from .results import BuildResult, OpInput  # noqa: F401 (the build's inputs and output, re-exported)
 from .toolchain import toolchain_fingerprint
@@ -68,21 +73,30 @@ def kernel_key(source: Source, arch: int) -> str:
                    repr(source.compile_options), source.text, "\n".join(source.name_expressions))
 
 
-def is_direct(source: Source, ops: Sequence[OpInput]) -> bool:
-    """A unit with nothing to link: NVRTC compiles it straight to the cubin (no LTO link)."""
-    return not ops and not source.extern_symbols
+def _numba_ops(ops: Sequence[OpInput]) -> bool:
+    """Whether numba compiles any of ``ops`` (a Python operator the unit does not compute itself)."""
+    return any(op.spec.kind == "python" and not is_direct(op) for op in ops)
+
+
+def links_nothing(source: Source, ops: Sequence[OpInput]) -> bool:
+    """A unit whose operators are all in its own C++ (built-in ones, and Python ones
+    translated to C++): NVRTC compiles it straight to the cubin, with no LTO link."""
+    return not source.extern_symbols and all(op.spec.kind == "python" and is_direct(op) for op in ops)
 
 
 def build_key(source: Source, arch: int, ops: Sequence[OpInput]) -> str:
-    if is_direct(source, ops):
-        return _digest("cubin-direct", toolchain_fingerprint(), f"sm_{arch}", " ".join(DIRECT_BASE_OPTIONS),
-                       repr(source.compile_options), source.text, "\n".join(source.name_expressions))
-    parts = [kernel_key(source, arch)]
+    if links_nothing(source, ops):   # compiled by other options, to another output: its own key
+        parts = [_digest("direct", toolchain_fingerprint(), f"sm_{arch}", " ".join(DIRECT_BASE_OPTIONS),
+                         repr(source.compile_options), source.text, "\n".join(source.name_expressions))]
+    else:
+        parts = [kernel_key(source, arch)]
     for op in ops:
-        parts.append(f"{op.symbol}|{op.spec.kind}|{op.spec.key}|"
+        # a direct operator is C++ in the source (so in the kernel key); marked here all the same
+        kind = "python-direct" if op.spec.kind == "python" and is_direct(op) else op.spec.kind
+        parts.append(f"{op.symbol}|{kind}|{op.spec.key}|"
                      + ",".join(vt.code for vt in op.arg_types) + "->"
                      + (op.result_type.code if op.result_type else "flag"))
-    if any(op.spec.kind == "python" for op in ops):
+    if _numba_ops(ops):
         from .numba_ops import numba_version
 
         parts.append("numba-cuda=" + numba_version())
@@ -162,6 +176,8 @@ def _op_ltoir(op: OpInput, obj: Any, arch: int) -> list[bytes]:
     if op.spec.kind == "raw":
         assert isinstance(obj, RawOp)
         return [obj.ltoir, *obj.extra_ltoirs]
+    if is_direct(op):
+        return []   # computed by the generated unit itself (see functors.direct_expr)
     from .numba_ops import compile_python_op, import_numba
 
     import_numba()  # timed as its own stage ("numba import") on the first compile
@@ -184,13 +200,13 @@ def _compile_and_link(source: Source, arch: int, ops: Sequence[OpInput], objs: S
             # before NVRTC and numba: a RawOp of the wrong arity is an argument error, not a wrong answer
             check_arity(obj, len(op.arg_types) + 1 + bool(op.spec.state_size), arch)
     started = time.perf_counter()
-    if is_direct(source, ops):
+    if links_nothing(source, ops):
         with stats.stage("nvrtc", f"sm_{arch} (to cubin)"):
             cubin, symbols = compile_to_cubin(source, arch)
         meta = read_meta(cubin, META_SYMBOL, source.meta_fields)
         logger.info("cuprims: compiled %s for sm_%d in %.2f s", _unit_name(source), arch, time.perf_counter() - started)
         return BuildResult(arch=arch, cubin=cubin, kernels=dict(symbols), meta=meta)
-    needs_numba = any(op.spec.kind == "python" for op in ops)
+    needs_numba = _numba_ops(ops)
     if needs_numba:
         # NVRTC (native, releases the GIL) runs beside numba's Python-heavy compile.
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cuprims-nvrtc") as pool:

@@ -17,7 +17,7 @@ from typing import Any, Mapping
 
 from ..op import OpSpec
 from ..types import ValueType, struct_decls
-from .functors import binary_functor, check_binary_builtin, extern_op_call  # noqa: F401 (the codegen API)
+from .functors import binary_functor, check_binary_builtin, extern_op_call, is_direct  # noqa: F401 (the codegen API)
 
 # Bump when generated code changes meaning in a way the source text would not show
 # (it always is part of the cache key together with the text itself).
@@ -171,7 +171,7 @@ def iterator_parts(args: tuple[Any, ...]) -> tuple[str, tuple[ValueType, ...], t
         if arg is not None and arg.unit is not None:
             text += arg.cpp_text() + "\n"
             types += arg.unit.value_types
-            symbols += tuple(o.symbol for o in arg.unit.ops)
+            symbols += tuple(o.symbol for o in arg.unit.ops if not is_direct(o))   # C++ in the unit: no symbol
     return text, types, symbols
 
 

@@ -3,7 +3,9 @@
 Every generated unit gets its operator functor from here: the C++ expression of each
 built-in, the functor texts around it (also for Python and raw operators, called through
 the pointer ABI), and the checks of which built-ins a role accepts for which value types.
-Pure strings: no CUDA, no numba.
+Pure strings: no CUDA, no numba. A Python operator that is a small expression
+(``OpSpec.expr``) and translates for the functor's types is inlined as C++ instead of
+called (:func:`direct_expr`, :mod:`.py_expr`); the build then links nothing for it.
 
 Roles
 -----
@@ -63,6 +65,8 @@ does (GREATER when descending; see :func:`.codegen_sort.nan_last_radix_traits`).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
@@ -167,12 +171,35 @@ def _linked_functor(name: str, op: OpSpec, symbol: str, result: str, params: lis
     return _functor(name, result, signature, body, decl, state), (symbol,)
 
 
+def direct_expr(op: OpSpec, inputs: tuple[ValueType, ...], result: ValueType | None,
+                names: tuple[str, ...] = ("a", "b")) -> str | None:
+    """C++ computing Python operator ``op`` on ``names`` (values of ``inputs``), converted to
+    ``result`` (None: a truth value), where the operator is a small expression that
+    translates for these types (:mod:`.py_expr`); else None (it is compiled by numba and
+    linked). What a functor inlines here, the build links nothing for
+    (:func:`is_direct`): both ask this one function."""
+    if op.kind != "python" or op.expr is None:
+        return None
+    from .py_expr import emit
+
+    return emit(op.expr, tuple(vt.code for vt in inputs), names[:len(inputs)], result.code if result else None)
+
+
+def is_direct(op: Any) -> bool:
+    """Whether linked operator ``op`` (an :class:`~cuprims._jit.results.OpInput`) is
+    computed in the generated unit instead (nothing to compile or link for it)."""
+    return direct_expr(op.spec, op.arg_types, op.result_type) is not None
+
+
 def binary_functor(name: str, op: OpSpec, vt: ValueType, symbol: str) -> tuple[str, tuple[str, ...]]:
     """Combiner functor ``name`` computing ``T op(T, T)``; returns (text, extern symbols)."""
     t = vt.cpp
     if op.kind == "builtin":
         body = [f"return static_cast<{t}>({binary_expr(op.builtin, 'a', 'b')});"]
         return _functor(name, t, f"const {t}& a, const {t}& b", body), ()
+    direct = direct_expr(op, (vt, vt), vt)
+    if direct is not None:
+        return _functor(name, t, f"const {t}& a, const {t}& b", [f"return {direct};"]), ()
     return _linked_functor(name, op, symbol, t, [(t, "a", "lhs"), (t, "b", "rhs")], f"{t} result;", "result",
                            "result")
 
@@ -186,6 +213,9 @@ def comparator_functor(name: str, op: OpSpec, key: ValueType, symbol: str, *,
     if op.kind == "builtin":
         body = [f"return {comparator_expr(op.builtin, key)};"]
         return _functor(name, "bool", f"const {t}& a, const {t}& b", body), ()
+    direct = direct_expr(op, (key, key), None)
+    if direct is not None:
+        return _functor(name, "bool", f"const {t}& a, const {t}& b", [f"return {direct};"]), ()
     flag = "unsigned char flag = 0;" if zero_flag else "unsigned char flag;"
     return _linked_functor(name, op, symbol, "bool", [(t, "a", "lhs"), (t, "b", "rhs")], flag, "flag", "flag != 0")
 
@@ -214,6 +244,9 @@ def predicate_functor(name: str, op: OpSpec, vt: ValueType, symbol: str) -> tupl
     ``symbol`` (a Python callable or RawOp writing one flag byte, nonzero = true)."""
     if op.kind == "builtin":
         raise ArgumentError("op", "a Python callable f(x) -> bool or a RawOp (a predicate)", op.builtin)
+    direct = direct_expr(op, (vt,), None)
+    if direct is not None:
+        return _functor(name, "bool", f"const {vt.cpp}& a", [f"return {direct};"]), ()
     return _linked_functor(name, op, symbol, "bool", [(vt.cpp, "a", "arg")], "unsigned char flag = 0;", "flag",
                            "flag != 0")
 
@@ -244,6 +277,10 @@ def transform_functor(name: str, op: OpSpec, inputs: tuple[ValueType, ...], out:
     if op.kind == "builtin":
         params = ", ".join(f"const {vt.cpp}& {p}" for vt, p in zip(inputs, "ab"))
         return _functor(name, o, params, _transform_body(op.builtin, inputs, out)), ()
+    direct = direct_expr(op, inputs, out)
+    if direct is not None:
+        params = ", ".join(f"const {vt.cpp}& {p}" for vt, p in zip(inputs, "ab"))
+        return _functor(name, o, params, [f"return {direct};"]), ()
     params = [(vt.cpp, p, f"{p}_copy") for vt, p in zip(inputs, "ab")]
     return _linked_functor(name, op, symbol, o, params, f"{o} result;", "result", "result")
 
@@ -387,6 +424,7 @@ def check_transform_builtin(op: OpSpec, inputs: tuple[ValueType, ...], out: Valu
                             f"(giving {result.dtype}) converts to", out.dtype)
 
 
-__all__ = ["binary_expr", "unary_expr", "ordered_before", "comparator_expr", "extern_op_call", "binary_functor",
+__all__ = ["direct_expr", "is_direct", "binary_expr", "unary_expr", "ordered_before", "comparator_expr",
+           "extern_op_call", "binary_functor",
            "comparator_functor", "transform_functor", "combiner_kinds", "check_binary_builtin",
            "check_comparator_builtin", "check_transform_builtin", "common_type", "builtin_result_type"]

@@ -7,6 +7,7 @@ provider, declares its entry points to numba-cuda and wraps a generated device f
 
 from __future__ import annotations
 
+import dataclasses
 from concurrent.futures import Future
 from typing import Any
 
@@ -37,7 +38,7 @@ def combiner(op: Any, vt: ValueType, argument: str) -> OpSpec:
         check_binary_builtin(spec, vt, argument)
     if spec.captures:
         raise ArgumentError(argument, "an operator that captures no device arrays", op)
-    return spec
+    return _linked(spec)
 
 
 def comparator(op: Any, vt: ValueType, argument: str) -> OpSpec:
@@ -55,7 +56,13 @@ def comparator(op: Any, vt: ValueType, argument: str) -> OpSpec:
         check_comparator_builtin(spec, vt, argument)
     if spec.captures:
         raise ArgumentError(argument, "a comparator that captures no device arrays", op)
-    return spec
+    return _linked(spec)
+
+
+def _linked(spec: OpSpec) -> OpSpec:
+    """``spec`` compiled by numba and linked, as providers expect (numba is there anyway for
+    the kernel calling them): without the C++ translation a small expression has elsewhere."""
+    return dataclasses.replace(spec, expr=None) if spec.expr is not None else spec
 
 
 class PrefixCallback:
@@ -105,7 +112,7 @@ def prefix_callback(op: Any, vt: ValueType, argument: str, state: ValueType | No
     if spec.captures:
         raise ArgumentError(argument, "a callback that captures no device arrays (it gets its state array at "
                             "each call)", op)
-    return spec, state_vt, fn
+    return _linked(spec), state_vt, fn
 
 
 def value_bytes(value: Any, vt: ValueType, argument: str) -> str:

@@ -37,7 +37,8 @@ class _OperatorIterator(IteratorBase):
 
     def _spec_key(self) -> str:
         spec = self._spec
-        return f"{spec.kind}:{spec.key}:{spec.state_size}/{spec.state_alignment}"
+        direct = ":direct" if spec.expr is not None else ""   # the unit computes it (functors.direct_expr)
+        return f"{spec.kind}:{spec.key}:{spec.state_size}/{spec.state_alignment}{direct}"
 
     def _emit_operator(self, code: IteratorCode, in_vt: ValueType, out_vt: ValueType,
                        operand: str) -> tuple[list[Member], str]:
@@ -136,6 +137,12 @@ class TransformIterator(_OperatorIterator):
 def _infer(fn: Any, spec: Any, in_vt: ValueType) -> np.dtype:
     memo_key = (spec.key, in_vt.code)
     dt = _inferred.get(memo_key)
+    if dt is None and spec.expr is not None:
+        from .._jit.py_expr import result_code
+
+        code = result_code(spec.expr, (in_vt.code,))   # numba's typing, without numba
+        if code is not None:
+            dt = _inferred[memo_key] = np.dtype(code)
     if dt is None:
         from .._jit.numba_ops import infer_result_dtype
 

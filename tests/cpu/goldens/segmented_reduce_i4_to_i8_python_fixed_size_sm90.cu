@@ -17,15 +17,11 @@ struct cuprims_start_offsets_in_it_0
 };
 static_assert(sizeof(cuprims_start_offsets_in_it_0) == 8 && alignof(cuprims_start_offsets_in_it_0) == 8, "iterator layout differs from cuprims' packing");
 
-extern "C" __device__ void cuprims_start_offsets_in_it_op_0(void*, void*);
 struct cuprims_start_offsets_in_it_1_fn
 {
   __device__ __forceinline__ long long operator()(const long long& a) const
   {
-    long long a_copy = a;
-    long long result;
-    cuprims_start_offsets_in_it_op_0(&a_copy, &result);
-    return result;
+    return (a * 256LL);
   }
 };
 
@@ -51,15 +47,11 @@ struct cuprims_end_offsets_in_it_0
 };
 static_assert(sizeof(cuprims_end_offsets_in_it_0) == 8 && alignof(cuprims_end_offsets_in_it_0) == 8, "iterator layout differs from cuprims' packing");
 
-extern "C" __device__ void cuprims_end_offsets_in_it_op_0(void*, void*);
 struct cuprims_end_offsets_in_it_1_fn
 {
   __device__ __forceinline__ long long operator()(const long long& a) const
   {
-    long long a_copy = a;
-    long long result;
-    cuprims_end_offsets_in_it_op_0(&a_copy, &result);
-    return result;
+    return (a * 256LL);
   }
 };
 
@@ -76,16 +68,11 @@ static_assert(sizeof(cuprims_end_offsets_in_it_2) == 8 && alignof(cuprims_end_of
 static_assert(sizeof(cuprims::input_iterator<cuprims_end_offsets_in_it_2, long long>) == 16 && alignof(cuprims::input_iterator<cuprims_end_offsets_in_it_2, long long>) == 8, "iterator layout differs from cuprims' packing");
 
 
-extern "C" __device__ void cuprims_op_0(void*, void*, void*);
 struct cuprims_op_t
 {
   __device__ __forceinline__ long long operator()(const long long& a, const long long& b) const
   {
-    long long lhs = a;
-    long long rhs = b;
-    long long result;
-    cuprims_op_0(&lhs, &rhs, &result);
-    return result;
+    return (a + b);
   }
 };
 
@@ -108,9 +95,6 @@ extern "C" __device__ __attribute__((used)) const long long cuprims_meta[9] = {
 // cuprims::segmented_reduce::combine_kernel<cuprims_selector_t, long long*, cuprims::input_iterator<cuprims_start_offsets_in_it_2, long long>, cuprims::input_iterator<cuprims_end_offsets_in_it_2, long long>, long long, cuprims_op_t>
 // cuprims::segmented_reduce::warp_kernel<const int*, long long*, cuprims::input_iterator<cuprims_start_offsets_in_it_2, long long>, cuprims::input_iterator<cuprims_end_offsets_in_it_2, long long>, long long, cuprims_op_t>
 // ---- extern_symbols ----
-// cuprims_op_0
-// cuprims_start_offsets_in_it_op_0
-// cuprims_end_offsets_in_it_op_0
 // ---- meta_fields ----
 // threads
 // items

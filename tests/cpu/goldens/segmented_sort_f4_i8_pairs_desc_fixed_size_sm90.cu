@@ -17,15 +17,11 @@ struct cuprims_start_offsets_in_it_0
 };
 static_assert(sizeof(cuprims_start_offsets_in_it_0) == 4 && alignof(cuprims_start_offsets_in_it_0) == 4, "iterator layout differs from cuprims' packing");
 
-extern "C" __device__ void cuprims_start_offsets_in_it_op_0(void*, void*);
 struct cuprims_start_offsets_in_it_1_fn
 {
   __device__ __forceinline__ long long operator()(const int& a) const
   {
-    int a_copy = a;
-    long long result;
-    cuprims_start_offsets_in_it_op_0(&a_copy, &result);
-    return result;
+    return (static_cast<long long>(a) * 4096LL);
   }
 };
 
@@ -51,15 +47,11 @@ struct cuprims_end_offsets_in_it_0
 };
 static_assert(sizeof(cuprims_end_offsets_in_it_0) == 4 && alignof(cuprims_end_offsets_in_it_0) == 4, "iterator layout differs from cuprims' packing");
 
-extern "C" __device__ void cuprims_end_offsets_in_it_op_0(void*, void*);
 struct cuprims_end_offsets_in_it_1_fn
 {
   __device__ __forceinline__ long long operator()(const int& a) const
   {
-    int a_copy = a;
-    long long result;
-    cuprims_end_offsets_in_it_op_0(&a_copy, &result);
-    return result;
+    return (static_cast<long long>(a) * 4096LL);
   }
 };
 
@@ -152,8 +144,6 @@ extern "C" __device__ __attribute__((used)) const long long cuprims_meta[19] = {
 // cuprims::segmented_sort::small_kernel<cub::SortOrder::Descending, cuprims_selector_t, cuprims_key_t, cuprims_value_t, cuprims::input_iterator<cuprims_start_offsets_in_it_2, long long>, cuprims::input_iterator<cuprims_end_offsets_in_it_2, long long>, cuprims_offset_t>
 // cuprims::segmented_sort::large_kernel<cub::SortOrder::Descending, cuprims_selector_t, cuprims_key_t, cuprims_value_t, cuprims::input_iterator<cuprims_start_offsets_in_it_2, long long>, cuprims::input_iterator<cuprims_end_offsets_in_it_2, long long>, cuprims_offset_t, cuprims_mid_items, true>
 // ---- extern_symbols ----
-// cuprims_start_offsets_in_it_op_0
-// cuprims_end_offsets_in_it_op_0
 // ---- meta_fields ----
 // key_size
 // value_size

@@ -7,26 +7,18 @@
 #endif
 #include <cub/device/dispatch/kernels/kernel_three_way_partition.cuh>
 
-extern "C" __device__ void cuprims_op_0(void*, void*);
 struct cuprims_first_t
 {
   __device__ __forceinline__ bool operator()(const int& a) const
   {
-    int arg = a;
-    unsigned char flag = 0;
-    cuprims_op_0(&arg, &flag);
-    return flag != 0;
+    return (static_cast<long long>(a) < 3LL);
   }
 };
-extern "C" __device__ void cuprims_op_1(void*, void*);
 struct cuprims_second_t
 {
   __device__ __forceinline__ bool operator()(const int& a) const
   {
-    int arg = a;
-    unsigned char flag = 0;
-    cuprims_op_1(&arg, &flag);
-    return flag != 0;
+    return (static_cast<long long>(a) > 6LL);
   }
 };
 
@@ -44,8 +36,6 @@ extern "C" __device__ __attribute__((used)) const long long cuprims_meta[4] = {
 // CUB_NS_QUALIFIER::detail::three_way_partition::DeviceThreeWayPartitionInitKernel<CUB_NS_QUALIFIER::detail::three_way_partition::ScanTileStateT, long long*>
 // CUB_NS_QUALIFIER::detail::three_way_partition::DeviceThreeWayPartitionKernel<cuprims_selector_t, const int*, int*, int*, int*, long long*, CUB_NS_QUALIFIER::detail::three_way_partition::ScanTileStateT, cuprims_first_t, cuprims_second_t, CUB_NS_QUALIFIER::detail::three_way_partition::per_partition_offset_t, CUB_NS_QUALIFIER::detail::three_way_partition::streaming_context_t<long long>>
 // ---- extern_symbols ----
-// cuprims_op_0
-// cuprims_op_1
 // ---- meta_fields ----
 // threads
 // items

@@ -7,8 +7,13 @@ from __future__ import annotations
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
+
 from cpu_helpers import WAIT_FOR_ALL, counters, delta, make_f4, spawn_builders
 from fault_helpers import ELF
+
+# numba's stages counted, one kernel shared by several Python operators: the numba path
+pytestmark = pytest.mark.usefixtures("numba_ops")
 
 DIFFERENT_OPS_SCRIPT = r"""
 import hashlib, json, sys
