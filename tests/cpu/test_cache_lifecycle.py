@@ -16,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 
 import cuprims
 from cpu_helpers import make_f4, run_python
@@ -234,6 +235,7 @@ def test_bad_command_lines_fail_with_usage(tmp_path):
         assert proc.returncode == 2 and "usage" in proc.stderr, args
 
 
+@pytest.mark.usefixtures("numba_ops")   # a linked build: NVRTC, numba and link stages
 def test_compiles_are_logged_with_stage_timings(caplog):
     with caplog.at_level(logging.DEBUG, logger="cuprims"):
         make_f4(plus_op)
@@ -243,6 +245,7 @@ def test_compiles_are_logged_with_stage_timings(caplog):
     assert any(m.startswith("cuprims: nvrtc ") for m in debugs) and any(m.startswith("cuprims: link ") for m in debugs)
 
 
+@pytest.mark.usefixtures("numba_ops")   # a linked build: a kernel and a cubin entry
 def test_a_cap_from_the_environment_reaches_builds(tmp_path, monkeypatch):
     monkeypatch.setenv("CUPRIMS_CACHE_MAX_BYTES", "1K")
     make_f4(plus_op)

@@ -121,7 +121,13 @@ def test_a_damaged_pch_is_caught_by_its_checksum_deleted_and_made_again(made, co
     assert got["disk_corrupt_discarded"] == 1 and got["pch_loads"] == 0 and got["pch_hits"] == 0
     assert (got["pch_builds"], got["pch_writes"]) == (1, 1)   # made again, as part of this compile
     fresh = _entry(cache)
-    assert zlib.crc32(fresh.read_bytes()) == _sidecar_meta(fresh)["crc32"]
+    assert _part_crcs(fresh.read_bytes()) == _sidecar_meta(fresh)["crc32"]
+
+
+def _part_crcs(data: bytes) -> list[int]:
+    """zlib's CRC-32 of each PART_BYTES part, in order: what a sidecar must hold."""
+    step = pch_store.PART_BYTES
+    return [zlib.crc32(data[i:i + step]) for i in range(0, len(data), step)]
 
 
 def _sidecar_meta(data: Path) -> dict:
@@ -175,7 +181,8 @@ def test_a_small_cap_never_writes_a_pch(monkeypatch, fresh_caches):
     make_f4(cuprims.OpKind.MAXIMUM)
     assert stats.snapshot()["pch_writes"] == 0
     assert not (fresh_caches / "v2" / "pch").exists()
-    assert {e.kind for e in DiskCache(fresh_caches).scan()[0]} == {"kernel", "cubin"}
+    # built-in operators: straight to cubin entries (no kernel entry), and no PCH entry
+    assert {e.kind for e in DiskCache(fresh_caches).scan()[0]} == {"cubin"}
 
 
 def test_the_key_covers_prefix_options_arch_and_heap_address():
@@ -382,14 +389,15 @@ def test_the_maps_read_through_libc_are_the_kernels_own_text():
     assert any(name == "[stack]" for _, _, _, name in maps)
 
 
-@pytest.mark.parametrize("size", [0, 1, 5 << 20])
-def test_the_checksum_over_a_mapping_is_zlibs_and_a_wrong_size_is_refused(tmp_path, size):
+@pytest.mark.parametrize("size", [0, 1, 5 << 20, (16 << 20) * 3 + 7])
+def test_the_checksums_over_a_mapping_are_zlibs_per_part_and_a_wrong_size_is_refused(tmp_path, size):
     data = os.urandom(size)
     path = tmp_path / "pch"
     path.write_bytes(data)
     fd = os.open(path, os.O_RDONLY)
     try:
-        assert pch_store.crc32_of(fd, size) == zlib.crc32(data)
+        assert pch_store.crc32_of(fd, size) == _part_crcs(data)
+        assert len(_part_crcs(data)) == -(-size // pch_store.PART_BYTES)
         assert pch_store.crc32_of(fd, size + 1) is None
         if size:
             assert pch_store.crc32_of(fd, size - 1) is None

@@ -3,6 +3,7 @@ frame that is independent of cuprims' own (so a test can forge entries like an a
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -12,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import cuprims
-from cuprims import OpKind
 from cuprims._jit import build as jit_build
 from cuprims._jit.cache_entries import MAGIC
 from cuprims._jit.disk_cache import LAYOUT_VERSION
@@ -49,14 +49,49 @@ def describe(name: str, obj) -> Built:
     return Built(name, cubin_key, kernel_key, result.cubin, dict(result.kernels), dict(result.meta))
 
 
-# The two prebuilt algorithms: a builtin maximum (the usual victim: it rebuilds from its
-# kernel entry with a link only) and a Python sum (the usual source of foreign entries).
+# The maximum's operator: raw LTO-IR that NVRTC makes from C++ (no numba), so the build
+# links it (a built-in maximum has nothing to link and no kernel entry: it compiles
+# straight to its cubin).
+MAX_SOURCE = 'extern "C" __device__ void fault_victim_max(const float* a, const float* b, float* r) { *r = *a > *b ? *a : *b; }'
+
+
+@functools.lru_cache(maxsize=None)
+def max_ltoir() -> bytes:
+    from cuda.core import Program, ProgramOptions
+
+    options = ProgramOptions(arch=f"sm_{ARCH}", std="c++17", relocatable_device_code=True,
+                             link_time_optimization=True)
+    return bytes(Program(MAX_SOURCE, "c++", options).compile("ltoir").code)
+
+
+def max_op() -> cuprims.RawOp:
+    return cuprims.RawOp(ltoir=max_ltoir(), name="fault_victim_max")
+
+
+def max_op_env(tmp_path: Path) -> dict[str, str]:
+    """Environment for a child that builds the maximum: its operator's LTO-IR in a file
+    (the child reads it back as ``VICTIM_LTOIR``)."""
+    path = Path(tmp_path) / "fault_victim_max.ltoir"
+    path.write_bytes(max_ltoir())
+    return {"VICTIM_LTOIR": str(path)}
+
+
+# The child scripts' way to the maximum's operator (see max_op_env).
+CHILD_MAX_OP = 'cuprims.RawOp(ltoir=open(os.environ["VICTIM_LTOIR"], "rb").read(), name="fault_victim_max")'
+
+
+# The two prebuilt algorithms: a maximum with that raw operator (the usual victim: it
+# rebuilds from its kernel entry with a link only) and a Python sum (the usual source of
+# foreign entries).
 def make_max():
-    return make_f4(OpKind.MAXIMUM)
+    return make_f4(max_op())
 
 
 def make_sum():
-    return make_f4(plus_op)
+    """The sum, its operator compiled by numba and linked (it is small enough to be C++ in
+    the unit otherwise, and then it would have no kernel entry to be foreign with)."""
+    with cuprims.settings.override(direct_ops=False):
+        return make_f4(plus_op)
 
 
 def entry_path(root: Path, kind: str, key: str) -> Path:

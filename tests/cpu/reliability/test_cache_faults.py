@@ -14,7 +14,8 @@ import os
 import pytest
 
 from cpu_helpers import ARCH, counters, delta, last_json, run_python
-from fault_helpers import ELF, clear_memory, entry_path, frame_raw, make_max, reframe, unframe
+from fault_helpers import (CHILD_MAX_OP, ELF, clear_memory, entry_path, frame_raw, make_max, max_op_env,
+                           reframe, unframe)
 
 STAGES = ("numba_compiles", "nvrtc_compiles", "links", "disk_corrupt_discarded")
 
@@ -281,22 +282,23 @@ def test_malformed_kernel_metadata_with_valid_checksum_is_rejected(cache, case):
 # (/dev/zero) or read gigabytes (sparse file). The child caps its address space at what
 # it uses after import plus 3 GiB, reports its peak RSS growth, and has a deadline.
 FILE_TYPE_SCRIPT = r"""
-import hashlib, json, resource, time
+import hashlib, json, os, resource, time
 import numpy as np, cuprims
-from cuprims import OpKind, ProxyArray, ProxyValue
+from cuprims import ProxyArray, ProxyValue
 
 with open("/proc/self/status") as fh:
     vm = next(int(line.split()[1]) * 1024 for line in fh if line.startswith("VmSize"))
 resource.setrlimit(resource.RLIMIT_AS, (vm + (3 << 30), resource.RLIM_INFINITY))
 rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 t0 = time.perf_counter()
-obj = cuprims.make_reduce_into(d_in=ProxyArray(np.float32), d_out=ProxyArray(np.float32), op=OpKind.MAXIMUM,
+obj = cuprims.make_reduce_into(d_in=ProxyArray(np.float32), d_out=ProxyArray(np.float32), op=CHILD_MAX_OP,
                                h_init=ProxyValue(np.float32), compute_capability=90)
 info = cuprims.cache_info()
 info.update(seconds=time.perf_counter() - t0, sha=hashlib.sha256(obj.cubin()).hexdigest(),
             rss_growth_kib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0)
 print(json.dumps(info))
 """
+FILE_TYPE_SCRIPT = FILE_TYPE_SCRIPT.replace("CHILD_MAX_OP", CHILD_MAX_OP)
 
 
 def _plant_fifo(path):
@@ -316,11 +318,12 @@ PLANTS = {"fifo": _plant_fifo, "symlink to /dev/zero": _plant_dev_zero, "2 GiB s
 
 
 @pytest.mark.parametrize("what", sorted(PLANTS))
-def test_non_entry_at_entry_path_is_rejected_without_reading(cache, what):
+def test_non_entry_at_entry_path_is_rejected_without_reading(cache, what, tmp_path):
     path = entry_path(cache.root, "cubin", cache.max.cubin_key)
     path.unlink()
     PLANTS[what](path)
-    proc = run_python(FILE_TYPE_SCRIPT, env={"CUPRIMS_CACHE_DIR": str(cache.root)}, timeout=90)
+    proc = run_python(FILE_TYPE_SCRIPT, env={"CUPRIMS_CACHE_DIR": str(cache.root), **max_op_env(tmp_path)},
+                      timeout=90)
     out = last_json(proc.stdout)
     assert out["sha"] == hashlib.sha256(cache.max.cubin).hexdigest()
     assert out["disk_corrupt_discarded"] == 1

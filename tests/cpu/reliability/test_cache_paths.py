@@ -21,7 +21,7 @@ import pytest
 
 import cuprims
 from cpu_helpers import ARCH, counters, delta, last_json, run_python
-from fault_helpers import all_files, copy_cache, entry_path, lock_path, make_max
+from fault_helpers import CHILD_MAX_OP, all_files, copy_cache, entry_path, lock_path, make_max, max_op_env
 
 STAGES = ("numba_compiles", "nvrtc_compiles", "links", "disk_corrupt_discarded")
 
@@ -200,12 +200,12 @@ def test_usable_cache_reports_ok(cache):
 
 
 READ_ONLY_SCRIPT = r"""
-import hashlib, json
+import hashlib, json, os
 import numpy as np, cuprims
-from cuprims import OpKind, ProxyArray, ProxyValue
+from cuprims import ProxyArray, ProxyValue
 
 def make():
-    return cuprims.make_reduce_into(d_in=ProxyArray(np.float32), d_out=ProxyArray(np.float32), op=OpKind.MAXIMUM,
+    return cuprims.make_reduce_into(d_in=ProxyArray(np.float32), d_out=ProxyArray(np.float32), op=CHILD_MAX_OP,
                                     h_init=ProxyValue(np.float32), compute_capability=90)
 
 first = make().cubin()
@@ -215,6 +215,7 @@ info = cuprims.cache_info()
 info.update(sha=hashlib.sha256(first).hexdigest(), same=first == second)
 print(json.dumps(info))
 """
+READ_ONLY_SCRIPT = READ_ONLY_SCRIPT.replace("CHILD_MAX_OP", CHILD_MAX_OP)
 
 
 def _without_dac_override() -> tuple[str, ...]:
@@ -227,7 +228,7 @@ def _without_dac_override() -> tuple[str, ...]:
     return (setpriv, "--bounding-set=-dac_override,-dac_read_search")
 
 
-def test_read_only_cache_dir_serves_hits_and_is_reported_once(cache):
+def test_read_only_cache_dir_serves_hits_and_is_reported_once(cache, tmp_path):
     import hashlib
 
     prefix = _without_dac_override()
@@ -239,7 +240,8 @@ def test_read_only_cache_dir_serves_hits_and_is_reported_once(cache):
             os.chmod(name, modes[name] & ~0o222)
     try:
         before = all_files(cache.root)
-        proc = run_python(READ_ONLY_SCRIPT, env={"CUPRIMS_CACHE_DIR": str(cache.root)}, prefix=prefix, timeout=120)
+        env = {"CUPRIMS_CACHE_DIR": str(cache.root), **max_op_env(tmp_path)}
+        proc = run_python(READ_ONLY_SCRIPT, env=env, prefix=prefix, timeout=120)
         after = all_files(cache.root)
     finally:
         for name, mode in modes.items():
