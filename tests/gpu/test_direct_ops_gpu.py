@@ -1,6 +1,6 @@
 """Python operators written as C++ into the unit (``settings.direct_ops``, the default)
 against the same operators compiled by numba-cuda (``direct_ops`` off): bit-identical
-outputs for each translated construct and type combination, on random inputs and edge
+outputs (a NaN where numba gives a NaN: which one is not compared) for each translated construct and type combination, on random inputs and edge
 values (NaN with payloads and signs, +-inf, +-0.0, subnormals, integer limits, products
 and sums that overflow), through transforms, reduce, select and merge sort; and against
 numpy where numpy computes the same thing.
@@ -87,7 +87,16 @@ def _both(run, op, in_codes, out_code):
         assert op_spec(op).expr is None
         linked = run()
     assert direct.dtype == linked.dtype and direct.shape == linked.shape
-    np.testing.assert_array_equal(_bits(direct), _bits(linked))
+    if direct.dtype.kind == "f":
+        # NaN where numba's code gives NaN, and only there; which NaN (sign, payload) an
+        # instruction passes on when several operands are NaN depends on their order, which
+        # NVVM picks differently for the two paths (f4 -> f8 `v * v - 2.0 * v + 1.0` gave
+        # -NaN where numba's gave +NaN, on the H200). Every other value is bit for bit.
+        nan = np.isnan(linked)
+        np.testing.assert_array_equal(np.isnan(direct), nan)
+        np.testing.assert_array_equal(_bits(direct[~nan]), _bits(linked[~nan]))
+    else:
+        np.testing.assert_array_equal(_bits(direct), _bits(linked))
     return direct
 
 
