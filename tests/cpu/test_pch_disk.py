@@ -389,7 +389,7 @@ def test_the_maps_read_through_libc_are_the_kernels_own_text():
     assert any(name == "[stack]" for _, _, _, name in maps)
 
 
-@pytest.mark.parametrize("size", [0, 1, 5 << 20, (16 << 20) * 3 + 7])
+@pytest.mark.parametrize("size", [0, 1, 5 << 20, (32 << 20) * 2 + 7])
 def test_the_checksums_over_a_mapping_are_zlibs_per_part_and_a_wrong_size_is_refused(tmp_path, size):
     data = os.urandom(size)
     path = tmp_path / "pch"

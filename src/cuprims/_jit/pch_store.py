@@ -7,7 +7,7 @@ An entry is two files in ``<root>/v2/pch/<key[:2]>/``:
   size cap, evicts by last use and lists in ``python -m cuprims cache info``. Uncompressed:
   a reduce prefix's PCH is ~150 MB and decompressing it would cost more than it saves.
 * ``<key>.meta``: its sidecar, a framed record (:mod:`.cache_entries`, bound to the kind
-  and key) holding the file's size and a CRC-32 of each 16 MiB part, and for people the heap address and
+  and key) holding the file's size and a CRC-32 of each 32 MiB part, and for people the heap address and
   NVRTC it was made for.
 
 NVRTC checks neither a checksum nor its headers' contents: a damaged PCH can crash the
@@ -60,7 +60,7 @@ KIND_SHARE = 2              # all PCHs together: at most cap / 2
 MIN_ENTRY_CAP = 256 << 20   # cap / 4 must be at least this for PCHs to be written at all
 _SIDECAR_LIMIT = 64 << 10
 _FILE_LIMIT = 4 << 30       # a PCH is never larger than NVRTC's heap
-PART_BYTES = 16 << 20      # the sidecar holds a CRC-32 per part of this many bytes (summed in parallel)
+PART_BYTES = 32 << 20      # the sidecar holds a CRC-32 per part of this many bytes (summed in parallel)
 
 
 def wanted(max_bytes: int) -> bool:
@@ -122,11 +122,13 @@ def crc32_of(fd: int, size: int) -> list[int] | None:
     ``fd`` (read from offset 0), or None if it holds fewer or more.
 
     The parts are summed on threads over one read-only mapping of the file: zlib releases
-    the GIL for each part's whole computation, so a 141 MB PCH is checked in ~0.02 s on the
-    H200 host's 16 cores instead of ~0.09 s in one call. Parts of 16 MiB keep the GIL
-    hand-backs few: each is one switch interval for a thread waiting while another runs
-    Python (the PCH is checked on a coop build thread while numba compiles the user's
-    kernel). A file that cannot be mapped is read in parts."""
+    the GIL for each part's whole computation, so a 141 MB PCH (5 parts) should take about a
+    fifth of the ~0.09 s one call took on the H200 host (not measured there yet: 0.033 s
+    against 0.051 s on the 2-core machine). Parts are large so that the GIL hand-backs stay
+    few: each costs a switch interval to a thread waiting while another runs Python (a coop
+    provider checks its PCH on a build thread while numba compiles the user's kernel; beside
+    a busy Python loop on the 2-core machine, 0.08-0.10 s here against 0.08 s for one call).
+    A file that cannot be mapped is read in parts."""
     try:
         if os.fstat(fd).st_size != size:
             return None
