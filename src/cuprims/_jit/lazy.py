@@ -32,3 +32,7 @@ def cuda_core() -> ModuleType:
 
 def driver_bindings() -> ModuleType:
     return _load("cuda.bindings.driver")
+
+
+def nvrtc_bindings() -> ModuleType:
+    return _load("cuda.bindings.nvrtc")

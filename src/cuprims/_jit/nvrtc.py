@@ -1,12 +1,14 @@
 """CUDA C++ source -> LTO-IR, or a unit with nothing to link straight to a cubin, through
-NVRTC (via cuda.core's Program). Arch always explicit."""
+NVRTC (called through cuda.bindings). Arch always explicit."""
 
 from __future__ import annotations
 
 import hashlib
 import os
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Mapping
 
 from .. import config
 from ..errors import CompileError
@@ -96,17 +98,14 @@ def _compile(source: Source, arch: int, output: str, mode_options: dict[str, obj
     from .toolchain import check_deferred_arch
 
     check_deferred_arch(arch)
-    core = lazy.cuda_core()
-    Program, ProgramOptions = core.Program, core.ProgramOptions
-
     dump = config.dump_dir()
     if dump is not None:
         write_source(source.text, dump)
     options = dict(arch=f"sm_{arch}", include_path=_include_dirs(), **mode_options, **dict(source.compile_options))
+    text, names = source.text.encode(), list(source.name_expressions)
 
-    def compile_unit(pch_options: dict, logs: object = None) -> object:
-        program = Program(source.text, "c++", ProgramOptions(**options, **pch_options))
-        return program.compile(output, name_expressions=list(source.name_expressions), logs=logs)
+    def compile_unit(pch_options: dict, logs: Any = None) -> Compiled:
+        return nvrtc_compile(text, {**options, **pch_options}, output, names, logs)
 
     stats.bump("nvrtc_compiles")
     try:
@@ -119,5 +118,90 @@ def _compile(source: Source, arch: int, output: str, mode_options: dict[str, obj
             message += f"\n(the generated source could not be written for inspection: {why_not})"
         raise CompileError(message, log=log, source_path=path,
                            options=(f"-arch=sm_{arch}",) + shown_options) from None
-    mapping = {k: (v.decode() if isinstance(v, bytes) else str(v)) for k, v in obj.symbol_mapping.items()}
-    return bytes(obj.code), mapping
+    return obj.code, dict(obj.symbol_mapping)
+
+
+# ---------------------------------------------------------------------------- NVRTC itself
+# NVRTC is called through cuda.bindings, not cuda.core's Program: importing cuda.core cost
+# a fresh process's first build 0.11-0.16 s on the CPU machine (cuda.bindings.nvrtc, which
+# the PCH steps import anyway, 0.03 s). The flags are those cuda.core's ProgramOptions
+# makes for the same options (tests/cpu/test_nvrtc_flags.py compares them).
+
+@dataclass(frozen=True)
+class Compiled:
+    """What one NVRTC compile gave: the output and name expression -> lowered name."""
+
+    code: bytes
+    symbol_mapping: dict[str, str]
+
+
+class NvrtcError(Exception):
+    """An NVRTC call failed; the message is its log (or the failing call and result)."""
+
+
+def nvrtc_flags(options: Mapping[str, Any]) -> list[bytes]:
+    """NVRTC's command line for ``options`` (ProgramOptions' field names: those we use),
+    in ProgramOptions' order."""
+    unknown = sorted(set(options) - {"arch", "relocatable_device_code", "extensible_whole_program",
+                                     "link_time_optimization", "include_path", "std",
+                                     "device_as_default_execution_space", "create_pch", "use_pch"})
+    if unknown:
+        raise ValueError(f"NVRTC options without a flag here: {unknown}")
+    flags = [f"-arch={options['arch']}"]
+    if options.get("relocatable_device_code"):
+        flags.append("--relocatable-device-code=true")
+    if options.get("extensible_whole_program"):
+        flags.append("--extensible-whole-program")
+    if options.get("link_time_optimization"):
+        flags.append("--dlink-time-opt")
+    flags += [f"--include-path={d}" for d in options.get("include_path") or ()]
+    if options.get("std"):
+        flags.append(f"--std={options['std']}")
+    if options.get("device_as_default_execution_space"):
+        flags.append("--device-as-default-execution-space")
+    for name, flag in (("create_pch", "--create-pch"), ("use_pch", "--use-pch")):
+        if options.get(name):
+            flags.append(f"{flag}={options[name]}")
+    return [f.encode() for f in flags]
+
+
+def nvrtc_compile(text: bytes, options: Mapping[str, Any], output: str, names: list[str],
+                  logs: Any = None) -> Compiled:
+    """One NVRTC compile of ``text`` to ``output`` ("ltoir" or "cubin"); NVRTC's log is
+    written to ``logs`` (a text stream) when given, and is the message of the NvrtcError
+    a failed compile raises."""
+    nvrtc = lazy.nvrtc_bindings()
+    ok = nvrtc.nvrtcResult.NVRTC_SUCCESS
+
+    def check(call: str, result: Any) -> Any:
+        err, *rest = result if isinstance(result, tuple) else (result,)
+        if err != ok:
+            raise NvrtcError(f"{call}: {err}")
+        return rest[0] if len(rest) == 1 else rest
+
+    flags = nvrtc_flags(options)
+    prog = check("nvrtcCreateProgram", nvrtc.nvrtcCreateProgram(text, b"default_program", 0, [], []))
+    try:
+        for name in names:
+            check("nvrtcAddNameExpression", nvrtc.nvrtcAddNameExpression(prog, name.encode()))
+        (err,) = nvrtc.nvrtcCompileProgram(prog, len(flags), flags)
+        size = check("nvrtcGetProgramLogSize", nvrtc.nvrtcGetProgramLogSize(prog))
+        buf = b" " * size
+        check("nvrtcGetProgramLog", nvrtc.nvrtcGetProgramLog(prog, buf))
+        log = buf.rstrip(b"\0").decode(errors="replace")
+        if logs is not None and log.strip():
+            logs.write(log)
+        if err != ok:
+            raise NvrtcError(f"{err}, compilation log:\n\n{log}")
+        get_size, get = ((nvrtc.nvrtcGetLTOIRSize, nvrtc.nvrtcGetLTOIR) if output == "ltoir"
+                         else (nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN))
+        size = check(get_size.__name__, get_size(prog))
+        code = b" " * size
+        check(get.__name__, get(prog, code))
+        mapping = {}
+        for name in names:
+            lowered = check("nvrtcGetLoweredName", nvrtc.nvrtcGetLoweredName(prog, name.encode()))
+            mapping[name] = lowered.decode() if isinstance(lowered, bytes) else str(lowered)
+        return Compiled(code, mapping)
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
