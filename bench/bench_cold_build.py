@@ -60,6 +60,22 @@ CASES = {
         "order=SortOrder.ASCENDING, **CC)",
         "cuprims.make_radix_sort(d_in_keys=A(i4), d_out_keys=A(i4), d_in_values=None, d_out_values=None, "
         "order=SortOrder.ASCENDING, **CC)"),
+    # units with nothing to link, linked all the same (CUPRIMS_DIRECT_CUBIN=0): the path
+    # every unit took before, measured beside the direct one in the same run
+    "reduce OpKind.PLUS (LTO link)": (
+        "cuprims.make_reduce_into(d_in=A(f4), d_out=A(f4), op=OpKind.PLUS, h_init=np.float32(0), **CC)",
+        "cuprims.make_reduce_into(d_in=A(f8), d_out=A(f8), op=OpKind.MAXIMUM, h_init=np.float64(0), **CC)",
+        {"CUPRIMS_DIRECT_CUBIN": "0"}),
+    "inclusive_scan OpKind.PLUS (LTO link)": (
+        "cuprims.make_inclusive_scan(d_in=A(i4), d_out=A(i4), op=OpKind.PLUS, **CC)",
+        "cuprims.make_inclusive_scan(d_in=A(f4), d_out=A(f4), op=OpKind.PLUS, **CC)",
+        {"CUPRIMS_DIRECT_CUBIN": "0"}),
+    "radix_sort uint32 keys (LTO link)": (
+        "cuprims.make_radix_sort(d_in_keys=A(u4), d_out_keys=A(u4), d_in_values=None, d_out_values=None, "
+        "order=SortOrder.ASCENDING, **CC)",
+        "cuprims.make_radix_sort(d_in_keys=A(i4), d_out_keys=A(i4), d_in_values=None, d_out_values=None, "
+        "order=SortOrder.ASCENDING, **CC)",
+        {"CUPRIMS_DIRECT_CUBIN": "0"}),
     "merge_sort Python comparator": (
         "cuprims.make_merge_sort(d_in_keys=A(i4), d_out_keys=A(i4), op=lambda a, b: a < b, **CC)",
         "cuprims.make_merge_sort(d_in_keys=A(i4), d_out_keys=A(i4), op=lambda a, b: a > b, **CC)"),
@@ -125,7 +141,7 @@ def _run(code: str, cache: str, env_extra: dict[str, str] | None = None) -> tupl
     # (~20 ms instead of ~0.3 s for a link it has seen): a first build must not find the
     # link an earlier process of this benchmark made. Bytecode as an installed package has.
     env = {k: v for k, v in os.environ.items()
-           if k not in ("CUPRIMS_DISK_CACHE", "CUPRIMS_DIRECT_OPS", "PYTHONDONTWRITEBYTECODE")}
+           if k not in ("CUPRIMS_DISK_CACHE", "CUPRIMS_DIRECT_OPS", "CUPRIMS_DIRECT_CUBIN", "PYTHONDONTWRITEBYTECODE")}
     env.update({"CUPRIMS_CACHE_DIR": cache, "CUPRIMS_TRACE": "1", "CUDA_CACHE_DISABLE": "1", **(env_extra or {})})
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
     if proc.returncode:
@@ -175,7 +191,7 @@ def main() -> None:
         rows.append({"work": work, "variant": "cuprims second process (warm disk)", "value": warm["first"],
                      "unit": "s", "note": "compiles: " + ", ".join(f"{k} {v}" for k, v in warm["compiles"].items())})
         print(json.dumps(rows[-4:]), flush=True)
-        if gpu and not args.no_peer:
+        if gpu and not args.no_peer and not env:   # the peer once per build, not per variant of ours
             try:
                 with tempfile.TemporaryDirectory() as cache:
                     # cuda.compute 1.2.1 takes h_init as an array; its Python operators need

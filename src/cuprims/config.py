@@ -32,6 +32,12 @@ environment variable         ``settings.``        meaning
                                                   instead (same results, no numba; see
                                                   ``_jit/py_expr.py``). Read when an
                                                   operator is described
+``CUPRIMS_DIRECT_CUBIN``     ``direct_cubin``     ``0`` links every unit with nvJitLink; by
+                                                  default a unit with nothing to link
+                                                  (built-in and translated operators only)
+                                                  is compiled by NVRTC straight to its
+                                                  cubin (the same machine code, no LTO
+                                                  link). Read when a unit is built
 ===========================  ===================  =========================================
 
 A setting assigned in code (``cuprims.settings.pdl = False``) wins over its environment
@@ -162,6 +168,7 @@ class Settings:
     pch = _Setting("CUPRIMS_PCH", _flag(True), bool)
     pch_disk = _Setting("CUPRIMS_PCH_DISK", _flag(True), bool)
     direct_ops = _Setting("CUPRIMS_DIRECT_OPS", _flag(True), bool)
+    direct_cubin = _Setting("CUPRIMS_DIRECT_CUBIN", _flag(True), bool)
 
     def __init__(self) -> None:
         self._overrides: dict[str, Any] = {}

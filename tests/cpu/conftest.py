@@ -24,7 +24,8 @@ from cuprims._jit import stats
 os.environ.setdefault("CUPRIMS_PCH_DISK", "0")
 
 _ENV_VARS = ("CUPRIMS_CACHE_DIR", "CUPRIMS_DISK_CACHE", "CUPRIMS_DUMP_DIR", "CUPRIMS_MEMORY_CACHE",
-             "CUPRIMS_TRACE", "CUPRIMS_CACHE_MAX_BYTES", "CUPRIMS_DIRECT_OPS")
+             "CUPRIMS_TRACE", "CUPRIMS_CACHE_MAX_BYTES", "CUPRIMS_DIRECT_OPS",
+             "CUPRIMS_DIRECT_CUBIN")
 
 
 @pytest.fixture(autouse=True)

@@ -133,3 +133,14 @@ def test_the_direct_and_the_linked_build_of_one_unit_have_different_cache_keys(m
     BUILDS["reduce"]()
     info = cuprims.cache_info()
     assert (info["nvrtc_compiles"], info["links"], info["disk_hits"]) == (0, 0, 1)
+
+
+def test_the_setting_off_links_every_unit_and_the_code_is_the_same():
+    direct = BUILDS["scan"]().cubin()
+    cuprims.clear_all_caches()
+    stats.reset()
+    with cuprims.settings.override(direct_cubin=False):
+        linked = BUILDS["scan"]().cubin()
+    info = cuprims.cache_info()
+    assert (info["nvrtc_compiles"], info["links"]) == (1, 1)   # its own key: not served the direct build
+    assert _layout(direct) == _layout(linked)

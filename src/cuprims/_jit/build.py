@@ -80,8 +80,10 @@ def _numba_ops(ops: Sequence[OpInput]) -> bool:
 
 def links_nothing(source: Source, ops: Sequence[OpInput]) -> bool:
     """A unit whose operators are all in its own C++ (built-in ones, and Python ones
-    translated to C++): NVRTC compiles it straight to the cubin, with no LTO link."""
-    return not source.extern_symbols and all(op.spec.kind == "python" and is_direct(op) for op in ops)
+    translated to C++): NVRTC compiles it straight to the cubin, with no LTO link
+    (``settings.direct_cubin``, on by default)."""
+    return (config.settings.direct_cubin and not source.extern_symbols
+            and all(op.spec.kind == "python" and is_direct(op) for op in ops))
 
 
 def build_key(source: Source, arch: int, ops: Sequence[OpInput]) -> str:
