@@ -297,8 +297,10 @@ while time.time() < deadline and not Path(sys.argv[2]).exists():
 print(json.dumps({"seen": seen, "discarded": stats.snapshot()["disk_corrupt_discarded"]}))
 ''')
     done = tmp_path / "done"
+    # numba's operators, so the 300 builds share one NVRTC entry (written as C++, each
+    # constant would make a unit of its own: 300 NVRTC compiles)
     env = dict(os.environ, CUPRIMS_CACHE_DIR=str(root), CUPRIMS_CACHE_MAX_BYTES=str(cap),
-               PYTHONPATH=os.pathsep.join(sys.path))
+               PYTHONPATH=os.pathsep.join(sys.path), CUPRIMS_DIRECT_OPS="0")
     read = subprocess.Popen([sys.executable, str(reader), str(root), str(done)], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     builders = [subprocess.Popen([sys.executable, str(script), str(k * 100), "100"], env=env, stdout=subprocess.PIPE,
