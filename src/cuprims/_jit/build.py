@@ -68,9 +68,13 @@ def _digest(*parts: str) -> str:
     return h.hexdigest()
 
 
-def kernel_key(source: Source, arch: int) -> str:
-    return _digest("kernel", toolchain_fingerprint(), f"sm_{arch}", " ".join(BASE_OPTIONS),
+def _unit_key(kind: str, options: Sequence[str], source: Source, arch: int) -> str:
+    return _digest(kind, toolchain_fingerprint(), f"sm_{arch}", " ".join(options),
                    repr(source.compile_options), source.text, "\n".join(source.name_expressions))
+
+
+def kernel_key(source: Source, arch: int) -> str:
+    return _unit_key("kernel", BASE_OPTIONS, source, arch)
 
 
 def _numba_ops(ops: Sequence[OpInput]) -> bool:
@@ -88,8 +92,7 @@ def links_nothing(source: Source, ops: Sequence[OpInput]) -> bool:
 
 def build_key(source: Source, arch: int, ops: Sequence[OpInput]) -> str:
     if links_nothing(source, ops):   # compiled by other options, to another output: its own key
-        parts = [_digest("direct", toolchain_fingerprint(), f"sm_{arch}", " ".join(DIRECT_BASE_OPTIONS),
-                         repr(source.compile_options), source.text, "\n".join(source.name_expressions))]
+        parts = [_unit_key("direct", DIRECT_BASE_OPTIONS, source, arch)]
     else:
         parts = [kernel_key(source, arch)]
     for op in ops:

@@ -37,8 +37,10 @@ PCH for the rest of the process, a refused disk file is deleted (stale: #626 ano
 build, #629 other options, #630 other directives), and a heap-address refusal (#20282)
 stops persistent PCHs in this process. A compile that fails with a PCH is retried without
 (errors are always NVRTC's own); if that one succeeds the PCH is treated as refused. The
-heap is never resized after it is mapped (cuda.core resizes it when ``--create-pch`` runs
-out: it is 1 GiB, PCHs need 64-330 MB; a resize is detected and stops persistent PCHs).
+heap is never resized after it is mapped: it is 1 GiB, PCHs need 64-330 MB, and our
+compiles call NVRTC directly (:func:`.nvrtc.nvrtc_compile`), which leaves a PCH that does
+not fit unwritten. Other code in the process may resize it (cuda.core's ``Program`` does
+when ``--create-pch`` runs out): a resize is detected and stops persistent PCHs.
 
 **Threads.** One lock serialises every compile that makes or uses a PCH, and the heap's
 placement (once per process; our other compiles wait for that, at most 2 s, rather than
