@@ -382,7 +382,9 @@ print(json.dumps({"import": import_s, "context": context_s, "factory": factory_s
 
 
 def _cold_child(mode: str, what: str, cache: str, threads: int = 128) -> tuple[dict[str, Any], dict[str, float]]:
-    env = {**os.environ, "CUPRIMS_CACHE_DIR": cache, "CUPRIMS_TRACE": "1"}
+    # CUDA_CACHE_DISABLE: on the H200 host nvJitLink (numba's links and ours) and NVRTC's
+    # code generation reuse the driver's compute cache, so a repeated run would time cache hits
+    env = {**os.environ, "CUPRIMS_CACHE_DIR": cache, "CUPRIMS_TRACE": "1", "CUDA_CACHE_DISABLE": "1"}
     env.pop("CUPRIMS_DISK_CACHE", None)
     env.pop("CUPRIMS_DUMP_DIR", None)
     proc = subprocess.run([sys.executable, "-c", COLD_CHILD, mode, what, str(threads)], capture_output=True,

@@ -351,3 +351,26 @@ def test_recipe_covers_user_module_attributes():
     before = callable_recipe(ns["op"])
     cfg.SCALE = 3.0
     assert callable_recipe(ns["op"]) != before
+
+
+@pytest.mark.parametrize("name", ["nvidia-cuda-nvrtc", "nvidia-nvjitlink", "numba-cuda", "cuda-core", "numpy"])
+def test_wheel_versions_match_importlib_metadata(name):
+    """The toolchain's versions in every key are read from .dist-info names (no
+    importlib.metadata on a warm build): they must be what importlib.metadata says."""
+    from importlib.metadata import version
+
+    assert toolchain._dist_info_version(name) == version(name)
+
+
+def test_wheel_version_takes_the_first_path_entry_and_normalised_names(tmp_path, monkeypatch):
+    first, second = tmp_path / "a", tmp_path / "b"
+    for folder, item in ((first, "Nvidia_Cuda.NVRTC-13.9.1.dist-info"), (second, "nvidia_cuda_nvrtc-13.0.88.dist-info"),
+                         (first, "nvidia_nvjitlink-1.0.dist-info")):
+        (folder / item).mkdir(parents=True)
+    (first / "Nvidia_Cuda.NVRTC-13.9.1.dist-info" / "METADATA").write_text("Name: nvidia-cuda-nvrtc\n")
+    (second / "nvidia_cuda_nvrtc-13.0.88.dist-info" / "METADATA").write_text("Name: nvidia-cuda-nvrtc\n")
+    monkeypatch.setattr("sys.path", [str(tmp_path / "missing"), str(first), str(second)])
+    assert toolchain._dist_info_version("nvidia-cuda-nvrtc") == "13.9.1"
+    # a folder without METADATA is not an installed distribution
+    assert toolchain._dist_info_version("nvidia-nvjitlink") is None
+    assert toolchain._dist_info_version("nvidia-cuda-nvrtc-cu12") is None

@@ -75,15 +75,45 @@ def cccl_version() -> str:
 
 
 def _wheel_version(*names: str) -> str | None:
-    """Version of the first installed distribution among ``names`` (no library load: a cache
-    hit must not pay for mapping the ~100 MB NVRTC library just to learn its version)."""
-    from importlib.metadata import PackageNotFoundError, version
+    """Version of the first installed distribution among ``names``, read from the name of
+    its ``.dist-info`` directory on ``sys.path``, the first path entry that has one winning,
+    as ``importlib.metadata.version`` decides. No library load (a cache hit must not pay
+    for mapping the ~100 MB NVRTC library just to learn its version) and no
+    importlib.metadata either: its import and metadata parsing cost a warm process's first
+    build ~20 ms of its ~50 ms on the CPU machine."""
+    for name in names:
+        found = _dist_info_version(name)
+        if found:
+            return found
+    from importlib.metadata import PackageNotFoundError, version  # egg-info and other finders
 
     for name in names:
         try:
             return version(name)
         except PackageNotFoundError:
             continue
+    return None
+
+
+def _dist_info_version(name: str) -> str | None:
+    # a wheel installs "<name, runs of -_. as _>-<version>.dist-info" holding a METADATA file
+    import os
+    import sys
+
+    wanted = re.sub(r"[-_.]+", "_", name).lower()
+    for entry in sys.path:
+        folder = entry or "."
+        try:
+            listing = os.listdir(folder)
+        except OSError:
+            continue
+        for item in listing:
+            if not item.endswith(".dist-info"):
+                continue
+            dist, _, version = item[: -len(".dist-info")].partition("-")
+            if (version and re.sub(r"[-_.]+", "_", dist).lower() == wanted
+                    and os.path.isfile(os.path.join(folder, item, "METADATA"))):
+                return version
     return None
 
 
