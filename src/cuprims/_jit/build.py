@@ -26,9 +26,7 @@ while the ``cubin`` lock is held, never the other way round.
 from __future__ import annotations
 
 import hashlib
-import logging
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Sequence
 
 from .. import config
@@ -39,11 +37,11 @@ from .codegen import META_SYMBOL, Source
 from .disk_cache import DiskCache
 from .elfmeta import read_meta
 from .functors import is_direct
+from .log import logger
 from .nvrtc import BASE_OPTIONS, DIRECT_BASE_OPTIONS, compile_to_cubin, compile_to_ltoir, write_source
 from .results import BuildResult, OpInput  # noqa: F401 (the build's inputs and output, re-exported)
 from .toolchain import toolchain_fingerprint
 
-logger = logging.getLogger("cuprims")
 
 
 _memory = SingleFlightLRU(config.memory_cache_size())
@@ -214,6 +212,8 @@ def _compile_and_link(source: Source, arch: int, ops: Sequence[OpInput], objs: S
     needs_numba = _numba_ops(ops)
     if needs_numba:
         # NVRTC (native, releases the GIL) runs beside numba's Python-heavy compile.
+        from concurrent.futures import ThreadPoolExecutor
+
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cuprims-nvrtc") as pool:
             kernel_future = pool.submit(_kernel_ltoir, source, arch, disk)
             op_codes = [code for op, obj in zip(ops, objs) for code in _op_ltoir(op, obj, arch)]

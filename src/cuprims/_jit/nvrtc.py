@@ -15,7 +15,6 @@ from ..errors import CompileError
 from . import lazy, stats
 from .private_files import UnsafeDirectory, open_private_dir, report_unusable, write_file_atomic
 from .codegen import Source
-from .pch import compile_with_pch
 from .toolchain import KERNELS_DIR, cccl_include_dir, cuda_include_dir
 
 # NVRTC options besides arch and include paths. They build the ProgramOptions below and
@@ -106,6 +105,10 @@ def _compile(source: Source, arch: int, output: str, mode_options: dict[str, obj
 
     def compile_unit(pch_options: dict, logs: Any = None) -> Compiled:
         return nvrtc_compile(text, {**options, **pch_options}, output, names, logs)
+
+    # imported here: a process whose builds the disk cache serves never needs the PCH
+    # machinery (~2 ms of imports on the CPU machine)
+    from .pch import compile_with_pch
 
     stats.bump("nvrtc_compiles")
     try:

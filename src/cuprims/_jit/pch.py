@@ -58,7 +58,6 @@ from __future__ import annotations
 import atexit
 import hashlib
 import io
-import logging
 import os
 import re
 import shutil
@@ -69,6 +68,7 @@ from typing import Any, Callable
 
 from .. import config
 from . import pch_heap, pch_store, stats
+from .log import logger
 from .private_files import UnsafeDirectory
 
 # Set once, before the heap is mapped: resizing it later would invalidate every PCH made
@@ -79,8 +79,6 @@ _PLAIN = object()   # "compile without a PCH, after releasing the lock"
 _USED = "using precompiled header file"
 _WARNING = re.compile(r"#(\d+)-D")
 HEAP_WARNING = "20282"
-
-logger = logging.getLogger("cuprims")
 
 
 class _UnitError(Exception):

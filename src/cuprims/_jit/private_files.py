@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import logging
 import os
 import secrets
 import stat
 import threading
 from pathlib import Path
 
-logger = logging.getLogger("cuprims")
+from .log import logger
 
 #: The name a writer gives its temporary file before renaming it over ``name``: what a
 #: crashed writer leaves behind (see :func:`is_temp_name`).

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import sys
 import threading
 import time
 from typing import Iterator
+
+from .log import debug_enabled, logger as _logger
 
 _lock = threading.Lock()
 _counts: dict[str, int] = {
@@ -94,8 +95,6 @@ def reset() -> None:
             _counts[k] = 0
 
 
-_logger = logging.getLogger("cuprims")
-
 
 @contextlib.contextmanager
 def stage(name: str, detail: str = "") -> Iterator[None]:
@@ -103,7 +102,7 @@ def stage(name: str, detail: str = "") -> Iterator[None]:
     when CUPRIMS_TRACE=1."""
     from .. import config
 
-    trace, debug = config.trace_enabled(), _logger.isEnabledFor(logging.DEBUG)
+    trace, debug = config.trace_enabled(), debug_enabled()
     if not (trace or debug):
         yield
         return
