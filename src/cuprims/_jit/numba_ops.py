@@ -351,10 +351,12 @@ def _code_bytes(code: Any) -> bytes:
 
 
 def numba_version() -> str:
-    try:
-        from importlib.metadata import version
+    # read from its .dist-info name like the compilers' versions (no importlib.metadata on
+    # a warm build whose operators numba compiled)
+    from .toolchain import _wheel_version
 
-        return version("numba-cuda")
+    try:
+        return _wheel_version("numba-cuda") or "unknown"
     except Exception:  # pragma: no cover - metadata missing in odd installs
         return "unknown"
 
