@@ -42,8 +42,6 @@ from .nvrtc import BASE_OPTIONS, DIRECT_BASE_OPTIONS, compile_to_cubin, compile_
 from .results import BuildResult, OpInput  # noqa: F401 (the build's inputs and output, re-exported)
 from .toolchain import toolchain_fingerprint
 
-
-
 _memory = SingleFlightLRU(config.memory_cache_size())
 _kernel_memory = SingleFlightLRU(64)
 
