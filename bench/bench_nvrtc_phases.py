@@ -58,22 +58,28 @@ PHASES = {"CUDA C++ Frontend": "front end", "NVVM Optimizer": "NVVM optimizer",
           "PTX Translation": "PTX + ptxas"}
 
 
-def capture_units(code: str) -> list[tuple[bytes, dict, str, list[str]]]:
-    """The NVRTC compiles one build makes: (source, options, output kind, name expressions)."""
+def capture_units(code: str) -> list[tuple[bytes, dict, str, list[str], bytes]]:
+    """The NVRTC compiles one build makes: (source, options, output kind, name expressions,
+    the unit's header prefix as cuprims computes it for its PCH)."""
     import numpy as np
 
     import cuprims
     from cuprims import OpKind, SortOrder   # noqa: F401  (used by the case's code)
     from cuprims._jit import nvrtc as jit_nvrtc
 
-    seen: list[tuple[bytes, dict, str, list[str]]] = []
-    real = jit_nvrtc.nvrtc_compile
+    seen: list[tuple[bytes, dict, str, list[str], bytes]] = []
+    prefix = [b""]
+    real_compile, real_unit = jit_nvrtc.nvrtc_compile, jit_nvrtc._compile
+
+    def unit(source, *args, **kwargs):
+        prefix[0] = source.header_prefix.encode()
+        return real_unit(source, *args, **kwargs)
 
     def recording(text, options, output, names, logs=None):
-        seen.append((text, dict(options), output, list(names)))
-        return real(text, options, output, names, logs)
+        seen.append((text, dict(options), output, list(names), prefix[0]))
+        return real_compile(text, options, output, names, logs)
 
-    jit_nvrtc.nvrtc_compile = recording
+    jit_nvrtc.nvrtc_compile, jit_nvrtc._compile = recording, unit
     try:
         f4, i4, u4, u8 = np.float32, np.int32, np.uint32, np.uint64   # noqa: F841
         A = cuprims.ProxyArray   # noqa: F841
@@ -81,7 +87,7 @@ def capture_units(code: str) -> list[tuple[bytes, dict, str, list[str]]]:
             os.environ["CUPRIMS_CACHE_DIR"] = cache
             exec(code)
     finally:
-        jit_nvrtc.nvrtc_compile = real
+        jit_nvrtc.nvrtc_compile, jit_nvrtc._compile = real_compile, real_unit
     return seen
 
 
@@ -126,16 +132,6 @@ class Timed:
         return {"wall": wall, "phases": phases, "used_pch": b"using precompiled header file" in log}
 
 
-def header_prefix(text: bytes) -> bytes:
-    """The unit's leading preprocessor lines (what its PCH holds)."""
-    lines = []
-    for line in text.decode().splitlines():
-        if line.strip() and not line.lstrip().startswith(("#", "//")):
-            break
-        lines.append(line)
-    return ("\n".join(lines) + "\n").encode()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default=None)
@@ -146,7 +142,7 @@ def main() -> None:
     cases = {k: v for k, v in CASES.items() if not args.cases or k in args.cases.split(",")}
     for name, code in cases.items():
         units = [u for u in capture_units(code) if u[3]]   # units with kernels (not the heap's trigger)
-        for index, (text, options, output, names) in enumerate(units):
+        for index, (text, options, output, names, prefix_text) in enumerate(units):
             work = f"NVRTC: {name}" + (f" (unit {index + 1} of {len(units)})" if len(units) > 1 else "")
             pch = os.path.join(timed.dir, f"u{timed.salt}.pch")
             made = timed.compile(text, options, output, names, [f"-create-pch={pch}"])
@@ -154,7 +150,7 @@ def main() -> None:
             runs = [timed.compile(text, options, output, names, [f"-use-pch={pch}"]) for _ in range(3)]
             if not all(r["used_pch"] for r in runs):
                 print(f"{name}: NVRTC did not use the PCH", file=sys.stderr)
-            prefix = [timed.compile(header_prefix(text), options, output, [], [f"-use-pch={pch}"]) for _ in range(3)]
+            prefix = [timed.compile(prefix_text, options, output, [], [f"-use-pch={pch}"]) for _ in range(3)]
             plain = timed.compile(text, options, output, names, [])
             med = {p: statistics.median(r["phases"].get(p, 0.0) for r in runs) for p in PHASES.values()}
             total = statistics.median(r["wall"] for r in runs)
