@@ -390,6 +390,34 @@ def test_the_maps_read_through_libc_are_the_kernels_own_text():
 
 
 @pytest.mark.parametrize("size", [0, 1, 5 << 20, (32 << 20) * 2 + 7])
+def test_the_checksums_read_without_a_mapping_keep_the_parts_through_short_reads(tmp_path, monkeypatch, size):
+    """A file that cannot be mapped is read in parts; reads that return less than asked
+    (here at most 3 MB each) still give each whole part's CRC-32."""
+    data = os.urandom(size)
+    path = tmp_path / "pch"
+    path.write_bytes(data)
+
+    def no_mapping(*args, **kwargs):
+        raise OSError("no mapping here")
+
+    real_readv = os.readv
+
+    def short_readv(fd, buffers):
+        return real_readv(fd, [buffers[0][:3 << 20]])
+
+    monkeypatch.setattr(pch_store.mmap, "mmap", no_mapping)
+    monkeypatch.setattr(pch_store.os, "readv", short_readv)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert pch_store.crc32_of(fd, size) == _part_crcs(data)
+        assert pch_store.crc32_of(fd, size + 1) is None
+        if size:
+            assert pch_store.crc32_of(fd, size - 1) is None
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("size", [0, 1, 5 << 20, (32 << 20) * 2 + 7])
 def test_the_checksums_over_a_mapping_are_zlibs_per_part_and_a_wrong_size_is_refused(tmp_path, size):
     data = os.urandom(size)
     path = tmp_path / "pch"

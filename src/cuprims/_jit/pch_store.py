@@ -152,13 +152,20 @@ def crc32_of(fd: int, size: int) -> list[int] | None:
     buf = bytearray(min(PART_BYTES, max(size, 1)))
     view, crcs, total = memoryview(buf), [], 0
     while True:
-        n = os.readv(fd, [view])
-        if not n:
+        filled = 0   # a part is summed whole: a short read must not move the part boundaries
+        while filled < len(buf):
+            n = os.readv(fd, [view[filled:]])
+            if not n:
+                break
+            filled += n
+        if not filled:
             break
-        crcs.append(zlib.crc32(view[:n]))
-        total += n
+        crcs.append(zlib.crc32(view[:filled]))
+        total += filled
         if total > size:
             return None
+        if filled < len(buf):
+            break
     return crcs if total == size else None
 
 
