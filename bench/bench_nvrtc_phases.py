@@ -97,39 +97,32 @@ class Timed:
     def __init__(self) -> None:
         from cuda.bindings import nvrtc
 
-        self.nvrtc = nvrtc
         nvrtc.nvrtcSetPCHHeapSize(1 << 30)
         self.dir = tempfile.mkdtemp(prefix="cuprims-nvrtc-phases-")
         self.salt = 0
 
-    def compile(self, text: bytes, options: dict, output: str, names: list[str], extra: list[str]) -> dict:
-        from cuprims._jit.nvrtc import nvrtc_flags
+    def compile(self, text: bytes, options: dict, output: str, names: list[str], pch: dict) -> dict:
+        """One salted compile with the ``-time`` report; ``pch``: {"create_pch": path},
+        {"use_pch": path} or {}."""
+        import io
 
-        nv = self.nvrtc
+        from cuprims._jit.nvrtc import nvrtc_compile
+
         self.salt += 1
         text = text + f"\n__device__ int cuprims_phases_salt_{self.salt};\n".encode()
         report = os.path.join(self.dir, "time.csv")
         if os.path.exists(report):
             os.remove(report)
-        flags = nvrtc_flags(options) + [f"-time={report}".encode()] + [e.encode() for e in extra]
-        err, prog = nv.nvrtcCreateProgram(text, b"unit.cu", 0, [], [])
-        for name in names:
-            nv.nvrtcAddNameExpression(prog, name.encode())
+        log = io.StringIO()
         t = time.perf_counter()
-        (err,) = nv.nvrtcCompileProgram(prog, len(flags), flags)
+        nvrtc_compile(text, {**options, "time": report, **pch}, output, names, log)
         wall = time.perf_counter() - t
-        _, size = nv.nvrtcGetProgramLogSize(prog)
-        log = b" " * size
-        nv.nvrtcGetProgramLog(prog, log)
-        nv.nvrtcDestroyProgram(prog)
-        if err != nv.nvrtcResult.NVRTC_SUCCESS:
-            raise RuntimeError(f"NVRTC failed: {log.decode(errors='replace')[:2000]}")
         phases = {}
         for line in open(report).read().splitlines()[1:]:
             parts = [p.strip() for p in line.split(",")]
             if len(parts) >= 4 and parts[1] in PHASES:
                 phases[PHASES[parts[1]]] = phases.get(PHASES[parts[1]], 0.0) + float(parts[2]) / 1e3
-        return {"wall": wall, "phases": phases, "used_pch": b"using precompiled header file" in log}
+        return {"wall": wall, "phases": phases, "used_pch": "using precompiled header file" in log.getvalue()}
 
 
 def main() -> None:
@@ -145,13 +138,13 @@ def main() -> None:
         for index, (text, options, output, names, prefix_text) in enumerate(units):
             work = f"NVRTC: {name}" + (f" (unit {index + 1} of {len(units)})" if len(units) > 1 else "")
             pch = os.path.join(timed.dir, f"u{timed.salt}.pch")
-            made = timed.compile(text, options, output, names, [f"-create-pch={pch}"])
+            made = timed.compile(text, options, output, names, {"create_pch": pch})
             pch_mb = os.path.getsize(pch) / 1e6 if os.path.exists(pch) else 0.0
-            runs = [timed.compile(text, options, output, names, [f"-use-pch={pch}"]) for _ in range(3)]
+            runs = [timed.compile(text, options, output, names, {"use_pch": pch}) for _ in range(3)]
             if not all(r["used_pch"] for r in runs):
                 print(f"{name}: NVRTC did not use the PCH", file=sys.stderr)
-            prefix = [timed.compile(prefix_text, options, output, [], [f"-use-pch={pch}"]) for _ in range(3)]
-            plain = timed.compile(text, options, output, names, [])
+            prefix = [timed.compile(prefix_text, options, output, [], {"use_pch": pch}) for _ in range(3)]
+            plain = timed.compile(text, options, output, names, {})
             med = {p: statistics.median(r["phases"].get(p, 0.0) for r in runs) for p in PHASES.values()}
             total = statistics.median(r["wall"] for r in runs)
             add(work, "cuprims unit with its PCH: total", total, "s", None,

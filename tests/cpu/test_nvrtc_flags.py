@@ -13,7 +13,7 @@ from cuprims._jit import nvrtc
 from cuprims.errors import CompileError
 
 MODES = [nvrtc.COMPILE_OPTIONS, nvrtc.DIRECT_OPTIONS]
-EXTRAS = [{}, {"device_as_default_execution_space": True}]
+EXTRAS = [{}, {"device_as_default_execution_space": True}, {"time": "/tmp/phases.csv"}]
 PCH = [{}, {"create_pch": "/tmp/x.pch"}, {"use_pch": "/proc/self/fd/7"}]
 
 

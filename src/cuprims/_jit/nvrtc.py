@@ -147,7 +147,7 @@ def nvrtc_flags(options: Mapping[str, Any]) -> list[bytes]:
     in ProgramOptions' order."""
     unknown = sorted(set(options) - {"arch", "relocatable_device_code", "extensible_whole_program",
                                      "link_time_optimization", "include_path", "std",
-                                     "device_as_default_execution_space", "create_pch", "use_pch"})
+                                     "device_as_default_execution_space", "time", "create_pch", "use_pch"})
     if unknown:
         raise ValueError(f"NVRTC options without a flag here: {unknown}")
     flags = [f"-arch={options['arch']}"]
@@ -162,6 +162,8 @@ def nvrtc_flags(options: Mapping[str, Any]) -> list[bytes]:
         flags.append(f"--std={options['std']}")
     if options.get("device_as_default_execution_space"):
         flags.append("--device-as-default-execution-space")
+    if options.get("time"):   # NVRTC's per-phase timing report, a CSV file (bench_nvrtc_phases.py)
+        flags.append(f"--time={options['time']}")
     for name, flag in (("create_pch", "--create-pch"), ("use_pch", "--use-pch")):
         if options.get(name):
             flags.append(f"{flag}={options[name]}")
