@@ -274,13 +274,12 @@ def transform_functor(name: str, op: OpSpec, inputs: tuple[ValueType, ...], out:
     inputs; returns (text, extern symbols). Python ops and RawOps are called through the
     pointer ABI ``void symbol([state,] In0* a, [In1* b,] Out* result)``."""
     o = out.cpp
+    by_value = ", ".join(f"const {vt.cpp}& {p}" for vt, p in zip(inputs, "ab"))
     if op.kind == "builtin":
-        params = ", ".join(f"const {vt.cpp}& {p}" for vt, p in zip(inputs, "ab"))
-        return _functor(name, o, params, _transform_body(op.builtin, inputs, out)), ()
+        return _functor(name, o, by_value, _transform_body(op.builtin, inputs, out)), ()
     direct = direct_expr(op, inputs, out)
     if direct is not None:
-        params = ", ".join(f"const {vt.cpp}& {p}" for vt, p in zip(inputs, "ab"))
-        return _functor(name, o, params, [f"return {direct};"]), ()
+        return _functor(name, o, by_value, [f"return {direct};"]), ()
     params = [(vt.cpp, p, f"{p}_copy") for vt, p in zip(inputs, "ab")]
     return _linked_functor(name, op, symbol, o, params, f"{o} result;", "result", "result")
 
