@@ -30,10 +30,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..types import _SCALARS
 from .captures import _first_line, _in_scope
 
-_CPP = {"b1": "bool", "i1": "signed char", "i2": "short", "i4": "int", "i8": "long long", "u1": "unsigned char",
-        "u2": "unsigned short", "u4": "unsigned int", "u8": "unsigned long long", "f4": "float", "f8": "double"}
+# the types an expression translates for (bool, integers, float32/64) -> their C++ names
+_CPP = {code: cpp for code, (cpp, _) in _SCALARS.items() if code[0] in "biu" or code in ("f4", "f8")}
 _BUILTINS = {"min": min, "max": max, "abs": abs}
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "floordiv", ast.Mod: "mod"}
 _CMPOPS = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne"}
