@@ -43,7 +43,6 @@ import glob
 import hashlib
 import mmap
 import os
-import secrets
 import zlib
 from typing import Any, Mapping
 
@@ -273,7 +272,7 @@ class PchStore:
         except BaseException:
             stack.close()
             raise
-        return Pending(key, stack, leaf, f".{key}.{secrets.token_hex(8)}{TEMP_SUFFIX}")
+        return Pending(key, stack, leaf, f".{key}.{os.urandom(8).hex()}{TEMP_SUFFIX}")
 
     def discard(self, pending: Pending) -> None:
         """Remove what NVRTC wrote under the temporary name (if anything) and close the leaf."""
