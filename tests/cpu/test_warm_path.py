@@ -70,6 +70,16 @@ def test_without_the_c_accelerator_json_loads_reads_the_header(monkeypatch):
         cache_entries._json_loads(b'{"a":1}x')
 
 
+def test_an_accelerator_that_refuses_the_context_leaves_json_loads_reading(monkeypatch):
+    import types
+
+    def make_scanner(context):
+        raise AttributeError("'_ScannerContext' object has no attribute 'array_hook'")
+
+    monkeypatch.setitem(sys.modules, "_json", types.SimpleNamespace(make_scanner=make_scanner))
+    assert cache_entries._header_reader() is json.loads
+
+
 def _signed(header: bytes, blobs: bytes = b"") -> bytes:
     """An entry whose checksum is right around ``header``, whatever it holds."""
     payload = struct.pack("<Q", len(header)) + header + blobs

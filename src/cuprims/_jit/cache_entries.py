@@ -98,11 +98,12 @@ class _ScannerContext:
 def _header_reader() -> Any:
     try:
         from _json import make_scanner
-    except ImportError:
+
+        scanner = make_scanner(_ScannerContext())
+    except Exception:   # noqa: BLE001 - no accelerator, or one that wants another context
         import json
 
         return json.loads
-    scanner = make_scanner(_ScannerContext())
 
     def read(text: str) -> Any:
         text = text.strip(" \t\n\r")   # the whitespace json.loads allows around a value
