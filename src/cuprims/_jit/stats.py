@@ -95,7 +95,6 @@ def reset() -> None:
             _counts[k] = 0
 
 
-
 @contextlib.contextmanager
 def stage(name: str, detail: str = "") -> Iterator[None]:
     """Time a build stage: logged at DEBUG on the ``cuprims`` logger, and printed to stderr
