@@ -61,16 +61,29 @@ def test_the_header_reader_agrees_with_json_loads_on_damaged_headers():
     assert not differing, differing[:5]
 
 
-def test_without_the_c_accelerator_json_loads_reads_the_header(monkeypatch):
+@pytest.fixture
+def fresh_reader():
+    """The header reader chosen again in the test, and again after it."""
+    cache_entries._header_reader.cache_clear()
+    yield
+    cache_entries._header_reader.cache_clear()
+
+
+def test_the_reader_is_the_c_scanner_where_python_has_it(fresh_reader):
+    """The comparisons above test the C scanner, not json.loads beside itself."""
+    pytest.importorskip("_json")
+    assert cache_entries._header_reader() is not json.loads
+
+
+def test_without_the_c_accelerator_json_loads_reads_the_header(monkeypatch, fresh_reader):
     monkeypatch.setitem(sys.modules, "_json", None)   # makes `from _json import ...` fail
-    monkeypatch.setattr(cache_entries, "_read_header", None)
     assert cache_entries._header_reader() is json.loads
     assert cache_entries._json_loads(HEADERS[0])["kind"] == "cubin"
     with pytest.raises(ValueError):
         cache_entries._json_loads(b'{"a":1}x')
 
 
-def test_an_accelerator_that_refuses_the_context_leaves_json_loads_reading(monkeypatch):
+def test_an_accelerator_that_refuses_the_context_leaves_json_loads_reading(monkeypatch, fresh_reader):
     import types
 
     def make_scanner(context):

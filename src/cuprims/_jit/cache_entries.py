@@ -4,6 +4,7 @@ names and sizes of its binary blobs) followed by the blobs."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import struct
 from typing import Any
@@ -95,7 +96,9 @@ class _ScannerContext:
     parse_constant = staticmethod(_NON_FINITE.__getitem__)
 
 
+@functools.lru_cache(maxsize=None)
 def _header_reader() -> Any:
+    """The function that reads a header's text: the C scanner's, or json.loads."""
     try:
         from _json import make_scanner
 
@@ -118,13 +121,7 @@ def _header_reader() -> Any:
     return read
 
 
-_read_header: Any = None
-
-
 def _json_loads(data: bytes) -> Any:
     """``json.loads(data)`` for UTF-8 ``data``: the same value, and ValueError (or
     RecursionError) where json.loads raises it."""
-    global _read_header
-    if _read_header is None:
-        _read_header = _header_reader()
-    return _read_header(data.decode("utf-8"))
+    return _header_reader()(data.decode("utf-8"))
