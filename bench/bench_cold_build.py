@@ -26,6 +26,7 @@ import sys
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import add_extra_path, write_results  # noqa: E402
@@ -127,6 +128,11 @@ print(json.dumps({"import": import_s, "first": first_s, "second": second_s}))
 """
 
 
+def _median(items: list, key: Callable[[Any], float]) -> Any:
+    """The item whose ``key`` is the median (the upper one of an even count)."""
+    return sorted(items, key=key)[len(items) // 2]
+
+
 def _keep_only_pchs(cache: str) -> None:
     """Leave the cache as a machine has it after its one-time cost is paid: the PCH
     entries stay, every compiled entry goes."""
@@ -179,18 +185,15 @@ def main() -> None:
             # the warm process takes ~20-30 ms, of which the host's noise is several: the
             # median of --repeat processes, as for the first build
             warms = sorted((_run(code, cache, *env)[0] for _ in range(args.repeat)), key=lambda w: w["first"])
-            warm = warms[len(warms) // 2]
+            warm = _median(warms, key=lambda w: w["first"])
             runs = []
             for _ in range(args.repeat):
                 _keep_only_pchs(cache)
                 runs.append(_run(code, cache, *env))
         # the host's builds vary by +-30% from one process to the next: the median process,
         # for the first and for the later build each (its stages come from that same process)
-        def median_run(build: str) -> tuple[dict, dict[str, dict[str, float]]]:
-            return sorted(runs, key=lambda run: run[0][build])[len(runs) // 2]
-
-        result, stages = median_run("first")
-        later, later_stages = median_run("second")
+        result, stages = _median(runs, key=lambda run: run[0]["first"])
+        later, later_stages = _median(runs, key=lambda run: run[0]["second"])
         result = {**result, "second": later["second"]}
         stages = {**stages, "second": later_stages["second"]}
         runs.sort(key=lambda run: run[0]["first"])
