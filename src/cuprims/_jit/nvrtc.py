@@ -170,6 +170,13 @@ def nvrtc_flags(options: Mapping[str, Any]) -> list[bytes]:
     return [f.encode() for f in flags]
 
 
+def output_buffer(size: int) -> bytearray:
+    """A buffer NVRTC may write ``size`` bytes into. Never a ``bytes`` object: those are
+    immutable, and CPython shares small ones (``b" "`` is the one-byte singleton that
+    ``bytes([32])`` returns), so a C write into one corrupts every user of it."""
+    return bytearray(max(size, 1))
+
+
 def nvrtc_compile(text: bytes, options: Mapping[str, Any], output: str, names: list[str],
                   logs: Any = None) -> Compiled:
     """One NVRTC compile of ``text`` to ``output`` ("ltoir" or "cubin"); NVRTC's log is
@@ -191,9 +198,9 @@ def nvrtc_compile(text: bytes, options: Mapping[str, Any], output: str, names: l
             check("nvrtcAddNameExpression", nvrtc.nvrtcAddNameExpression(prog, name.encode()))
         (err,) = nvrtc.nvrtcCompileProgram(prog, len(flags), flags)
         size = check("nvrtcGetProgramLogSize", nvrtc.nvrtcGetProgramLogSize(prog))
-        buf = b" " * size
+        buf = output_buffer(size)
         check("nvrtcGetProgramLog", nvrtc.nvrtcGetProgramLog(prog, buf))
-        log = buf.rstrip(b"\0").decode(errors="replace")
+        log = bytes(buf).rstrip(b"\0").decode(errors="replace")
         if logs is not None and log.strip():
             logs.write(log)
         if err != ok:
@@ -201,12 +208,12 @@ def nvrtc_compile(text: bytes, options: Mapping[str, Any], output: str, names: l
         get_size, get = ((nvrtc.nvrtcGetLTOIRSize, nvrtc.nvrtcGetLTOIR) if output == "ltoir"
                          else (nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN))
         size = check(get_size.__name__, get_size(prog))
-        code = b" " * size
+        code = output_buffer(size)
         check(get.__name__, get(prog, code))
         mapping = {}
         for name in names:
             lowered = check("nvrtcGetLoweredName", nvrtc.nvrtcGetLoweredName(prog, name.encode()))
             mapping[name] = lowered.decode() if isinstance(lowered, bytes) else str(lowered)
-        return Compiled(code, mapping)
+        return Compiled(bytes(code), mapping)
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
