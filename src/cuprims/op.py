@@ -133,6 +133,11 @@ class RawOp:
             raise ArgumentError("ltoir", "LTO-IR (NVVM's output, as numba-cuda's output='ltoir' or NVRTC's "
                                 "-dlto give)", f"{len(self.ltoir)} bytes starting {self.ltoir[:4]!r}")
         self.extra_ltoirs = tuple(_as_bytes(x, "extra_ltoirs") for x in (extra_ltoirs or ()))
+        from ._jit.raw_probe import check_ltoir_readable
+
+        check_ltoir_readable(self.ltoir, "ltoir")
+        for code in self.extra_ltoirs:
+            check_ltoir_readable(code, "extra_ltoirs")
 
     def digest(self) -> str:
         cached = self.__dict__.get("_digest")

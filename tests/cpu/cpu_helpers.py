@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -241,3 +242,16 @@ class FakePack:
             else:
                 assert isinstance(v, bytes) and len(v) == kind, (kind, v)
         return values
+
+
+@functools.lru_cache(maxsize=None)
+def stub_ltoir(name: str, n_pointers: int = 3) -> bytes:
+    """Real LTO-IR (from NVRTC) of an ``extern "C" __device__`` function ``name`` that takes
+    ``n_pointers`` pointers and does nothing: for tests of a RawOp's state and packing
+    (RawOp reads its LTO-IR through nvJitLink when it is made)."""
+    from cuda.core import Program, ProgramOptions
+
+    params = ", ".join(f"void* p{i}" for i in range(n_pointers))
+    options = ProgramOptions(arch=f"sm_{ARCH}", std="c++17", relocatable_device_code=True,
+                             link_time_optimization=True)
+    return bytes(Program(f'extern "C" __device__ void {name}({params}) {{}}', "c++", options).compile("ltoir").code)

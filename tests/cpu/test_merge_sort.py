@@ -31,7 +31,7 @@ from cuprims.algorithms.merge_sort import make_merge_sort, merge_sort
 from cuprims.errors import ArgumentError
 from cuprims.op import OpSpec, op_spec
 from cuprims.types import value_type
-from cpu_helpers import check_golden, counters, delta, render_source
+from cpu_helpers import check_golden, counters, delta, render_source, stub_ltoir
 from test_radix_sort import ELF, FakeArray, FakeMemory, FakePack, check_param_layout
 
 KEY_STRUCT = np.dtype([("a", np.int32), ("b", np.float32)], align=True)
@@ -567,7 +567,7 @@ def test_fake_device_call_argument_errors(fake_merge):
 
 
 def test_raw_comparator_state_travels_by_value(fake_merge):
-    op = RawOp(ltoir=b"\xedCN\x7f" + b"\0" * 12, name="my_cmp", state=b"\1\2\3\4\5", state_alignment=4)
+    op = RawOp(ltoir=stub_ltoir("my_cmp", 4), name="my_cmp", state=b"\1\2\3\4\5", state_alignment=4)
     obj, dev = fake_merge(np.int32, None, OpKind.LESS)  # device emulation uses LESS
     raw_obj = ms._MergeSort(ms._describe(ProxyArray(np.int32), None, ProxyArray(np.int32), None, op), 90, (op,))
     assert functor_size(raw_obj.desc.op) == 8
@@ -578,7 +578,7 @@ def test_raw_comparator_state_travels_by_value(fake_merge):
             op=op)
     states = {entry[4][8] for entry in dev.launches if entry[0] == "block_sort"}
     assert states == {b"\1\2\3\4\5\0\0\0"}
-    op2 = RawOp(ltoir=b"\xedCN\x7f" + b"\0" * 12, name="my_cmp", state=b"\x09\x09\x09\x09\x09", state_alignment=4)
+    op2 = RawOp(ltoir=stub_ltoir("my_cmp", 4), name="my_cmp", state=b"\x09\x09\x09\x09\x09", state_alignment=4)
     raw_obj(temp_storage=tmp, d_in_keys=kin, d_in_values=None, d_out_keys=kin, d_out_values=None, num_items=30,
             op=op2)
     assert dev.launches[-1][4][6] == b"\x09\x09\x09\x09\x09\0\0\0"

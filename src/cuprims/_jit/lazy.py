@@ -36,3 +36,7 @@ def driver_bindings() -> ModuleType:
 
 def nvrtc_bindings() -> ModuleType:
     return _load("cuda.bindings.nvrtc")
+
+
+def nvjitlink_bindings() -> ModuleType:
+    return _load("cuda.bindings.nvjitlink")

@@ -1,4 +1,12 @@
-"""How many parameters a RawOp's function really takes, read before it is linked.
+"""What a RawOp's LTO-IR holds, checked before it is linked: that it is LTO-IR this
+nvJitLink can read at all (when the RawOp is made), and how many parameters its function
+really takes (when a cubin is first built with it).
+
+Readable: NVVM's container starts with a fixed magic, but nvJitLink reads only the
+container's header when the module is added; a corrupt or truncated body shows only at
+the link, as an error that names neither the operator nor the argument. So each distinct
+module is linked once, alone, to PTX for the newest architecture this toolkit knows (any
+older target's LTO-IR links there), which parses the whole of it: a few milliseconds.
 
 LTO-IR is opaque (NVVM's container is not plain LLVM bitcode), and link-time optimisation
 does not compare a C declaration with the definition it binds to: a unary function linked
@@ -11,6 +19,7 @@ and costs a few milliseconds beside a build's seconds.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import threading
 
@@ -21,6 +30,51 @@ from . import lazy, stats
 _PROBE_KERNEL = "cuprims_arity_probe"
 _counts: dict[str, int | None] = {}     # RawOp digest -> parameter count (None: not found in PTX)
 _counts_lock = threading.Lock()
+
+
+# nvJitLink results that mean "this is not LTO-IR that this nvJitLink can read". Others
+# (an arch-specific module such as sm_90a's, which links only for its own target) are left
+# for the real link to judge, with its full log.
+_UNREADABLE = ("ERROR_OUTDATED_LIBRARY", "ERROR_NVVM_COMPILE", "ERROR_INVALID_INPUT",
+               "ERROR_INCORRECT_INPUT_TYPE")
+_readable: set[str] = set()        # sha256 of modules that linked alone
+_FALLBACK_PROBE_ARCH = 90
+
+
+def _probe_arch() -> int:
+    from .toolchain import supported_archs
+
+    archs = supported_archs()
+    return max(archs) if archs else _FALLBACK_PROBE_ARCH
+
+
+def check_ltoir_readable(code: bytes, argument: str) -> None:
+    """Raise ArgumentError naming ``argument`` unless ``code`` is an LTO-IR module that
+    this nvJitLink reads whole (see the module docstring)."""
+    digest = hashlib.sha256(code).hexdigest()
+    if digest in _readable:
+        return
+    nvjitlink = lazy.nvjitlink_bindings()
+    stats.bump("raw_op_probes")
+    handle = nvjitlink.create(3, [f"-arch=sm_{_probe_arch()}", "-lto", "-ptx"])
+    try:
+        try:
+            nvjitlink.add_data(handle, nvjitlink.InputType.LTOIR, code, len(code), argument)
+            nvjitlink.complete(handle)
+        except nvjitlink.nvJitLinkError as exc:
+            if not any(name in str(exc) for name in _UNREADABLE):
+                return
+            size = nvjitlink.get_error_log_size(handle)
+            log = bytearray(max(size, 1))
+            nvjitlink.get_error_log(handle, log)
+            why = bytes(log).rstrip(b"\0").decode(errors="replace").strip() or str(exc)
+            major, minor = nvjitlink.version()
+            raise ArgumentError(argument, f"LTO-IR that nvJitLink {major}.{minor} can read (NVVM's output, as "
+                                "numba-cuda's output='ltoir' or NVRTC's -dlto give, from this CUDA version or "
+                                "an older one)", f"{len(code)} bytes it cannot read: {why}") from None
+    finally:
+        nvjitlink.destroy(handle)
+    _readable.add(digest)
 
 
 def _probe_ltoir(symbol: str, arch: int) -> bytes:

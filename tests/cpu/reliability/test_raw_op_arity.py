@@ -1,8 +1,9 @@
-"""A RawOp's function must take the parameters the algorithm passes (issue 13, item 10).
+"""A RawOp's LTO-IR is probed: it must be LTO-IR this nvJitLink reads whole (checked when
+the RawOp is made), and its function must take the parameters the algorithm passes.
 
 LTO-IR does not let the linker compare a declaration with its definition, so a unary
 function linked where a binary one is called would read a pointer that was never passed.
-These cases build ahead of time for sm_90 with real LTO-IR from numba-cuda."""
+These cases build ahead of time for sm_90 with real LTO-IR from numba-cuda and NVRTC."""
 
 from __future__ import annotations
 
@@ -99,3 +100,73 @@ def test_the_right_arity_builds(unary):
                                      compute_capability=90)
     assert t is not None
     assert cuprims.cache_info()["links"] >= 1
+
+
+# ----------------------------------------------------------------------------- unreadable LTO-IR
+# Each damage makes bytes that start with NVVM's magic (so they pass the first look) but are
+# not a module nvJitLink can read; one declaration each.
+def _garbage_after_magic(good: bytes) -> bytes:
+    return b"\xedCN\x7f" + b"\0" * 64
+
+
+def _truncated(good: bytes) -> bytes:
+    return good[: len(good) // 2]
+
+
+def _header_only(good: bytes) -> bytes:
+    return good[:100]
+
+
+def _body_scrambled(good: bytes) -> bytes:
+    data = bytearray(good)
+    for i in range(200, len(data), 7):
+        data[i] ^= 0x5A
+    return bytes(data)
+
+
+DAMAGE = {"garbage after the magic": _garbage_after_magic, "truncated": _truncated,
+          "header only": _header_only, "body scrambled": _body_scrambled}
+
+
+def _nvrtc_ltoir(arch: int, name: str = "probe_add") -> bytes:
+    from cuda.core import Program, ProgramOptions
+
+    options = ProgramOptions(arch=f"sm_{arch}", std="c++17", relocatable_device_code=True,
+                             link_time_optimization=True)
+    source = f'extern "C" __device__ void {name}(const float* a, const float* b, float* r) {{ *r = *a + *b; }}'
+    return bytes(Program(source, "c++", options).compile("ltoir").code)
+
+
+@pytest.fixture(scope="module")
+def good_ltoir() -> bytes:
+    return _nvrtc_ltoir(90)
+
+
+@pytest.mark.parametrize("argument", ["ltoir", "extra_ltoirs"])
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+def test_unreadable_ltoir_is_refused_when_the_rawop_is_made(good_ltoir, damage, argument):
+    bad = DAMAGE[damage](good_ltoir)
+    assert bad[:4] == b"\xedCN\x7f"
+    kwargs = {"ltoir": good_ltoir, "name": "probe_add"}
+    kwargs["ltoir" if argument == "ltoir" else "extra_ltoirs"] = bad if argument == "ltoir" else [bad]
+    before = _compiles()
+    with pytest.raises(ArgumentError) as info:
+        RawOp(**kwargs)
+    assert info.value.argument == argument
+    assert "cannot read" in str(info.value)
+    assert _compiles() == before
+
+
+@pytest.mark.parametrize("arch", [75, 80, 90, 100, 120])
+def test_readable_ltoir_of_any_target_is_accepted(arch):
+    op = RawOp(ltoir=_nvrtc_ltoir(arch), name="probe_add")
+    assert op.ltoir[:4] == b"\xedCN\x7f"
+
+
+def test_a_module_is_probed_once():
+    ltoir = _nvrtc_ltoir(90, "probe_once")    # a module no other test makes
+    probes = [cuprims.cache_info().get("raw_op_probes", 0)]
+    for _ in range(3):
+        RawOp(ltoir=ltoir, name="probe_once")
+        probes.append(cuprims.cache_info()["raw_op_probes"])
+    assert [b - a for a, b in zip(probes, probes[1:])] == [1, 0, 0]
