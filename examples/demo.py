@@ -15,12 +15,55 @@ from cuprims import CountingIterator, OpKind, ProxyArray, ProxyValue, SortOrder,
 
 
 def have_gpu() -> bool:
+    """Whether the NVIDIA driver is here and shows a GPU (asked through cuda.core, which
+    cuprims depends on: no array library is needed to tell)."""
     try:
-        import cupy
+        from cuda.core import Device
 
-        return cupy.cuda.runtime.getDeviceCount() > 0
-    except Exception:
+        Device(0)
+        return True
+    except Exception:  # noqa: BLE001 - no driver library, no device, or a driver too old
         return False
+
+
+class DeviceArrays:
+    """The few array operations the demo needs: CuPy's where CuPy is installed (the gpu
+    extra), numba-cuda's device arrays otherwise (numba-cuda comes with cuprims)."""
+
+    def __init__(self) -> None:
+        try:
+            import cupy
+
+            self.cupy = cupy
+        except ImportError:
+            self.cupy = None
+        from numba import cuda
+
+        self.numba_cuda = cuda
+
+    @property
+    def library(self) -> str:
+        return f"CuPy {self.cupy.__version__}" if self.cupy else "numba-cuda device arrays"
+
+    def device_name(self) -> str:
+        from cuda.core import Device
+
+        return Device(0).name
+
+    def to_device(self, host: np.ndarray):
+        return self.cupy.asarray(host) if self.cupy else self.numba_cuda.to_device(host)
+
+    def empty(self, n: int, dtype):
+        return self.cupy.empty(n, dtype) if self.cupy else self.numba_cuda.device_array(n, dtype)
+
+    def to_host(self, d) -> np.ndarray:
+        return d.get() if self.cupy else d.copy_to_host()
+
+    def synchronize(self) -> None:
+        if self.cupy:
+            self.cupy.cuda.Device().synchronize()
+        else:
+            self.numba_cuda.synchronize()
 
 
 def less(a, b):
@@ -28,102 +71,103 @@ def less(a, b):
 
 
 def run_on_gpu() -> None:
-    import cupy as cp
-
+    xp = DeviceArrays()
     rng = np.random.default_rng(0)
     n = 1 << 24
     hx = rng.random(n, dtype=np.float32)
     hi = rng.integers(-1000, 1000, n).astype(np.int32)
-    x, xi = cp.asarray(hx), cp.asarray(hi)
+    x, xi = xp.to_device(hx), xp.to_device(hi)
 
     def show(label: str, t0: float, ok: bool) -> None:
-        cp.cuda.Device().synchronize()
+        xp.synchronize()
         print(f"  {label:46s} {'ok ' if ok else 'WRONG'}  first call incl. build {time.perf_counter() - t0:5.2f} s")
 
-    print(f"cuprims {cuprims.__version__} on {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}, n = {n}")
-    out = cp.empty(1, cp.float32)
+    print(f"cuprims {cuprims.__version__} on {xp.device_name()} with {xp.library}, n = {n}")
+    out = xp.empty(1, np.float32)
     for label, op in [("reduce_into, OpKind.PLUS", OpKind.PLUS), ("reduce_into, lambda a, b: a + b",
                                                                    lambda a, b: a + b)]:
         t0 = time.perf_counter()
         cuprims.reduce_into(d_in=x, d_out=out, num_items=n, op=op, h_init=np.float32(0))
-        show(label, t0, abs(float(out[0]) - float(hx.sum(dtype=np.float64))) < 1e-3 * n)
+        show(label, t0, abs(float(xp.to_host(out)[0]) - float(hx.sum(dtype=np.float64))) < 1e-3 * n)
 
-    scanned = cp.empty_like(xi)
+    scanned = xp.empty(n, np.int32)
     t0 = time.perf_counter()
     cuprims.inclusive_scan(d_in=xi, d_out=scanned, op=OpKind.PLUS, num_items=n)
-    show("inclusive_scan, int32 PLUS", t0, bool((scanned.get() == np.cumsum(hi, dtype=np.int32)).all()))
+    show("inclusive_scan, int32 PLUS", t0, bool((xp.to_host(scanned) == np.cumsum(hi, dtype=np.int32)).all()))
 
-    y = cp.empty_like(x)
+    y = xp.empty(n, np.float32)
     t0 = time.perf_counter()
     cuprims.unary_transform(d_in=x, d_out=y, op=lambda v: v * 2 + 1, num_items=n)
-    show("unary_transform, lambda v: v * 2 + 1", t0, bool(np.allclose(y.get(), hx * 2 + 1)))
+    show("unary_transform, lambda v: v * 2 + 1", t0, bool(np.allclose(xp.to_host(y), hx * 2 + 1)))
 
-    keys = cp.asarray(rng.integers(0, 1 << 32, n, dtype=np.uint32))
-    sorted_keys = cp.empty_like(keys)
+    hkeys = rng.integers(0, 1 << 32, n, dtype=np.uint32)
+    keys = xp.to_device(hkeys)
+    sorted_keys = xp.empty(n, np.uint32)
     t0 = time.perf_counter()
     cuprims.radix_sort(d_in_keys=keys, d_out_keys=sorted_keys, num_items=n, order=SortOrder.ASCENDING)
-    show("radix_sort, uint32 keys", t0, bool((sorted_keys.get() == np.sort(keys.get())).all()))
+    show("radix_sort, uint32 keys", t0, bool((xp.to_host(sorted_keys) == np.sort(hkeys)).all()))
 
-    merged = cp.empty_like(xi)
+    merged = xp.empty(n, np.int32)
     t0 = time.perf_counter()
     cuprims.merge_sort(d_in_keys=xi, d_out_keys=merged, num_items=n, op=less)
-    show("merge_sort, Python comparator a < b", t0, bool((merged.get() == np.sort(hi)).all()))
+    show("merge_sort, Python comparator a < b", t0, bool((xp.to_host(merged) == np.sort(hi)).all()))
 
-    data = cp.sort(xi)
-    found = cp.empty(4096, cp.int64)
+    hsorted = np.sort(hi)
+    data = xp.to_device(hsorted)
+    found = xp.empty(4096, np.int64)
     queries = TransformIterator(CountingIterator(np.int32(0)), lambda i: i - 2048, np.int32)
     t0 = time.perf_counter()
     cuprims.lower_bound(d_data=data, num_items=n, d_values=queries, num_values=4096, d_out=found)
-    expect = np.searchsorted(data.get(), np.arange(-2048, 2048, dtype=np.int32))
-    show("lower_bound, values from an iterator", t0, bool((found.get() == expect).all()))
+    expect = np.searchsorted(hsorted, np.arange(-2048, 2048, dtype=np.int32))
+    show("lower_bound, values from an iterator", t0, bool((xp.to_host(found) == expect).all()))
 
     seg = 256
-    sums = cp.empty(n // seg, cp.float32)
+    sums = xp.empty(n // seg, np.float32)
     starts = TransformIterator(CountingIterator(np.int64(0)), lambda i: i * 256)
     ends = TransformIterator(CountingIterator(np.int64(1)), lambda i: i * 256)
     t0 = time.perf_counter()
     cuprims.segmented_reduce(d_in=x, d_out=sums, num_segments=n // seg, start_offsets_in=starts, end_offsets_in=ends,
                              op=OpKind.PLUS, h_init=np.float32(0), max_segment_size=seg)
-    show("segmented_reduce, 256-item segments", t0, bool(np.allclose(sums.get(), hx.reshape(-1, seg).sum(axis=1),
-                                                                     rtol=1e-4)))
+    show("segmented_reduce, 256-item segments", t0, bool(np.allclose(xp.to_host(sums),
+                                                                     hx.reshape(-1, seg).sum(axis=1), rtol=1e-4)))
 
-    tiles = cp.empty_like(xi)
+    tiles = xp.empty(n, np.int32)
     t0 = time.perf_counter()
     cuprims.segmented_sort(d_in_keys=xi, d_out_keys=tiles, num_items=n, num_segments=n // 4096,
                            start_offsets_in=TransformIterator(CountingIterator(np.int64(0)), lambda i: i * 4096),
                            end_offsets_in=TransformIterator(CountingIterator(np.int64(1)), lambda i: i * 4096),
                            order=SortOrder.ASCENDING)
-    show("segmented_sort, 4096-key segments", t0, bool((tiles.get() == np.sort(hi.reshape(-1, 4096), axis=1)
+    show("segmented_sort, 4096-key segments", t0, bool((xp.to_host(tiles) == np.sort(hi.reshape(-1, 4096), axis=1)
                                                         .reshape(-1)).all()))
 
-    evens, count = cp.empty_like(xi), cp.empty(1, cp.int64)
+    evens, count = xp.empty(n, np.int32), xp.empty(1, np.int64)
     t0 = time.perf_counter()
     cuprims.select(d_in=xi, d_out=evens, d_num_selected_out=count, cond=lambda v: v % 2 == 0, num_items=n)
-    kept = int(count.get()[0])
-    show("select, lambda v: v % 2 == 0", t0, bool((evens[:kept].get() == hi[hi % 2 == 0]).all()))
+    kept = int(xp.to_host(count)[0])
+    show("select, lambda v: v % 2 == 0", t0, bool((xp.to_host(evens)[:kept] == hi[hi % 2 == 0]).all()))
 
-    runs = cp.sort(xi)
-    uk, ui, uc = cp.empty_like(xi), cp.empty_like(x), cp.empty(1, cp.int64)
+    uk, ui, uc = xp.empty(n, np.int32), xp.empty(n, np.float32), xp.empty(1, np.int64)
     t0 = time.perf_counter()
-    cuprims.unique_by_key(d_in_keys=runs, d_in_items=x, d_out_keys=uk, d_out_items=ui, d_out_num_selected=uc,
+    cuprims.unique_by_key(d_in_keys=data, d_in_items=x, d_out_keys=uk, d_out_items=ui, d_out_num_selected=uc,
                           op=OpKind.EQUAL_TO, num_items=n)
-    show("unique_by_key, int32 keys", t0, bool((uk[:int(uc.get()[0])].get() == np.unique(hi)).all()))
+    show("unique_by_key, int32 keys", t0, bool((xp.to_host(uk)[:int(xp.to_host(uc)[0])] == np.unique(hi)).all()))
 
-    samples = cp.asarray(rng.integers(0, 256, n).astype(np.uint8))
-    hist = cp.empty(256, cp.int32)
+    hsamples = rng.integers(0, 256, n).astype(np.uint8)
+    samples = xp.to_device(hsamples)
+    hist = xp.empty(256, np.int32)
     t0 = time.perf_counter()
     cuprims.histogram_even(d_samples=samples, d_histogram=hist, num_output_levels=257, lower_level=np.int32(0),
                            upper_level=np.int32(256), num_samples=n)
-    show("histogram_even, uint8 into 256 bins", t0, bool((hist.get() == np.bincount(samples.get(), minlength=256))
+    show("histogram_even, uint8 into 256 bins", t0, bool((xp.to_host(hist) == np.bincount(hsamples, minlength=256))
                                                          .all()))
 
     reducer = cuprims.make_reduce_into(d_in=x, d_out=out, op=OpKind.PLUS, h_init=np.float32(0))
     t0 = time.perf_counter()
     twin = cuprims.deserialize(cuprims.serialize(reducer))
-    tmp = cp.empty(max(1, twin(temp_storage=None, d_in=x, d_out=out, num_items=n, h_init=np.float32(0))), cp.uint8)
+    tmp = xp.empty(max(1, twin(temp_storage=None, d_in=x, d_out=out, num_items=n, h_init=np.float32(0))), np.uint8)
     twin(temp_storage=tmp, d_in=x, d_out=out, num_items=n, h_init=np.float32(0))
-    show("serialize + deserialize + call (no compile)", t0, abs(float(out[0]) - float(hx.sum(dtype=np.float64)))
-         < 1e-3 * n)
+    show("serialize + deserialize + call (no compile)", t0,
+         abs(float(xp.to_host(out)[0]) - float(hx.sum(dtype=np.float64))) < 1e-3 * n)
 
 
 def build_ahead_of_time() -> None:
