@@ -374,3 +374,73 @@ def test_wheel_version_takes_the_first_path_entry_and_normalised_names(tmp_path,
     # a folder without METADATA is not an installed distribution
     assert toolchain._dist_info_version("nvidia-nvjitlink") is None
     assert toolchain._dist_info_version("nvidia-cuda-nvrtc-cu12") is None
+
+
+# ----------------------------------------------------------------- compiler flags that change no code
+# Each __future__ feature that sets a compiler flag, and the code-object bookkeeping flags
+# (a nested function, one without free variables): none changes the code numba compiles
+# for an operator, so none may change its recipe (an operator written in a module with
+# `from __future__ import annotations` and in one without is one cache entry).
+_FUTURE_FLAGS = {name: getattr(__import__("__future__"), name).compiler_flag
+                 for name in __import__("__future__").all_feature_names
+                 if getattr(__import__("__future__"), name).compiler_flag}
+_OPERATOR_MODULE = "def op(a, b):\n    t = a * b\n    return t + a if t > b else b\n"
+
+
+def _operator_compiled_with(flags: int):
+    ns = {}
+    exec(compile(_OPERATOR_MODULE, "<operator module>", "exec", flags=flags, dont_inherit=True), ns)
+    return ns["op"]
+
+
+@pytest.mark.parametrize("feature", sorted(_FUTURE_FLAGS))
+def test_a_future_import_does_not_change_the_recipe(feature):
+    plain, flagged = _operator_compiled_with(0), _operator_compiled_with(_FUTURE_FLAGS[feature])
+    assert plain.__code__.co_code == flagged.__code__.co_code      # the same code...
+    assert callable_recipe(plain) == callable_recipe(flagged)        # ...the same recipe
+
+
+def test_the_annotations_future_sets_a_code_flag_the_recipe_ignores():
+    """The case users meet: the flag really is in the code object."""
+    flagged = _operator_compiled_with(_FUTURE_FLAGS["annotations"])
+    assert flagged.__code__.co_flags != _operator_compiled_with(0).__code__.co_flags
+    assert callable_recipe(flagged) == callable_recipe(_operator_compiled_with(0))
+
+
+def _nested_op():
+    def op(a, b):
+        t = a * b
+        return t + a if t > b else b
+    return op
+
+
+def test_a_nested_definition_has_the_recipe_of_a_top_level_one():
+    nested, top = _nested_op(), _operator_compiled_with(0)
+    assert nested.__code__.co_flags != top.__code__.co_flags       # CO_NESTED
+    assert callable_recipe(nested) == callable_recipe(top)
+
+
+def test_flags_that_change_the_code_still_change_the_recipe():
+    ns = {}
+    exec(compile("def op(a, *b):\n    return a\ndef plain(a, b):\n    return a\n", "<m>", "exec", dont_inherit=True), ns)
+    assert callable_recipe(ns["op"])[0] != callable_recipe(ns["plain"])[0]
+
+
+def test_one_operator_in_two_modules_is_one_build(numba_ops, tmp_path, monkeypatch):
+    """The same operator in a module with `from __future__ import annotations` and in one
+    without: the second build is served whole (no numba, NVRTC or link)."""
+    import importlib
+
+    from cpu_helpers import counters, delta, make_f4
+
+    body = "def add(a, b):\n    return a + b\n"
+    (tmp_path / "ops_plain.py").write_text(body)
+    (tmp_path / "ops_future.py").write_text("from __future__ import annotations\n" + body)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    plain, future = importlib.import_module("ops_plain"), importlib.import_module("ops_future")
+    before = counters()
+    make_f4(plain.add)
+    assert delta(before)["numba_compiles"] == 1
+    before = counters()
+    make_f4(future.add)
+    assert delta(before) == {"numba_compiles": 0, "nvrtc_compiles": 0, "links": 0}

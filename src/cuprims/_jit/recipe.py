@@ -20,6 +20,7 @@ and is never used as an on-disk key.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import sys
 import types
 import weakref
@@ -59,6 +60,15 @@ class Recipe(NamedTuple):
     captures: tuple[Capture, ...] = ()
 
 
+# The code-object flags that change what numba compiles: how arguments are taken and
+# what kind of function it is. The rest are compiler bookkeeping (a nested function, no
+# free variables) or ``from __future__`` features that change no bytecode of an operator
+# (annotations kept as strings, the Python 2 era's division and print): they must not
+# split the key of one operator written in two modules.
+_CODE_FLAGS = (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS | inspect.CO_GENERATOR | inspect.CO_COROUTINE
+               | inspect.CO_ITERABLE_COROUTINE | inspect.CO_ASYNC_GENERATOR)
+
+
 class _Walker:
     def __init__(self, bind_captures: bool = True) -> None:
         self.persistent = True
@@ -75,7 +85,7 @@ class _Walker:
     def code(self, co: types.CodeType) -> tuple:
         consts = tuple(self.code(c) if isinstance(c, types.CodeType) else self.const(c) for c in co.co_consts)
         return ("code", co.co_code, consts, co.co_names, co.co_varnames, co.co_freevars, co.co_cellvars,
-                co.co_argcount, co.co_posonlyargcount, co.co_kwonlyargcount, co.co_flags)
+                co.co_argcount, co.co_posonlyargcount, co.co_kwonlyargcount, co.co_flags & _CODE_FLAGS)
 
     def const(self, c: Any) -> tuple:
         if isinstance(c, (tuple, frozenset)):
