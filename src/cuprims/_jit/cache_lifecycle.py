@@ -102,7 +102,7 @@ class Lifecycle:
             try:
                 write_file_atomic(uses, name, str(self._hits(uses, name) + 1).encode())
             except OSError as exc:
-                walk.skip(shown, exc)
+                walk.skip(shown, exc, "cannot write a use record in")
 
     def prune(self, max_bytes: int) -> tuple[int, int]:
         """Evict down to ``max_bytes`` and remove debris: (entries evicted, debris removed)."""

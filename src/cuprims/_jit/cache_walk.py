@@ -22,13 +22,13 @@ from typing import Iterator
 from .private_files import UnsafeDirectory, open_dir, open_private_dir, report_skipped
 
 
-def problem(path: Path, exc: BaseException) -> str:
-    """One sentence naming ``path`` and why it cannot be used."""
+def problem(path: Path, exc: BaseException, doing: str = "cannot open") -> str:
+    """One sentence naming ``path`` and why it cannot be used (``doing`` it failed)."""
     if isinstance(exc, UnsafeDirectory):
         return str(exc)   # its message names the path already
     if isinstance(exc, OSError) and exc.strerror:
-        return f"{path}: {exc.strerror}"
-    return f"{path}: {exc or type(exc).__name__}"
+        return f"{doing} {path}: {exc.strerror}"
+    return f"{doing} {path}: {exc or type(exc).__name__}"
 
 
 class Walk:
@@ -37,9 +37,9 @@ class Walk:
     def __init__(self) -> None:
         self.skipped: list[str] = []
 
-    def skip(self, path: Path, exc: BaseException) -> None:
+    def skip(self, path: Path, exc: BaseException, doing: str = "cannot open") -> None:
         """Leave ``path`` alone: keep the reason and warn (once per process and path)."""
-        reason = problem(path, exc)
+        reason = problem(path, exc, doing)
         self.skipped.append(reason)
         report_skipped(path, reason)
 
@@ -92,7 +92,7 @@ class Walk:
             with os.scandir(fd) as it:
                 return list(it)
         except OSError as exc:
-            self.skip(shown, exc)
+            self.skip(shown, exc, "cannot read")
             return []
 
     # ---------------------------------------------------------------- removing
@@ -106,7 +106,7 @@ class Walk:
         except FileNotFoundError:
             return True
         except OSError as exc:
-            self.skip(shown, exc)
+            self.skip(shown, exc, "cannot look at")
             return False
         if not stat.S_ISDIR(st.st_mode):
             try:
@@ -114,7 +114,7 @@ class Walk:
             except FileNotFoundError:
                 pass
             except OSError as exc:
-                self.skip(shown, exc)
+                self.skip(shown, exc, "cannot remove")
                 return False
             return True
         refused: BaseException | None = None
@@ -143,6 +143,9 @@ class Walk:
         except FileNotFoundError:
             pass
         except OSError as exc:
-            self.skip(shown, refused or exc)
+            if refused is not None:
+                self.skip(shown, refused, "cannot open")
+            else:
+                self.skip(shown, exc, "cannot remove")
             return False
         return True
