@@ -3,8 +3,17 @@
 ``info`` prints where the cache is, whether it can be used, its size cap, and its entries,
 bytes and disk-hit counts per kind (``--entries``: every entry, most recently used
 first); ``clear`` deletes every entry; ``prune`` evicts the least recently used entries
-down to the cap (``--max-bytes``) and removes what crashed writers left. ``--json`` prints
-one JSON object instead of a table. Nothing here imports numba or touches a GPU.
+down to the cap (``--max-bytes``: a whole number of bytes >= 1, optionally with a K, M, G
+or T suffix, powers of 1024; anything else is refused) and removes what crashed writers
+left. ``--json`` prints one JSON object instead of a table. Nothing here imports numba or
+touches a GPU.
+
+A damaged cache (a path in it that is not a private directory of ours, or unreadable) never
+makes a command fail with a traceback: each does what it can with the rest, prints its
+usual output, then one line on stderr naming the first problem (and how many more) and
+exits with status 1. ``clear`` removes everything in the cache's own directories, and a
+foreign or unreadable directory only if it is empty; it exits 0 when nothing is left,
+else reports what it had to leave (that part is the user's to remove).
 
 Example::
 
@@ -15,13 +24,18 @@ Example::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from . import config
+from ._jit.cache_walk import problem
 from ._jit.disk_cache import DiskCache
+from ._jit.private_files import UnsafeDirectory
+
+PROG = "python -m cuprims"
 
 
 def _size(n: float) -> str:
@@ -32,8 +46,15 @@ def _size(n: float) -> str:
     return f"{n:.1f} TiB"  # pragma: no cover
 
 
+def _max_bytes(text: str) -> int:
+    try:
+        return config.parse_byte_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m cuprims", description="cuprims' on-disk cache of compiled code")
+    parser = argparse.ArgumentParser(prog=PROG, description="cuprims' on-disk cache of compiled code")
     sub = parser.add_subparsers(dest="group", required=True)
     cache = sub.add_parser("cache", help="inspect or clean the on-disk cache")
     actions = cache.add_subparsers(dest="action", required=True)
@@ -41,8 +62,9 @@ def _parser() -> argparse.ArgumentParser:
     info.add_argument("--entries", action="store_true", help="list every entry, most recently used first")
     actions.add_parser("clear", help="delete every entry")
     prune = actions.add_parser("prune", help="evict least recently used entries down to the cap, remove debris")
-    prune.add_argument("--max-bytes", type=config._bytes, default=None, metavar="N",
-                       help="the cap to prune to (default CUPRIMS_CACHE_MAX_BYTES, else 2 GiB); suffixes K, M, G")
+    prune.add_argument("--max-bytes", type=_max_bytes, default=None, metavar="N",
+                       help="the cap to prune to (default CUPRIMS_CACHE_MAX_BYTES, else 2 GiB): a whole number "
+                            "of bytes, or with a suffix K, M, G or T (powers of 1024), e.g. 500M")
     for p in (info, actions.choices["clear"], prune):
         p.add_argument("--json", action="store_true", help="print one JSON object")
     return parser
@@ -70,30 +92,88 @@ def _print_info(info: dict[str, Any]) -> None:
               f"last used {used}")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    cache = DiskCache(config.cache_dir(), config.cache_max_bytes())
+def _problems(cache: DiskCache, *lists: Sequence[str]) -> list[str]:
+    """Every problem met, once each: the cache's own status first, then what the passes skipped."""
+    status = cache.status()
+    found = [] if status == "ok" else [status]
+    for problems in lists:
+        found += [p for p in problems if p not in found]
+    return found
+
+
+def _one_line(problems: list[str]) -> str:
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    return f"{problems[0]}{more}"
+
+
+@contextlib.contextmanager
+def _logger_silenced() -> Iterator[None]:
+    """The ``cuprims`` logger's warnings kept off stderr: each command reports what it met in
+    one line of its own."""
+    import logging
+
+    log, handler = logging.getLogger("cuprims"), logging.NullHandler()
+    propagate = log.propagate
+    log.addHandler(handler)
+    log.propagate = False
+    try:
+        yield
+    finally:
+        log.removeHandler(handler)
+        log.propagate = propagate
+
+
+def _run(cache: DiskCache, args: argparse.Namespace) -> tuple[dict[str, Any], str, str | None]:
+    """(result, text, the stderr line or None) of one command."""
     if args.action == "info":
         result = _info(cache, args.entries)
-        if args.json:
-            print(json.dumps(result, indent=2, sort_keys=True))
-        else:
-            _print_info(result)
-        return 0
+        problems = _problems(cache, result["skipped"])
+        return result, "", (f"problem in the disk cache at {cache.root}: {_one_line(problems)}"
+                             if problems else None)
     before = cache.summary()
     if args.action == "clear":
-        cache.clear()
-        result = {"location": str(cache.root), "removed_entries": before["entries"], "removed_bytes": before["bytes"]}
-        text = f"removed {before['entries']} entries ({_size(before['bytes'])}) from {cache.root}"
-    else:
-        cap = args.max_bytes if args.max_bytes is not None else cache.max_bytes
-        evicted, debris = cache.prune(cap)
+        left = cache.clear()
         after = cache.summary()
-        result = {"location": str(cache.root), "max_bytes": cap, "evicted_entries": evicted,
-                  "removed_debris": debris, "entries": after["entries"], "bytes": after["bytes"]}
-        text = (f"evicted {evicted} entries, removed {debris} leftover files; {after['entries']} entries "
-                f"({_size(after['bytes'])}) remain under the {_size(cap)} cap in {cache.root}")
-    print(json.dumps(result, indent=2, sort_keys=True) if args.json else text)
+        removed, nbytes = before["entries"] - after["entries"], before["bytes"] - after["bytes"]
+        result = {"location": str(cache.root), "removed_entries": removed, "removed_bytes": nbytes, "left": left}
+        text = f"removed {removed} entries ({_size(nbytes)}) from {cache.root}"
+        problems = _problems(cache, left)
+        return result, text, (f"could not remove all of the disk cache at {cache.root}: {_one_line(problems)}"
+                              if problems else None)
+    cap = args.max_bytes if args.max_bytes is not None else cache.max_bytes
+    evicted, debris = cache.prune(cap)
+    after = cache.summary()
+    result = {"location": str(cache.root), "max_bytes": cap, "evicted_entries": evicted,
+              "removed_debris": debris, "entries": after["entries"], "bytes": after["bytes"],
+              "skipped": after["skipped"]}
+    text = (f"evicted {evicted} entries, removed {debris} leftover files; {after['entries']} entries "
+            f"({_size(after['bytes'])}) remain under the {_size(cap)} cap in {cache.root}")
+    problems = _problems(cache, before["skipped"], after["skipped"])
+    return result, text, (f"problem in the disk cache at {cache.root}: {_one_line(problems)} (left alone)"
+                          if problems else None)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one ``cache`` command; 0 when it did all it was asked, 1 when part of the cache
+    could not be used (one line on stderr says what), 2 for a bad command line."""
+    args = _parser().parse_args(argv)
+    cache = DiskCache(config.cache_dir(), config.cache_max_bytes())
+    prog = f"{PROG} cache {args.action}"
+    with _logger_silenced():
+        try:
+            result, text, trouble = _run(cache, args)
+        except (UnsafeDirectory, OSError) as exc:   # the walks skip what they meet; this is the last guard
+            print(f"{prog}: {problem(cache.root, exc)}", file=sys.stderr)
+            return 1
+    if args.json:
+        print(json.dumps(result, indent=2, sort_keys=True))
+    elif args.action == "info":
+        _print_info(result)
+    else:
+        print(text)
+    if trouble:
+        print(f"{prog}: {trouble}", file=sys.stderr)
+        return 1
     return 0
 
 

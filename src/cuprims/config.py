@@ -1,44 +1,50 @@
 """cuprims' settings: one typed object, :data:`settings`, and the only reader of ``CUPRIMS_*``.
 
-===========================  ===================  =========================================
-environment variable         ``settings.``        meaning
-===========================  ===================  =========================================
-``CUPRIMS_CACHE_DIR``        ``cache_dir``        where compiled code is kept on disk (default
-                                                  ``$XDG_CACHE_HOME/cuprims``, else
-                                                  ``~/.cache/cuprims``)
-``CUPRIMS_DISK_CACHE``       ``disk_cache``       ``0`` turns the on-disk cache off
-``CUPRIMS_CACHE_MAX_BYTES``  ``cache_max_bytes``  the on-disk cache's size cap (default 2 GiB;
-                                                  a number of bytes, or with a K, M or G
-                                                  suffix: 20M); past it the least recently
-                                                  used entries are evicted
-``CUPRIMS_DUMP_DIR``         ``dump_dir``         when set, every generated ``.cu`` file is
-                                                  written there
-``CUPRIMS_MEMORY_CACHE``     ``memory_cache``     how many build results the in-process cache
-                                                  keeps (default 256)
-``CUPRIMS_TRACE``            ``trace``            ``1`` prints each build stage and its
-                                                  duration to stderr
-``CUPRIMS_PDL``              ``pdl``              ``0`` launches multi-kernel algorithms
-                                                  without programmatic dependent launch
-``CUPRIMS_RADIX_MEMSET``     ``radix_memset``     ``0`` clears radix sort's look-back flags
-                                                  with a kernel instead of the driver's memset
-``CUPRIMS_PCH``              ``pch``              ``0`` compiles every unit without NVRTC
-                                                  precompiled headers (see ``_jit/pch.py``)
-``CUPRIMS_PCH_DISK``         ``pch_disk``         ``0`` keeps precompiled headers within the
-                                                  process instead of in the disk cache
-``CUPRIMS_DIRECT_OPS``       ``direct_ops``       ``0`` compiles every Python operator with
-                                                  numba-cuda; by default a small expression
-                                                  (``a + b``, ``max(a, b)``, ``v % 2 == 0``)
-                                                  is written as C++ into the generated unit
-                                                  instead (same results, no numba; see
-                                                  ``_jit/py_expr.py``). Read when an
-                                                  operator is described
-``CUPRIMS_DIRECT_CUBIN``     ``direct_cubin``     ``0`` links every unit with nvJitLink; by
-                                                  default a unit with nothing to link
-                                                  (built-in and translated operators only)
-                                                  is compiled by NVRTC straight to its
-                                                  cubin (the same machine code, no LTO
-                                                  link). Read when a unit is built
-===========================  ===================  =========================================
+==============================  ========================  =========================================
+environment variable            ``settings.``             meaning
+==============================  ========================  =========================================
+``CUPRIMS_CACHE_DIR``           ``cache_dir``             where compiled code is kept on disk
+                                                          (default ``$XDG_CACHE_HOME/cuprims``,
+                                                          else ``~/.cache/cuprims``)
+``CUPRIMS_DISK_CACHE``          ``disk_cache``            ``0`` turns the on-disk cache off
+``CUPRIMS_CACHE_MAX_BYTES``     ``cache_max_bytes``       the on-disk cache's size cap (default
+                                                          2 GiB; a whole number of bytes, or with a
+                                                          K, M, G or T suffix, powers of 1024: 20M,
+                                                          see :func:`parse_byte_size`); past it the
+                                                          least recently used entries are evicted
+``CUPRIMS_CACHE_LOCK_TIMEOUT``  ``cache_lock_timeout``    how many seconds a build waits for
+                                                          another process's lock on the same cache
+                                                          entry (default 60; a number > 0); past it
+                                                          the build goes on without the lock
+``CUPRIMS_DUMP_DIR``            ``dump_dir``              when set, every generated ``.cu`` file is
+                                                          written there
+``CUPRIMS_MEMORY_CACHE``        ``memory_cache``          how many build results the in-process
+                                                          cache keeps (default 256)
+``CUPRIMS_TRACE``               ``trace``                 ``1`` prints each build stage and its
+                                                          duration to stderr
+``CUPRIMS_PDL``                 ``pdl``                   ``0`` launches multi-kernel algorithms
+                                                          without programmatic dependent launch
+``CUPRIMS_RADIX_MEMSET``        ``radix_memset``          ``0`` clears radix sort's look-back flags
+                                                          with a kernel instead of the driver's
+                                                          memset
+``CUPRIMS_PCH``                 ``pch``                   ``0`` compiles every unit without NVRTC
+                                                          precompiled headers (see ``_jit/pch.py``)
+``CUPRIMS_PCH_DISK``            ``pch_disk``              ``0`` keeps precompiled headers within
+                                                          the process instead of in the disk cache
+``CUPRIMS_DIRECT_OPS``          ``direct_ops``            ``0`` compiles every Python operator with
+                                                          numba-cuda; by default a small expression
+                                                          (``a + b``, ``max(a, b)``,
+                                                          ``v % 2 == 0``) is written as C++ into the
+                                                          generated unit instead (same results, no
+                                                          numba; see ``_jit/py_expr.py``). Read
+                                                          when an operator is described
+``CUPRIMS_DIRECT_CUBIN``        ``direct_cubin``          ``0`` links every unit with nvJitLink; by
+                                                          default a unit with nothing to link
+                                                          (built-in and translated operators only)
+                                                          is compiled by NVRTC straight to its
+                                                          cubin (the same machine code, no LTO
+                                                          link). Read when a unit is built
+==============================  ========================  =========================================
 
 A setting assigned in code (``cuprims.settings.pdl = False``) wins over its environment
 variable until it is deleted (``del cuprims.settings.pdl``) or the :meth:`Settings.override`
@@ -52,7 +58,9 @@ user: nothing in cuprims changes one behind the user's back.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
+import re
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -83,19 +91,40 @@ def _count(text: str | None) -> int:
 
 _DEFAULT_MAX_BYTES = 2 << 30
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+_BYTE_SIZE = re.compile(r"([0-9]+)(?:([kmgt])(?:i?b)?|b)?", re.IGNORECASE)
+
+#: Seconds a build waits for another process's lock on the same disk cache entry before
+#: it builds without it (``settings.cache_lock_timeout``).
+DEFAULT_LOCK_TIMEOUT = 60.0
+
+
+def parse_byte_size(text: str) -> int:
+    """A byte count >= 1: whole digits, optionally followed by K, M, G or T (powers of 1024)
+    and then an optional B or iB (``20M``, ``20MB``, ``20MiB``; ``1000`` or ``1000B`` bytes).
+    Raises ValueError for anything else: a sign, a fraction (``1.5G``), zero, other text."""
+    match = _BYTE_SIZE.fullmatch(text.strip())
+    value = int(match[1]) * _UNITS[(match[2] or "").lower()] if match else 0
+    if value < 1:
+        raise ValueError(f"expected a whole number of bytes >= 1, optionally with a K, M, G or T suffix "
+                         f"(powers of 1024, e.g. 500M), got {text!r}")
+    return value
 
 
 def _bytes(text: str | None) -> int:
-    """A byte count: digits with an optional K/M/G/T (powers of 1024, a trailing B or iB
-    allowed); anything else, or less than 1, gives the 2 GiB default."""
-    if not text:
+    """:func:`parse_byte_size` of the variable; unset or invalid gives the 2 GiB default."""
+    try:
+        return parse_byte_size(text) if text else _DEFAULT_MAX_BYTES
+    except ValueError:
         return _DEFAULT_MAX_BYTES
-    value = text.strip().lower().removesuffix("ib").removesuffix("b")
-    unit = value[-1:] if value[-1:] in _UNITS else ""
-    digits = value[:-1] if unit else value
-    if not digits.isdigit() or int(digits) < 1:
-        return _DEFAULT_MAX_BYTES
-    return int(digits) * _UNITS[unit]
+
+
+def _seconds(text: str | None) -> float:
+    """A finite number of seconds > 0; unset or invalid gives :data:`DEFAULT_LOCK_TIMEOUT`."""
+    try:
+        value = float(text) if text else DEFAULT_LOCK_TIMEOUT
+    except ValueError:
+        return DEFAULT_LOCK_TIMEOUT
+    return value if 0 < value < math.inf else DEFAULT_LOCK_TIMEOUT
 
 
 def _default_cache_dir() -> Path:
@@ -129,6 +158,8 @@ class _Setting:
     def __set__(self, obj: Any, value: Any) -> None:
         if self.kind is Path and isinstance(value, str):
             value = Path(value).expanduser()
+        if self.kind is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
         if not (isinstance(value, self.kind) or (value is None and self.optional)):
             from .errors import ArgumentTypeError
 
@@ -137,6 +168,10 @@ class _Setting:
             from .errors import ArgumentError
 
             raise ArgumentError(f"settings.{self.name}", "an int >= 1", value)
+        if self.kind is float and not 0 < value < math.inf:
+            from .errors import ArgumentError
+
+            raise ArgumentError(f"settings.{self.name}", "a finite number > 0", value)
         obj._overrides[self.name] = value
         obj.version += 1
 
@@ -160,6 +195,7 @@ class Settings:
     cache_dir = _Setting("CUPRIMS_CACHE_DIR", _path, Path, _default_cache_dir)
     disk_cache = _Setting("CUPRIMS_DISK_CACHE", _flag(True), bool)
     cache_max_bytes = _Setting("CUPRIMS_CACHE_MAX_BYTES", _bytes, int)
+    cache_lock_timeout = _Setting("CUPRIMS_CACHE_LOCK_TIMEOUT", _seconds, float)
     dump_dir = _Setting("CUPRIMS_DUMP_DIR", _path, Path, optional=True)
     memory_cache = _Setting("CUPRIMS_MEMORY_CACHE", _count, int)
     trace = _Setting("CUPRIMS_TRACE", _flag(False), bool)
@@ -217,6 +253,10 @@ def disk_cache_enabled() -> bool:
 
 def cache_max_bytes() -> int:
     return settings.cache_max_bytes
+
+
+def cache_lock_timeout() -> float:
+    return settings.cache_lock_timeout
 
 
 def dump_dir() -> Path | None:

@@ -53,7 +53,7 @@ def memory_cache() -> SingleFlightLRU:
 def disk_cache() -> DiskCache | None:
     if not config.disk_cache_enabled():
         return None
-    return DiskCache(config.cache_dir(), config.cache_max_bytes())
+    return DiskCache(config.cache_dir(), config.cache_max_bytes(), config.cache_lock_timeout())
 
 
 def _digest(*parts: str) -> str:

@@ -23,6 +23,9 @@ writers and finished builds leave behind.
 * Shares: a kind may be given a share of the cap (:meth:`Lifecycle.enforce_kind_cap`), so
   that a few large entries of it (precompiled headers, ~150 MB each) cannot push out the
   many small ones of the others.
+* Damage: every pass here goes through one guarded walk (:mod:`cuprims._jit.cache_walk`):
+  a directory it may not touch (not ours, writable by others, a symlink, not a directory,
+  unreadable) is skipped and reported once, and the pass goes on with the rest.
 """
 
 from __future__ import annotations
@@ -34,10 +37,12 @@ import os
 import re
 import stat
 import time
-from typing import Any
+from pathlib import Path
+from typing import Any, NamedTuple
 
-from .private_files import (RejectedFile, ident_of, is_temp_name, logger, open_dir, open_lock_file,
-                            read_regular_file, remove_if_same, write_file_atomic)
+from .cache_walk import Walk
+from .private_files import (RejectedFile, ident_of, is_temp_name, logger, open_lock_file, read_regular_file,
+                            remove_if_same, write_file_atomic)
 
 USES = "uses"
 LOCKS = "locks"
@@ -61,9 +66,12 @@ class Entry:
     ident: tuple[int, int]
 
 
-def _listdir(fd: int) -> list[os.DirEntry]:
-    with os.scandir(fd) as it:
-        return list(it)
+class Scan(NamedTuple):
+    """What :meth:`Lifecycle.scan` found."""
+
+    entries: list[Entry]
+    removed: int                 # debris files removed
+    skipped: tuple[str, ...]     # why each path it had to leave alone was left (see cache_walk)
 
 
 def _stale(entry: os.DirEntry, now: float) -> bool:
@@ -74,22 +82,31 @@ def _stale(entry: os.DirEntry, now: float) -> bool:
 
 class Lifecycle:
     """The lifecycle half of :class:`cuprims._jit.disk_cache.DiskCache` (which provides
-    ``_open`` and ``layout``)."""
+    ``root`` and ``layout``)."""
+
+    root: Path
+    layout: str
 
     # ---------------------------------------------------------------- use records
     def record_use(self, kind: str, key: str) -> None:
-        """Count one disk hit of ``kind``/``key`` and make it the entry's last use."""
+        """Count one disk hit of ``kind``/``key`` and make it the entry's last use (an
+        unusable ``uses`` directory costs the count, never the hit)."""
         name = f"{kind}-{key}"
+        walk = Walk()
         with contextlib.ExitStack() as stack:
+            top = walk.open_path(stack, self.root, (self.layout,))
+            shown = self.root / self.layout / USES
+            uses = None if top is None else walk.open(stack, top, USES, shown, create=True)
+            if uses is None:
+                return
             try:
-                uses = self._open(stack, (self.layout, USES), create=True)
                 write_file_atomic(uses, name, str(self._hits(uses, name) + 1).encode())
-            except Exception as exc:  # noqa: BLE001 - an unusable directory costs the count, never the hit
-                logger.debug("cuprims: cannot record a use of %s/%s: %s", kind, key, exc)
+            except OSError as exc:
+                walk.skip(shown, exc, "cannot write a use record in")
 
     def prune(self, max_bytes: int) -> tuple[int, int]:
         """Evict down to ``max_bytes`` and remove debris: (entries evicted, debris removed)."""
-        entries, removed = self.scan()
+        entries, removed, _ = self.scan()
         return self._evict_past(entries, max_bytes), removed
 
     @staticmethod
@@ -101,33 +118,34 @@ class Lifecycle:
         return int(text) if text.isdigit() else 0
 
     # ---------------------------------------------------------------- scanning
-    def scan(self, *, remove_debris: bool = True) -> tuple[list[Entry], int]:
-        """Every entry (kind, key, bytes, last use, hits) and how many debris files were removed."""
-        now, entries, removed = time.time(), [], 0
+    def scan(self, *, remove_debris: bool = True) -> Scan:
+        """Every entry (kind, key, bytes, last use, hits), how many debris files were removed,
+        and what had to be left alone."""
+        now, entries, removed, walk = time.time(), [], 0, Walk()
+        top_path = self.root / self.layout
         with contextlib.ExitStack() as stack:
-            try:
-                top = self._open(stack, (self.layout,), create=False)
-            except FileNotFoundError:
-                return [], 0
+            top = walk.open_path(stack, self.root, (self.layout,))
+            if top is None:
+                return Scan([], 0, tuple(walk.skipped))
             uses: dict[str, tuple[int, float]] = {}
-            with contextlib.suppress(FileNotFoundError):
-                ufd = stack.enter_context(_dir(USES, top))
-                for item in _listdir(ufd):
+            with walk.dir(top, USES, top_path / USES) as ufd:
+                for item in [] if ufd is None else walk.list(ufd, top_path / USES):
                     if _USE.fullmatch(item.name):
                         with contextlib.suppress(OSError):
                             uses[item.name] = (self._hits(ufd, item.name), item.stat(follow_symlinks=False).st_mtime)
                     elif remove_debris and is_temp_name(item.name) and _stale(item, now):
                         removed += _unlink(ufd, item)
-            for kind_dir in _listdir(top):
+            for kind_dir in walk.list(top, top_path):
                 kind = kind_dir.name
-                if not KIND.fullmatch(kind) or kind in (USES, LOCKS) or not kind_dir.is_dir(follow_symlinks=False):
+                if not KIND.fullmatch(kind) or kind in (USES, LOCKS):
                     continue
-                with _dir(kind, top) as kfd:
-                    for sub in _listdir(kfd):
-                        if not sub.is_dir(follow_symlinks=False):
+                with walk.dir(top, kind, top_path / kind) as kfd:
+                    for sub in [] if kfd is None else walk.list(kfd, top_path / kind):
+                        if not (sub.is_dir(follow_symlinks=False) or sub.is_symlink()):
                             continue
-                        with _dir(sub.name, kfd) as sfd:
-                            for item in _listdir(sfd):
+                        shown = top_path / kind / sub.name
+                        with walk.dir(kfd, sub.name, shown) as sfd:
+                            for item in [] if sfd is None else walk.list(sfd, shown):
                                 try:
                                     st = item.stat(follow_symlinks=False)
                                 except OSError:
@@ -140,50 +158,51 @@ class Lifecycle:
                                     removed += _unlink(sfd, item)
                                 elif remove_debris and _orphan_sidecar(sfd, item.name) and _stale(item, now):
                                     removed += _unlink(sfd, item)
-            if remove_debris:
-                removed += self._remove_idle_locks(top, now)
-        return entries, removed
+            # the locks directory is checked by every scan (a damaged one is reported), swept by some
+            with walk.dir(top, LOCKS, top_path / LOCKS) as lfd:
+                if lfd is not None and remove_debris:
+                    removed += self._remove_idle_locks(walk, lfd, top_path / LOCKS, now)
+        return Scan(entries, removed, tuple(walk.skipped))
 
     @staticmethod
-    def _remove_idle_locks(top: int, now: float) -> int:
+    def _remove_idle_locks(walk: Walk, lfd: int, shown: Path, now: float) -> int:
         try:
             import fcntl
         except ImportError:  # pragma: no cover - non-POSIX
             return 0
         removed = 0
-        with contextlib.suppress(FileNotFoundError), _dir(LOCKS, top) as lfd:
-            for item in _listdir(lfd):
-                if not _stale(item, now):
-                    continue
-                try:
-                    fd = open_lock_file(lfd, item.name)
-                except OSError:
-                    continue
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except OSError:
-                    os.close(fd)
-                    continue   # held: a build is under way
-                try:
-                    # still the file we hold? then nobody waits on it: a waiter would hold it open
-                    # and be handed the lock on this inode, while a newcomer creates a fresh one,
-                    # so at worst two processes compile the same key once
-                    remove_if_same(lfd, item.name, ident_of(os.fstat(fd)))
-                    removed += 1
-                finally:
-                    os.close(fd)
+        for item in walk.list(lfd, shown):
+            if not _stale(item, now):
+                continue
+            try:
+                fd = open_lock_file(lfd, item.name)
+            except OSError:
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                continue   # held: a build is under way
+            try:
+                # still the file we hold? then nobody waits on it: a waiter would hold it open
+                # and be handed the lock on this inode, while a newcomer creates a fresh one,
+                # so at worst two processes compile the same key once
+                remove_if_same(lfd, item.name, ident_of(os.fstat(fd)))
+                removed += 1
+            finally:
+                os.close(fd)
         return removed
 
     # ---------------------------------------------------------------- eviction
     def enforce_cap(self, max_bytes: int) -> int:
         """Evict least recently used entries while the entries hold more than ``max_bytes``;
         returns how many were evicted."""
-        return self._evict_past(self.scan()[0], max_bytes)
+        return self._evict_past(self.scan().entries, max_bytes)
 
     def enforce_kind_cap(self, kind: str, max_bytes: int) -> int:
         """Evict the least recently used entries of ``kind`` while that kind's entries hold
         more than ``max_bytes`` (its share of the cap); returns how many were evicted."""
-        return self._evict_past([e for e in self.scan(remove_debris=False)[0] if e.kind == kind], max_bytes)
+        return self._evict_past([e for e in self.scan(remove_debris=False).entries if e.kind == kind], max_bytes)
 
     def _evict_past(self, entries: list[Entry], max_bytes: int) -> int:
         total = sum(e.size for e in entries)
@@ -200,22 +219,27 @@ class Lifecycle:
         return evicted
 
     def _evict(self, entry: Entry) -> bool:
+        walk, top_path = Walk(), self.root / self.layout
         with contextlib.ExitStack() as stack:
-            try:
-                leaf = self._open(stack, (self.layout, entry.kind, entry.key[:2]), create=False)
-                top = self._open(stack, (self.layout,), create=False)
-            except OSError:
+            top = walk.open_path(stack, self.root, (self.layout,))
+            kfd = None if top is None else walk.open(stack, top, entry.kind, top_path / entry.kind)
+            shard = entry.key[:2]
+            leaf = None if kfd is None else walk.open(stack, kfd, shard, top_path / entry.kind / shard)
+            if leaf is None:
                 return False
             remove_if_same(leaf, entry.key, entry.ident)
             with contextlib.suppress(OSError):
                 os.unlink(entry.key + SIDECAR, dir_fd=leaf)
-            with contextlib.suppress(OSError), _dir(USES, top) as ufd:
-                os.unlink(f"{entry.kind}-{entry.key}", dir_fd=ufd)
+            with walk.dir(top, USES, top_path / USES) as ufd:
+                if ufd is not None:
+                    with contextlib.suppress(OSError):
+                        os.unlink(f"{entry.kind}-{entry.key}", dir_fd=ufd)
         return True
 
     def summary(self) -> dict[str, Any]:
-        """What ``python -m cuprims cache info`` shows: totals per kind and every entry."""
-        entries, _ = self.scan(remove_debris=False)
+        """What ``python -m cuprims cache info`` shows: totals per kind, every entry, and the
+        paths the scan had to leave alone (``skipped``)."""
+        entries, _, skipped = self.scan(remove_debris=False)
         kinds: dict[str, dict[str, int]] = {}
         for e in entries:
             k = kinds.setdefault(e.kind, {"entries": 0, "bytes": 0, "hits": 0})
@@ -223,18 +247,9 @@ class Lifecycle:
             k["bytes"] += e.size
             k["hits"] += e.hits
         return {"entries": len(entries), "bytes": sum(e.size for e in entries),
-                "hits": sum(e.hits for e in entries), "kinds": kinds,
+                "hits": sum(e.hits for e in entries), "kinds": kinds, "skipped": list(skipped),
                 "items": [{"kind": e.kind, "key": e.key, "bytes": e.size, "hits": e.hits,
                            "last_used": e.last_used} for e in sorted(entries, key=lambda e: -e.last_used)]}
-
-
-@contextlib.contextmanager
-def _dir(name: str, parent: int):
-    fd = open_dir(name, name, dir_fd=parent)
-    try:
-        yield fd
-    finally:
-        os.close(fd)
 
 
 def _orphan_sidecar(dir_fd: int, name: str) -> bool:

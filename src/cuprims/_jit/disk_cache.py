@@ -17,11 +17,17 @@ an entry is only ever served for the key it was written for. The rules:
   function for the metadata it consumes. An entry failing any check is deleted, counted in
   ``disk_corrupt_discarded`` and reported as a miss, so it is rebuilt, never loaded.
 * Cooperating processes take a per-kind, per-key lock file before building, and look
-  again once they hold it, so two processes never compile the same key twice.
+  again once they hold it, so two processes never compile the same key twice -- unless the
+  holder keeps the lock past the wait bound (``settings.cache_lock_timeout``,
+  ``CUPRIMS_CACHE_LOCK_TIMEOUT``, 60 s by default: a stopped or hung process). Then the
+  waiter logs it (once per process and lock) as a warning on the ``cuprims`` logger and
+  builds without the lock, writing its entry only if the key's entry is still absent.
 * A cache directory that cannot be used (not writable, not a directory, not ours) never
   fails a build: the result is just not kept. The problem is logged once per process and
   directory as a warning on the ``cuprims`` logger and shown by ``cache_info()``'s
-  ``disk_status``.
+  ``disk_status``. A damaged directory elsewhere in the cache (another key's, ``uses``,
+  ``locks``) is skipped by the passes over the whole cache -- eviction, use records,
+  ``clear`` -- and logged once (:mod:`cuprims._jit.cache_walk`).
 
 Entries of kind ``pch`` (NVRTC precompiled headers) are the exception to the framing:
 NVRTC reads them by path, so each is the raw file plus a framed sidecar with its size and
@@ -40,31 +46,41 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
+import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from . import stats
+from ..config import DEFAULT_LOCK_TIMEOUT
 from .cache_entries import MAX_ENTRY_BYTES, decode_entry, encode_entry
 from .cache_lifecycle import KEY, KIND, LOCKS, USES, Lifecycle
-from .private_files import (RejectedFile, UnsafeDirectory, logger, mark_usable, open_dir, open_lock_file,
-                            open_private_dir, read_regular_file, recorded_problem, remove_if_same, report_unusable,
-                            write_file_atomic)
+from .cache_walk import Walk
+from .private_files import (RejectedFile, UnsafeDirectory, first_time, logger, mark_usable, open_dir,
+                            open_lock_file, open_private_dir, read_regular_file, recorded_problem, remove_if_same,
+                            report_unusable, write_file_atomic)
 
 LAYOUT_VERSION = "v2"
 OLD_LAYOUTS = ("v1",)   # removed too by DiskCache.clear()
 
+# The keys this thread is building without their lock (root, kind, key): their entries
+# are written only if still absent, so an unlocked build never replaces one that another
+# process (the lock's holder, say) wrote meanwhile.
+_unlocked = threading.local()
 
 
 class DiskCache(Lifecycle):
     """Artifacts on disk under ``root/v2/<kind>/<key[:2]>/<key>``, locks under ``root/v2/locks``,
     use records under ``root/v2/uses`` (:mod:`cuprims._jit.cache_lifecycle`); with
-    ``max_bytes``, each write evicts the least recently used entries past that size."""
+    ``max_bytes``, each write evicts the least recently used entries past that size;
+    :meth:`lock` waits at most ``lock_timeout`` seconds for another process's lock."""
 
     layout = LAYOUT_VERSION
 
-    def __init__(self, root: Path, max_bytes: int | None = None):
+    def __init__(self, root: Path, max_bytes: int | None = None, lock_timeout: float = DEFAULT_LOCK_TIMEOUT):
         self.root = Path(root)
         self.max_bytes = max_bytes
+        self.lock_timeout = lock_timeout
 
     def _path(self, kind: str, key: str) -> Path:
         return self.root / LAYOUT_VERSION / kind / key[:2] / key
@@ -151,15 +167,19 @@ class DiskCache(Lifecycle):
         if len(data) > MAX_ENTRY_BYTES:
             logger.debug("cuprims: not caching %s/%s: %d bytes", kind, key, len(data))
             return
+        replace = (str(self.root), kind, key) not in _unlocked_keys()
         with contextlib.ExitStack() as stack:
             try:
                 leaf = self._open(stack, (LAYOUT_VERSION, kind, key[:2]), create=True)
-                write_file_atomic(leaf, key, data)
+                written = write_file_atomic(leaf, key, data, replace=replace)
             except (UnsafeDirectory, OSError) as exc:
                 # A read-only, full or foreign cache must not break the user's program: the
                 # build result is still returned, just not kept.
                 self._unusable(exc, f"cannot write in {self._path(kind, key).parent}")
                 return
+        if not written:
+            logger.debug("cuprims: %s/%s was written by another process meanwhile: kept", kind, key)
+            return
         stats.bump("disk_writes")
         mark_usable("disk cache", self.root)
         if self.max_bytes is not None:
@@ -182,28 +202,43 @@ class DiskCache(Lifecycle):
 
     @contextlib.contextmanager
     def lock(self, kind: str, key: str) -> Iterator[None]:
-        """An inter-process lock for one kind and key (advisory; a no-op where unsupported).
+        """An inter-process lock for one kind and key (advisory; a no-op where unsupported),
+        waited for at most :attr:`lock_timeout` seconds.
 
-        Locks nest in one order only: a ``cubin`` lock may be held while a ``kernel`` lock
-        is taken, never the other way round."""
+        Without it (the wait ran out, or the lock file cannot be used) the block runs
+        unlocked -- at worst two processes compile the same thing -- and :meth:`put` writes
+        the key's entry only if it is still absent. Locks nest in one order only: a
+        ``cubin`` lock may be held while a ``kernel`` lock is taken, never the other way round."""
         self._check_names(kind, key)
         try:
             import fcntl
         except ImportError:  # pragma: no cover - non-POSIX
             yield
             return
+        path = self.root / LAYOUT_VERSION / LOCKS / f"{kind}-{key}.lock"
         with contextlib.ExitStack() as stack:
             fd = None
             try:
                 locks = self._open(stack, (LAYOUT_VERSION, LOCKS), create=True)
-                fd = open_lock_file(locks, f"{kind}-{key}.lock")
+                fd = open_lock_file(locks, path.name)
                 stack.callback(os.close, fd)
-                fcntl.flock(fd, fcntl.LOCK_EX)
+                if not _acquire(fd, self.lock_timeout):
+                    if first_time("lock wait", path):
+                        logger.warning("cuprims: waited %g s for the disk cache lock %s, held by another process "
+                                       "(stopped or hung?); building without it (settings.cache_lock_timeout, "
+                                       "CUPRIMS_CACHE_LOCK_TIMEOUT)", self.lock_timeout, path)
+                    fd = None
             except (UnsafeDirectory, OSError) as exc:
-                self._unusable(exc, f"cannot lock {self.root / LAYOUT_VERSION / 'locks' / f'{kind}-{key}.lock'}")
+                self._unusable(exc, f"cannot lock {path}")
                 fd = None
             if fd is None:
-                yield  # build unlocked: at worst two processes compile the same thing
+                ident = (str(self.root), kind, key)
+                building = _unlocked_keys()
+                building.add(ident)
+                try:
+                    yield
+                finally:
+                    building.discard(ident)
                 return
             try:
                 yield
@@ -242,25 +277,20 @@ class DiskCache(Lifecycle):
                 with contextlib.suppress(OSError):
                     fcntl.flock(fd, fcntl.LOCK_UN)
 
-    def clear(self) -> None:
-        """Delete every entry and lock (this layout and the older ones) under the root."""
-        import shutil
+    def clear(self) -> list[str]:
+        """Delete every entry, use record and lock (this layout and the older ones) under the
+        root; returns why each path that had to be left was left (empty: all gone).
 
-        try:
-            root_fd = open_private_dir(self.root, create=False)
-        except FileNotFoundError:
-            return
-        except (UnsafeDirectory, OSError) as exc:
-            self._unusable(exc, f"cannot open {self.root}")
-            return
-        try:
-            for name in (LAYOUT_VERSION, *OLD_LAYOUTS):
-                if shutil.rmtree.avoids_symlink_attacks and _rmtree_takes_dir_fd():
-                    shutil.rmtree(name, ignore_errors=True, dir_fd=root_fd)
-                else:  # Python 3.10
-                    shutil.rmtree(self.root / name, ignore_errors=True)
-        finally:
-            os.close(root_fd)
+        Everything in the cache's own directories is removed; a directory that is not a
+        private one of ours (another user's, writable by others, a symlink, unreadable) is
+        removed only if empty, else left and reported (:meth:`cache_walk.Walk.remove`)."""
+        walk = Walk()
+        with contextlib.ExitStack() as stack:
+            root_fd = walk.open_root(stack, self.root)
+            if root_fd is not None:
+                for name in (LAYOUT_VERSION, *OLD_LAYOUTS):
+                    walk.remove(root_fd, name, self.root / name)
+        return walk.skipped
 
     def status(self) -> str:
         """``"ok"`` or why this cache cannot be used (a problem met earlier, else a probe
@@ -292,8 +322,29 @@ class DiskCache(Lifecycle):
 _EFF = os.access in getattr(os, "supports_effective_ids", set())
 
 
-def _rmtree_takes_dir_fd() -> bool:
-    import inspect
-    import shutil
+def _unlocked_keys() -> set[tuple[str, str, str]]:
+    keys = getattr(_unlocked, "keys", None)
+    if keys is None:
+        keys = _unlocked.keys = set()
+    return keys
 
-    return "dir_fd" in inspect.signature(shutil.rmtree).parameters
+
+def _acquire(fd: int, timeout: float) -> bool:
+    """Take the exclusive lock of ``fd``, waiting at most ``timeout`` seconds; whether it is held.
+
+    Polled (1 ms doubling to 50 ms between tries): a blocking flock cannot be given up
+    from the thread that waits in it."""
+    import fcntl
+
+    deadline, pause = time.monotonic() + timeout, 0.001
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            pass
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        time.sleep(min(pause, left))
+        pause = min(pause * 2, 0.05)

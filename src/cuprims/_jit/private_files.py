@@ -27,20 +27,36 @@ _status: dict[tuple[str, str], str] = {}
 _warned: set[tuple[str, str]] = set()
 
 
-def report_unusable(what: str, path: Path | str, reason: str) -> None:
-    """Record that ``path`` (a ``what``) cannot be used; warn the first time per process."""
+def first_time(what: str, path: Path | str) -> bool:
+    """Whether this is the first report of ``what`` about ``path`` in this process (each
+    problem is logged once, however many builds meet it)."""
     ident = (what, str(path))
     with _report_lock:
-        _status[ident] = reason
         first = ident not in _warned
         _warned.add(ident)
-    if first:
+    return first
+
+
+def report_unusable(what: str, path: Path | str, reason: str) -> None:
+    """Record that ``path`` (a ``what``) cannot be used; warn the first time per process."""
+    with _report_lock:
+        _status[(what, str(path))] = reason
+    if first_time(what, path):
         if what == "disk cache":
             consequence = ("compiled code is not being cached on disk. Point CUPRIMS_CACHE_DIR at a "
                            "private writable directory, or set CUPRIMS_DISK_CACHE=0")
         else:
             consequence = "generated sources are not being written there"
         logger.warning("cuprims: the %s at %s cannot be used (%s); %s.", what, path, reason, consequence)
+
+
+def report_skipped(path: Path | str, reason: str) -> None:
+    """Warn (once per process and path) that ``path`` inside the disk cache is left alone:
+    a pass over the cache may not touch it (``reason`` says why, naming the path); the rest
+    of the cache stays in use."""
+    if first_time("skipped", path):
+        logger.warning("cuprims: skipping part of the disk cache: %s; what is under it is not counted, evicted "
+                       "or cleared.", reason)
 
 
 def mark_usable(what: str, path: Path | str) -> None:
@@ -76,7 +92,7 @@ _DIR_FLAGS = os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC
 # without O_NOFOLLOW) nothing is written or read at all.
 _SAFE_PLATFORM = (bool(_O_NOFOLLOW) and bool(_O_DIRECTORY) and os.stat in os.supports_follow_symlinks
                   and all(f in os.supports_dir_fd for f in (os.open, os.mkdir, os.stat, os.unlink, os.rename,
-                                                            os.chmod)))
+                                                            os.chmod, os.rmdir, os.link)))
 
 
 def _euid() -> int:
@@ -163,10 +179,12 @@ def open_private_dir(path: Path, *, create: bool) -> int:
     return open_dir(str(path), str(path), create=create)
 
 
-def write_file_atomic(dir_fd: int, name: str, data: bytes) -> None:
+def write_file_atomic(dir_fd: int, name: str, data: bytes, *, replace: bool = True) -> bool:
     """Write ``data`` to ``name`` in the directory ``dir_fd``: a fresh 0600 temp file with an
     unpredictable name (``O_EXCL | O_NOFOLLOW``), then renamed over ``name`` (a rename
-    replaces a symlink there instead of following it)."""
+    replaces a symlink there instead of following it). With ``replace=False`` the temp file
+    is hard-linked to ``name`` instead, which fails if anything is there already: then
+    nothing is written. Returns whether ``name`` is now ``data``."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC
     for _ in range(8):
         # os.urandom, not the secrets module: importing secrets (base64, hmac) cost a warm
@@ -187,11 +205,37 @@ def write_file_atomic(dir_fd: int, name: str, data: bytes) -> None:
                 view = view[os.write(fd, view):]
         finally:
             os.close(fd)
-        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        if replace:
+            os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            return True
+        try:
+            os.link(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
+        except FileExistsError:
+            os.unlink(tmp, dir_fd=dir_fd)
+            return False
+        except OSError:
+            # a file system without hard links: look, then rename (a writer that lands in
+            # between is replaced by an equal entry, as with replace=True)
+            if _exists(dir_fd, name):
+                os.unlink(tmp, dir_fd=dir_fd)
+                return False
+            os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            return True
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=dir_fd)   # ``name`` holds the data now; the temp name is just a second link
+        return True
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp, dir_fd=dir_fd)
         raise
+
+
+def _exists(dir_fd: int, name: str) -> bool:
+    try:
+        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def ident_of(st: os.stat_result) -> tuple[int, int]:

@@ -1,5 +1,6 @@
-"""Helpers of the cache-fault suite: where entries lie, and a reader/writer of the entry
-frame that is independent of cuprims' own (so a test can forge entries like an attacker)."""
+"""Helpers of the cache-fault suite: where entries lie, a reader/writer of the entry frame
+that is independent of cuprims' own (so a test can forge entries like an attacker), the
+damaged cache layouts (``DAMAGED_LAYOUTS``) and a build of the maximum in a child process."""
 
 from __future__ import annotations
 
@@ -11,12 +12,15 @@ import shutil
 import struct
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable
+
+import pytest
 
 import cuprims
 from cuprims._jit import build as jit_build
 from cuprims._jit.cache_entries import MAGIC
 from cuprims._jit.disk_cache import LAYOUT_VERSION
-from cpu_helpers import ARCH, make_f4
+from cpu_helpers import ARCH, last_json, make_f4, run_python
 
 ELF = b"\x7fELF"
 
@@ -147,3 +151,150 @@ def reframe(header: dict, blobs: dict[str, bytes]) -> bytes:
 
 def clear_memory() -> None:
     cuprims.clear_all_caches()
+
+
+# ----------------------------------------------------------------------------- processes
+
+def without_dac_override() -> tuple[str, ...]:
+    """A prefix that makes file modes bind a child process even when we are root."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return ()
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root without setpriv: modes do not bind")
+    return (setpriv, "--bounding-set=-dac_override,-dac_read_search")
+
+
+BUILD_MAX_SCRIPT = r"""
+import hashlib, json, os, time
+import numpy as np, cuprims
+from cuprims import ProxyArray, ProxyValue
+
+t0 = time.perf_counter()
+obj = cuprims.make_reduce_into(d_in=ProxyArray(np.float32), d_out=ProxyArray(np.float32), op=CHILD_MAX_OP,
+                               h_init=ProxyValue(np.float32), compute_capability=90)
+cubin = obj.cubin()
+info = cuprims.cache_info()
+info.update(seconds=time.perf_counter() - t0, sha=hashlib.sha256(cubin).hexdigest())
+print(json.dumps(info))
+""".replace("CHILD_MAX_OP", CHILD_MAX_OP)
+
+
+def build_max_in_child(root: Path, tmp_path: Path, *, prefix: tuple[str, ...] = (), env: dict | None = None,
+                       timeout: float = 120) -> tuple[dict, str]:
+    """Build the maximum in a fresh process over the cache at ``root``: (its cache_info()
+    with ``sha`` of the cubin and the build's ``seconds``, its stderr). Fails if it fails."""
+    full = {"CUPRIMS_CACHE_DIR": str(root), **max_op_env(tmp_path), **(env or {})}
+    proc = run_python(BUILD_MAX_SCRIPT, env=full, prefix=prefix, timeout=timeout)
+    return last_json(proc.stdout), proc.stderr
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+# ----------------------------------------------------------------------------- damaged layouts
+
+@dataclass(frozen=True)
+class Damage:
+    """One damaged cache layout. ``plant(cache)`` damages the test's copy of the prebuilt
+    cache (``cache.root``, ``cache.max``, ``cache.sum``) and returns the damaged path, which
+    every report of it must name."""
+
+    plant: Callable[[Any], Path]
+    unprivileged: bool = False   # only binds a process that file modes bind (root without DAC override)
+    keeps_entries: bool = True   # the cache still keeps new entries (the damage is beside them)
+    clear_leaves: bool = True    # ``cache clear`` may not remove it (not ours to empty)
+
+
+def _layout(root: Path) -> Path:
+    return Path(root) / LAYOUT_VERSION
+
+
+def _other_shard(cache) -> Path:
+    """A cubin shard that is not the maximum's, holding another key's entry (the sum's)."""
+    prefix = "ff" if cache.max.cubin_key[:2] != "ff" else "fe"
+    key = prefix + cache.sum.cubin_key[2:]
+    path = entry_path(cache.root, "cubin", key)
+    path.parent.mkdir(mode=0o700, exist_ok=True)
+    path.write_bytes(entry_path(cache.root, "cubin", cache.sum.cubin_key).read_bytes())
+    path.chmod(0o600)
+    return path.parent
+
+
+def _replace_with_file(path: Path) -> Path:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    path.write_bytes(b"not a directory")
+    path.chmod(0o600)
+    return path
+
+
+def _root_a_file(cache) -> Path:
+    return _replace_with_file(Path(cache.root))
+
+
+def _layout_a_file(cache) -> Path:
+    return _replace_with_file(_layout(cache.root))
+
+
+def _shard_writable_by_others(cache) -> Path:
+    shard = _other_shard(cache)
+    shard.chmod(0o777)
+    return shard
+
+
+def _shard_of_another_user(cache) -> Path:
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        pytest.skip("needs root to chown")
+    shard = _other_shard(cache)
+    for name in [shard, *shard.iterdir()]:
+        os.lchown(name, 65534, 65534)
+    return shard
+
+
+def _shard_mode_000(cache) -> Path:
+    shard = _other_shard(cache)
+    shard.chmod(0)
+    return shard
+
+
+def _kernel_dir_writable_by_others(cache) -> Path:
+    kernel = _layout(cache.root) / "kernel"
+    kernel.chmod(0o777)
+    return kernel
+
+
+def _uses_a_symlink(cache) -> Path:
+    outside = Path(cache.root).parent / "outside-uses"
+    outside.mkdir(mode=0o700)
+    (outside / f"cubin-{cache.max.cubin_key}").write_bytes(b"41")
+    uses = _layout(cache.root) / "uses"
+    if uses.exists():
+        shutil.rmtree(uses)
+    uses.symlink_to(outside)
+    return uses
+
+
+def _locks_a_file(cache) -> Path:
+    return _replace_with_file(_layout(cache.root) / "locks")
+
+
+def _locks_mode_000(cache) -> Path:
+    locks = _layout(cache.root) / "locks"
+    assert any(locks.iterdir()), "the prebuilt cache has no lock files"
+    locks.chmod(0)
+    return locks
+
+
+DAMAGED_LAYOUTS: dict[str, Damage] = {
+    "cache dir a file": Damage(_root_a_file, keeps_entries=False),
+    "v2 a file": Damage(_layout_a_file, keeps_entries=False, clear_leaves=False),
+    "another key's shard writable by others": Damage(_shard_writable_by_others),
+    "another key's shard of another user": Damage(_shard_of_another_user),
+    "another key's shard at mode 000": Damage(_shard_mode_000, unprivileged=True),
+    "v2/kernel writable by others": Damage(_kernel_dir_writable_by_others),
+    "v2/uses a symlink": Damage(_uses_a_symlink, clear_leaves=False),
+    "v2/locks a regular file": Damage(_locks_a_file, clear_leaves=False),
+    "v2/locks at mode 000": Damage(_locks_mode_000, unprivileged=True),
+}

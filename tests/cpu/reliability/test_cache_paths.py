@@ -5,7 +5,9 @@ directories at all, and a permissive umask.
 A write must never follow a link (the link's target is unchanged or not created), a
 directory that is not a private one of ours is neither read nor written, builds always
 work, and an unusable directory is reported once, by the ``cuprims`` logger and by
-``cache_info()["disk_status"]``."""
+``cache_info()["disk_status"]``. A damaged directory beside a build's own (each layout of
+``DAMAGED_LAYOUTS``) costs that build nothing: it keeps its entry and the damage is
+reported once."""
 
 from __future__ import annotations
 
@@ -21,7 +23,8 @@ import pytest
 
 import cuprims
 from cpu_helpers import ARCH, counters, delta, last_json, run_python
-from fault_helpers import CHILD_MAX_OP, all_files, copy_cache, entry_path, lock_path, make_max, max_op_env
+from fault_helpers import (CHILD_MAX_OP, DAMAGED_LAYOUTS, all_files, build_max_in_child, copy_cache, entry_path,
+                           lock_path, make_max, max_op_env, sha, without_dac_override)
 
 STAGES = ("numba_compiles", "nvrtc_compiles", "links", "disk_corrupt_discarded")
 
@@ -218,20 +221,10 @@ print(json.dumps(info))
 READ_ONLY_SCRIPT = READ_ONLY_SCRIPT.replace("CHILD_MAX_OP", CHILD_MAX_OP)
 
 
-def _without_dac_override() -> tuple[str, ...]:
-    """A prefix that makes file modes bind the child even when we are root."""
-    if not hasattr(os, "geteuid") or os.geteuid() != 0:
-        return ()
-    setpriv = shutil.which("setpriv")
-    if setpriv is None:
-        pytest.skip("running as root without setpriv: modes do not bind")
-    return (setpriv, "--bounding-set=-dac_override,-dac_read_search")
-
-
 def test_read_only_cache_dir_serves_hits_and_is_reported_once(cache, tmp_path):
     import hashlib
 
-    prefix = _without_dac_override()
+    prefix = without_dac_override()
     entry_path(cache.root, "cubin", cache.max.cubin_key).unlink()
     modes = {}
     for dirpath, dirs, files in os.walk(cache.root, topdown=False):
@@ -254,6 +247,25 @@ def test_read_only_cache_dir_serves_hits_and_is_reported_once(cache, tmp_path):
     assert after == before
     warnings = [ln for ln in proc.stderr.splitlines() if "cuprims: the disk cache at" in ln]
     assert len(warnings) == 1, proc.stderr
+
+
+# ----------------------------------------------------------------------------- damage beside the build
+
+@pytest.mark.parametrize("layout", sorted(n for n, d in DAMAGED_LAYOUTS.items() if d.keeps_entries))
+def test_damage_beside_a_build_neither_fails_it_nor_loses_its_entry(cache, tmp_path, layout):
+    """A new key is built in a cache damaged elsewhere: the build gives the right cubin, its
+    entry is kept (eviction and use records skip the damage), and the damage is logged once."""
+    damage = DAMAGED_LAYOUTS[layout]
+    entry = entry_path(cache.root, "cubin", cache.max.cubin_key)
+    entry.unlink()
+    damaged = damage.plant(cache)
+    prefix = without_dac_override() if damage.unprivileged else ()
+    out, stderr = build_max_in_child(cache.root, tmp_path, prefix=prefix)
+    assert out["sha"] == sha(cache.max.cubin)
+    assert out["disk_writes"] >= 1 and entry.is_file() and not entry.is_symlink(), "the build's entry was not kept"
+    assert "Traceback" not in stderr
+    skips = [ln for ln in stderr.splitlines() if "skipping part of the disk cache" in ln and str(damaged) in ln]
+    assert len(skips) == 1, stderr
 
 
 # ----------------------------------------------------------------------------- modes
