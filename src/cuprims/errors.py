@@ -99,16 +99,53 @@ class LinkError(CuprimsError):
 
 
 class OperatorCompileError(CuprimsError):
-    """numba-cuda could not type or compile the user's operator."""
+    """numba-cuda could not type or compile the user's operator.
 
-    def __init__(self, op_name: str, signature: str, cause: BaseException):
+    ``argument`` names the argument the operator was given as (``cond``, ``op``, or for
+    an operator inside an iterator the argument holding the iterator, e.g. ``d_in``), when
+    known; ``context`` says where in that argument it sits (``"the transform_op of a
+    TransformIterator"``), else is empty. ``op_name`` is the operator's readable name,
+    ``signature`` the types it was compiled for."""
+
+    def __init__(self, op_name: str, signature: str, cause: BaseException, *, argument: str | None = None,
+                 context: str = ""):
         self.op_name = op_name
         self.signature = signature
         self.cause = cause
+        self.argument = argument
+        self.context = context
         super().__init__(
-            f"could not compile operator '{op_name}' for {signature}: "
+            f"{_argument_prefix(argument)}could not compile {_operator_label(op_name, context)} for {signature}: "
             f"{type(cause).__name__}: {str(cause).strip()}"
         )
+
+
+class OperatorResultError(OperatorCompileError):
+    """An operator whose result cannot be used as its argument's kind of result: a
+    predicate, comparator or equality that returns no truth value (a string, None, a tuple,
+    a complex number, a struct, or nothing because it always raises), or a combining or
+    element-wise operator whose result type numpy's ``same_kind`` rule does not convert to
+    the accumulator's or output's type (a float result for an integer accumulator).
+    ``result`` is the type the operator returns (as numba or the translation types it),
+    ``expected`` what the argument needs (the rules: :mod:`cuprims.op`)."""
+
+    def __init__(self, op_name: str, signature: str, result: str, expected: str, *, argument: str | None = None,
+                 context: str = ""):
+        self.result = result
+        self.expected = expected
+        cause = TypeError(f"it returns {result}; expected {expected}")
+        super().__init__(op_name, signature, cause, argument=argument, context=context)
+        self.args = (f"{_argument_prefix(argument)}{_operator_label(op_name, context)} for {signature} returns "
+                     f"{result}; expected {expected}",)
+
+
+def _argument_prefix(argument: str | None) -> str:
+    return f"argument '{argument}': " if argument else ""
+
+
+def _operator_label(op_name: str, context: str) -> str:
+    """``operator 'f'``, with where it sits (``(the transform_op of a TransformIterator)``)."""
+    return f"operator '{op_name}'" + (f" ({context})" if context else "")
 
 
 class NoDeviceError(CuprimsError, RuntimeError):
@@ -152,5 +189,5 @@ class CoopError(CuprimsError, TypeError):
 
 __all__ = [
     "CuprimsError", "ArgumentError", "ArgumentTypeError", "DeviceMismatchError", "CompileError", "LinkError",
-    "OperatorCompileError", "NoDeviceError", "CudaError", "BlobError", "CacheError", "CoopError",
+    "OperatorCompileError", "OperatorResultError", "NoDeviceError", "CudaError", "BlobError", "CacheError", "CoopError",
 ]

@@ -13,17 +13,51 @@ Example::
     from cuprims import OpKind
     cuprims.reduce_into(d_in=x, d_out=out, op=OpKind.MAXIMUM, num_items=x.size)
     cuprims.reduce_into(d_in=x, d_out=out, op=lambda a, b: a if a > b else b, num_items=x.size)
+
+What a Python operator must return
+----------------------------------
+Its result type (as numba-cuda types it, or the C++ translation of a small expression,
+which types it the same way) is checked when the algorithm is built, per kind of argument:
+
+* **predicates** (select's ``cond``, three_way_partition's ``select_first_part_op`` and
+  ``select_second_part_op``), **comparators** (merge_sort's ``op``, lower_bound's and
+  upper_bound's ``comp``) and **equalities** (unique_by_key's ``op``) return a truth
+  value: a bool, or a real number (int or float; nonzero is true). A string, None, a
+  tuple, a complex number or a struct is refused, and so is a function that always
+  raises (numba types its result as none).
+* **combining** operators (reduce's, scan's and segmented_reduce's ``op``) and
+  **element-wise** ones (transforms' ``op``, a TransformIterator's or
+  TransformOutputIterator's ``transform_op`` with its value type) return a value that
+  converts to the accumulator's or output's type under numpy's ``same_kind`` casting rule
+  (``np.can_cast(result, target, "same_kind")``): a float result for an integer
+  accumulator is refused (``a / b`` is a float: write ``a // b``, or convert explicitly),
+  as is a complex result for a real one. One departure: any integer converts to any
+  integer type, as numba types a Python int literal as int64 (``v + 1`` on uint32 values
+  is an int64). For a struct accumulator or output, numba's store into the struct checks
+  the result.
+
+A refused result raises :class:`cuprims.errors.OperatorResultError`; an operator numba
+cannot type or compile (wrong number of parameters, an unsupported construct) raises
+:class:`cuprims.errors.OperatorCompileError`. Both name the argument the operator was
+given as (``argument``; for an operator inside an iterator, the argument holding the
+iterator) and the operator (``op_name``; a ``functools.partial`` by the function it wraps).
+``async def`` functions, generators and async generators cannot run on the device: they
+raise :class:`cuprims.errors.ArgumentTypeError` naming the argument.
 """
 
 from __future__ import annotations
 
 import enum
+import functools
 import hashlib
+import inspect
 from dataclasses import dataclass, field
-from typing import Any, Callable, Union
+from typing import Any, Callable, Sequence, Union
+
+import numpy as np
 
 from .config import settings
-from .errors import ArgumentError, ArgumentTypeError
+from .errors import ArgumentError, ArgumentTypeError, OperatorResultError
 
 
 class OpKind(enum.Enum):
@@ -170,6 +204,11 @@ class OpSpec:
     linked (no numba); elsewhere the operator is compiled by numba as any other. None when
     the operator is not such an expression or ``settings.direct_ops`` is off.
 
+    ``argument`` is the argument the operator was given as (``"cond"``; for an operator
+    inside an iterator, the argument holding the iterator) and ``context`` where in it the
+    operator sits (``"the transform_op of a TransformIterator"``, else empty): what an
+    error about the operator names. Like ``name``, neither is part of its identity.
+
     A Python operator that captures device arrays has state: ``captures`` lists them
     (:class:`cuprims._jit.captures.Capture`: where each is found, its dtype and rank), and
     ``state_size`` is 8 bytes per array (its data pointer) plus 8 per dimension (its
@@ -186,6 +225,8 @@ class OpSpec:
     captures: tuple = ()
     name: str = field(default="op", compare=False)
     expr: str | None = None
+    argument: str = field(default="op", compare=False)
+    context: str = field(default="", compare=False)
 
 
 _BUILTIN_SPECS: dict[OpKind, OpSpec] = {}
@@ -215,34 +256,113 @@ def op_spec(op: Any, *, argument: str = "op", bind_captures: bool = False) -> Op
             raise ArgumentError(argument, "an OpKind name such as 'plus'", op) from None
     if isinstance(op, RawOp):
         return OpSpec("raw", op.digest(), state_size=len(op.state), state_alignment=op.state_alignment,
-                      name=op.name)
+                      name=op.name, argument=argument)
     if callable(op):
         global _op_recipe_cached
         if _op_recipe_cached is None:
             from ._jit.recipe import op_recipe_cached as _op_recipe_cached
         recipe = _op_recipe_cached(op, bind_captures)
-        name = getattr(op, "__name__", "op")
+        name = operator_name(op)
         direct = settings.direct_ops and not recipe.captures and recipe.persistent
-        spec = _PYTHON_SPECS.get((recipe, name, direct))   # one-shot calls ask for the same spec again and again
+        memo = (recipe, name, direct, argument)
+        spec = _PYTHON_SPECS.get(memo)   # one-shot calls ask for the same spec again and again
         if spec is not None:
             return spec
+        _check_runs_to_a_result(op, argument)
         if direct:
             from ._jit.py_expr import parse_op
 
-            spec = OpSpec("python", recipe.digest, name=name, expr=parse_op(op))
+            spec = OpSpec("python", recipe.digest, name=name, expr=parse_op(op), argument=argument)
         elif recipe.captures:
             from ._jit.captures import state_layout
 
             size, alignment = state_layout(recipe.captures)
             spec = OpSpec("python", recipe.digest, state_size=size, state_alignment=alignment,
-                          persistent=recipe.persistent, captures=recipe.captures, name=name)
+                          persistent=recipe.persistent, captures=recipe.captures, name=name, argument=argument)
         else:
-            spec = OpSpec("python", recipe.digest, persistent=recipe.persistent, name=name)
+            spec = OpSpec("python", recipe.digest, persistent=recipe.persistent, name=name, argument=argument)
         if len(_PYTHON_SPECS) >= 4096:
             _PYTHON_SPECS.clear()
-        _PYTHON_SPECS[(recipe, name, direct)] = spec
+        _PYTHON_SPECS[memo] = spec
         return spec
     raise ArgumentTypeError(argument, "an OpKind, a Python callable or a RawOp", op)
+
+
+def operator_name(op: Any) -> str:
+    """A readable name of operator ``op`` for messages: a function's ``__name__``
+    (``<lambda>`` for a lambda), ``partial(f)`` for a ``functools.partial`` of ``f``, a
+    RawOp's symbol, else the callable's class name."""
+    if isinstance(op, functools.partial):
+        return f"partial({operator_name(op.func)})"
+    if isinstance(op, RawOp):
+        return op.name
+    name = getattr(op, "__name__", None)
+    if isinstance(name, str):
+        return name
+    return type(op).__name__
+
+
+def _check_runs_to_a_result(op: Any, argument: str) -> None:
+    """Refuse an ``async def`` function, a generator or an async generator (a partial of
+    one too): called, each gives an object to iterate or await, not a value, and none can
+    run on the device."""
+    fn = getattr(op, "py_func", op)   # a numba dispatcher: the Python function it compiles
+    if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
+        raise ArgumentTypeError(argument, "a plain function returning a value (an async def function cannot run "
+                                "on the device)", op)
+    if inspect.isgeneratorfunction(fn):
+        raise ArgumentTypeError(argument, "a plain function returning a value (a generator function, one with "
+                                "yield, cannot run on the device)", op)
+
+
+# ------------------------------------------------------------------ what an operator returns
+
+TRUTH_VALUE = "a truth value: a bool or a real number (int or float), which converts to bool"
+
+
+def result_refusal(result: np.dtype | None, target: Any) -> str | None:
+    """What a Python operator's result must be, where one of type ``result`` (None: not a
+    number, e.g. a string, None, a tuple or a struct) cannot be stored as ``target``
+    (a :class:`~cuprims.types.ValueType`; None: a truth value, for predicates, comparators
+    and equalities); None where it can. The rules are in this module's docstring."""
+    if target is None:
+        if result is not None and result.names is None and result.kind in "biuf":
+            return None
+        return TRUTH_VALUE
+    if target.is_struct:
+        return None     # numba's store into the struct checks each field
+    dst = target.dtype
+    if result is None or result.names is not None or result.kind not in "biufc":
+        return f"a number that numpy's same_kind casting rule converts to {dst}"
+    if np.can_cast(result, dst, "same_kind") or (result.kind in "iu" and dst.kind in "iu"):
+        return None
+    expected = f"a result that numpy's same_kind casting rule converts to {dst}"
+    if result.kind in "fc" and dst.kind in "iu":
+        return (f"{expected} (an integer or a bool: the fraction would be lost); use // for integer division, "
+                f"or convert explicitly, e.g. int(...) or np.{dst}(...)")
+    if result.kind == "c":
+        return f"{expected} (a real number: the imaginary part would be lost); take .real or abs(...) explicitly"
+    if dst.kind == "b":
+        return f"{expected} (a bool); compare explicitly, e.g. (...) != 0"
+    return expected
+
+
+def operator_signature(arg_types: Sequence[Any], result_type: Any) -> str:
+    """``(int32, int32) -> int32``: the types an operator is compiled for (a result type of
+    None: a truth value, stored as a bool)."""
+    return f"({', '.join(str(vt.dtype) for vt in arg_types)}) -> " + (
+        str(result_type.dtype) if result_type is not None else "bool")
+
+
+def check_result(arg_types: Sequence[Any], result_type: Any, result: np.dtype | None, shown: str, *,
+                 op_name: str, argument: str | None, context: str = "") -> None:
+    """Raise :class:`~cuprims.errors.OperatorResultError` naming ``argument`` and operator
+    ``op_name`` when its result (``result``, shown as ``shown``) on ``arg_types`` cannot be
+    stored as ``result_type`` (:func:`result_refusal`)."""
+    expected = result_refusal(result, result_type)
+    if expected is not None:
+        raise OperatorResultError(op_name, operator_signature(arg_types, result_type), shown, expected,
+                                  argument=argument, context=context)
 
 
 _op_recipe_cached = None   # bound on first use (keeps `import cuprims` light)
@@ -250,4 +370,5 @@ _op_recipe_cached = None   # bound on first use (keeps `import cuprims` light)
 _PYTHON_SPECS: dict[Any, OpSpec] = {}
 
 
-__all__ = ["OpKind", "RawOp", "Operator", "OpSpec", "op_spec"]
+__all__ = ["OpKind", "RawOp", "Operator", "OpSpec", "op_spec", "operator_name", "result_refusal",
+           "check_result", "operator_signature"]

@@ -185,7 +185,8 @@ def _op_ltoir(op: OpInput, obj: Any, arch: int) -> list[bytes]:
     stats.bump("numba_compiles")
     with stats.stage("numba compile", op.spec.name):
         return compile_python_op(obj, op.arg_types, op.result_type, op.symbol, (arch // 10, arch % 10),
-                                 op_name=op.spec.name, captures=op.spec.captures)
+                                 op_name=op.spec.name, captures=op.spec.captures, argument=op.spec.argument,
+                                 context=op.spec.context)
 
 
 def _compile_and_link(source: Source, arch: int, ops: Sequence[OpInput], objs: Sequence[Any],
@@ -199,7 +200,8 @@ def _compile_and_link(source: Source, arch: int, ops: Sequence[OpInput], objs: S
     for op, obj in zip(ops, objs):
         if op.spec.kind == "raw":
             # before NVRTC and numba: a RawOp of the wrong arity is an argument error, not a wrong answer
-            check_arity(obj, len(op.arg_types) + 1 + bool(op.spec.state_size), arch)
+            check_arity(obj, len(op.arg_types) + 1 + bool(op.spec.state_size), arch, op.spec.argument,
+                        op.spec.context)
     started = time.perf_counter()
     if links_nothing(source, ops):
         with stats.stage("nvrtc", f"sm_{arch} (to cubin)"):

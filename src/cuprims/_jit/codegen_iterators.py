@@ -29,10 +29,11 @@ class IteratorUnit:
         return dataclasses.replace(self, ops=tuple(dataclasses.replace(o, obj=None) for o in self.ops))
 
 
-def iterator_unit(it: IteratorBase, prefix: str, output: bool = False) -> IteratorUnit:
+def iterator_unit(it: IteratorBase, prefix: str, output: bool = False, argument: str | None = None) -> IteratorUnit:
     """Everything the generated source needs for iterator ``it``; names start with ``prefix``.
-    With ``output`` the structs can also be written through (``write(i, v)``)."""
-    code = IteratorCode(prefix, output)
+    With ``output`` the structs can also be written through (``write(i, v)``). ``argument``:
+    the algorithm's argument ``it`` was given as, which errors about its operators name."""
+    code = IteratorCode(prefix, output, argument=argument)
     name, _ = it._emit(code)
     size, align = it._struct_layout()
     text = "".join(line + "\n" for line in code.includes) + "\n".join(code.definitions)

@@ -71,7 +71,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ArgumentError
-from ..op import COMPARISON_KINDS, UNARY_KINDS, OpKind, OpSpec
+from ..op import COMPARISON_KINDS, UNARY_KINDS, OpKind, OpSpec, check_result
 from ..types import ValueType, value_type
 
 ARITHMETIC_KINDS = frozenset({OpKind.PLUS, OpKind.MINUS, OpKind.MULTIPLIES, OpKind.DIVIDES, OpKind.MODULUS})
@@ -177,12 +177,21 @@ def direct_expr(op: OpSpec, inputs: tuple[ValueType, ...], result: ValueType | N
     ``result`` (None: a truth value), where the operator is a small expression that
     translates for these types (:mod:`.py_expr`); else None (it is compiled by numba and
     linked). What a functor inlines here, the build links nothing for
-    (:func:`is_direct`): both ask this one function."""
+    (:func:`is_direct`): both ask this one function.
+
+    A result the translation types as one ``result`` refuses (a float for an integer
+    accumulator, :func:`cuprims.op.result_refusal`) raises OperatorResultError here, before
+    any compiler runs, as numba's typing of the same operator would after compiling it."""
     if op.kind != "python" or op.expr is None:
         return None
-    from .py_expr import emit
+    from .py_expr import emit, result_code
 
-    return emit(op.expr, tuple(vt.code for vt in inputs), names[:len(inputs)], result.code if result else None)
+    codes = tuple(vt.code for vt in inputs)
+    typed = result_code(op.expr, codes)
+    if typed is not None:
+        check_result(inputs, result, np.dtype(typed), str(np.dtype(typed)), op_name=op.name, argument=op.argument,
+                     context=op.context)
+    return emit(op.expr, codes, names[:len(inputs)], result.code if result else None)
 
 
 def is_direct(op: Any) -> bool:

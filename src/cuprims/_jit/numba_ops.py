@@ -76,7 +76,8 @@ def _device_function(fn: Callable, memo: dict[int, Any]):
     if py_func is not None and isinstance(py_func, pytypes.FunctionType):
         fn = py_func
     if not isinstance(fn, pytypes.FunctionType):
-        raise TypeError(f"operator {fn!r} is not a Python function")
+        raise TypeError(f"operator {fn!r} is not a Python function (numba-cuda compiles functions and lambdas; "
+                        "call another callable from one, e.g. lambda v: f(v))")
     if id(fn) in memo:
         return memo[id(fn)]
     placeholder = object()
@@ -160,7 +161,8 @@ def _captures_of(fn: Callable, captures: Any) -> tuple:
     return op_recipe_cached(fn).captures
 
 
-def _stateful_target(fn: Callable, captures: tuple, op_name: str, signature_text: str) -> Callable:
+def _stateful_target(fn: Callable, captures: tuple, op_name: str, signature_text: str,
+                     argument: str | None = None, context: str = "") -> Callable:
     """``fn`` rewritten to take its captured closure variables and globals as leading
     parameters (captured defaults stay parameters, passed by keyword)."""
     from .captures import DEFAULT, SourceUnavailable, with_leading_parameters
@@ -176,7 +178,7 @@ def _stateful_target(fn: Callable, captures: tuple, op_name: str, signature_text
         raise OperatorCompileError(op_name, signature_text, TypeError(
             f"the operator captures device arrays ({names}), which cuprims passes to it at each call by "
             f"rewriting it from its source; {exc}. Define the operator in a file (or notebook cell) whose "
-            "source Python can read")) from None
+            "source Python can read"), argument=argument, context=context) from None
 
 
 def _capture_call(captures: tuple, values: list[str], arrays: list[str]) -> str:
@@ -244,27 +246,33 @@ def _state_array(word: int, dtype: np.dtype, ndim: int):
 
 def compile_python_op(fn: Callable, arg_types: Sequence[ValueType], result_type: ValueType | None,
                       abi_name: str, cc: tuple[int, int], *, op_name: str = "op",
-                      captures: Any = None) -> list[bytes]:
+                      captures: Any = None, argument: str | None = None, context: str = "") -> list[bytes]:
     """LTO-IR of ``void abi_name(A0* a0, ..., R* out)`` that stores ``fn(*a)`` in ``*out``,
     followed by the LTO-IR of any support code numba links beside it (float16
     arithmetic, for instance, calls C++ shims that numba compiles with NVRTC).
 
     ``result_type`` None means the result is stored as a bool flag byte (predicates).
+    The result numba types ``fn`` as returning is checked against it
+    (:func:`cuprims.op.result_refusal`): a refused one raises OperatorResultError.
 
     An operator capturing device arrays (``captures``, read from ``fn``'s recipe when not
     given) gets ``void abi_name(void* state, A0* a0, ..., R* out)``: the state holds each
     array's pointer and extents (:mod:`.captures`).
+
+    Errors name ``op_name`` and ``argument``, the argument the operator was given as
+    (``context``: where in it the operator sits, for one inside an iterator).
     """
+    from ..op import operator_signature
+
     cuda, types, _ = import_numba()
     args = [f"p{i}" for i in range(len(arg_types))]
     out_vt = result_type
-    signature_text = f"({', '.join(str(vt.dtype) for vt in arg_types)}) -> " + (
-        str(out_vt.dtype) if out_vt is not None else "bool")
+    signature_text = operator_signature(arg_types, out_vt)
     captures = _captures_of(fn, captures)
     values = [_loader(vt, p) for vt, p in zip(arg_types, args)]
     namespace: dict[str, Any] = {}
     if captures:
-        target = _stateful_target(fn, captures, op_name, signature_text)
+        target = _stateful_target(fn, captures, op_name, signature_text, argument, context)
         arrays, word = [], 0
         for i, cap in enumerate(captures):
             namespace[f"__cuprims_cap{i}"] = _state_array(word, cap.dtype, cap.ndim)
@@ -298,8 +306,40 @@ def compile_python_op(fn: Callable, arg_types: Sequence[ValueType], result_type:
     except OperatorCompileError:
         raise
     except Exception as exc:  # numba raises many kinds; all mean "your operator did not compile"
-        raise OperatorCompileError(op_name, signature_text, exc) from exc
+        # a result of a refused type explains a store numba could not type better than numba does
+        _check_user_result(namespace.get("__user"), arg_types, out_vt, op_name, argument, context)
+        raise OperatorCompileError(op_name, signature_text, exc, argument=argument, context=context) from exc
+    _check_user_result(namespace["__user"], arg_types, out_vt, op_name, argument, context)
     return [_code_bytes(code) for code in codes]
+
+
+def _user_result(dispatcher: Any) -> tuple[np.dtype | None, str] | None:
+    """The result type numba gave the user's function where the wrapper called it: its
+    numpy dtype (None when it is not a number: a string, None, a tuple, a struct) and its
+    name; None when numba did not get as far as typing it."""
+    overloads = list(getattr(dispatcher, "overloads", {}).values())
+    if not overloads:
+        return None
+    _, types, _ = import_numba()
+    from numba.np import numpy_support
+
+    result = types.unliteral(overloads[-1].signature.return_type)
+    if isinstance(result, (types.Boolean, types.Integer, types.Float, types.Complex)):
+        return np.dtype(numpy_support.as_dtype(result)), str(result)
+    if isinstance(result, types.NoneType):
+        return None, "None (it returns nothing, or always raises)"
+    return None, str(result)
+
+
+def _check_user_result(dispatcher: Any, arg_types: Sequence[ValueType], out_vt: ValueType | None, op_name: str,
+                       argument: str | None, context: str) -> None:
+    """Raise OperatorResultError when the result numba typed the user's function as
+    returning cannot be stored as ``out_vt`` (None: a truth value)."""
+    from ..op import check_result
+
+    typed = _user_result(dispatcher)
+    if typed is not None:
+        check_result(arg_types, out_vt, *typed, op_name=op_name, argument=argument, context=context)
 
 
 def compile_state_op(fn: Callable, state_type: ValueType, arg_types: Sequence[ValueType],
@@ -362,19 +402,20 @@ def numba_version() -> str:
 
 
 def infer_result_dtype(fn: Callable, arg_types: Sequence[ValueType], *, op_name: str = "op",
-                       captures: Any = None) -> np.dtype:
+                       captures: Any = None, argument: str | None = None) -> np.dtype:
     """The numpy dtype numba infers for ``fn(*args)`` on scalar ``arg_types`` (no GPU needed).
 
     Used where an operator's result type is not given (a TransformIterator without
     ``value_type``). Captured device arrays are typed as arrays of their build's dtype
-    and rank (``captures``, read from ``fn``'s recipe when not given)."""
+    and rank (``captures``, read from ``fn``'s recipe when not given). Errors name
+    ``argument``, the argument ``fn`` was given as."""
     cuda, types, _ = import_numba()
     from numba.np import numpy_support
 
     signature_text = f"({', '.join(str(vt.dtype) for vt in arg_types)}) -> ?"
     if any(vt.is_struct for vt in arg_types):
         raise OperatorCompileError(op_name, signature_text, TypeError(
-            "the result type of an operator on structs cannot be inferred: give value_type="))
+            "the result type of an operator on structs cannot be inferred: give value_type="), argument=argument)
     captures = _captures_of(fn, captures)
     scalar_types = tuple(getattr(types, numba_type_name(vt)) for vt in arg_types)
     try:
@@ -384,7 +425,7 @@ def infer_result_dtype(fn: Callable, arg_types: Sequence[ValueType], *, op_name:
                 arrays = [f"c{i}" for i in range(len(captures))]
                 values = [f"a{i}" for i in range(len(arg_types))]
                 namespace: dict[str, Any] = {"__user": _device_function(
-                    _stateful_target(fn, captures, op_name, signature_text), {})}
+                    _stateful_target(fn, captures, op_name, signature_text, argument), {})}
                 exec(compile(f"def __cuprims_infer({', '.join(arrays + values)}):\n"
                              f"    return {_capture_call(captures, values, arrays)}\n",
                              f"<cuprims caller of {op_name}>", "exec"), namespace)
@@ -398,4 +439,4 @@ def infer_result_dtype(fn: Callable, arg_types: Sequence[ValueType], *, op_name:
     except OperatorCompileError:
         raise
     except Exception as exc:  # noqa: BLE001 - numba raises many kinds
-        raise OperatorCompileError(op_name, signature_text, exc) from exc
+        raise OperatorCompileError(op_name, signature_text, exc, argument=argument) from exc

@@ -131,13 +131,15 @@ def parameter_count(op: RawOp, arch: int) -> int | None:
     return count
 
 
-def check_arity(op: RawOp, expected: int, arch: int) -> None:
-    """Refuse ``op`` when its function does not take ``expected`` pointer parameters."""
+def check_arity(op: RawOp, expected: int, arch: int, argument: str = "op", context: str = "") -> None:
+    """Refuse ``op`` (given as ``argument``; ``context``: where in it, for an operator
+    inside an iterator) when its function does not take ``expected`` pointer parameters."""
     found = parameter_count(op, arch)
     if found is not None and found != expected:
         inputs = expected - 1 - bool(op.state)
         state = "the state's address, " if op.state else ""
+        where = f" ({context})" if context else ""
         raise ArgumentError(
-            "op", f"a RawOp whose function '{op.name}' takes {expected} pointer parameters here ({state}"
-                  f"{inputs} input address{'es' if inputs != 1 else ''}, then the result's)",
+            argument, f"a RawOp{where} whose function '{op.name}' takes {expected} pointer parameters here ({state}"
+                      f"{inputs} input address{'es' if inputs != 1 else ''}, then the result's)",
             f"'{op.name}' defined with {found} parameters")

@@ -172,7 +172,7 @@ def _describe_iterator(it: IteratorBase, name: str, key: str, output: bool) -> A
         raise ArgumentTypeError(name, "a device array or an output iterator (DiscardIterator, "
                                 "TransformOutputIterator, or a Reverse/Permutation iterator over an array)", it)
     # the unit keeps the operators' symbols and types, not the callables (no user objects)
-    unit = iterator_unit(it, f"cuprims_{name.removeprefix('d_')}_it", output).without_objects()
+    unit = iterator_unit(it, f"cuprims_{name.removeprefix('d_')}_it", output, argument=name).without_objects()
     size, align = adapted_layout(unit.state_size, unit.state_alignment)
     return ArgKind(name, key, it.value_type, 1, output, size, align, unit)
 

@@ -278,8 +278,16 @@ def invalidate_wrapper_caches() -> None:
         cache.invalidate()
 
 
+# The widest offset type any kernel counts items in (long long): a count beyond it cannot
+# reach a kernel, whatever the algorithm.
+MAX_ITEMS = (1 << 63) - 1
+
+
 def check_num_items(num_items: Any, name: str = "num_items") -> int:
-    if type(num_items) is int and num_items >= 0:
+    """``num_items`` (any count argument: ``num_items``, ``num_samples``, ``num_segments``,
+    ...) as an int, checked: a non-negative integer (not a bool) the kernels' 64-bit offsets
+    can hold; else ArgumentError naming ``name``."""
+    if type(num_items) is int and 0 <= num_items <= MAX_ITEMS:
         return num_items
     if isinstance(num_items, (bool, np.bool_)):  # True is an int to Python, never a count here
         raise ArgumentError(name, "a non-negative integer", num_items)
@@ -291,6 +299,9 @@ def check_num_items(num_items: Any, name: str = "num_items") -> int:
         raise ArgumentError(name, "a non-negative integer", num_items) from None
     if value < 0:
         raise ArgumentError(name, "a non-negative integer", num_items)
+    if value > MAX_ITEMS:
+        raise ArgumentError(name, f"at most 2**63 - 1 = {MAX_ITEMS} (the kernels' offsets are 64-bit integers)",
+                            num_items)
     return value
 
 

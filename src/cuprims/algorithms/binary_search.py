@@ -163,8 +163,8 @@ class _BinarySearch(Algorithm):
 
     def _run(self, d_data: Any, num_items: Any, d_values: Any, num_values: Any, d_out: Any, comp: Any,
              stream: Any) -> None:
-        n = num_items if type(num_items) is int and num_items >= 0 else check_num_items(num_items)
-        nv = num_values if type(num_values) is int and num_values >= 0 else check_num_items(num_values, "num_values")
+        n = check_num_items(num_items)
+        nv = check_num_items(num_values, "num_values")
         if n > self._max_index:
             raise ArgumentError("num_items", f"at most {self._max_index} items (the largest index d_out's "
                                 f"{self.desc.out.value.dtype} holds)", n)

@@ -149,7 +149,7 @@ class _MergeSort(SortAlgorithm):
 
     def _run(self, temp_storage: Any, d_in_keys: Any, d_in_values: Any, d_out_keys: Any, d_out_values: Any,
              num_items: Any, op: Any, stream: Any, one_shot: bool) -> int | None:
-        n = num_items if type(num_items) is int and num_items >= 0 else check_num_items(num_items)
+        n = check_num_items(num_items)
         call = self._bind(d_in_keys, d_out_keys, d_in_values, d_out_values, n)
         if n == 0:
             return 1 if temp_storage is None and not one_shot else None

@@ -185,7 +185,7 @@ class _RadixSort(SortAlgorithm):
 
     def _run(self, temp_storage: Any, d_in_keys: Any, d_out_keys: Any, d_in_values: Any, d_out_values: Any,
              num_items: Any, begin_bit: Any, end_bit: Any, stream: Any, one_shot: bool) -> int | None:
-        n = num_items if type(num_items) is int and num_items >= 0 else check_num_items(num_items)
+        n = check_num_items(num_items)
         call = self._bind(d_in_keys, d_out_keys, d_in_values, d_out_values, n)
         call.begin, call.end = b, e = bit_range(begin_bit, end_bit, self._key)
         if n == 0 or b == e:  # nothing to sort; with an empty bit range the output is the input

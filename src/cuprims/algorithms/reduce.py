@@ -150,7 +150,7 @@ class _Reduce(Algorithm):
 
     def _run(self, temp_storage: Any, d_in: Any, d_out: Any, num_items: Any, op: Any, h_init: Any,
              stream: Any, one_shot: bool) -> int | None:
-        n = num_items if type(num_items) is int and num_items >= 0 else check_num_items(num_items)
+        n = check_num_items(num_items)
         desc = self.desc
         args = (desc.d_in.bind(d_in, n), desc.d_out.bind(d_out, 1, None), n,
                 functor_state(desc.op, op) if self._stateful else self._state, self._init_bytes(h_init))

@@ -154,7 +154,7 @@ class _Scan(Algorithm):
 
     def _run(self, temp_storage: Any, d_in: Any, d_out: Any, num_items: Any, op: Any, init_value: Any,
              stream: Any, one_shot: bool) -> int | None:
-        n = num_items if type(num_items) is int and num_items >= 0 else check_num_items(num_items)
+        n = check_num_items(num_items)
         desc = self.desc
         args = (desc.d_in.bind(d_in, n), desc.d_out.bind(d_out, n), n,
                 functor_state(desc.op, op) if desc.op.state_size else self._state, self._init_arg(init_value))

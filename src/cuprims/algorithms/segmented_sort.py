@@ -120,7 +120,7 @@ class _SegmentedSort(SortAlgorithm):
     def _run(self, temp_storage: Any, d_in_keys: Any, d_out_keys: Any, d_in_values: Any, d_out_values: Any,
              num_items: Any, num_segments: Any, start_offsets_in: Any, end_offsets_in: Any, stream: Any,
              one_shot: bool) -> int | None:
-        n = num_items if type(num_items) is int and num_items >= 0 else check_num_items(num_items)
+        n = check_num_items(num_items)
         ns = check_num_items(num_segments, "num_segments")
         if ns > _MAX_SEGMENTS:
             raise ArgumentError("num_segments", f"at most {_MAX_SEGMENTS} segments", ns)

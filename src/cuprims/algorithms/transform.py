@@ -174,7 +174,7 @@ class _UnaryTransform(_Transform):
     """
 
     def _run(self, d_in: Any, d_out: Any, num_items: Any, op: Any, stream: Any) -> None:
-        n = num_items if type(num_items) is int and num_items >= 0 else check_num_items(num_items)
+        n = check_num_items(num_items)
         self._launch(n, (self.desc.inputs[0].bind(d_in, n),), d_out, op, stream, (d_in, d_out))
 
     def __call__(self, *, d_in: Any, d_out: Any, op: Any = None, num_items: int, stream: Any = None) -> None:
@@ -190,7 +190,7 @@ class _BinaryTransform(_Transform):
     """
 
     def _run(self, d_in1: Any, d_in2: Any, d_out: Any, num_items: Any, op: Any, stream: Any) -> None:
-        n = num_items if type(num_items) is int and num_items >= 0 else check_num_items(num_items)
+        n = check_num_items(num_items)
         in1, in2 = self.desc.inputs
         self._launch(n, (in1.bind(d_in1, n), in2.bind(d_in2, n)), d_out, op, stream, (d_in1, d_in2, d_out))
 

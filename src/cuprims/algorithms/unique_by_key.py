@@ -155,7 +155,7 @@ class _UniqueByKey(Algorithm):
 
     def _run(self, temp_storage: Any, d_in_keys: Any, d_in_items: Any, d_out_keys: Any, d_out_items: Any,
              d_out_num_selected: Any, op: Any, num_items: Any, stream: Any, one_shot: bool) -> int | None:
-        n = num_items if type(num_items) is int and num_items >= 0 else check_num_items(num_items)
+        n = check_num_items(num_items)
         variant = 0 if n <= NARROW_MAX_ITEMS else 1
         d = self.desc
         args = (d.keys_in.bind(d_in_keys, n), d.items_in.bind(d_in_items, n), d.keys_out.bind(d_out_keys, n),

@@ -77,6 +77,7 @@ class IteratorCode:
 
     prefix: str
     output: bool = False  # the tree is written through: writable kinds emit write()
+    argument: str | None = None  # the algorithm's argument holding the tree: what operator errors name
     definitions: list[str] = field(default_factory=list)
     ops: list[LinkedOp] = field(default_factory=list)
     value_types: list[ValueType] = field(default_factory=list)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -48,6 +49,9 @@ class _OperatorIterator(IteratorBase):
         from .._jit.codegen_transform import transform_functor
 
         spec = self._spec
+        if code.argument is not None:   # errors about the operator name the algorithm's argument
+            spec = dataclasses.replace(spec, argument=code.argument,
+                                       context=f"the transform_op of a {type(self).__name__}")
         code.note_type(self._vt)
         members = [emit_member(code, self._under, "under")]
         fn_name = code.new_name() + "_fn"
@@ -146,8 +150,8 @@ def _infer(fn: Any, spec: Any, in_vt: ValueType) -> np.dtype:
     if dt is None:
         from .._jit.numba_ops import infer_result_dtype
 
-        dt = _inferred[memo_key] = infer_result_dtype(fn, (in_vt,), op_name=getattr(fn, "__name__", "op"),
-                                                      captures=spec.captures)
+        dt = _inferred[memo_key] = infer_result_dtype(fn, (in_vt,), op_name=spec.name, captures=spec.captures,
+                                                      argument="transform_op")
     return dt
 
 

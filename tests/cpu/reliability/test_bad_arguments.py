@@ -5,10 +5,21 @@ runs (a build would be visible in cache_info()), and never a bare Python excepti
 An algorithm joins the matrix by one declaration in ``ALGORITHMS``: its builder, good
 build-time arguments (placeholders for an ahead-of-time sm_90 build), which of them are
 device arrays, which take iterators, and which is its operator or initial value.
+
+Bad operators (the operator matrix, ``_operator_cases``): each operator argument is
+declared with its role (``operators``: a predicate, comparator or equality returns a
+truth value; a combiner or element-wise operator a value of the accumulator's or
+output's type), and gets every bad operator of its role: results of a refused type,
+a wrong number of parameters, a functools.partial; and, where an input takes one, a
+TransformIterator with such an operator. These need numba (or the translation of small
+expressions to C++) to type the operator, so they run at build time, on both paths
+(``CUPRIMS_DIRECT_OPS`` on and off); the error names the argument the user wrote and the
+operator. Operators that can never run (``async def``, generators) are refused before.
 """
 
 from __future__ import annotations
 
+import functools
 import signal
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -18,8 +29,8 @@ import pytest
 
 import cuprims
 from cuprims import (CountingIterator, DiscardIterator, OpKind, ProxyArray, ProxyValue, RawOp, SortOrder,
-                     TransformOutputIterator)
-from cuprims.errors import CuprimsError
+                     TransformIterator, TransformOutputIterator)
+from cuprims.errors import CuprimsError, OperatorCompileError, OperatorResultError
 
 P, V = ProxyArray, ProxyValue
 f4, i4, i8 = np.float32, np.int32, np.int64
@@ -35,6 +46,15 @@ class Algo:
     init: str | None = None                       # the host initial value argument (of output type `init_type`)
     init_type: Any = None
     extra: dict[str, tuple[Any, str]] = field(default_factory=dict)  # case name -> (overrides, argument)
+    operators: dict[str, str] = field(default_factory=dict)  # operator argument -> its role (ROLES)
+    int_values: dict[str, Any] = field(default_factory=dict)  # overrides giving value roles an integer output
+    iterator_input: str | None = None             # an input that takes a TransformIterator over its good array
+    iterator_output: str | None = None            # an output that takes a TransformOutputIterator over its array
+
+
+# role -> (the operator's number of parameters, whether it returns a truth value)
+ROLES = {"predicate": (1, True), "comparator": (2, True), "equality": (2, True),
+         "combiner": (2, False), "unary": (1, False), "binary": (2, False)}
 
 
 def _below_three(v):
@@ -48,13 +68,14 @@ def _above_six(v):
 ALGORITHMS: dict[str, Algo] = {
     "reduce": Algo(cuprims.make_reduce_into, dict(d_in=P(i4), d_out=P(i4), op=OpKind.PLUS, h_init=V(i4)),
                    ("d_in", "d_out"), op="op", init="h_init", init_type=i4,
+                   operators={"op": "combiner"}, iterator_input="d_in", iterator_output="d_out",
                    extra={"complex to real": (dict(d_in=P(np.complex64), d_out=P(f4), h_init=V(f4)), "d_out"),
                           "determinism": (dict(determinism="sometimes"), "determinism")}),
     "segmented_reduce": Algo(cuprims.make_segmented_reduce,
                              dict(d_in=P(i4), d_out=P(i4), start_offsets_in=P(i8), end_offsets_in=P(i8),
                                   op=OpKind.PLUS, h_init=V(i4)),
                              ("d_in", "d_out", "start_offsets_in", "end_offsets_in"), op="op", init="h_init",
-                             init_type=i4,
+                             init_type=i4, operators={"op": "combiner"}, iterator_input="d_in",
                              extra={"float offsets": (dict(start_offsets_in=P(f4)), "start_offsets_in"),
                                     "offsets of two types": (dict(end_offsets_in=P(np.int32)), "end_offsets_in"),
                                     "no init": (dict(h_init=None), "h_init")}),
@@ -62,7 +83,8 @@ ALGORITHMS: dict[str, Algo] = {
                           dict(d_in_keys=P(i4), d_in_items=P(f4), d_out_keys=P(i4), d_out_items=P(f4),
                                d_out_num_selected=P(i8), op=OpKind.EQUAL_TO),
                           ("d_in_keys", "d_in_items", "d_out_keys", "d_out_items", "d_out_num_selected"),
-                          no_iterators=("d_out_num_selected",), op="op",
+                          no_iterators=("d_out_num_selected",), op="op", operators={"op": "equality"},
+                          iterator_input="d_in_keys",
                           extra={"a float count": (dict(d_out_num_selected=P(f4)), "d_out_num_selected"),
                                  "an ordering, not an equality": (dict(op=OpKind.LESS), "op")}),
     "three_way_partition": Algo(cuprims.make_three_way_partition,
@@ -72,29 +94,38 @@ ALGORITHMS: dict[str, Algo] = {
                                 ("d_in", "d_first_part_out", "d_second_part_out", "d_unselected_out",
                                  "d_num_selected_out"),
                                 no_iterators=("d_num_selected_out",), op="select_first_part_op",
+                                operators={"select_first_part_op": "predicate", "select_second_part_op": "predicate"},
+                                iterator_input="d_in",
                                 extra={"a built-in predicate": (dict(select_second_part_op=OpKind.LESS),
                                                                 "select_second_part_op")}),
     "select": Algo(cuprims.make_select, dict(d_in=P(i4), d_out=P(i4), d_num_selected_out=P(i8), cond=_below_three),
                    ("d_in", "d_out", "d_num_selected_out"), no_iterators=("d_num_selected_out",), op="cond",
+                   operators={"cond": "predicate"}, iterator_input="d_in", iterator_output="d_out",
                    extra={"a built-in predicate": (dict(cond=OpKind.EQUAL_TO), "cond")}),
     "inclusive_scan": Algo(cuprims.make_inclusive_scan, dict(d_in=P(i4), d_out=P(i4), op=OpKind.PLUS),
-                           ("d_in", "d_out"), op="op"),
+                           ("d_in", "d_out"), op="op", operators={"op": "combiner"}, iterator_input="d_in",
+                           iterator_output="d_out"),
     "exclusive_scan": Algo(cuprims.make_exclusive_scan, dict(d_in=P(i4), d_out=P(i4), op=OpKind.PLUS,
                                                              init_value=V(i4)),
                            ("d_in", "d_out"), op="op", init="init_value", init_type=i4,
+                           operators={"op": "combiner"}, iterator_input="d_in", iterator_output="d_out",
                            extra={"no init": (dict(init_value=None), "init_value")}),
     "unary_transform": Algo(cuprims.make_unary_transform, dict(d_in=P(f4), d_out=P(f4), op=OpKind.NEGATE),
-                            ("d_in", "d_out"), op="op",
+                            ("d_in", "d_out"), op="op", operators={"op": "unary"},
+                            int_values=dict(d_in=P(i4), d_out=P(i4)), iterator_input="d_in", iterator_output="d_out",
                             extra={"binary op": (dict(op=OpKind.PLUS), "op")}),
     "binary_transform": Algo(cuprims.make_binary_transform, dict(d_in1=P(f4), d_in2=P(f4), d_out=P(f4),
                                                                  op=OpKind.PLUS),
-                             ("d_in1", "d_in2", "d_out"), op="op"),
+                             ("d_in1", "d_in2", "d_out"), op="op", operators={"op": "binary"},
+                             int_values=dict(d_in1=P(i4), d_in2=P(i4), d_out=P(i4)), iterator_input="d_in1"),
     "lower_bound": Algo(cuprims.make_lower_bound, dict(d_data=P(i4), d_values=P(i4), d_out=P(np.uint64)),
                         ("d_data", "d_values", "d_out"), no_iterators=("d_data", "d_out"), op="comp",
+                        operators={"comp": "comparator"}, iterator_input="d_values",
                         extra={"float indices": (dict(d_out=P(f4)), "d_out"),
                                "values of another dtype": (dict(d_values=P(f4)), "d_values")}),
     "upper_bound": Algo(cuprims.make_upper_bound, dict(d_data=P(i4), d_values=P(i4), d_out=P(np.int64)),
-                        ("d_data", "d_values", "d_out"), no_iterators=("d_data", "d_out"), op="comp"),
+                        ("d_data", "d_values", "d_out"), no_iterators=("d_data", "d_out"), op="comp",
+                        operators={"comp": "comparator"}, iterator_input="d_values"),
     "radix_sort": Algo(cuprims.make_radix_sort, dict(d_in_keys=P(np.uint32), d_out_keys=P(np.uint32),
                                                      d_in_values=None, d_out_values=None,
                                                      order=SortOrder.ASCENDING),
@@ -120,6 +151,7 @@ ALGORITHMS: dict[str, Algo] = {
                                                               "d_out_values")}),
     "merge_sort": Algo(cuprims.make_merge_sort, dict(d_in_keys=P(i4), d_out_keys=P(i4), op=OpKind.LESS),
                        ("d_in_keys", "d_out_keys"), no_iterators=("d_out_keys",), op="op",
+                       operators={"op": "comparator"}, iterator_input="d_in_keys",
                        extra={"arithmetic comparator": (dict(op=OpKind.PLUS), "op"),
                               # the inputs take iterators, but only ones with items to read, of the outputs' dtype
                               "d_in_keys: a DiscardIterator": (dict(d_in_keys=DiscardIterator(P(i4))), "d_in_keys"),
@@ -135,13 +167,16 @@ ALGORITHMS: dict[str, Algo] = {
     "histogram_even": Algo(cuprims.make_histogram_even,
                            dict(d_samples=P(np.uint8), d_histogram=P(i4), h_num_output_levels=np.array([257], i4),
                                 h_lower_level=np.array([0], i4), h_upper_level=np.array([256], i4), num_samples=1000),
-                           ("d_samples", "d_histogram"), no_iterators=("d_histogram",),
+                           ("d_samples", "d_histogram"), no_iterators=("d_histogram",), iterator_input="d_samples",
                            extra={"one level": (dict(h_num_output_levels=np.array([1], i4)), "h_num_output_levels"),
                                   "lower above upper": (dict(h_lower_level=np.array([300], i4)), "h_lower_level"),
                                   "level dtypes differ": (dict(h_upper_level=np.array([256.0])), "h_upper_level"),
                                   "float counters": (dict(d_histogram=P(f4)), "d_histogram"),
                                   "complex samples": (dict(d_samples=P(np.complex64)), "d_samples"),
-                                  "negative count": (dict(num_samples=-1), "num_samples")}),
+                                  "negative count": (dict(num_samples=-1), "num_samples"),
+                                  # the kernels' offsets are 64-bit: a count past them is refused, not wrapped
+                                  "count past 64-bit offsets": (dict(num_samples=2 ** 80), "num_samples"),
+                                  "count of 2**63": (dict(num_samples=2 ** 63), "num_samples")}),
 }
 
 
@@ -159,6 +194,10 @@ def _cases() -> list[tuple[str, str, dict[str, Any], str]]:
         if a.op is not None:
             out.append((name, "op: not callable", {a.op: 42}, a.op))
             out.append((name, "op: a label, not an operator", {a.op: OpKind.STATELESS}, a.op))
+        for arg in a.operators:   # no value to compute with: refused before anything is compiled
+            out.append((name, f"{arg}: async def", {arg: _coroutine}, arg))
+            out.append((name, f"{arg}: a generator function", {arg: _generator}, arg))
+            out.append((name, f"{arg}: an async generator", {arg: _async_generator}, arg))
         if a.init is not None:
             it = np.dtype(a.init_type)
             out.append((name, "init: float for an int output", {a.init: 3.7}, a.init))
@@ -172,6 +211,18 @@ def _cases() -> list[tuple[str, str, dict[str, Any], str]]:
         for case, (over, arg) in a.extra.items():
             out.append((name, case, over, arg))
     return out
+
+
+async def _coroutine(a, b=None):
+    return a
+
+
+def _generator(a, b=None):
+    yield a
+
+
+async def _async_generator(a, b=None):
+    yield a
 
 
 class _ObjectArray:
@@ -215,6 +266,266 @@ def test_bad_argument_is_named_before_any_compile(algo, case, overrides, argumen
     after = cuprims.cache_info()
     for counter in ("numba_compiles", "nvrtc_compiles", "links"):
         assert after[counter] == before[counter], (case, counter)
+
+
+# ------------------------------------------------------------------ the operator matrix
+
+_One = cuprims.gpu_struct({"v": np.int32})
+
+
+def _raises_1(v):
+    raise ValueError("never a value")
+
+
+def _raises_2(a, b):
+    raise ValueError("never a value")
+
+
+def _string_1(v):
+    return "yes"
+
+
+def _string_2(a, b):
+    return "yes"
+
+
+def _none_1(v):
+    return None
+
+
+def _none_2(a, b):
+    return None
+
+
+def _tuple_1(v):
+    return (v, v)
+
+
+def _tuple_2(a, b):
+    return (a, b)
+
+
+def _complex_1(v):
+    return v * 1j
+
+
+def _complex_2(a, b):
+    return a * 1j
+
+
+def _struct_1(v):
+    return _One(v)
+
+
+def _struct_2(a, b):
+    return _One(a)
+
+
+def _halve_1(v):
+    return v * 0.5
+
+
+def _divide_2(a, b):
+    return a / b
+
+
+def _sum_2(a, b):
+    return a + b
+
+
+def _sum_3(a, b, c):
+    return a + b + c
+
+
+def _below_k(v, k):
+    return v < k
+
+
+def _before_k(a, b, k):
+    return a + k < b
+
+
+# case -> ((operator of 1 parameter, of 2), error class, text the message must also hold)
+TRUTH_CASES = {
+    "always raises": ((_raises_1, _raises_2), OperatorResultError, "always raises"),
+    "returns a string": ((_string_1, _string_2), OperatorResultError, "unicode"),
+    "returns None": ((_none_1, _none_2), OperatorResultError, "None"),
+    "returns a tuple": ((_tuple_1, _tuple_2), OperatorResultError, "Tuple"),
+    "returns a complex": ((_complex_1, _complex_2), OperatorResultError, "complex128"),
+    "returns a struct": ((_struct_1, _struct_2), OperatorResultError, "truth value"),
+    "one parameter too many": ((_sum_2, _sum_3), OperatorCompileError, "could not compile"),
+    "a functools.partial": ((functools.partial(_below_k, k=3), functools.partial(_before_k, k=0)),
+                            OperatorCompileError, "partial(_below_k"),
+}
+VALUE_CASES = {   # the output (accumulator) is an integer: int_values
+    "a float result into an integer": ((_halve_1, _divide_2), OperatorResultError, "//"),
+    "returns a complex": ((_complex_1, _complex_2), OperatorResultError, "complex128"),
+    "returns a string": ((_string_1, _string_2), OperatorResultError, "unicode"),
+    "always raises": ((_raises_1, _raises_2), OperatorResultError, "always raises"),
+    "one parameter too many": ((_sum_2, _sum_3), OperatorCompileError, "could not compile"),
+    "a functools.partial": ((functools.partial(_below_k, k=3), functools.partial(_before_k, k=0)),
+                            OperatorCompileError, "partial(_below_k"),
+}
+
+
+def _operator_cases() -> list[tuple[str, str, dict[str, Any], str, type, str]]:
+    """(algorithm, case, overrides, argument the error must name, error class, text the
+    message must hold besides the argument and the operator's name)."""
+    out = []
+    for name, a in ALGORITHMS.items():
+        for arg, role in a.operators.items():
+            arity, truth = ROLES[role]
+            for case, (ops, error, text) in (TRUTH_CASES if truth else VALUE_CASES).items():
+                fn = ops[arity - 1]
+                if isinstance(fn, functools.partial) and arity == 2:
+                    text = "partial(_before_k"
+                out.append((name, f"{arg}: {case}", {**({} if truth else a.int_values), arg: fn}, arg, error, text))
+        if a.iterator_input is not None:
+            arg = a.iterator_input
+            dt = np.dtype(a.good[arg].dtype)
+            for case, fn, error, text in (("one parameter too many", _sum_2, OperatorCompileError, "could not compile"),
+                                          ("returns a string", _string_1, OperatorResultError, "unicode")):
+                it = TransformIterator(P(dt), fn, value_type=dt)
+                out.append((name, f"{arg}: a TransformIterator whose op {case}", {arg: it}, arg, error, text))
+            if dt.kind in "iu":
+                it = TransformIterator(P(dt), _halve_1, value_type=dt)
+                out.append((name, f"{arg}: a TransformIterator giving a float for its {dt} value_type", {arg: it},
+                            arg, OperatorResultError, "//"))
+        if a.iterator_output is not None:
+            arg = a.iterator_output
+            it = TransformOutputIterator(P(i4), _sum_2)
+            out.append((name, f"{arg}: a TransformOutputIterator whose op one parameter too many", {arg: it}, arg,
+                        OperatorCompileError, "transform_op of a TransformOutputIterator"))
+            it = TransformOutputIterator(P(i4), _halve_1)
+            out.append((name, f"{arg}: a TransformOutputIterator giving a float into int32", {arg: it}, arg,
+                        OperatorResultError, "//"))
+    return out
+
+
+OPERATOR_CASES = _operator_cases()
+
+
+def test_every_operator_argument_gets_the_operator_cases():
+    for name, a in ALGORITHMS.items():
+        for arg, role in a.operators.items():
+            cases = {c[1] for c in OPERATOR_CASES if c[0] == name and c[3] == arg}
+            expected = TRUTH_CASES if ROLES[role][1] else VALUE_CASES
+            assert {f"{arg}: {case}" for case in expected} <= cases, (name, arg)
+    assert {c[0] for c in OPERATOR_CASES} == {n for n, a in ALGORITHMS.items() if a.operators or a.iterator_input}
+
+
+@pytest.mark.parametrize("path", ["direct", "numba"])
+@pytest.mark.parametrize("algo,case,overrides,argument,error,text", OPERATOR_CASES,
+                         ids=[f"{c[0]}-{c[1]}" for c in OPERATOR_CASES])
+def test_bad_operator_is_named(request, shared_cache, path, algo, case, overrides, argument, error, text):
+    """Built through small expressions translated to C++ ("direct") and through numba
+    alone (CUPRIMS_DIRECT_OPS=0): either way the build refuses the operator, naming the
+    argument the user wrote (for an operator inside an iterator, the iterator's argument)
+    and the operator."""
+    if path == "numba":
+        request.getfixturevalue("numba_ops")
+    a = ALGORITHMS[algo]
+    kwargs = {**a.good, "compute_capability": 90, **overrides}
+    with pytest.raises(error) as info:
+        a.builder(**kwargs)
+    err = info.value
+    assert err.argument == argument, (case, str(err))
+    message = str(err)
+    assert message.startswith(f"argument '{argument}': "), message
+    assert err.op_name in message and text in message, (err.op_name, text, message)
+    if isinstance(err, OperatorResultError):
+        assert err.expected in message and err.result in message
+
+
+def test_an_iterators_operator_is_named_where_its_type_is_inferred():
+    with pytest.raises(OperatorCompileError) as info:
+        TransformIterator(P(i4), _sum_2)
+    assert info.value.argument == "transform_op" and "_sum_2" in str(info.value)
+
+
+def test_operator_names_are_readable():
+    from cuprims.op import operator_name
+
+    assert operator_name(functools.partial(_below_k, k=3)) == "partial(_below_k)"
+    assert operator_name(_sum_2) == "_sum_2"
+    assert operator_name(lambda v: v) == "<lambda>"
+    assert operator_name(_One) == _One.__name__
+
+
+@pytest.mark.parametrize("path", ["direct", "numba"])
+def test_a_float_into_an_integer_is_refused_before_numba_where_translated(request, shared_cache, path):
+    """Translated to C++, ``a / b`` is typed without numba: refused before any compiler
+    runs; through numba, after numba typed it (nothing linked either way)."""
+    if path == "numba":
+        request.getfixturevalue("numba_ops")
+    before = cuprims.cache_info()
+    with pytest.raises(OperatorResultError) as info:
+        cuprims.make_reduce_into(d_in=P(i4), d_out=P(i4), op=lambda a, b: a / b, h_init=V(i4), compute_capability=90)
+    assert info.value.argument == "op" and info.value.result == "float64" and "//" in str(info.value)
+    after = cuprims.cache_info()
+    assert after["numba_compiles"] - before["numba_compiles"] == (path == "numba")
+    assert after["links"] == before["links"]
+
+
+# Each rule's line, from both sides: (algorithm, a result it takes, a result it refuses).
+# Truth values are bools and real numbers; an integer accumulator takes integers of any
+# width or signedness (numba types ``v + 1`` on uint32 as int64) and bools, not floats; a
+# float output takes a wider float, not a complex.
+RULE_LINES = [
+    ("select", dict(cond=lambda v: v % 2), dict(cond=lambda v: v * 1j)),            # an int is a truth value
+    ("select", dict(cond=lambda v: v * 0.5), dict(cond=_none_1)),                    # so is a float
+    ("merge_sort", dict(op=lambda a, b: a - b < 0), dict(op=_string_2)),
+    ("lower_bound", dict(comp=lambda a, b: (b - a) * 1.0), dict(comp=_tuple_2)),
+    ("reduce", dict(d_in=P(np.uint32), d_out=P(np.uint32), h_init=V(np.uint32), op=lambda a, b: a + b + 1),
+     dict(d_in=P(np.uint32), d_out=P(np.uint32), h_init=V(np.uint32), op=lambda a, b: a + b * 0.5)),
+    ("reduce", dict(op=lambda a, b: a // b), dict(op=lambda a, b: a / b)),
+    ("reduce", dict(op=lambda a, b: a < b), dict(op=lambda a, b: a * 1j)),           # a bool into int32
+    ("unary_transform", dict(op=lambda v: v * 0.5), dict(op=lambda v: v * 1j)),      # float64 into float32
+]
+
+
+@pytest.mark.parametrize("path", ["direct", "numba"])
+@pytest.mark.parametrize("algo,allowed,refused", RULE_LINES, ids=[f"{r[0]}-{i}" for i, r in enumerate(RULE_LINES)])
+def test_the_result_rules_draw_the_line(request, shared_cache, path, algo, allowed, refused):
+    if path == "numba":
+        request.getfixturevalue("numba_ops")
+    a = ALGORITHMS[algo]
+    obj = a.builder(**{**a.good, "compute_capability": 90, **allowed})
+    assert obj.cubin()[:4] == b"\x7fELF"
+    with pytest.raises(OperatorResultError) as info:
+        a.builder(**{**a.good, "compute_capability": 90, **refused})
+    assert info.value.argument == a.op
+
+
+def test_counts_past_the_64_bit_offsets_are_refused():
+    from cuprims.algorithms._common import MAX_ITEMS, check_num_items
+
+    assert check_num_items(MAX_ITEMS) == MAX_ITEMS
+    assert check_num_items(np.uint64(MAX_ITEMS)) == MAX_ITEMS
+    for count, name in ((MAX_ITEMS + 1, "num_items"), (2 ** 80, "num_segments"), (np.uint64(2 ** 63), "num_values")):
+        with pytest.raises(cuprims.errors.ArgumentError) as info:
+            check_num_items(count, name)
+        assert info.value.argument == name and "2**63 - 1" in str(info.value)
+
+
+def test_a_built_object_refuses_a_count_past_64_bit_offsets(cache):
+    """The fast path of a call checks the count as check_num_items does (it once let any
+    non-negative int through)."""
+    from fault_helpers import make_sum
+
+    obj = make_sum()
+    with pytest.raises(cuprims.errors.ArgumentError) as info:
+        obj(temp_storage=None, d_in=_FakeDeviceArray(8), d_out=_FakeDeviceArray(1), num_items=2 ** 80,
+            h_init=np.float32(0))
+    assert info.value.argument == "num_items"
+
+
+class _FakeDeviceArray:
+    """Float32 device memory as far as the checks of a call can tell (never launched on)."""
+
+    def __init__(self, n: int):
+        self.__cuda_array_interface__ = {"data": (0x7F0000000000, False), "shape": (n,), "typestr": "<f4",
+                                         "version": 3, "strides": None}
 
 
 @pytest.mark.parametrize("value,dtype", [(2 ** 70, i8), (-1, np.uint8), (np.int64(1 << 40), i4), (1e10, i4),

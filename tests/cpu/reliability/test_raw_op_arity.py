@@ -73,7 +73,19 @@ def test_binary_function_refused_as_a_transform_iterators_operator(binary):
     with pytest.raises(ArgumentError) as info:
         cuprims.make_reduce_into(d_in=it, d_out=ProxyArray(np.float32), op=OpKind.PLUS,
                                  h_init=ProxyValue(np.float32), compute_capability=90)
-    assert info.value.argument == "op"
+    # the operator is the iterator's, given as d_in (the reduction's own op is a built-in)
+    assert info.value.argument == "d_in"
+    assert "transform_op of a TransformIterator" in str(info.value)
+
+
+def test_a_raw_predicate_of_the_wrong_arity_names_its_argument(binary):
+    with pytest.raises(ArgumentError) as info:
+        cuprims.make_three_way_partition(
+            d_in=ProxyArray(np.float32), d_first_part_out=ProxyArray(np.float32),
+            d_second_part_out=ProxyArray(np.float32), d_unselected_out=ProxyArray(np.float32),
+            d_num_selected_out=ProxyArray(np.int64), select_first_part_op=lambda v: v < 0,
+            select_second_part_op=binary, compute_capability=90)
+    assert info.value.argument == "select_second_part_op"
 
 
 def test_a_name_the_ltoir_does_not_define(unary):
