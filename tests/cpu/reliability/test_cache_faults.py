@@ -209,6 +209,27 @@ def _blob_not_elf(header, blobs):
     blobs["cubin"] = b"\0" * 64
 
 
+def _patched_cubin(offset: int, value: bytes):
+    """The cubin with ``value`` written at ``offset`` of its ELF header."""
+    def edit(header, blobs):
+        cubin = bytes(blobs["cubin"])
+        blobs["cubin"] = cubin[:offset] + value + cubin[offset + len(value):]
+    return edit
+
+
+def _cubin_for_sm80(header, blobs):
+    """The ELF header's SM (e_flags' second byte under CUDA ELF ABI 8) set to 80."""
+    cubin = bytes(blobs["cubin"])
+    assert cubin[8] == 8, "a CUDA ELF image of ABI version 8 is expected here"
+    _patched_cubin(0x31, bytes([80]))(header, blobs)
+
+
+def _lowered_name(value):
+    def edit(header, blobs):
+        header["meta"]["kernels"] = {k: value for k in header["meta"]["kernels"]}
+    return edit
+
+
 CUBIN_META_EDITS = {
     "arch missing": _pop(("meta", "arch")),
     "arch a string": _set(("meta", "arch"), "90"),
@@ -222,6 +243,15 @@ CUBIN_META_EDITS = {
     "metadata a list": _set(("meta",), ["arch", 90]),
     "cubin blob renamed": _rename_blob,
     "cubin blob not ELF": _blob_not_elf,
+    # fields of the right type whose values a forger chose (the checksum recomputed)
+    "meta value negative": _set(("meta", "meta", "items"), -16),
+    "meta value 10**30": _set(("meta", "meta", "items"), 10 ** 30),
+    "meta threads past a block's 1024": _set(("meta", "meta", "threads"), 4096),
+    "meta value other than the cubin exports": _set(("meta", "meta", "items"), 32),
+    "cubin of another architecture": _cubin_for_sm80,
+    "cubin of another machine": _patched_cubin(0x12, (62).to_bytes(2, "little")),
+    "lowered name not a kernel of the cubin": _lowered_name("_Z6forgedv"),
+    "lowered name empty": _lowered_name(""),
 }
 
 # Headers that are not even the right JSON, framed with a valid checksum.
@@ -256,10 +286,18 @@ def _ltoir_blob_missing(header, blobs):
     blobs["other"] = blobs.pop("ltoir")
 
 
+def _symbols_to(value):
+    def edit(header, blobs):
+        header["meta"]["symbols"] = {k: value for k in header["meta"]["symbols"]}
+    return edit
+
+
 KERNEL_META_EDITS = {
     "symbols a list": _symbols_as_list,
     "symbols empty": _set(("meta", "symbols"), {}),
     "ltoir blob missing": _ltoir_blob_missing,
+    "lowered symbol empty": _symbols_to(""),
+    "lowered symbol not a symbol": _symbols_to("x; y"),
 }
 
 
