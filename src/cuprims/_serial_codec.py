@@ -191,7 +191,8 @@ def _hint_text(hint: Any) -> str:
 
 
 def _checked_field(cls_name: str, name: str, value: Any, hint: Any, where: str) -> Any:
-    _want(_fits(value, hint), where, _hint_text(hint), value)
+    if not _fits(value, hint):
+        raise CodecError(where, _hint_text(hint), shown(value))
     node = _FIELD_NODES.get((cls_name, name))
     if node is None and type(value) is int:
         node = _ANY_INT

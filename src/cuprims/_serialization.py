@@ -40,6 +40,10 @@ from typing import Any, NamedTuple
 
 from ._schema import (AnyJson, Checked, Fields, Int, ListOf, Pair, Same, SchemaError, Scope, Str, child, shown,
                       unique_keys, validate)
+from ._jit.codegen import Source
+from ._jit.driver import param_size
+from ._jit.elfmeta import param_layout, sections
+from ._jit.results import KERNELS, META, NAME_EXPRESSION, checked_result
 from ._serial_codec import decode, encode
 from .errors import ArgumentTypeError, BlobError
 
@@ -209,7 +213,7 @@ def deserialize(blob: bytes) -> Any:
     try:
         checked = validate(_HEADER, header, "", contract=_contract(), payload=cubins)
     except SchemaError as exc:
-        raise BlobError(f"field {exc.field}", exc.expected, exc.found) from None
+        raise BlobError(f"field {exc.field}" if exc.field else "a damaged header", exc.expected, exc.found) from None
     results: dict[int, dict[int, Any]] = {}
     for build in checked["builds"]:
         results.setdefault(build.variant, {})[build.arch] = (build.result, build.names)
@@ -265,17 +269,15 @@ def _same_kernel(recorded: str, generated: str) -> bool:
 def _checked_build(record: dict[str, Any], field: str, scope: Scope) -> _Build:
     """A build record against the description (the variant, its kernels, the code it
     generates, the parameters it packs) and its cubin."""
-    from ._jit.codegen import Source
-    from ._jit.driver import param_size
-    from ._jit.elfmeta import kernel_param_layout
-    from ._jit.results import checked_result
-
     variant, arch, names = record["variant"], record["arch"], tuple(record["names"])
     try:
         desc = _stood_in(scope["description"]).variant(variant)
     except (IndexError, KeyError, ValueError, TypeError):
         raise SchemaError(child(field, "variant"), "a build variant of this algorithm", shown(variant)) from None
     unit, kinds = desc.source(arch), desc.kernel_params()
+    if len(names) != len(unit.name_expressions):
+        raise SchemaError(child(field, "names"), f"the {len(unit.name_expressions)} kernels the description generates",
+                          f"{len(names)} kernels")
     start, size = record["cubin"]
     payload = scope["payload"]
     if start + size > len(payload):
@@ -286,9 +288,6 @@ def _checked_build(record: dict[str, Any], field: str, scope: Scope) -> _Build:
     result = checked_result(arch, cubin, record["kernels"], record["meta"],
                             Source(text="", name_expressions=names, extern_symbols=(), meta_fields=unit.meta_fields),
                             field)
-    if len(names) != len(unit.name_expressions):
-        raise SchemaError(child(field, "names"), f"the {len(unit.name_expressions)} kernels the description generates",
-                          f"{len(names)} kernels")
     for i, (name, generated) in enumerate(zip(names, unit.name_expressions)):
         if not _same_kernel(name, generated):
             raise SchemaError(child(child(field, "names"), i), f"the kernel the description generates, {generated}",
@@ -297,13 +296,16 @@ def _checked_build(record: dict[str, Any], field: str, scope: Scope) -> _Build:
     if record["code"] != digest:
         raise SchemaError(child(field, "code"), f"{digest} (the digest of the code the description generates for "
                           f"variant {variant} on sm_{arch})", shown(record["code"]))
+    # a careful forgery recomputes that digest: the parameters the cubin's kernels take
+    # must still be those the description packs at a call
+    held = sections(cubin)
     for name, params in zip(names, kinds):
-        layout = [size for _, size in kernel_param_layout(cubin, result.kernels[name])]
         packed = [param_size(kind) for kind in params]
-        if layout != packed:
+        taken = [size for _, size in param_layout(held[".nv.info." + result.kernels[name]])]
+        if taken != packed:
             raise SchemaError(child(child(field, "kernels"), name),
                               f"a kernel taking parameters of {packed} bytes (what the description packs)",
-                              f"one taking {layout}")
+                              f"one taking {taken}")
     return _Build(variant, arch, names, result, (start, size))
 
 
@@ -325,30 +327,26 @@ def _checked_builds(builds: list[_Build], field: str, scope: Scope) -> list[_Bui
     return builds
 
 
-def _build_schema() -> Fields:
-    from ._jit.results import KERNELS, META, NAME_EXPRESSION
+_BUILD = Fields({
+    "variant": Int(0, 63, "a build variant"),
+    "arch": Int(50, 200, "an architecture like 90"),
+    "names": ListOf(NAME_EXPRESSION, 1, 64, "kernel name expressions"),
+    "kernels": KERNELS,
+    "meta": META,
+    "cubin": Pair(Int(0, _MAX_HEADER + _MAX_BUILDS * _MAX_CUBIN, "an offset"), Int(1, _MAX_CUBIN, "a size"),
+                  what="[offset, size] of its cubin"),
+    "code": Str(64, "[0-9a-f]{64}", "a sha256 digest in hex"),
+}, "a build record")
 
-    record = Fields({
-        "variant": Int(0, 63, "a build variant"),
-        "arch": Int(50, 200, "an architecture like 90"),
-        "names": ListOf(NAME_EXPRESSION, 1, 64, "kernel name expressions"),
-        "kernels": KERNELS,
-        "meta": META,
-        "cubin": Pair(Int(0, _MAX_HEADER + _MAX_BUILDS * _MAX_CUBIN, "an offset"), Int(1, _MAX_CUBIN, "a size"),
-                      what="[offset, size] of its cubin"),
-        "code": Str(64, "[0-9a-f]{64}", "a sha256 digest in hex"),
-    }, "a build record")
-    return Fields({
-        "contract": Same("contract", "the build contract of this cuprims (a blob made by another cuprims build "
-                                     "does not load here)"),
-        "cuprims": Str(64, r"[0-9A-Za-z][0-9A-Za-z.+!_-]*", "a version"),
-        "toolchain": Str(1024, r"[ -~]*", "a toolchain fingerprint"),
-        "algorithm": Checked(Str(200, r"cuprims\.algorithms\.\w+\.\w+", "a cuprims algorithm class"), _checked_algorithm),
-        "description": Checked(AnyJson(), _checked_description, "the algorithm's description record"),
-        "builds": Checked(ListOf(Checked(record, _checked_build), 1, _MAX_BUILDS, "build records",
-                                 unique=lambda b: (b.variant, b.arch), unique_what="a (variant, architecture)"),
-                          _checked_builds),
-    }, "a header")
-
-
-_HEADER = _build_schema()
+_HEADER = Fields({
+    "contract": Same("contract", "the build contract of this cuprims (a blob made by another cuprims build does not "
+                                 "load here)"),
+    "cuprims": Str(64, r"[0-9A-Za-z][0-9A-Za-z.+!_-]*", "a version"),
+    "toolchain": Str(1024, r"[ -~]*", "a toolchain fingerprint"),
+    "algorithm": Checked(Str(200, r"cuprims\.algorithms\.\w+\.\w+", "a cuprims algorithm class"),
+                         _checked_algorithm),
+    "description": Checked(AnyJson(), _checked_description, "the algorithm's description record"),
+    "builds": Checked(ListOf(Checked(_BUILD, _checked_build), 1, _MAX_BUILDS, "build records",
+                             unique=lambda b: (b.variant, b.arch), unique_what="a (variant, architecture)"),
+                      _checked_builds),
+}, "a header")

@@ -22,12 +22,15 @@ MAGIC = b"CUPRIMS\x02"
 #: from being read into memory.
 MAX_ENTRY_BYTES = 256 * 1024 * 1024
 
+#: Most blobs one entry holds (a coop unit's LTO-IRs: its own and one per operator code).
+MAX_BLOBS = 4096
+
 _HEADER = Fields({
-    "kind": Same("kind", "the kind it is read as"),
-    "key": Same("key", "the key it is read as"),
+    "kind": Same("kind", "the kind it is read as (an entry of another kind or key is not served)"),
+    "key": Same("key", "the key it is read as (an entry of another kind or key is not served)"),
     "meta": MapOf(Str(64, IDENTIFIER, "a field name"), AnyJson(), 0, 64, "metadata fields"),
     "blobs": ListOf(Pair(Str(64, IDENTIFIER, "a blob name"), Int(0, MAX_ENTRY_BYTES, "a size"),
-                         what="[name, size] of a blob"), 0, 64, "blobs", unique=lambda blob: blob[0],
+                         what="[name, size] of a blob"), 0, MAX_BLOBS, "blobs", unique=lambda blob: blob[0],
                     unique_what="a blob name"),
 }, "an entry header")
 

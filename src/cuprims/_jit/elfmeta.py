@@ -56,20 +56,20 @@ def cuda_arch(elf: bytes) -> int:
     raise ValueError(f"a CUDA ELF image of unknown ABI version {abi}")
 
 
-def kernel_names(elf: bytes) -> set[str]:
-    """The lowered names of the kernels a cubin holds (its ``.text.<name>`` sections)."""
-    return {name[len(".text."):] for name in sections(elf) if name.startswith(".text.")}
-
-
 _EIATTR_KPARAM_INFO = 0x17
 _EIFMT_SVAL = 4
 
 
 def kernel_param_layout(cubin: bytes, lowered: str) -> list[tuple[int, int]]:
     """(offset, size) of each parameter of kernel ``lowered``, in order, from the
-    EIATTR_KPARAM_INFO records of its ``.nv.info.<name>`` section. Records are four-byte
-    aligned: format, attribute, then a 16-bit value or (for SVAL) a length and payload."""
-    info = sections(cubin)[".nv.info." + lowered]
+    EIATTR_KPARAM_INFO records of its ``.nv.info.<name>`` section."""
+    return param_layout(sections(cubin)[".nv.info." + lowered])
+
+
+def param_layout(info: bytes) -> list[tuple[int, int]]:
+    """(offset, size) of each parameter a kernel's ``.nv.info.<name>`` section records.
+    Records are four-byte aligned: format, attribute, then a 16-bit value or (for SVAL) a
+    length and payload."""
     params: dict[int, tuple[int, int]] = {}
     i = 0
     while i + 4 <= len(info):

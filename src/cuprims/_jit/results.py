@@ -15,7 +15,7 @@ from .._schema import IDENTIFIER, Int, MapOf, Node, SchemaError, Str, child, sho
 from ..op import OpSpec
 from ..types import ValueType
 from .codegen import META_SYMBOL, Source
-from .elfmeta import cuda_arch, kernel_names, read_meta
+from .elfmeta import cuda_arch, read_meta, sections
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ def checked_result(arch: int, cubin: bytes, kernels: dict[str, str], meta: dict[
     where = child(field, "cubin")
     try:
         built_for = cuda_arch(cubin)
-        held = kernel_names(cubin)
+        held = sections(cubin)
         exported = read_meta(cubin, META_SYMBOL, fields) if fields else {}
     except (ValueError, KeyError, IndexError, struct.error) as exc:   # an image that is not whole
         raise SchemaError(where, f"a CUDA ELF image for sm_{arch}", f"{type(exc).__name__}: {str(exc)[:100]}") \
@@ -89,9 +89,9 @@ def checked_result(arch: int, cubin: bytes, kernels: dict[str, str], meta: dict[
     if built_for != arch:
         raise SchemaError(where, f"a CUDA ELF image for sm_{arch}", f"one for sm_{built_for}")
     for name in names:
-        if kernels[name] not in held:
-            raise SchemaError(child(child(field, "kernels"), name), "a kernel of the cubin",
-                              shown(kernels[name], 200))
+        lowered = kernels[name]
+        if ".text." + lowered not in held or ".nv.info." + lowered not in held:
+            raise SchemaError(child(child(field, "kernels"), name), "a kernel of the cubin", shown(lowered, 200))
     if exported != meta:
         raise SchemaError(child(field, "meta"), f"the values its cubin exports, {exported}", shown(meta, 300))
     return BuildResult(arch=arch, cubin=cubin, kernels={n: kernels[n] for n in names},

@@ -14,6 +14,7 @@ import os
 import pytest
 
 from cpu_helpers import ARCH, counters, delta, last_json, run_python
+from cuprims._jit.disk_cache import LAYOUT_VERSION
 from fault_helpers import (CHILD_MAX_OP, ELF, clear_memory, entry_path, frame_raw, make_max, max_op_env,
                            reframe, unframe)
 
@@ -312,6 +313,44 @@ def test_malformed_kernel_metadata_with_valid_checksum_is_rejected(cache, case):
     assert d["disk_corrupt_discarded"] == 1
     assert d["nvrtc_compiles"] == 1 and d["links"] == 1
     _assert_repaired(cache, "kernel")
+
+
+# ----------------------------------------------------------------------------- coop entries
+
+def _coop_layouts(index: int, value):
+    """Every TempStorage layout's ``index`` (0: bytes, 1: alignment) set to ``value``."""
+    def edit(header, blobs):
+        for layout in header["meta"]["temp"].values():
+            layout[index] = value
+    return edit
+
+
+COOP_META_EDITS = {
+    "TempStorage of 10**30 bytes": _coop_layouts(0, 10 ** 30),
+    "TempStorage alignment 10**30": _coop_layouts(1, 10 ** 30),
+}
+
+
+@pytest.mark.parametrize("case", sorted(COOP_META_EDITS))
+def test_forged_coop_entry_is_rebuilt(fresh_caches, case):
+    """A cooperative provider's entry with layouts out of range, the checksum recomputed."""
+    numba = pytest.importorskip("numba")
+    from cuprims import coop
+    from cuprims._jit import stats
+    from cuprims.coop import _build
+
+    with coop.target((9, 0)):
+        first = coop.warp.make_sum(numba.int32)
+        layout = (first.temp_storage_bytes, first.temp_storage_alignment)
+        (path,) = (fresh_caches / LAYOUT_VERSION / "coop").glob("*/*")
+        header, blobs = unframe(path.read_bytes())
+        COOP_META_EDITS[case](header, blobs)
+        path.write_bytes(reframe(header, blobs))
+        _build.clear_memory()
+        again = coop.warp.make_sum(numba.int32)
+        assert (again.temp_storage_bytes, again.temp_storage_alignment) == layout
+    counts = stats.snapshot()
+    assert counts["disk_corrupt_discarded"] == 1 and counts["nvrtc_compiles"] == 2
 
 
 # ----------------------------------------------------------------------------- not an entry at all

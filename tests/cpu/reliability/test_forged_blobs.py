@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import cuprims
-from cuprims import OpKind, ProxyArray as P, ProxyValue as V, SortOrder
+from cuprims import CountingIterator, OpKind, ProxyArray as P, ProxyValue as V, SortOrder
 from cuprims import _serialization as serialization
 from cuprims._serial_codec import decode, encode
 from cuprims.errors import BlobError, CuprimsError
@@ -30,6 +30,7 @@ from cuprims.errors import BlobError, CuprimsError
 class Blobs:
     reduce: bytes     # a float32 sum with an initial value, for sm_80 and sm_90
     sort: bytes       # a radix sort of uint32 keys, for sm_90
+    counting: bytes   # an int64 sum over a CountingIterator (C++ a blob does not record), for sm_90
 
 
 @pytest.fixture(scope="session")
@@ -42,9 +43,11 @@ def blobs(tmp_path_factory) -> Blobs:
                                           h_init=V(np.float32), compute_capability=[80, 90])
         sort = cuprims.make_radix_sort(d_in_keys=P(np.uint32), d_out_keys=P(np.uint32), d_in_values=None,
                                        d_out_values=None, order=SortOrder.ASCENDING, compute_capability=90)
-        made = Blobs(cuprims.serialize(reduce), cuprims.serialize(sort))
+        counting = cuprims.make_reduce_into(d_in=CountingIterator(np.int64(0)), d_out=P(np.int64), op=OpKind.PLUS,
+                                            h_init=V(np.int64), compute_capability=90)
+        made = Blobs(cuprims.serialize(reduce), cuprims.serialize(sort), cuprims.serialize(counting))
         cuprims.clear_all_caches()
-    for blob in (made.reduce, made.sort):   # framed again here, untouched, a blob loads as it is
+    for blob in (made.reduce, made.sort, made.counting):   # framed again here, untouched, a blob loads as it is
         assert cuprims.serialize(cuprims.deserialize(forged(blob, lambda header, cubins: None))) == blob
     return made
 
@@ -180,15 +183,24 @@ def name_of_another_kernel(header, cubins):
     build["kernels"] = {new if k == old else k: v for k, v in build["kernels"].items()}
 
 
-def op_with_state_digest_recomputed(header, cubins):
-    """A stateful operator in the description, the code digests recomputed as cuprims
-    computes them: only the kernels' parameter sizes in the cubin tell the lie."""
-    header["description"]["v"]["op"]["v"]["state_size"] = 8
-    header["description"]["v"]["op"]["v"]["state_alignment"] = 8
+def digests_recomputed(header):
+    """The code digests recomputed from the (forged) description, as cuprims computes them."""
     desc = serialization._stood_in(decode(header["description"]))
     for build in header["builds"]:
-        unit = desc.variant(build["variant"]).source(build["arch"])
-        build["code"] = serialization._code_digest(unit)
+        build["code"] = serialization._code_digest(desc.variant(build["variant"]).source(build["arch"]))
+
+
+def op_with_state_digest_recomputed(header, cubins):
+    """A stateful operator in the description, the code digests recomputed: only the
+    kernels' parameter sizes in the cubin tell the lie."""
+    header["description"]["v"]["op"]["v"]["state_size"] = 8
+    header["description"]["v"]["op"]["v"]["state_alignment"] = 8
+    digests_recomputed(header)
+
+
+def iterator_state_digest_recomputed(header, cubins):
+    header["description"]["v"]["d_in"]["v"]["state_size"] = 32
+    digests_recomputed(header)
 
 
 def keys_signed(header, cubins):
@@ -251,6 +263,11 @@ FORGERIES: dict[str, tuple[str, str, Callable]] = {
     "determinism changed (same kernel names)": ("reduce", "builds[0].code", describe(
         ("determinism",), {"t": "enum", "c": "Determinism", "v": "GPU_TO_GPU"})),
     "sort keys uint32 -> int32 (same names, sizes)": ("sort", "builds[0].code", keys_signed),
+    "iterator's items int64 -> int32": ("counting", "builds[0].names[0]",
+                                        describe(("d_in", "value"), {"t": "value", "v": "<i4"})),
+    "iterator's state 16 -> 32 bytes": ("counting", "builds[0].code",
+                                        description_field("d_in", "state_size", value=32)),
+    "iterator's state, code digest recomputed": ("counting", "builds[0].kernels", iterator_state_digest_recomputed),
     "op state, code digest recomputed": ("reduce", "builds[0].kernels", op_with_state_digest_recomputed),
     # -- the build records
     "builds not a list": ("reduce", "builds", set_to("builds", value={"0": 1})),
@@ -286,7 +303,8 @@ FORGERIES: dict[str, tuple[str, str, Callable]] = {
     "cubin field null": ("reduce", "builds[0].cubin", set_to("builds", 0, "cubin", value=None)),
     "cubin range [0, -5]": ("reduce", "builds[0].cubin[1]", set_to("builds", 0, "cubin", value=[0, -5])),
     "cubin range of three numbers": ("reduce", "builds[0].cubin", set_to("builds", 0, "cubin", value=[0, 1, 2])),
-    "cubin range past the end": ("reduce", "builds[1].cubin", lambda h, c: h["builds"][1]["cubin"].__setitem__(1, 10 ** 9)),
+    "cubin range past the end": ("reduce", "builds[1].cubin",
+                                 lambda h, c: h["builds"][1]["cubin"].__setitem__(1, 10 ** 9)),
     "cubin ranges overlapping": ("reduce", "builds[1].cubin", overlapping_ranges),
     "cubins swapped between architectures": ("reduce", "builds[0].cubin", swapped_cubins),
     "bytes past the last cubin": ("reduce", "builds", trailing_bytes),
