@@ -10,32 +10,54 @@ The header holds cuprims' version and the build contract it was made under (code
 generator, cuprims' own sources, CCCL: what fixes the kernels' parameter layouts), the
 whole toolchain fingerprint (for people), the algorithm's class, its description
 (:mod:`cuprims._serial_codec`), and per build variant and architecture the kernels'
-names, lowered names and exported metadata, and where its cubin lies.
+names, lowered names and exported metadata, the digest of the code the description
+generates for it, and where its cubin lies (the cubins lie back to back, in the order
+of the builds).
+
+The checksum finds damage, not forgery: anyone can edit a blob and recompute it. So
+loading checks every header field against one schema (:data:`_HEADER`, walked by
+:func:`cuprims._schema.validate`): its type and range, and its agreement with the
+description and with the cubin (an ELF image for the recorded architecture that holds
+the recorded kernels, with the parameter sizes the description packs, and exports the
+recorded metadata). Still, a blob is not signed: a deliberate forgery that agrees with
+itself loads, and runs its cubins. Load only blobs you trust.
 
 Loading compiles nothing, imports no numba and needs no GPU: the object loads its cubin
 on a device at its first call there, and refuses a device whose architecture it has no
 cubin for. Any problem with a blob is a :class:`~cuprims.errors.BlobError` (also a
-ValueError) naming what was expected and what was found.
+ValueError) naming the field, what was expected and what was found.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
+import re
 import struct
 import sys
-from typing import Any
+from typing import Any, NamedTuple
 
-from ._serial_codec import CodecError, decode, encode
+from ._schema import (AnyJson, Checked, Fields, Int, ListOf, Pair, Same, SchemaError, Scope, Str, child, shown,
+                      unique_keys, validate)
+from ._jit.codegen import Source
+from ._jit.driver import param_size
+from ._jit.elfmeta import param_layout, sections
+from ._jit.results import KERNELS, META, NAME_EXPRESSION, checked_result
+from ._serial_codec import decode, encode
 from .errors import ArgumentTypeError, BlobError
 
 __all__ = ["serialize", "deserialize"]
 
 MAGIC = b"CUPRIMSO"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 _HEAD = struct.Struct("<8sII32sQ")
 _MAX_HEADER = 64 << 20
-_ELF = b"\x7fELF"
+_MAX_BUILDS = 256      # build records (variants x architectures); an object has a handful
+_MAX_CUBIN = 1 << 31   # bytes of one cubin (a large one is a few MiB)
+# the C++ type name an iterator's (unrecorded) struct is generated under when a blob is
+# written and read (see _stood_in); a recorded kernel name has the real one there
+_STAND_IN = "cuprims_recorded_iterator_t"
 
 
 def _contract() -> dict[str, str]:
@@ -45,12 +67,12 @@ def _contract() -> dict[str, str]:
     return dict(build_contract())
 
 
-def _algorithm_class(name: Any) -> type | None:
+def _algorithm_class(name: str) -> type | None:
     """The algorithm class a header names (``cuprims.algorithms.<module>.<class>``), importing
     only that one module, and only if it is one of ours: a blob never picks what is imported."""
     from .algorithms import MODULES
 
-    if not isinstance(name, str) or name.count(".") != 3:
+    if name.count(".") != 3:
         return None
     package, sub, module, qualname = name.split(".")
     if f"{package}.{sub}" != "cuprims.algorithms" or module not in MODULES:
@@ -65,9 +87,38 @@ def _algorithm_class(name: Any) -> type | None:
     return cls if ok else None
 
 
+def _stood_in(desc: Any) -> Any:
+    """``desc`` with each iterator's generated C++ (not recorded in a blob) replaced by a
+    stand-in struct named :data:`_STAND_IN`: what writing and reading a blob generate
+    code from, so that both see the same code."""
+    from ._jit.codegen_iterators import IteratorUnit
+    from ._jit.captures import Capture
+    from .algorithms._arguments import ArgKind
+
+    def stand_in(value: Any) -> Any:
+        if isinstance(value, ArgKind) and not value.is_pointer:
+            return dataclasses.replace(value, unit=IteratorUnit(
+                type_name=_STAND_IN, text="", value_types=(), ops=(), state_size=value.state_size,
+                state_alignment=value.state_alignment))
+        if isinstance(value, tuple) and not isinstance(value, Capture):
+            return tuple(stand_in(v) for v in value)
+        return value
+
+    return dataclasses.replace(desc, **{f.name: stand_in(getattr(desc, f.name)) for f in dataclasses.fields(desc)})
+
+
+def _code_digest(source: Any) -> str:
+    """The digest of a generated unit: its text, kernels and metadata fields."""
+    text = "\0".join((source.text, *source.name_expressions, "", *source.meta_fields))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def serialize(obj: Any) -> bytes:
     """The bytes of a built algorithm object: its description and every cubin it holds
     (each architecture it was built for, each build variant made so far).
+
+    A blob carries a checksum, which finds damage, and loading checks every field of it,
+    but it is not signed: :func:`deserialize` only blobs you trust (see there).
 
     Example::
 
@@ -84,12 +135,14 @@ def serialize(obj: Any) -> bytes:
     if not isinstance(obj, Algorithm):
         raise ArgumentTypeError("obj", "an algorithm object made by a cuprims make_* function", obj)
     builds, cubins, offset = [], [], 0
+    recorded = _stood_in(obj.desc)
     for variant, variant_builds in sorted(obj._variant_builds.items()):
         for arch in variant_builds.archs:
             result = variant_builds.result(arch)
             names = list(variant_builds.source(arch).name_expressions)
             builds.append({"variant": variant, "arch": arch, "names": names, "kernels": dict(result.kernels),
-                           "meta": dict(result.meta), "cubin": [offset, len(result.cubin)]})
+                           "meta": dict(result.meta), "cubin": [offset, len(result.cubin)],
+                           "code": _code_digest(recorded.variant(variant).source(arch))})
             cubins.append(result.cubin)
             offset += len(result.cubin)
     from . import __version__
@@ -104,7 +157,7 @@ def serialize(obj: Any) -> bytes:
         b"".join(cubins)
 
 
-def _framed(blob: Any) -> tuple[dict[str, Any], memoryview]:
+def _framed(blob: Any) -> tuple[Any, memoryview]:
     if not isinstance(blob, (bytes, bytearray, memoryview)):
         raise BlobError("not a blob", "bytes from cuprims.serialize", type(blob).__name__)
     data = memoryview(bytes(blob))
@@ -122,12 +175,19 @@ def _framed(blob: Any) -> tuple[dict[str, Any], memoryview]:
     if hashlib.sha256(rest).digest() != digest:
         raise BlobError("truncated or damaged", "the checksum the blob records", "other bytes")
     try:
-        header = json.loads(bytes(data[_HEAD.size:_HEAD.size + hlen]))
+        # a key given twice is refused (json would keep the last one), and so are NaN and
+        # Infinity (not JSON)
+        header = json.loads(bytes(data[_HEAD.size:_HEAD.size + hlen]), object_pairs_hook=unique_keys,
+                            parse_constant=_no_constant)
+    except SchemaError as exc:
+        raise BlobError(f"a damaged header: key {exc.field}", exc.expected, exc.found) from None
     except (ValueError, RecursionError) as exc:
-        raise BlobError("damaged header", "JSON", f"{type(exc).__name__}") from None
-    if not isinstance(header, dict):
-        raise BlobError("damaged header", "a JSON object", type(header).__name__)
+        raise BlobError("a damaged header", "JSON", f"{type(exc).__name__}") from None
     return header, data[_HEAD.size + hlen:]
+
+
+def _no_constant(name: str) -> Any:
+    raise SchemaError(name, "a JSON value", name)
 
 
 def deserialize(blob: bytes) -> Any:
@@ -138,69 +198,155 @@ def deserialize(blob: bytes) -> Any:
     the original object's (pass a stateful operator again, as you would there). The
     object may be called from several threads at once.
 
+    A blob is checksummed (damage is found) and every field of its header is checked:
+    its type and range, and its agreement with the description and with the cubins (an
+    ELF image for the recorded architecture, holding the recorded kernels with the
+    parameters the description packs, exporting the recorded metadata). A blob is not
+    signed, though: one forged with care to agree with itself loads, and its cubins run
+    on your GPU. Load only blobs you trust, as you would a library.
+
     Raises :class:`~cuprims.errors.BlobError` for a blob that is malformed, truncated, of
-    another format version or made by another cuprims build, and, at a call, for a device
-    it holds no cubin for.
+    another format version or made by another cuprims build, naming the field that does
+    not fit, and, at a call, for a device it holds no cubin for.
     """
     header, cubins = _framed(blob)
-    contract = _contract()
-    if header.get("contract") != contract:
-        raise BlobError("made by another cuprims build", f"the build contract {contract}",
-                        str(header.get("contract"))[:300])
-    cls = _algorithm_class(header.get("algorithm"))
-    if cls is None:
-        raise BlobError("an unknown algorithm", "a cuprims algorithm class", str(header.get("algorithm"))[:100])
     try:
-        desc = decode(header.get("description"))
-    except CodecError as exc:
-        raise BlobError("a damaged description", "the record cuprims.serialize writes", str(exc)) from None
-    want = _description_class(cls)
-    if type(desc) is not want:
-        raise BlobError("a description of another algorithm", want.__name__, type(desc).__name__)
+        checked = validate(_HEADER, header, "", contract=_contract(), payload=cubins)
+    except SchemaError as exc:
+        raise BlobError(f"field {exc.field}" if exc.field else "a damaged header", exc.expected, exc.found) from None
+    results: dict[int, dict[int, Any]] = {}
+    for build in checked["builds"]:
+        results.setdefault(build.variant, {})[build.arch] = (build.result, build.names)
     from ._frozen import frozen_object
 
-    return frozen_object(cls, desc, _results(header.get("builds"), cubins, desc))
+    return frozen_object(checked["algorithm"], checked["description"], results)
 
 
-def _description_class(cls: type) -> type:
+# ----------------------------------------------------------------------------- the header's schema
+
+class _Build(NamedTuple):
+    variant: int
+    arch: int
+    names: tuple[str, ...]
+    result: Any          # BuildResult
+    cubin: tuple[int, int]
+
+
+def _checked_algorithm(name: str, field: str, scope: Scope) -> type:
+    cls = _algorithm_class(name)
+    if cls is None:
+        raise SchemaError(field, "a cuprims algorithm class", shown(name))
+    return cls
+
+
+def _description_class(cls: type) -> type | None:
     for klass in cls.__mro__:
         annotation = klass.__dict__.get("__annotations__", {}).get("desc")
         if annotation is not None:
             module = sys.modules[klass.__module__]
             return getattr(module, annotation) if isinstance(annotation, str) else annotation
-    raise BlobError("an algorithm without a description", "a description class", cls.__name__)
+    return None
 
 
-def _results(builds: Any, cubins: memoryview, desc: Any) -> dict[int, dict[int, Any]]:
-    from ._jit.results import BuildResult
+def _checked_description(record: Any, field: str, scope: Scope) -> Any:
+    desc = decode(record, field)   # a CodecError is a SchemaError naming the field
+    want = _description_class(scope["algorithm"])
+    if want is None or type(desc) is not want:
+        raise SchemaError(field, f"a {getattr(want, '__name__', 'description')} (the algorithm's description)",
+                          type(desc).__name__)
+    return desc
 
-    if not isinstance(builds, list) or not builds:
-        raise BlobError("no compiled code", "at least one build", str(builds)[:60])
-    out: dict[int, dict[int, Any]] = {}
-    for b in builds:
-        if not (isinstance(b, dict) and set(b) == {"variant", "arch", "names", "kernels", "meta", "cubin"}):
-            raise BlobError("a damaged build record", "variant, arch, names, kernels, meta, cubin", str(b)[:80])
-        variant, arch, names, kernels, meta, (start, size) = (b["variant"], b["arch"], b["names"], b["kernels"],
-                                                             b["meta"], b["cubin"])
-        try:
-            kernel_count = len(desc.variant(variant).kernel_params()) if type(variant) is int and variant >= 0 else -1
-        except (IndexError, ValueError, TypeError):   # a variant this algorithm does not have
-            kernel_count = -1
-        ok = (type(arch) is int and isinstance(names, list) and len(names) == kernel_count
-              and isinstance(kernels, dict) and all(isinstance(n, str) and kernels.get(n) for n in names)
-              and all(isinstance(k, str) and isinstance(v, str) for k, v in kernels.items())
-              and isinstance(meta, dict) and all(isinstance(k, str) and type(v) is int for k, v in meta.items())
-              and type(start) is int and type(size) is int and 0 <= start and start + size <= len(cubins))
-        if not ok:
-            raise BlobError("a damaged build record", "kernels, metadata and a cubin range that fit the algorithm",
-                            str(b)[:120])
-        if not 30 <= arch < 1000:
-            raise BlobError("a damaged build record", "an architecture like 90", arch)
-        cubin = bytes(cubins[start:start + size])
-        if cubin[:4] != _ELF:
-            raise BlobError("a damaged cubin", "an ELF image", repr(cubin[:4]))
-        result = BuildResult(arch=arch, cubin=cubin, kernels=dict(kernels), meta=dict(meta))
-        out.setdefault(variant, {})[arch] = (result, tuple(names))
-    if 0 not in out:
-        raise BlobError("no build of the object itself", "variant 0", sorted(out))
-    return out
+
+def _same_kernel(recorded: str, generated: str) -> bool:
+    """Whether a recorded kernel name is the one generated, an iterator's struct there
+    (a stand-in in the generated one) excepted."""
+    if _STAND_IN not in generated:
+        return recorded == generated
+    pattern = re.escape(generated).replace(_STAND_IN, "[A-Za-z_][A-Za-z0-9_]*")
+    return re.fullmatch(pattern, recorded) is not None
+
+
+def _checked_build(record: dict[str, Any], field: str, scope: Scope) -> _Build:
+    """A build record against the description (the variant, its kernels, the code it
+    generates, the parameters it packs) and its cubin."""
+    variant, arch, names = record["variant"], record["arch"], tuple(record["names"])
+    try:
+        desc = _stood_in(scope["description"]).variant(variant)
+    except (IndexError, KeyError, ValueError, TypeError):
+        raise SchemaError(child(field, "variant"), "a build variant of this algorithm", shown(variant)) from None
+    unit, kinds = desc.source(arch), desc.kernel_params()
+    if len(names) != len(unit.name_expressions):
+        raise SchemaError(child(field, "names"), f"the {len(unit.name_expressions)} kernels the description generates",
+                          f"{len(names)} kernels")
+    start, size = record["cubin"]
+    payload = scope["payload"]
+    if start + size > len(payload):
+        raise SchemaError(child(field, "cubin"), f"a range inside the {len(payload)} bytes of cubins",
+                          shown(record["cubin"]))
+    cubin = bytes(payload[start:start + size])
+    # the record against its cubin first (what was built), then against the description
+    result = checked_result(arch, cubin, record["kernels"], record["meta"],
+                            Source(text="", name_expressions=names, extern_symbols=(), meta_fields=unit.meta_fields),
+                            field)
+    for i, (name, generated) in enumerate(zip(names, unit.name_expressions)):
+        if not _same_kernel(name, generated):
+            raise SchemaError(child(child(field, "names"), i), f"the kernel the description generates, {generated}",
+                              shown(name, 300))
+    digest = _code_digest(unit)
+    if record["code"] != digest:
+        raise SchemaError(child(field, "code"), f"{digest} (the digest of the code the description generates for "
+                          f"variant {variant} on sm_{arch})", shown(record["code"]))
+    # a careful forgery recomputes that digest: the parameters the cubin's kernels take
+    # must still be those the description packs at a call
+    held = sections(cubin)
+    for name, params in zip(names, kinds):
+        packed = [param_size(kind) for kind in params]
+        taken = [size for _, size in param_layout(held[".nv.info." + result.kernels[name]])]
+        if taken != packed:
+            raise SchemaError(child(child(field, "kernels"), name),
+                              f"a kernel taking parameters of {packed} bytes (what the description packs)",
+                              f"one taking {taken}")
+    return _Build(variant, arch, names, result, (start, size))
+
+
+def _checked_builds(builds: list[_Build], field: str, scope: Scope) -> list[_Build]:
+    """The builds together: their cubins back to back from offset 0 to the blob's end (no
+    two overlap, no byte lies outside one), and the object's own build (variant 0) there."""
+    offset = 0
+    for i, build in enumerate(builds):
+        if build.cubin[0] != offset:
+            raise SchemaError(child(child(field, i), "cubin"),
+                              f"[{offset}, size] (each cubin starting where the one before ends)", shown(build.cubin))
+        offset += build.cubin[1]
+    if offset != len(scope["payload"]):
+        raise SchemaError(field, f"cubins covering the blob's {len(scope['payload'])} bytes of them",
+                          f"cubins of {offset} bytes")
+    if all(build.variant for build in builds):
+        raise SchemaError(field, "a build of variant 0 (the object itself)",
+                          f"variants {sorted({b.variant for b in builds})}")
+    return builds
+
+
+_BUILD = Fields({
+    "variant": Int(0, 63, "a build variant"),
+    "arch": Int(50, 200, "an architecture like 90"),
+    "names": ListOf(NAME_EXPRESSION, 1, 64, "kernel name expressions"),
+    "kernels": KERNELS,
+    "meta": META,
+    "cubin": Pair(Int(0, _MAX_HEADER + _MAX_BUILDS * _MAX_CUBIN, "an offset"), Int(1, _MAX_CUBIN, "a size"),
+                  what="[offset, size] of its cubin"),
+    "code": Str(64, "[0-9a-f]{64}", "a sha256 digest in hex"),
+}, "a build record")
+
+_HEADER = Fields({
+    "contract": Same("contract", "the build contract of this cuprims (a blob made by another cuprims build does not "
+                                 "load here)"),
+    "cuprims": Str(64, r"[0-9A-Za-z][0-9A-Za-z.+!_-]*", "a version"),
+    "toolchain": Str(1024, r"[ -~]*", "a toolchain fingerprint"),
+    "algorithm": Checked(Str(200, r"cuprims\.algorithms\.\w+\.\w+", "a cuprims algorithm class"),
+                         _checked_algorithm),
+    "description": Checked(AnyJson(), _checked_description, "the algorithm's description record"),
+    "builds": Checked(ListOf(Checked(_BUILD, _checked_build), 1, _MAX_BUILDS, "build records",
+                             unique=lambda b: (b.variant, b.arch), unique_what="a (variant, architecture)"),
+                      _checked_builds),
+}, "a header")

@@ -167,6 +167,7 @@ class CudaError(CuprimsError, RuntimeError):
 class BlobError(CuprimsError, ValueError):
     """A serialized object that cannot be loaded (see :func:`cuprims.deserialize`): not a
     blob, damaged or truncated, of another format version, made by another cuprims build,
+    with a header field that does not fit (``problem`` names it: ``field builds[0].cubin``),
     or built for other architectures than the device's. ``expected`` and ``found`` say
     what was expected and what the blob (or the device) holds."""
 

@@ -30,6 +30,7 @@ import time
 from typing import Any, Sequence
 
 from .. import config
+from .._schema import Fields, Same, SchemaError, shown, validate
 from ..op import RawOp
 from . import stats
 from .cache import SingleFlightLRU
@@ -39,7 +40,7 @@ from .elfmeta import read_meta
 from .functors import is_direct
 from .log import logger
 from .nvrtc import BASE_OPTIONS, DIRECT_BASE_OPTIONS, compile_to_cubin, compile_to_ltoir, write_source
-from .results import BuildResult, OpInput  # noqa: F401 (the build's inputs and output, re-exported)
+from .results import KERNELS, META, BuildResult, OpInput, checked_result  # noqa: F401 (re-exported)
 from .toolchain import toolchain_fingerprint
 
 _memory = SingleFlightLRU(config.memory_cache_size())
@@ -104,12 +105,18 @@ def build_key(source: Source, arch: int, ops: Sequence[OpInput]) -> str:
     return _digest("cubin", *parts)
 
 
-def _bad(what: str) -> ValueError:
-    return ValueError(f"malformed entry: {what}")
+# The metadata of a kernel entry (LTO-IR) and of a cubin entry, read back from disk; the
+# kernels and metadata are then checked against the unit they are read for (and a cubin
+# against itself: results.checked_result). Anything that does not fit raises, so the disk
+# cache drops the entry and it is rebuilt.
+_KERNEL_ENTRY = Fields({"symbols": KERNELS}, "a kernel entry's metadata")
+_CUBIN_ENTRY = Fields({"arch": Same("arch", "the architecture it is read for"), "kernels": KERNELS, "meta": META},
+                      "a cubin entry's metadata")
 
 
-def _is_str_map(value: Any) -> bool:
-    return isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+def _blob_names(blobs: dict[str, bytes], name: str) -> None:
+    if set(blobs) != {name} or not blobs[name]:
+        raise SchemaError("blobs", f"one non-empty blob, {name}", shown(sorted(blobs)))
 
 
 def _kernel_entry_reader(source: Source):
@@ -118,37 +125,23 @@ def _kernel_entry_reader(source: Source):
     expected = set(source.name_expressions)
 
     def read(meta: dict[str, Any], blobs: dict[str, bytes]) -> tuple[bytes, dict[str, str]]:
-        if set(meta) != {"symbols"}:
-            raise _bad(f"kernel fields {sorted(meta)}")
-        symbols = meta["symbols"]
-        if not _is_str_map(symbols) or set(symbols) != expected:
-            raise _bad("kernel symbols")
-        if set(blobs) != {"ltoir"} or not blobs["ltoir"]:
-            raise _bad("kernel blobs")
+        symbols = validate(_KERNEL_ENTRY, meta, "meta")["symbols"]
+        if set(symbols) != expected:
+            raise SchemaError("meta.symbols", f"the kernels {', '.join(sorted(expected))}", shown(sorted(symbols)))
+        _blob_names(blobs, "ltoir")
         return blobs["ltoir"], dict(symbols)
 
     return read
 
 
 def _cubin_entry_reader(source: Source, arch: int):
-    """Checks a ``cubin`` entry (arch int, kernels dict[str, str], meta dict[str, int],
-    blob ``cubin``: an ELF image) against ``source`` and ``arch``; returns a BuildResult."""
-    names, fields = set(source.name_expressions), set(source.meta_fields)
+    """Checks a ``cubin`` entry (arch, kernels, meta, blob ``cubin``) against ``source``
+    and ``arch``, and its cubin against them; returns a BuildResult."""
 
     def read(meta: dict[str, Any], blobs: dict[str, bytes]) -> BuildResult:
-        if set(meta) != {"arch", "kernels", "meta"}:
-            raise _bad(f"cubin fields {sorted(meta)}")
-        if type(meta["arch"]) is not int or meta["arch"] != arch:
-            raise _bad("cubin arch")
-        kernels, values = meta["kernels"], meta["meta"]
-        if not _is_str_map(kernels) or set(kernels) != names:
-            raise _bad("cubin kernels")
-        if (not isinstance(values, dict) or set(values) != fields
-                or not all(type(v) is int for v in values.values())):
-            raise _bad("cubin meta")
-        if set(blobs) != {"cubin"} or blobs["cubin"][:4] != b"\x7fELF":
-            raise _bad("cubin blobs")
-        return BuildResult(arch=arch, cubin=blobs["cubin"], kernels=dict(kernels), meta=dict(values))
+        checked = validate(_CUBIN_ENTRY, meta, "meta", arch=arch)
+        _blob_names(blobs, "cubin")
+        return checked_result(arch, bytes(blobs["cubin"]), checked["kernels"], checked["meta"], source, "meta")
 
     return read
 

@@ -1,6 +1,10 @@
 """The on-disk cache's entry format: ``MAGIC | sha256(payload) | len(payload) | payload``,
 the payload a JSON header (the entry's kind and full key beside its metadata, and the
-names and sizes of its binary blobs) followed by the blobs."""
+names and sizes of its binary blobs) followed by the blobs.
+
+The checksum finds damage; an entry edited with its checksum recomputed is found by the
+schema its header is read with (:data:`_HEADER`), and its metadata by the one of its kind
+(the reader each caller passes to :meth:`DiskCache.get`)."""
 
 from __future__ import annotations
 
@@ -9,6 +13,8 @@ import hashlib
 import struct
 from typing import Any
 
+from .._schema import IDENTIFIER, AnyJson, Fields, Int, ListOf, MapOf, Pair, Same, SchemaError, Str, validate
+
 MAGIC = b"CUPRIMS\x02"
 
 #: Largest entry file read back (bytes). A larger file is rejected without being read:
@@ -16,7 +22,17 @@ MAGIC = b"CUPRIMS\x02"
 #: from being read into memory.
 MAX_ENTRY_BYTES = 256 * 1024 * 1024
 
-_HEADER_FIELDS = {"kind", "key", "meta", "blobs"}
+#: Most blobs one entry holds (a coop unit's LTO-IRs: its own and one per operator code).
+MAX_BLOBS = 4096
+
+_HEADER = Fields({
+    "kind": Same("kind", "the kind it is read as (an entry of another kind or key is not served)"),
+    "key": Same("key", "the key it is read as (an entry of another kind or key is not served)"),
+    "meta": MapOf(Str(64, IDENTIFIER, "a field name"), AnyJson(), 0, 64, "metadata fields"),
+    "blobs": ListOf(Pair(Str(64, IDENTIFIER, "a blob name"), Int(0, MAX_ENTRY_BYTES, "a size"),
+                         what="[name, size] of a blob"), 0, MAX_BLOBS, "blobs", unique=lambda blob: blob[0],
+                    unique_what="a blob name"),
+}, "an entry header")
 
 
 def encode_entry(meta: dict[str, Any], blobs: dict[str, bytes], *, kind: str, key: str) -> bytes:
@@ -32,8 +48,8 @@ def encode_entry(meta: dict[str, Any], blobs: dict[str, bytes], *, kind: str, ke
 
 
 def decode_entry(raw: bytes, *, kind: str, key: str) -> tuple[dict[str, Any], dict[str, bytes]]:
-    """Inverse of :func:`encode_entry`; raises ValueError on any damage, on a header of the
-    wrong shape and on an entry written for another kind or key."""
+    """Inverse of :func:`encode_entry`; raises ValueError on any damage, on a header that
+    does not fit :data:`_HEADER` and on an entry written for another kind or key."""
     head = len(MAGIC) + 32 + 8
     if len(raw) < head or raw[:len(MAGIC)] != MAGIC:
         raise ValueError("bad magic")
@@ -55,21 +71,9 @@ def decode_entry(raw: bytes, *, kind: str, key: str) -> tuple[dict[str, Any], di
         raise ValueError("header nested too deeply") from None
     except ValueError as exc:   # JSONDecodeError, UnicodeDecodeError, an over-long integer
         raise ValueError(f"header is not JSON: {exc}") from None
-    if not isinstance(header, dict) or set(header) != _HEADER_FIELDS:
-        raise ValueError("header fields")
-    if header["kind"] != kind or header["key"] != key:
-        raise ValueError("entry belongs to another kind or key")
-    if not isinstance(header["meta"], dict):
-        raise ValueError("metadata is not an object")
-    listed = header["blobs"]
-    if not isinstance(listed, list):
-        raise ValueError("blob list")
+    checked = validate(_HEADER, header, "header", kind=kind, key=key)   # a SchemaError is a ValueError
     blobs, pos = {}, 8 + hlen
-    for item in listed:
-        if (not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], str)
-                or type(item[1]) is not int or item[1] < 0 or item[0] in blobs):
-            raise ValueError("blob list")
-        name, size = item
+    for name, size in checked["blobs"]:
         blobs[name] = payload[pos:pos + size]
         pos += size
     if pos != len(payload):

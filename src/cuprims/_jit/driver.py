@@ -286,6 +286,15 @@ class Module:
             pass
 
 
+def param_size(kind: Any) -> int:
+    """The bytes a kernel parameter of ``kind`` (as :class:`ParamPack` takes it) occupies."""
+    if kind in ("ptr", "i64"):
+        return 8
+    if kind == "i32":
+        return 4
+    return max(int(kind), 1)
+
+
 class ParamPack:
     """Kernel arguments laid out once; each launch rewrites the values in place.
 
@@ -299,12 +308,8 @@ class ParamPack:
         for kind in kinds:
             offset = (offset + 15) & ~15
             offsets.append(offset)
-            if kind in ("ptr", "i64"):
-                code, size = ("Q" if kind == "ptr" else "q"), 8
-            elif kind == "i32":
-                code, size = "i", 4
-            else:
-                code, size = f"{max(int(kind), 1)}s", max(int(kind), 1)
+            size = param_size(kind)
+            code = {"ptr": "Q", "i64": "q", "i32": "i"}.get(kind, f"{size}s")
             fmt_pad = offset - _fmt_size(fmt)
             fmt += (f"{fmt_pad}x" if fmt_pad else "") + code
             offset += size

@@ -33,15 +33,43 @@ def sections(elf: bytes) -> dict[str, bytes]:
     return out
 
 
+_EM_CUDA = 190
+# e_ident[EI_ABIVERSION] of a CUDA image: the first ABI keeps the SM in e_flags' low byte,
+# the second (CUDA 12.8 on) in its second byte (LLVM's EF_CUDA_SM and EF_CUDA_SM_MASK)
+_CUDA_ABI_V1, _CUDA_ABI_V2 = 7, 8
+
+
+def cuda_arch(elf: bytes) -> int:
+    """The SM a cubin was compiled for (90 for sm_90), from its ELF header; ValueError
+    when ``elf`` is not a 64-bit little-endian CUDA image."""
+    if len(elf) < 0x40 or elf[:4] != b"\x7fELF" or elf[4] != 2 or elf[5] != 1:
+        raise ValueError("not a 64-bit little-endian ELF image")
+    (machine,) = struct.unpack_from("<H", elf, 0x12)
+    if machine != _EM_CUDA:
+        raise ValueError(f"an ELF image for machine {machine}, not CUDA ({_EM_CUDA})")
+    (flags,) = struct.unpack_from("<I", elf, 0x30)
+    abi = elf[8]
+    if abi == _CUDA_ABI_V1:
+        return flags & 0xFF
+    if abi == _CUDA_ABI_V2:
+        return (flags >> 8) & 0xFF
+    raise ValueError(f"a CUDA ELF image of unknown ABI version {abi}")
+
+
 _EIATTR_KPARAM_INFO = 0x17
 _EIFMT_SVAL = 4
 
 
 def kernel_param_layout(cubin: bytes, lowered: str) -> list[tuple[int, int]]:
     """(offset, size) of each parameter of kernel ``lowered``, in order, from the
-    EIATTR_KPARAM_INFO records of its ``.nv.info.<name>`` section. Records are four-byte
-    aligned: format, attribute, then a 16-bit value or (for SVAL) a length and payload."""
-    info = sections(cubin)[".nv.info." + lowered]
+    EIATTR_KPARAM_INFO records of its ``.nv.info.<name>`` section."""
+    return param_layout(sections(cubin)[".nv.info." + lowered])
+
+
+def param_layout(info: bytes) -> list[tuple[int, int]]:
+    """(offset, size) of each parameter a kernel's ``.nv.info.<name>`` section records.
+    Records are four-byte aligned: format, attribute, then a 16-bit value or (for SVAL) a
+    length and payload."""
     params: dict[int, tuple[int, int]] = {}
     i = 0
     while i + 4 <= len(info):

@@ -29,6 +29,8 @@ from typing import Any, Sequence
 
 from .. import config
 from .._jit import stats
+from .._jit.cache_entries import MAX_BLOBS
+from .._schema import IDENTIFIER, Fields, Int, MapOf, Pair, Same, SchemaError, Str, shown, validate
 from .._jit.build import _digest, disk_cache
 from .._jit.cache import SingleFlightLRU
 from .._jit.nvrtc import BASE_OPTIONS, compile_to_ltoir, write_source
@@ -67,6 +69,18 @@ def unit_key(specs: Sequence[ProviderSpec], arch: int) -> str:
     return _digest(*parts)
 
 
+# A coop entry's metadata read back from disk (the checksum finds damage, not forgery):
+# TempStorage layouts within what a block's shared memory can hold, and as many operator
+# LTO-IRs as an entry may hold blobs.
+_ENTRY = Fields({
+    "arch": Same("arch", "the architecture it is read for"),
+    "temp": MapOf(Str(256, IDENTIFIER, "a provider symbol"),
+                  Pair(Int(1, 1 << 20, "TempStorage bytes"), Int(1, 4096, "an alignment"),
+                       what="[bytes, alignment] of a TempStorage"), 0, 4096, "TempStorage layouts"),
+    "ops": Int(0, MAX_BLOBS - 1, "a count of operator LTO-IRs"),
+}, "a coop entry's metadata")
+
+
 def _reader(specs: Sequence[ProviderSpec], arch: int):
     """Checks a ``coop`` entry against what ``specs`` need; any mismatch raises, and the
     disk cache drops the entry and rebuilds."""
@@ -74,17 +88,16 @@ def _reader(specs: Sequence[ProviderSpec], arch: int):
     n_ops = sum(len(sp.python_ops) for sp in specs)
 
     def read(meta: dict[str, Any], blobs: dict[str, bytes]) -> UnitBuild:
-        if set(meta) != {"arch", "temp", "ops"} or meta["arch"] != arch or meta["ops"] < n_ops:
-            raise ValueError("malformed entry: coop fields")
-        temp = meta["temp"]
-        if not isinstance(temp, dict) or set(temp) != symbols or not all(
-                isinstance(v, list) and len(v) == 2 and all(type(x) is int and x > 0 for x in v)
-                for v in temp.values()):
-            raise ValueError("malformed entry: coop temp")
-        names = {"ltoir"} | {f"op{i}" for i in range(meta["ops"])}
+        checked = validate(_ENTRY, meta, "meta", arch=arch)
+        temp, ops = checked["temp"], checked["ops"]
+        if set(temp) != symbols:
+            raise SchemaError("meta.temp", f"the providers {', '.join(sorted(symbols))}", shown(sorted(temp)))
+        if ops < n_ops:
+            raise SchemaError("meta.ops", f"at least {n_ops} (one per Python operator)", shown(ops))
+        names = {"ltoir"} | {f"op{i}" for i in range(ops)}
         if set(blobs) != names or not all(blobs.values()):
-            raise ValueError("malformed entry: coop blobs")
-        return UnitBuild(arch, blobs["ltoir"], tuple(blobs[f"op{i}"] for i in range(meta["ops"])),
+            raise SchemaError("blobs", f"the non-empty blobs {', '.join(sorted(names))}", shown(sorted(blobs)))
+        return UnitBuild(arch, blobs["ltoir"], tuple(blobs[f"op{i}"] for i in range(ops)),
                          {k: (v[0], v[1]) for k, v in temp.items()})
 
     return read

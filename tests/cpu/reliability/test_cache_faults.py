@@ -14,6 +14,7 @@ import os
 import pytest
 
 from cpu_helpers import ARCH, counters, delta, last_json, run_python
+from cuprims._jit.disk_cache import LAYOUT_VERSION
 from fault_helpers import (CHILD_MAX_OP, ELF, clear_memory, entry_path, frame_raw, make_max, max_op_env,
                            reframe, unframe)
 
@@ -209,6 +210,27 @@ def _blob_not_elf(header, blobs):
     blobs["cubin"] = b"\0" * 64
 
 
+def _patched_cubin(offset: int, value: bytes):
+    """The cubin with ``value`` written at ``offset`` of its ELF header."""
+    def edit(header, blobs):
+        cubin = bytes(blobs["cubin"])
+        blobs["cubin"] = cubin[:offset] + value + cubin[offset + len(value):]
+    return edit
+
+
+def _cubin_for_sm80(header, blobs):
+    """The ELF header's SM (e_flags' second byte under CUDA ELF ABI 8) set to 80."""
+    cubin = bytes(blobs["cubin"])
+    assert cubin[8] == 8, "a CUDA ELF image of ABI version 8 is expected here"
+    _patched_cubin(0x31, bytes([80]))(header, blobs)
+
+
+def _lowered_name(value):
+    def edit(header, blobs):
+        header["meta"]["kernels"] = {k: value for k in header["meta"]["kernels"]}
+    return edit
+
+
 CUBIN_META_EDITS = {
     "arch missing": _pop(("meta", "arch")),
     "arch a string": _set(("meta", "arch"), "90"),
@@ -222,6 +244,15 @@ CUBIN_META_EDITS = {
     "metadata a list": _set(("meta",), ["arch", 90]),
     "cubin blob renamed": _rename_blob,
     "cubin blob not ELF": _blob_not_elf,
+    # fields of the right type whose values a forger chose (the checksum recomputed)
+    "meta value negative": _set(("meta", "meta", "items"), -16),
+    "meta value 10**30": _set(("meta", "meta", "items"), 10 ** 30),
+    "meta threads past a block's 1024": _set(("meta", "meta", "threads"), 4096),
+    "meta value other than the cubin exports": _set(("meta", "meta", "items"), 32),
+    "cubin of another architecture": _cubin_for_sm80,
+    "cubin of another machine": _patched_cubin(0x12, (62).to_bytes(2, "little")),
+    "lowered name not a kernel of the cubin": _lowered_name("_Z6forgedv"),
+    "lowered name empty": _lowered_name(""),
 }
 
 # Headers that are not even the right JSON, framed with a valid checksum.
@@ -256,10 +287,18 @@ def _ltoir_blob_missing(header, blobs):
     blobs["other"] = blobs.pop("ltoir")
 
 
+def _symbols_to(value):
+    def edit(header, blobs):
+        header["meta"]["symbols"] = {k: value for k in header["meta"]["symbols"]}
+    return edit
+
+
 KERNEL_META_EDITS = {
     "symbols a list": _symbols_as_list,
     "symbols empty": _set(("meta", "symbols"), {}),
     "ltoir blob missing": _ltoir_blob_missing,
+    "lowered symbol empty": _symbols_to(""),
+    "lowered symbol not a symbol": _symbols_to("x; y"),
 }
 
 
@@ -274,6 +313,44 @@ def test_malformed_kernel_metadata_with_valid_checksum_is_rejected(cache, case):
     assert d["disk_corrupt_discarded"] == 1
     assert d["nvrtc_compiles"] == 1 and d["links"] == 1
     _assert_repaired(cache, "kernel")
+
+
+# ----------------------------------------------------------------------------- coop entries
+
+def _coop_layouts(index: int, value):
+    """Every TempStorage layout's ``index`` (0: bytes, 1: alignment) set to ``value``."""
+    def edit(header, blobs):
+        for layout in header["meta"]["temp"].values():
+            layout[index] = value
+    return edit
+
+
+COOP_META_EDITS = {
+    "TempStorage of 10**30 bytes": _coop_layouts(0, 10 ** 30),
+    "TempStorage alignment 10**30": _coop_layouts(1, 10 ** 30),
+}
+
+
+@pytest.mark.parametrize("case", sorted(COOP_META_EDITS))
+def test_forged_coop_entry_is_rebuilt(fresh_caches, case):
+    """A cooperative provider's entry with layouts out of range, the checksum recomputed."""
+    numba = pytest.importorskip("numba")
+    from cuprims import coop
+    from cuprims._jit import stats
+    from cuprims.coop import _build
+
+    with coop.target((9, 0)):
+        first = coop.warp.make_sum(numba.int32)
+        layout = (first.temp_storage_bytes, first.temp_storage_alignment)
+        (path,) = (fresh_caches / LAYOUT_VERSION / "coop").glob("*/*")
+        header, blobs = unframe(path.read_bytes())
+        COOP_META_EDITS[case](header, blobs)
+        path.write_bytes(reframe(header, blobs))
+        _build.clear_memory()
+        again = coop.warp.make_sum(numba.int32)
+        assert (again.temp_storage_bytes, again.temp_storage_alignment) == layout
+    counts = stats.snapshot()
+    assert counts["disk_corrupt_discarded"] == 1 and counts["nvrtc_compiles"] == 2
 
 
 # ----------------------------------------------------------------------------- not an entry at all
