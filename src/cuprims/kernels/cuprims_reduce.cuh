@@ -3,9 +3,11 @@
 // One kernel template serves every pass, so a build instantiates (and NVRTC compiles)
 // as little as possible:
 //   * finalize == 0: each block reduces an even share of tiles (the mapping is computed
-//     from gridDim.x exactly as CUB's host dispatch would) into d_out[blockIdx.x];
+//     from gridDim.x exactly as CUB's host dispatch would) into d_partials[blockIdx.x];
 //   * finalize == 1: one block reduces all num_items items, combines init, and writes
 //     d_out[0] (small problems, and the second pass over the per-block partials).
+// Both passes go through one call into the agent (see the kernel), so CUB's block
+// reduction is inlined once.
 // Every launch argument is a pointer or iterator, an integer, the operator or the init value.
 // The result goes to d_out[0] (a pointer or a cuprims output iterator), partials to
 // d_partials[blockIdx.x].
@@ -55,36 +57,25 @@ void reduce_kernel(
     AgentReduce<agent_policy_t, InputT, long long, OpT, AccumT, ::cuda::std::identity>;
   __shared__ typename agent_t::TempStorage temp_storage;
 
-  if (finalize)
+  if (finalize && num_items == 0)
   {
-    if (num_items == 0)
+    if constexpr (!::cuda::std::is_same_v<InitT, no_init>)
     {
-      if constexpr (!::cuda::std::is_same_v<InitT, no_init>)
+      if (threadIdx.x == 0)
       {
-        if (threadIdx.x == 0)
-        {
-          d_out[0] = init;
-        }
-      }
-      return;
-    }
-    AccumT aggregate = agent_t(temp_storage, d_in, op, ::cuda::std::identity{}).ConsumeRange(0ll, num_items);
-    if (threadIdx.x == 0)
-    {
-      if constexpr (::cuda::std::is_same_v<InitT, no_init>)
-      {
-        d_out[0] = aggregate;
-      }
-      else
-      {
-        d_out[0] = op(init, aggregate);
+        d_out[0] = init;
       }
     }
     return;
   }
-
+  // One call into the agent serves both passes: the finalizing pass is the even share of
+  // a one-block grid, whose strip-mined mapping is the whole range tile by tile, exactly
+  // what ConsumeRange(0, num_items) would reduce. Each call site inlines CUB's whole block
+  // reduction (every operator call, every word of every shuffle): a second one would
+  // double the code NVVM and ptxas compile.
   CUB_NS_QUALIFIER::GridEvenShare<long long> even_share;
-  even_share.DispatchInit(num_items, int(gridDim.x), policy.threads_per_block * policy.items_per_thread);
+  even_share.DispatchInit(
+    num_items, finalize ? 1 : int(gridDim.x), policy.threads_per_block * policy.items_per_thread);
   if (int(blockIdx.x) >= even_share.grid_size)
   {
     return;
@@ -92,7 +83,18 @@ void reduce_kernel(
   AccumT aggregate = agent_t(temp_storage, d_in, op, ::cuda::std::identity{}).ConsumeTiles(even_share);
   if (threadIdx.x == 0)
   {
-    d_partials[blockIdx.x] = aggregate;
+    if (!finalize)
+    {
+      d_partials[blockIdx.x] = aggregate;
+    }
+    else if constexpr (::cuda::std::is_same_v<InitT, no_init>)
+    {
+      d_out[0] = aggregate;
+    }
+    else
+    {
+      d_out[0] = op(init, aggregate);
+    }
   }
 }
 
