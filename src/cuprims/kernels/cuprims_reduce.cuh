@@ -10,7 +10,9 @@
 // reduction is inlined once.
 // Every launch argument is a pointer or iterator, an integer, the operator or the init value.
 // The result goes to d_out[0] (a pointer or a cuprims output iterator), partials to
-// d_partials[blockIdx.x].
+// d_partials[blockIdx.x], stored as PartialT: the accumulator itself, or the item type
+// when the accumulator is a struct's word form (cuprims/_jit/accumulators.py), so that the
+// second pass reads partials exactly as the first reads items and is the same kernel.
 #pragma once
 
 #include <cub/agent/agent_reduce.cuh>
@@ -41,10 +43,16 @@ struct fixed_arch_selector
   }
 };
 
-template <class Selector, class InputT, class AccumT, class OpT, class InitT, class OutputIt = AccumT*>
+template <class Selector,
+          class InputT,
+          class AccumT,
+          class OpT,
+          class InitT,
+          class OutputIt = AccumT*,
+          class PartialT = AccumT>
 __global__ __launch_bounds__(int(CUB_NS_QUALIFIER::detail::current_policy<Selector>().multi_tile.threads_per_block))
 void reduce_kernel(
-  InputT d_in, OutputIt d_out, AccumT* d_partials, long long num_items, OpT op, InitT init, int finalize)
+  InputT d_in, OutputIt d_out, PartialT* d_partials, long long num_items, OpT op, InitT init, int finalize)
 {
   constexpr auto policy = CUB_NS_QUALIFIER::detail::current_policy<Selector>().multi_tile;
   // The host launches this one kernel for both passes, at one block size.
