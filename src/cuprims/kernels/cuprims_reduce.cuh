@@ -6,8 +6,8 @@
 //     from gridDim.x exactly as CUB's host dispatch would) into d_partials[blockIdx.x];
 //   * finalize == 1: one block reduces all num_items items, combines init, and writes
 //     d_out[0] (small problems, and the second pass over the per-block partials).
-// Both passes go through one call into the agent (see the kernel), so CUB's block
-// reduction is inlined once.
+// A struct held in word form reaches the agent through one call for both passes (see
+// the kernel), so CUB's block reduction is inlined once.
 // Every launch argument is a pointer or iterator, an integer, the operator or the init value.
 // The result goes to d_out[0] (a pointer or a cuprims output iterator), partials to
 // d_partials[blockIdx.x], stored as PartialT: the accumulator itself, or the item type
@@ -65,25 +65,48 @@ void reduce_kernel(
     AgentReduce<agent_policy_t, InputT, long long, OpT, AccumT, ::cuda::std::identity>;
   __shared__ typename agent_t::TempStorage temp_storage;
 
-  if (finalize && num_items == 0)
+  // A struct held in word form (PartialT differs from AccumT) reaches the agent through
+  // one call for both passes: each call site inlines CUB's whole block reduction (every
+  // operator call, every word of every shuffle), and for such values a second one doubles
+  // what NVVM and ptxas compile. The finalizing pass is then the even share of a one-block
+  // grid, whose strip-mined mapping is the whole range tile by tile, what ConsumeRange(0,
+  // num_items) reduces. Every other accumulator keeps the two call sites, whose machine
+  // code was measured on the H200 (one call site moved misaligned-input throughput).
+  constexpr bool one_agent_call = !::cuda::std::is_same_v<PartialT, AccumT>;
+  if (finalize)
   {
-    if constexpr (!::cuda::std::is_same_v<InitT, no_init>)
+    if (num_items == 0)
     {
+      if constexpr (!::cuda::std::is_same_v<InitT, no_init>)
+      {
+        if (threadIdx.x == 0)
+        {
+          d_out[0] = init;
+        }
+      }
+      return;
+    }
+    if constexpr (!one_agent_call)
+    {
+      AccumT aggregate = agent_t(temp_storage, d_in, op, ::cuda::std::identity{}).ConsumeRange(0ll, num_items);
       if (threadIdx.x == 0)
       {
-        d_out[0] = init;
+        if constexpr (::cuda::std::is_same_v<InitT, no_init>)
+        {
+          d_out[0] = aggregate;
+        }
+        else
+        {
+          d_out[0] = op(init, aggregate);
+        }
       }
+      return;
     }
-    return;
   }
-  // One call into the agent serves both passes: the finalizing pass is the even share of
-  // a one-block grid, whose strip-mined mapping is the whole range tile by tile, exactly
-  // what ConsumeRange(0, num_items) would reduce. Each call site inlines CUB's whole block
-  // reduction (every operator call, every word of every shuffle): a second one would
-  // double the code NVVM and ptxas compile.
+
   CUB_NS_QUALIFIER::GridEvenShare<long long> even_share;
   even_share.DispatchInit(
-    num_items, finalize ? 1 : int(gridDim.x), policy.threads_per_block * policy.items_per_thread);
+    num_items, one_agent_call && finalize ? 1 : int(gridDim.x), policy.threads_per_block * policy.items_per_thread);
   if (int(blockIdx.x) >= even_share.grid_size)
   {
     return;
@@ -91,18 +114,22 @@ void reduce_kernel(
   AccumT aggregate = agent_t(temp_storage, d_in, op, ::cuda::std::identity{}).ConsumeTiles(even_share);
   if (threadIdx.x == 0)
   {
-    if (!finalize)
+    if constexpr (one_agent_call)
     {
-      d_partials[blockIdx.x] = aggregate;
+      if (finalize)
+      {
+        if constexpr (::cuda::std::is_same_v<InitT, no_init>)
+        {
+          d_out[0] = aggregate;
+        }
+        else
+        {
+          d_out[0] = op(init, aggregate);
+        }
+        return;
+      }
     }
-    else if constexpr (::cuda::std::is_same_v<InitT, no_init>)
-    {
-      d_out[0] = aggregate;
-    }
-    else
-    {
-      d_out[0] = op(init, aggregate);
-    }
+    d_partials[blockIdx.x] = aggregate;
   }
 }
 
