@@ -23,7 +23,13 @@ from cpu_helpers import check_golden, render_source
 # show in the text (one kernel LTO-IR serves every Python operator over the same types).
 PY_SPEC = OpSpec("python", "0" * 64, name="my_op")
 
+# A struct of 40 int8 fields: held by the kernel in its word form, the operator called
+# (cuprims._jit.accumulators); the init value, result and partials stay the struct.
+BYTES40 = np.dtype([(f"f{i}", np.int8) for i in range(40)], align=True)
+
 SPECS = {
+    "reduce_struct_words_python_init_sm90": dict(in_type=BYTES40, accum=BYTES40, op=PY_SPEC, has_init=True,
+                                                 deterministic_across_gpus=False, arch=90),
     "reduce_f4_plus_init_sm90": dict(in_type="f4", accum="f4", op=op_spec(OpKind.PLUS), has_init=True,
                                      deterministic_across_gpus=False, arch=90),
     "reduce_i8_maximum_noinit_sm90": dict(in_type="i8", accum="i8", op=op_spec(OpKind.MAXIMUM), has_init=False,

@@ -160,6 +160,12 @@ GOLDEN_SPECS = {
                                               inclusive=True, arch=80),
     "scan_struct_python_exclusive_value_sm90": dict(in_type=S16.dtype, accum=S16.dtype, op=PY_SPEC,
                                                     init_kind="value", inclusive=False, arch=90),
+    # 40 int8 fields: tiles accumulate in the struct's word form, the operator called
+    # (cuprims._jit.accumulators); the outputs and the device init value stay the struct
+    "scan_struct_words_python_exclusive_device_sm90": dict(
+        in_type=np.dtype([(f"f{i}", np.int8) for i in range(40)], align=True),
+        accum=np.dtype([(f"f{i}", np.int8) for i in range(40)], align=True), op=PY_SPEC, init_kind="device",
+        inclusive=False, arch=90),
 }
 
 

@@ -468,3 +468,51 @@ def test_storage_structs_have_typed_fields_at_numpy_offsets():
     checks = "".join(f"static_assert(__builtin_offsetof({vt.cpp}, f{k}) == {outer.dtype.fields[n][1]});\n"
                      for k, n in enumerate(outer.dtype.names))
     nvrtc.compile_to_ltoir(Source(preamble((vt, value_type(packed)), 90) + checks, (), (), ()), 90)
+
+
+@pytest.mark.parametrize("fields, form", [
+    ({"r": np.int32, "g": np.float32}, "struct"),                       # small
+    ({f"f{i}": np.int8 for i in range(32)}, "struct"),                  # 32 bytes: still small
+    ({f"f{i}": np.int8 for i in range(33)}, "words"),                   # 33 single bytes
+    ({f"f{i}": np.int32 for i in range(75)}, "struct"),                 # as many fields as words
+    ({"k": np.int32, "x": (np.int8, 296)}, "words"),                    # a byte array field
+    ({"d": np.float64, "x": (np.int16, 30)}, "words"),                  # halfwords, aligned to 8
+])
+def test_large_struct_accumulators_are_words_with_the_operator_called(fields, form):
+    """CUB's collectives hold a struct of more than 32 bytes whose operator copies more
+    pieces than it has words in 32-bit words, padded to 16 bytes, and call the operator
+    (cuprims._jit.accumulators); the storage struct itself is unchanged."""
+    from cuprims._jit.accumulators import accumulator
+
+    S = cuprims.gpu_struct(fields)
+    vt = value_type(S)
+    acc = accumulator(vt)
+    assert vt.size == S.dtype.itemsize and vt.alignment == S.dtype.alignment
+    if form == "struct":
+        assert (acc.cpp, acc.decl, acc.called) == (vt.cpp, "", False)
+        return
+    assert acc.called and acc.cpp == f"{vt.cpp}_words"
+    words = -(-vt.size // 16) * 4
+    assert f"struct __align__(16) {acc.cpp}" in acc.decl and f"unsigned int words[{words}];" in acc.decl
+    assert f"memcpy(words, &value, {vt.size});" in acc.decl and f"memcpy(&value, words, {vt.size});" in acc.decl
+
+
+def test_large_struct_reduce_and_scan_build(warm_builds):
+    """A 40-byte int8 struct (word form, operator called): the reduction's partials and
+    init value, and the scan's outputs, keep the struct's own type and layout."""
+    S = cuprims.gpu_struct({f"f{i}": np.int8 for i in range(40)}, name="Bytes40")
+
+    def pick(a, b):
+        return a if a.f0 > b.f0 else b
+
+    red = cuprims.make_reduce_into(d_in=cuprims.ProxyArray(S), d_out=cuprims.ProxyArray(S), op=pick,
+                                   h_init=cuprims.ProxyValue(S), compute_capability=90)
+    source = red._builds.source(90)
+    assert len(set(source.name_expressions)) == 1        # one kernel serves both passes
+    assert source.name_expressions[0].endswith(f"{value_type(S).cpp}*, {value_type(S).cpp}>")
+    meta = red._builds.result(90).meta
+    assert (meta["accum_size"], meta["accum_align"]) == (40, 1)
+    assert red.cubin().startswith(b"\x7fELF")
+    scan = cuprims.make_exclusive_scan(d_in=cuprims.ProxyArray(S), d_out=cuprims.ProxyArray(S), op=pick,
+                                       init_value=S(*range(40)), compute_capability=90)
+    assert scan.cubin().startswith(b"\x7fELF")

@@ -12,6 +12,7 @@ from typing import Any, Mapping
 
 from ..op import OpSpec
 from ..types import ValueType
+from .accumulators import accumulator
 from .codegen import Source, binary_functor, iterator_parts, meta_export, op_symbol, preamble, tuned_selector
 
 # What the init value is, as the kernel sees it.
@@ -61,18 +62,22 @@ def scan_source(*, in_type: ValueType, accum: ValueType, op: OpSpec, init_kind: 
         raise ValueError(f"init_kind must be one of {INIT_KINDS}, not {init_kind!r}")
     if init_kind == "none" and not inclusive:
         raise ValueError("an exclusive scan needs an init value")
-    functor, externs = binary_functor("cuprims_op_t", op, accum, op_symbol(op, "cuprims_op_0"))
+    acc = accumulator(accum)
+    functor, externs = binary_functor("cuprims_op_t", op, accum, op_symbol(op, "cuprims_op_0"), acc)
     iterator_text, iterator_types, iterator_symbols = iterator_parts((d_in, d_out))
     externs += iterator_symbols
-    t = accum.cpp
-    selector = (f"CUB_NS_QUALIFIER::detail::scan::policy_selector_from_types<const {in_type.cpp}*, {t}*, {t}, "
+    # the tiles accumulate in ``a`` (a struct's word form, see .accumulators); the outputs
+    # and the init value keep accum's own type ``t``
+    t, a = accum.cpp, acc.cpp
+    selector = (f"CUB_NS_QUALIFIER::detail::scan::policy_selector_from_types<const {in_type.cpp}*, {t}*, {a}, "
                 "unsigned long long, ::cuda::std::plus<>>")
     init_t = {"none": "cuprims::scan::no_init", "value": t, "device": f"cuprims::scan::device_init<{t}>"}[init_kind]
-    layout = f"cuprims::scan::tile_layout<{t}>"
+    layout = f"cuprims::scan::tile_layout<{a}>"
     text = (
         preamble((in_type, accum) + iterator_types, arch)
         + "#include <cuprims_scan.cuh>\n"
         + ("#include <cuprims_iterator.cuh>\n" + iterator_text if iterator_text else "") + "\n"
+        + acc.decl
         + functor
         + "\n" + tuned_selector(selector, policy_overrides)
         + "constexpr auto cuprims_policy = cuprims::scan::lookback_policy<cuprims_selector_t>("
@@ -90,15 +95,15 @@ def scan_source(*, in_type: ValueType, accum: ValueType, op: OpSpec, init_kind: 
             ("accum_align", f"alignof({t})"),
         ))
     )
-    init_kernel = f"cuprims::scan::scan_init_kernel<{t}>"
+    init_kernel = f"cuprims::scan::scan_init_kernel<{a}>"
     direction = "true" if inclusive else "false"
     if iterator_text:
         in_param = d_in.cpp() if d_in is not None else f"const {in_type.cpp}*"
         out_param = d_out.cpp() if d_out is not None else f"{t}*"
-        scan_kernel = (f"cuprims::scan::scan_iterator_kernel<cuprims_selector_t, {in_param}, {out_param}, {t}, "
+        scan_kernel = (f"cuprims::scan::scan_iterator_kernel<cuprims_selector_t, {in_param}, {out_param}, {a}, "
                        f"cuprims_op_t, {init_t}, {direction}>")
     else:
-        scan_kernel = (f"cuprims::scan::scan_kernel<cuprims_selector_t, {in_type.cpp}, {t}, {t}, cuprims_op_t, "
+        scan_kernel = (f"cuprims::scan::scan_kernel<cuprims_selector_t, {in_type.cpp}, {t}, {a}, cuprims_op_t, "
                        f"{init_t}, {direction}>")
     return Source(text=text, name_expressions=(init_kernel, scan_kernel), extern_symbols=externs,
                   meta_fields=SCAN_META_FIELDS)

@@ -73,6 +73,7 @@ import numpy as np
 from ..errors import ArgumentError
 from ..op import COMPARISON_KINDS, UNARY_KINDS, OpKind, OpSpec, check_result
 from ..types import ValueType, value_type
+from .accumulators import Accumulator
 
 ARITHMETIC_KINDS = frozenset({OpKind.PLUS, OpKind.MINUS, OpKind.MULTIPLIES, OpKind.DIVIDES, OpKind.MODULUS})
 BITWISE_KINDS = frozenset({OpKind.BIT_AND, OpKind.BIT_OR, OpKind.BIT_XOR})
@@ -147,25 +148,36 @@ def _functor(name: str, result: str, params: str, body: list[str], decl: str = "
             f"  __device__ __forceinline__ {result} operator()({params}) const\n  {{\n    {lines}\n  }}\n}};\n")
 
 
-def extern_op_call(op: OpSpec, symbol: str, addresses: list[str]) -> tuple[str, str, str]:
+def extern_op_call(op: OpSpec, symbol: str, addresses: list[str], *, called: bool = False) -> tuple[str, str, str]:
     """The pieces a functor needs to call a linked operator through our pointer ABI:
     its ``extern "C"`` declaration, the functor's state member (empty without state), and
-    the call statement passing the state's address (if any), then ``addresses``."""
+    the call statement passing the state's address (if any), then ``addresses``.
+
+    ``called``: the call goes through a ``__noinline__`` function declared after the
+    operator, so that the operator's code is compiled once instead of at every call
+    site (see :mod:`.accumulators`)."""
     if op.state_size:
         pointers = ["const_cast<void*>(static_cast<const void*>(&state))"] + addresses
         state = f"  struct __align__({op.state_alignment}) {{ unsigned char bytes[{op.state_size}]; }} state;\n"
     else:
         pointers, state = addresses, ""
     decl = f'extern "C" __device__ void {symbol}({", ".join(["void*"] * len(pointers))});'
-    return decl, state, f"{symbol}({', '.join(pointers)});"
+    callee = symbol
+    if called:
+        callee = f"{symbol}_called"
+        params = ", ".join(f"void* p{i}" for i in range(len(pointers)))
+        args = ", ".join(f"p{i}" for i in range(len(pointers)))
+        decl += f"\nstatic __noinline__ __device__ void {callee}({params}) {{ {symbol}({args}); }}"
+    return decl, state, f"{callee}({', '.join(pointers)});"
 
 
 def _linked_functor(name: str, op: OpSpec, symbol: str, result: str, params: list[tuple[str, str, str]],
-                    out_decl: str, out_name: str, returns: str) -> tuple[str, tuple[str, ...]]:
+                    out_decl: str, out_name: str, returns: str, *, called: bool = False) -> tuple[str, tuple[str, ...]]:
     """A functor calling linked operator ``symbol``: each parameter (type, name, local) is
     copied to a local whose address is passed, then the address of ``out_name`` (declared
-    by ``out_decl``); the functor returns ``returns``."""
-    decl, state, call = extern_op_call(op, symbol, [f"&{local}" for _, _, local in params] + [f"&{out_name}"])
+    by ``out_decl``); the functor returns ``returns``. ``called``: see :func:`extern_op_call`."""
+    decl, state, call = extern_op_call(op, symbol, [f"&{local}" for _, _, local in params] + [f"&{out_name}"],
+                                       called=called)
     body = [f"{t} {local} = {p};" for t, p, local in params] + [out_decl, call, f"return {returns};"]
     signature = ", ".join(f"const {t}& {p}" for t, p, _ in params)
     return _functor(name, result, signature, body, decl, state), (symbol,)
@@ -200,8 +212,16 @@ def is_direct(op: Any) -> bool:
     return direct_expr(op.spec, op.arg_types, op.result_type) is not None
 
 
-def binary_functor(name: str, op: OpSpec, vt: ValueType, symbol: str) -> tuple[str, tuple[str, ...]]:
-    """Combiner functor ``name`` computing ``T op(T, T)``; returns (text, extern symbols)."""
+def binary_functor(name: str, op: OpSpec, vt: ValueType, symbol: str,
+                   accum: Accumulator | None = None) -> tuple[str, tuple[str, ...]]:
+    """Combiner functor ``name`` computing ``T op(T, T)``; returns (text, extern symbols).
+    ``accum`` (:func:`.accumulators.accumulator` of ``vt``): the type the collectives hold
+    ``vt`` values in, which the functor then takes and returns (a linked operator reads
+    and writes its bytes, the struct's own layout), and whether the operator is called."""
+    if accum is not None and accum.called:   # a large struct (built-in operators take no structs)
+        t = accum.cpp
+        return _linked_functor(name, op, symbol, t, [(t, "a", "lhs"), (t, "b", "rhs")], f"{t} result;", "result",
+                               "result", called=accum.called)
     t = vt.cpp
     if op.kind == "builtin":
         body = [f"return static_cast<{t}>({binary_expr(op.builtin, 'a', 'b')});"]

@@ -40,7 +40,8 @@ namespace scan
 constexpr int init_threads = 128;
 
 // Init-value kinds: none (inclusive scan only), a value passed at launch (the InitT is
-// then the accumulator type itself), or a one-element device array read by the kernel.
+// then the output's type, the accumulator's or one converting to it), or a one-element
+// device array read by the kernel.
 struct no_init
 {};
 
@@ -56,8 +57,10 @@ __device__ __forceinline__ AccumT resolve_init(const InitT& init)
   return init;
 }
 
-template <class AccumT>
-__device__ __forceinline__ AccumT resolve_init(const device_init<AccumT>& init)
+// (the value may be of the accumulator's type or convert to it: a struct read into its
+// word form, see cuprims/_jit/accumulators.py)
+template <class AccumT, class T>
+__device__ __forceinline__ AccumT resolve_init(const device_init<T>& init)
 {
   return *init.ptr;
 }
