@@ -24,6 +24,14 @@ def clear_all_caches(*, disk: bool = False) -> None:
     coop_build = sys.modules.get("cuprims.coop._build")   # only if coop was used: no import here
     if coop_build is not None:
         coop_build.clear_memory()
+    # What was remembered of each built operator: its description, and the entries numba
+    # keeps for the device functions compiled from it (only if numba was used: no import here).
+    from .op import forget_python_specs
+
+    forget_python_specs()
+    numba_ops = sys.modules.get("cuprims._jit.numba_ops")
+    if numba_ops is not None:
+        numba_ops.forget_compiled_operators()
     # Per-thread caches of algorithm objects are emptied in every thread, and remembered
     # descriptions dropped.
     invalidate_wrapper_caches()
