@@ -12,6 +12,11 @@ def clear_all_caches(*, disk: bool = False) -> None:
     """Forget every compiled algorithm held in memory (and, with ``disk=True``, on disk), and
     return the device memory that one-shot calls freed (kept for their next calls) to the driver.
 
+    With the algorithm objects and their compiled code go the remembered descriptions of
+    their operators and the entries numba keeps for the device functions compiled from
+    them: nothing of an earlier algorithm build stays reachable from cuprims. Cheap, and safe
+    to call at any time from any thread, also while another thread builds.
+
     Example::
 
         cuprims.clear_all_caches()            # the next make_* rebuilds or reads the disk cache

@@ -1,8 +1,10 @@
 """Memory over many builds: 300 distinct Python-operator builds, then clear_all_caches(),
 leave resident memory within 50 MB of the figure after the first 25, and free every
-device array an operator captured (in its closure or as a default argument).
+device array an operator captured (in its closure or as a default argument). After
+clear_all_caches() nothing cuprims made for a build (operator spec, description, algorithm
+object, build result, numba dispatcher or its numba type) is reachable any more.
 
-Runs in its own process, so that the figures are this workload's alone."""
+Each probe runs in its own process, so that the figures are its workload's alone."""
 
 from __future__ import annotations
 
@@ -81,9 +83,11 @@ def test_300_builds_then_clear_stay_within_50_mb(tmp_path):
 # dispatchers (and their numba types) compiled from the operators, are all dead. Three kinds
 # of numba-compiled operator: an array captured in the closure, one captured as a default
 # argument, and a closure over a scalar calling a plain Python helper (not one expression, so
-# numba compiles it and the helper).
+# numba compiles it and the helper). Before them, clear_all_caches() is called with nothing
+# built (numba is not imported for it), then from another thread while the first operators
+# are built.
 STRUCTURAL_PROBE = r"""
-import gc, json, weakref
+import gc, json, sys, threading, weakref
 import numpy as np
 import cuprims
 from cuprims import ProxyArray as P, ProxyValue as V
@@ -129,8 +133,27 @@ def collect():
             return
 
 
+cuprims.clear_all_caches()         # with nothing built: no error, and numba is not imported for it
+numba_before_builds = "numba" in sys.modules
+stop, clears, clear_errors = threading.Event(), [], []
+
+
+def clear_meanwhile():             # clear_all_caches() from another thread while the builds run
+    while not stop.is_set():
+        try:
+            cuprims.clear_all_caches()
+            clears.append(1)
+        except Exception as exc:
+            clear_errors.append(repr(exc))
+        stop.wait(0.05)
+
+
+clearer = threading.Thread(target=clear_meanwhile)
+clearer.start()
 for k in range(100, 103):          # loads numba, NVVM, NVRTC and nvJitLink
     build(k)
+stop.set()
+clearer.join()
 cuprims.clear_all_caches()
 collect()
 
@@ -156,7 +179,9 @@ found = {name: len(rs) for name, rs in refs.items()}
 cuprims.clear_all_caches()
 collect()
 print(json.dumps({"found": found, "alive": {name: sum(r() is not None for r in rs) for name, rs in refs.items()},
-                  "numba_compiles": cuprims.cache_info()["numba_compiles"]}))
+                  "numba_compiles": cuprims.cache_info()["numba_compiles"],
+                  "numba_before_builds": numba_before_builds, "clears_meanwhile": len(clears),
+                  "clear_errors": clear_errors}))
 """
 
 
@@ -168,5 +193,7 @@ def test_clear_all_caches_leaves_nothing_of_a_build_reachable(tmp_path):
     figures = last_json(out.stdout)
     print(json.dumps(figures))
     assert figures["numba_compiles"] == 12                       # every operator really was built by numba
+    assert not figures["numba_before_builds"]
+    assert figures["clears_meanwhile"] > 0 and figures["clear_errors"] == [], figures
     assert all(n >= 9 for n in figures["found"].values()), figures   # each kind of object was seen
     assert figures["alive"] == {name: 0 for name in figures["found"]}, figures
