@@ -346,11 +346,12 @@ def forget_compiled_operators() -> None:
 
     Each build compiles its operator through device dispatchers of its own
     (:func:`_device_function`). numba unregisters a dispatcher's implementations when the
-    dispatcher is collected, but the target context's overload selectors keep a memo of
-    every lookup keyed by argument types: the wrapper's global ``__user`` is looked up by
-    its dispatcher type, so one type per operator ever built stays there as a key for
-    the life of the process. Only those memo entries go (numba finds an entry again on its
-    next lookup); the implementations registered with the context are left as they are.
+    dispatcher is collected, but the target context's overload selectors memoise every
+    lookup by its argument types: the wrapper's global ``__user`` is lowered as a constant
+    of its dispatcher's numba type, so one such type per operator ever built stays there as
+    a key for the life of the process. Only those memo entries go (numba finds an entry
+    again on its next lookup); the implementations registered with the context are left as
+    they are.
     A snapshot of each memo is walked, so that a compile running on another thread meanwhile
     (which may add entries) is not disturbed, and no numba lock is taken."""
     if _numba is None:
