@@ -12,6 +12,11 @@ def clear_all_caches(*, disk: bool = False) -> None:
     """Forget every compiled algorithm held in memory (and, with ``disk=True``, on disk), and
     return the device memory that one-shot calls freed (kept for their next calls) to the driver.
 
+    With the algorithm objects and their compiled code go the remembered descriptions of
+    their operators and the entries numba keeps for the device functions compiled from
+    them: nothing of an earlier algorithm build stays reachable from cuprims. Cheap, and safe
+    to call at any time from any thread, also while another thread builds.
+
     Example::
 
         cuprims.clear_all_caches()            # the next make_* rebuilds or reads the disk cache
@@ -24,6 +29,14 @@ def clear_all_caches(*, disk: bool = False) -> None:
     coop_build = sys.modules.get("cuprims.coop._build")   # only if coop was used: no import here
     if coop_build is not None:
         coop_build.clear_memory()
+    # What was remembered of each built operator: its description, and the entries numba
+    # keeps for the device functions compiled from it (only if numba was used: no import here).
+    from .op import forget_python_specs
+
+    forget_python_specs()
+    numba_ops = sys.modules.get("cuprims._jit.numba_ops")
+    if numba_ops is not None:
+        numba_ops.forget_compiled_operators()
     # Per-thread caches of algorithm objects are emptied in every thread, and remembered
     # descriptions dropped.
     invalidate_wrapper_caches()

@@ -370,5 +370,11 @@ _op_recipe_cached = None   # bound on first use (keeps `import cuprims` light)
 _PYTHON_SPECS: dict[Any, OpSpec] = {}
 
 
+def forget_python_specs() -> None:
+    """Drop the remembered descriptions of Python operators (``cuprims.clear_all_caches``):
+    each names one build's operator, so after a clear nothing of those builds stays here."""
+    _PYTHON_SPECS.clear()
+
+
 __all__ = ["OpKind", "RawOp", "Operator", "OpSpec", "op_spec", "operator_name", "result_refusal",
            "check_result", "operator_signature"]

@@ -380,6 +380,51 @@ def compile_state_op(fn: Callable, state_type: ValueType, arg_types: Sequence[Va
     return [_code_bytes(code) for code in codes]
 
 
+def forget_compiled_operators() -> None:
+    """Drop what numba-cuda's target context still remembers of the operators our builds
+    compiled (``cuprims.clear_all_caches``).
+
+    Each build compiles its operator through device dispatchers of its own
+    (:func:`_device_function`). numba unregisters a dispatcher's implementations when the
+    dispatcher is collected, but the target context's overload selectors memoise every
+    lookup by its argument types: the wrapper's global ``__user`` is lowered as a constant
+    of its dispatcher's numba type, so one such type per operator ever built stays there as
+    a key for the life of the process. Only those memo entries go (numba finds an entry
+    again on its next lookup); the implementations registered with the context are left as
+    they are.
+    A snapshot of each memo is walked, so that a compile running on another thread meanwhile
+    (which may add entries) is not disturbed, and no numba lock is taken."""
+    if _numba is None:
+        return  # numba never compiled an operator in this process
+    _, types, _ = _numba
+    try:
+        from numba.cuda.core.base import OverloadSelector
+        from numba.cuda.descriptor import cuda_target
+
+        context = cuda_target.target_context
+    except (ImportError, AttributeError):  # another numba-cuda layout: nothing we know to release
+        return
+    for selector in _overload_selectors(context, OverloadSelector):
+        memo = getattr(selector, "_cache", None)
+        if not isinstance(memo, dict):
+            continue
+        for key in list(memo):
+            if isinstance(key, tuple) and any(isinstance(t, types.Dispatcher) for t in key):
+                memo.pop(key, None)
+
+
+def _overload_selectors(context: Any, selector_type: type) -> list[Any]:
+    """The overload selectors a numba target context holds: as attributes, or as the values
+    of its per-function and per-attribute tables."""
+    found = []
+    for value in list(vars(context).values()):
+        if isinstance(value, selector_type):
+            found.append(value)
+        elif isinstance(value, dict):
+            found.extend(v for v in list(value.values()) if isinstance(v, selector_type))
+    return found
+
+
 def _code_bytes(code: Any) -> bytes:
     if isinstance(code, (bytes, bytearray, memoryview)):
         return bytes(code)
