@@ -121,6 +121,8 @@ _FIELD_NODES: dict[tuple[str, str], Node] = {
     ("ArgKind", "alignment"): _POWER_OF_TWO,
     ("ArgKind", "state_size"): Int(1, 1 << 16, "an iterator state's size"),
     ("ArgKind", "state_alignment"): _POWER_OF_TWO,
+    ("ArgKind", "unit_state_size"): Int(0, 1 << 16, "an iterator's own state size"),
+    ("ArgKind", "unit_state_alignment"): _POWER_OF_TWO,
     ("OpSpec", "kind"): Choice("builtin", "python", "raw"),
     ("OpSpec", "key"): Str(1024, what="an operator's code key"),
     ("OpSpec", "state_size"): Int(0, 1 << 16, "an operator state's size"),

@@ -98,8 +98,8 @@ def _stood_in(desc: Any) -> Any:
     def stand_in(value: Any) -> Any:
         if isinstance(value, ArgKind) and not value.is_pointer:
             return dataclasses.replace(value, unit=IteratorUnit(
-                type_name=_STAND_IN, text="", value_types=(), ops=(), state_size=value.state_size,
-                state_alignment=value.state_alignment))
+                type_name=_STAND_IN, text="", value_types=(), ops=(), state_size=value.unit_state_size,
+                state_alignment=value.unit_state_alignment))
         if isinstance(value, tuple) and not isinstance(value, Capture):
             return tuple(stand_in(v) for v in value)
         return value

@@ -56,6 +56,9 @@ BUILDS = {
                                                   compute_capability=90),
     "lower bound": lambda: cuprims.make_lower_bound(d_data=P(f4), d_values=P(f4), d_out=P(np.uintp),
                                                     compute_capability=90),
+    # the search takes an iterator's bare state (no position): its layout must travel too
+    "lower bound, values from an iterator": lambda: cuprims.make_lower_bound(
+        d_data=P(i4), d_values=CountingIterator(i4(0)), d_out=P(i8), compute_capability=90),
     "segmented reduce": lambda: cuprims.make_segmented_reduce(d_in=P(f4), d_out=P(f4), start_offsets_in=P(i8),
                                                               end_offsets_in=P(i8), op=OpKind.PLUS, h_init=V(f4),
                                                               compute_capability=90),

@@ -39,8 +39,12 @@ class ArgKind:
 
     ``key`` is ``"pointer"`` for a device array, else the iterator's code key;
     ``alignment`` is what the kernel's loads and stores need of an array's address;
-    ``output`` whether the kernel writes through it. ``unit`` (an iterator's generated
-    C++, fixed by its key) is not part of the identity.
+    ``output`` whether the kernel writes through it. ``state_size`` and
+    ``state_alignment`` are the layout of the kernel parameter (an iterator's state struct
+    followed by its position), ``unit_state_size`` and ``unit_state_alignment`` that of
+    the iterator's own state struct (what a kernel that takes the bare state is passed;
+    0 and 1 for an array). ``unit`` (an iterator's generated C++, fixed by its key) is not
+    part of the identity.
     """
 
     name: str
@@ -50,6 +54,8 @@ class ArgKind:
     output: bool = False
     state_size: int = 8
     state_alignment: int = 8
+    unit_state_size: int = 0
+    unit_state_alignment: int = 1
     unit: Any = dataclasses.field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -174,7 +180,8 @@ def _describe_iterator(it: IteratorBase, name: str, key: str, output: bool) -> A
     # the unit keeps the operators' symbols and types, not the callables (no user objects)
     unit = iterator_unit(it, f"cuprims_{name.removeprefix('d_')}_it", output, argument=name).without_objects()
     size, align = adapted_layout(unit.state_size, unit.state_alignment)
-    return ArgKind(name, key, it.value_type, 1, output, size, align, unit)
+    return ArgKind(name, key, it.value_type, 1, output, state_size=size, state_alignment=align,
+                   unit_state_size=unit.state_size, unit_state_alignment=unit.state_alignment, unit=unit)
 
 
 # One ArgKind object per (argument name, dtype or iterator key, direction): their hashes

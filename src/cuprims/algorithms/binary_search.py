@@ -101,7 +101,7 @@ class SearchDescription(Description):
     def kernel_params(self) -> tuple[tuple[Any, ...], ...]:
         # binary_search_kernel(data, num_items, values, num_values, out, comp, hot_levels, window, upper);
         # an iterator is passed as its state struct alone (the bound {state, position} keeps it first)
-        values = "ptr" if self.values.is_pointer else self.values.unit.state_size
+        values = "ptr" if self.values.is_pointer else self.values.unit_state_size
         return ((self.data.param, "i64", values, "i64", self.out.param, functor_size(self.comp), "i32", "i64",
                  "i32"),)
 
