@@ -48,6 +48,10 @@ _LAZY = {
 
 
 def __getattr__(name: str):
+    if name == "coop":     # a subpackage: importing it imports neither numba nor CUDA
+        import importlib
+
+        return importlib.import_module(".coop", __name__)
     if name not in _LAZY:
         raise AttributeError(f"module 'cuprims' has no attribute {name!r}")
     import importlib
@@ -60,7 +64,9 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    """The public names only: the algorithms (loaded at first use), the iterators, types
+    and helpers, ``coop`` and ``errors``, ``__version__``."""
+    return sorted(__all__ + ["__version__"])
 
 __all__ = [
     "Determinism", "OpKind", "ProxyArray", "ProxyValue", "RawOp", "SortOrder",
@@ -76,4 +82,5 @@ __all__ = [
     "make_histogram_even", "histogram_even",
     "CacheModifiedInputIterator", "ConstantIterator", "CountingIterator", "DiscardIterator", "PermutationIterator",
     "ReverseIterator", "ShuffleIterator", "TransformIterator", "TransformOutputIterator", "ZipIterator",
+    "coop",
 ]

@@ -54,10 +54,17 @@ def _max_bytes(text: str) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=PROG, description="cuprims' on-disk cache of compiled code")
-    sub = parser.add_subparsers(dest="group", required=True)
-    cache = sub.add_parser("cache", help="inspect or clean the on-disk cache")
-    actions = cache.add_subparsers(dest="action", required=True)
+    from . import __version__
+
+    parser = argparse.ArgumentParser(prog=PROG, description="cuprims' command line: its on-disk cache of "
+                                     "compiled code (python -m cuprims cache --help)")
+    parser.add_argument("--version", action="version", version=f"cuprims {__version__}")
+    parser.set_defaults(show_help=parser.print_help)
+    sub = parser.add_subparsers(dest="group", metavar="{cache}")
+    cache = sub.add_parser("cache", help="inspect or clean the on-disk cache",
+                           description="inspect or clean cuprims' on-disk cache of compiled code")
+    cache.set_defaults(show_help=cache.print_help)
+    actions = cache.add_subparsers(dest="action", metavar="{info,clear,prune}")
     info = actions.add_parser("info", help="location, size cap, entries, bytes and hit counts")
     info.add_argument("--entries", action="store_true", help="list every entry, most recently used first")
     actions.add_parser("clear", help="delete every entry")
@@ -154,9 +161,13 @@ def _run(cache: DiskCache, args: argparse.Namespace) -> tuple[dict[str, Any], st
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one ``cache`` command; 0 when it did all it was asked, 1 when part of the cache
-    could not be used (one line on stderr says what), 2 for a bad command line."""
+    """Run one ``cache`` command; 0 when it did all it was asked (or, with no command, printed
+    the help), 1 when part of the cache could not be used (one line on stderr says what), 2
+    for a bad command line."""
     args = _parser().parse_args(argv)
+    if args.group is None or args.action is None:   # a group or command left out: what there is to ask
+        args.show_help()
+        return 0
     cache = DiskCache(config.cache_dir(), config.cache_max_bytes())
     prog = f"{PROG} cache {args.action}"
     with _logger_silenced():

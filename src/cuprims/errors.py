@@ -192,3 +192,8 @@ __all__ = [
     "CuprimsError", "ArgumentError", "ArgumentTypeError", "DeviceMismatchError", "CompileError", "LinkError",
     "OperatorCompileError", "OperatorResultError", "NoDeviceError", "CudaError", "BlobError", "CacheError", "CoopError",
 ]
+
+
+def __dir__() -> list[str]:
+    """The public names only (the module's own imports and helpers are not for users)."""
+    return sorted(__all__)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import enum
 import threading
 import weakref
 from collections import OrderedDict
@@ -181,10 +182,21 @@ class Builds:
 
 
 class CompiledAlgorithm:
-    """What every algorithm object offers for inspection: its architectures and cubins."""
+    """What every algorithm object offers for inspection: its architectures, cubins and a
+    repr that says what it computes."""
 
     def _inspected_builds(self) -> Builds:
         return self._builds  # type: ignore[attr-defined]
+
+    def __repr__(self) -> str:
+        """The algorithm, each argument's type and kind, its operators and options, and the
+        architectures it holds code for, e.g. ``<cuprims Reduce: d_in=float32 array,
+        d_out=float32 array, op=OpKind.PLUS, has_init=True, ...; sm_90>``."""
+        desc = getattr(self, "desc", None)
+        fields = [] if desc is None else [_shown_field(f.name, getattr(desc, f.name))
+                                          for f in dataclasses.fields(desc)]
+        archs = ", ".join(f"sm_{a}" for a in self.compute_capabilities) or "nothing built"
+        return f"<cuprims {type(self).__name__.lstrip('_')}: {', '.join(fields)}; {archs}>"
 
     @property
     def compute_capabilities(self) -> list[int]:
@@ -194,6 +206,29 @@ class CompiledAlgorithm:
     def cubin(self, compute_capability: Any = None) -> bytes:
         """The compiled code for one architecture (the first built if not given)."""
         return self._inspected_builds().cubin(compute_capability)
+
+
+def _shown_field(name: str, value: Any) -> str:
+    """``name=value`` of one description field, for people: an argument by its name, its
+    items' type and what it is; an operator by what the user passed."""
+    from ..op import OpSpec
+    from ..types import ValueType
+    from ._arguments import ArgKind
+
+    if isinstance(value, ArgKind):
+        if value.is_pointer:
+            return f"{value.name}={value.value.dtype} array"
+        return f"{value.name}={value.key.split('(')[0].replace('_', ' ')} iterator of {value.value.dtype}"
+    if isinstance(value, OpSpec):
+        shown = (f"OpKind.{value.builtin.name}" if value.builtin is not None else "built-in") \
+            if value.kind == "builtin" else f"{'RawOp ' if value.kind == 'raw' else ''}{value.name}"
+        # the keyword the user wrote; a spec made without one (a default comparator) has "op"
+        return f"{value.argument if value.argument not in ('', 'op') else name}={shown}"
+    if isinstance(value, ValueType):
+        return f"{name}={value.dtype}"
+    if isinstance(value, enum.Enum):
+        return f"{name}={type(value).__name__}.{value.name}"
+    return f"{name}={value!r}"
 
 
 def current_arch() -> int:

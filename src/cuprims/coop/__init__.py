@@ -36,6 +36,11 @@ from ._target import target
 __all__ = ["block", "warp", "target", *_NAMES]
 
 
+def __dir__() -> list[str]:
+    """The public names only (the module's own imports and helpers are not for users)."""
+    return sorted(__all__)
+
+
 def __getattr__(name: str) -> Any:
     if name in ("block", "warp"):
         module = importlib.import_module(f".{name}", __name__)

@@ -40,6 +40,11 @@ __all__ = ["make_load", "make_store", "make_reduce", "make_sum", "make_scan", "m
 __all__ += ["make_merge_sort_pairs", "make_radix_sort_pairs", "make_radix_sort_pairs_descending"]
 
 
+def __dir__() -> list[str]:
+    """The public names only (the module's own imports and helpers are not for users)."""
+    return sorted(__all__)
+
+
 def make_load(dtype: Any, threads_per_block: Any, items_per_thread: int = 1, algorithm: str = "direct") -> Any:
     """``load(src, items, num_valid=-1, oob_default=None, temp_storage=None)``: the block's
     tile from ``src`` (an array starting at the tile; contiguous) into each thread's

@@ -34,6 +34,11 @@ __all__ = ["make_reduce", "make_sum", "make_exclusive_sum", "make_merge_sort_key
            "make_load", "make_store", "make_exchange", "WarpExchangeType"]
 
 
+def __dir__() -> list[str]:
+    """The public names only (the module's own imports and helpers are not for users)."""
+    return sorted(__all__)
+
+
 def _warp_size(threads_in_warp: Any) -> int:
     # CUB lays other sizes out per hardware warp (12 lanes: 12 + 12 + 8 in each warp of 32),
     # which neither our per-logical-warp storage nor the docs promise yet: powers of two only.

@@ -1,0 +1,88 @@
+"""What a user finds by looking: reprs that say what an object is, dir() of every public
+module listing its public names only, and ``python -m cuprims`` printing its help."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import cuprims
+from cuprims import CountingIterator, DiscardIterator, OpKind, ProxyArray as P, ProxyValue as V
+
+PUBLIC_MODULES = ["cuprims", "cuprims.coop", "cuprims.coop.block", "cuprims.coop.warp", "cuprims.errors"]
+
+
+@pytest.mark.parametrize("name", PUBLIC_MODULES)
+def test_dir_of_a_public_module_is_its_public_names(name):
+    module = importlib.import_module(name)
+    listed = dir(module)
+    assert listed == sorted(set(module.__all__) | ({"__version__"} if name == "cuprims" else set()))
+    assert "annotations" not in listed and not any(n.startswith("_") and n != "__version__" for n in listed)
+    for public in listed:
+        assert getattr(module, public) is not None     # each listed name resolves
+
+
+def test_dir_of_cuprims_names_the_subpackages_users_reach():
+    assert {"coop", "errors", "make_reduce_into", "CountingIterator", "settings"} <= set(dir(cuprims))
+    assert {"block", "warp", "this_block", "ThreadData"} <= set(dir(cuprims.coop))
+
+
+def _reduce(op=OpKind.PLUS, dtype=np.float32, **kw):
+    return cuprims.make_reduce_into(d_in=P(dtype), d_out=P(dtype), op=op, h_init=V(dtype), compute_capability=90,
+                                    **kw)
+
+
+def _keep_small(v):
+    return v < 3
+
+
+@pytest.mark.parametrize("make,shown", [
+    (lambda: _reduce(), ["<cuprims Reduce:", "d_in=float32 array", "d_out=float32 array", "op=OpKind.PLUS",
+                         "sm_90>"]),
+    (lambda: _reduce(op=lambda a, b: a if a > b else b, dtype=np.int32), ["op=<lambda>", "int32 array"]),
+    (lambda: cuprims.make_lower_bound(d_data=P(np.int32), d_values=CountingIterator(np.int32(0)), d_out=P(np.int64),
+                                      compute_capability=90),
+     ["<cuprims LowerBound:", "d_values=counting iterator of int32", "comp=OpKind.LESS", "d_out=int64 array"]),
+    (lambda: cuprims.make_select(d_in=P(np.int32), d_out=DiscardIterator(P(np.int32)), d_num_selected_out=P(np.int64),
+                                 cond=_keep_small, compute_capability=90),
+     ["<cuprims Select:", "cond=_keep_small", "d_out=discard iterator of int32"]),
+])
+def test_an_algorithm_object_shows_what_it_computes(make, shown):
+    text = repr(make())
+    for part in shown:
+        assert part in text, (part, text)
+    assert " object at 0x" not in text
+
+
+def test_a_deserialized_object_shows_the_same():
+    obj = _reduce()
+    assert repr(cuprims.deserialize(cuprims.serialize(obj))) == repr(obj)
+
+
+def test_a_struct_class_shows_its_fields():
+    inner = cuprims.gpu_struct({"a": np.int32, "b": np.float32})
+    outer = cuprims.gpu_struct({"x": inner, "v": (np.int8, 3)})
+    assert repr(inner) == "<gpu_struct AnonymousStruct(a: int32, b: float32), 8 bytes>"
+    assert repr(outer) == "<gpu_struct AnonymousStruct(x: (a: int32, b: float32), v: int8[3]), 12 bytes>"
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "cuprims", *args], capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("args,first_line", [((), "usage: python -m cuprims"),
+                                             (("cache",), "usage: python -m cuprims cache")])
+def test_the_command_line_alone_prints_its_help(args, first_line):
+    out = _cli(*args)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith(first_line) and "cache" in out.stdout
+    assert out.stderr == ""
+
+
+def test_the_command_line_says_its_version():
+    out = _cli("--version")
+    assert out.returncode == 0 and out.stdout.strip() == f"cuprims {cuprims.__version__}"
