@@ -23,10 +23,11 @@ compile; numba could not compile such an operator either):
   tuple inside another, and each helper function a function reads, is one level (the
   operator's own globals, closure variables and defaults are level 1);
 * no list the operator reads contains itself (directly or through other lists/tuples);
-* an integer the code reads (a global it loads, a closure variable, a default, a
-  constant, or an item of a list or tuple among those) lies in ``[-2**63, 2**64)``, the
-  range numba types (int64 or uint64). An integer of any size that the code only names
-  (a global sharing a name with an attribute the code reads) is hashed by its bytes.
+* an integer the code reads from a variable (a global it loads, a closure variable, a
+  default, or an item of a list or tuple among those) lies in ``[-2**63, 2**64)``, the
+  range numba types (int64 or uint64). Other integers of any size (literals in the code,
+  which numba's compile reports; a global sharing a name with an attribute the code
+  reads) are hashed by their bytes.
 """
 
 from __future__ import annotations
@@ -144,8 +145,8 @@ class _Walker:
     def const(self, c: Any) -> tuple:
         if isinstance(c, (tuple, frozenset)):
             return (type(c).__name__, tuple(self.const(x) for x in c))
-        if type(c) is int:
-            return self._int(c, read=True)
+        if type(c) is int:   # a literal beyond 64 bits is numba's to refuse when it compiles the code
+            return self._int(c, read=False)
         return (type(c).__name__, repr(c))
 
     def function(self, fn: types.FunctionType) -> tuple:

@@ -158,6 +158,18 @@ def test_integers_the_operator_reads_are_held_to_numbas_64_bits(refused, accepte
     assert "NESTED" in err.given and f"{refused.bit_length()} bits" in err.given
 
 
+def test_a_huge_literal_is_hashed_by_its_bytes_and_left_to_numba():
+    # hexadecimal: Python's 4300-digit limit is for decimal text only, so this compiles
+    def op_adding(digits: str):
+        namespace: dict = {}
+        exec(f"def op(a, b):\n    return a + b + 0x{digits}\n", namespace)
+        return namespace["op"]
+
+    first, second = op_recipe(op_adding("f" * 5000)), op_recipe(op_adding("f" * 4999 + "e"))
+    assert first.persistent and first.digest != second.digest
+    assert op_recipe(op_adding("f" * 5000)).digest == first.digest
+
+
 def test_a_huge_integer_the_code_only_names_is_hashed_by_its_bytes():
     # `real` is an attribute the code reads; a global of that name is hashed (as every
     # name the code uses is) but not read, so its size is no reason to refuse the operator
