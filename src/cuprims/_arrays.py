@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ._proxy import ProxyValue
 from .errors import ArgumentError, ArgumentTypeError
 
 Info = tuple  # (ptr: int, dtype: np.dtype, size: int)
@@ -229,19 +230,26 @@ def array_info(x: Any, name: str) -> Info:
 
 
 def array_dtype(x: Any, name: str) -> np.dtype:
-    """dtype only (works for ProxyArray placeholders too)."""
+    """dtype of device array ``x`` or of a ProxyArray placeholder, read without touching
+    the device. Anything else (a host array, a numpy scalar, an iterator, a ProxyValue,
+    which stands for a host value) raises ArgumentTypeError naming ``name``."""
     proxy = getattr(x, "_cuprims_proxy_dtype", None)
     if proxy is not None:
+        if isinstance(x, ProxyValue):
+            raise ArgumentTypeError(name, "a device array or a ProxyArray (a ProxyValue stands for a host value, "
+                                    "not an array)", x)
         return proxy
     if isinstance(x, np.ndarray):
         raise ArgumentTypeError(name, "a device array (CuPy, PyTorch, numba, CUDA Array Interface or DLPack) "
                                 "or a ProxyArray", "a numpy array in host memory")
-    dt = getattr(x, "dtype", None)
-    if isinstance(dt, np.dtype):
-        return dt
-    # a build-time read: the array may be on any device (nothing is launched with it here)
+    # a build-time read: the array may be on any device (nothing is launched with it here);
+    # only a device-array protocol makes an array, not a dtype attribute (numpy scalars and
+    # iterators have one too)
     reader = readers.get(type(x))
     reader = getattr(reader, "unchecked", reader) or _plain_reader(x, name)
+    dt = getattr(x, "dtype", None)
+    if isinstance(dt, np.dtype):  # cheaper than the reader (the CUDA Array Interface builds a dict)
+        return dt
     return reader(x, name)[1]
 
 

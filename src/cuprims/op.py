@@ -261,7 +261,7 @@ def op_spec(op: Any, *, argument: str = "op", bind_captures: bool = False) -> Op
         global _op_recipe_cached
         if _op_recipe_cached is None:
             from ._jit.recipe import op_recipe_cached as _op_recipe_cached
-        recipe = _op_recipe_cached(op, bind_captures)
+        recipe = _op_recipe_cached(op, bind_captures, argument)
         name = operator_name(op)
         direct = settings.direct_ops and not recipe.captures and recipe.persistent
         memo = (recipe, name, direct, argument)

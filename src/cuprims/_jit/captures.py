@@ -102,6 +102,10 @@ def array_kind(v: Any, name: str) -> tuple[np.dtype, int]:
 def global_loads(co: types.CodeType) -> set[str]:
     """Names ``co`` (and the code nested in it) loads as globals."""
     names = set()
+    if any(type(c) is int and c.bit_length() > 64 for c in co.co_consts):
+        # dis writes each constant with repr(), which Python refuses for an int of over 4300
+        # digits; the names loaded do not depend on the constants' values
+        co = co.replace(co_consts=tuple(0 if type(c) is int and c.bit_length() > 64 else c for c in co.co_consts))
     for ins in dis.get_instructions(co):
         if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
             names.add(ins.argval)

@@ -15,6 +15,19 @@ the recipe, which is then non-persistent.
 Values we cannot describe by content (arbitrary objects) make the recipe
 "non-persistent": it then contains an object identity, is good for this process only,
 and is never used as an on-disk key.
+
+Limits (each refused with an ArgumentError naming the operator's argument, before any
+compile; numba could not compile such an operator either):
+
+* values the operator reads nest at most :data:`MAX_VALUE_DEPTH` levels: each list or
+  tuple inside another, and each helper function a function reads, is one level (the
+  operator's own globals, closure variables and defaults are level 1);
+* no list the operator reads contains itself (directly or through other lists/tuples);
+* an integer the code reads from a variable (a global it loads, a closure variable, a
+  default, or an item of a list or tuple among those) lies in ``[-2**63, 2**64)``, the
+  range numba types (int64 or uint64). Other integers of any size (literals in the code,
+  which numba's compile reports; a global sharing a name with an attribute the code
+  reads) are hashed by their bytes.
 """
 
 from __future__ import annotations
@@ -28,6 +41,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ..errors import ArgumentError
 from .captures import CELL, DEFAULT, GLOBAL, Capture, array_kind, global_loads, is_device_array
 
 _PY = f"py{sys.version_info[0]}.{sys.version_info[1]}"
@@ -35,6 +49,28 @@ _PY = f"py{sys.version_info[0]}.{sys.version_info[1]}"
 # Modules whose attributes are library functions, not user state: named, not walked.
 _LIBRARY_MODULES = frozenset({"builtins", "math", "cmath", "operator", "numpy", "numba", "cuprims", "cupy",
                               "torch", "cuda"})
+
+
+MAX_VALUE_DEPTH = 64
+"""How many levels the values an operator reads may nest (see the module's "Limits"):
+each level is a few Python frames of the walk, so 64 stays well inside Python's
+recursion limit."""
+
+_NUMBA_INT_RANGE = (-2 ** 63, 2 ** 64)   # int64 or uint64: what numba can type an int as
+
+
+class _Refused(Exception):
+    """A value the operator reads that no recipe can describe; becomes an ArgumentError
+    naming the operator's argument (:func:`_named`)."""
+
+    def __init__(self, expected: str, given: str):
+        super().__init__(expected, given)
+        self.expected, self.given = expected, given
+
+
+def _too_deep(where: str) -> _Refused:
+    return _Refused(f"an operator whose values nest at most {MAX_VALUE_DEPTH} levels deep (lists and tuples inside "
+                    "each other, helper functions reading helper functions)", f"values nested deeper at {where}")
 
 
 def all_names(co: types.CodeType) -> tuple[str, ...]:
@@ -75,6 +111,35 @@ class _Walker:
         self.bind_captures = bind_captures
         self.captures: list[Capture] = []
         self._seen: dict[int, int] = {}
+        self._path: list[str] = []          # how the value being walked was reached (for messages)
+        self._open: dict[int, str] = {}     # lists and tuples being walked -> where they were reached
+
+    def _where(self) -> str:
+        return "".join(self._path) or "the operator"
+
+    def _walk(self, label: str, v: Any, read: bool = True) -> tuple:
+        """``value(v)`` one level deeper, reached as ``label``."""
+        if len(self._path) >= MAX_VALUE_DEPTH:
+            raise _too_deep(self._where() + label)
+        self._path.append(label)
+        try:
+            return self.value(v, read)
+        finally:
+            self._path.pop()
+
+    def _name(self, name: str) -> str:
+        """The path label of a variable: the first, or one read by a helper reached so far."""
+        return f" -> {name}" if self._path else name
+
+    def _int(self, v: int, read: bool) -> tuple:
+        low, high = _NUMBA_INT_RANGE
+        if low <= v < high:
+            return (type(v).__name__, repr(v))
+        if read:
+            raise _Refused("integers in [-2**63, 2**64) among the values it reads (numba types an integer as int64 "
+                           "or uint64)", f"{self._where()}: an integer of {v.bit_length()} bits")
+        # never through str(): Python refuses int -> str beyond 4300 digits
+        return (type(v).__name__, "bytes", v.to_bytes(v.bit_length() // 8 + 1, "little", signed=True))
 
     def _captured(self, where: str, name: str, index: int, value: Any) -> tuple:
         dt, ndim = array_kind(value, name)
@@ -90,6 +155,8 @@ class _Walker:
     def const(self, c: Any) -> tuple:
         if isinstance(c, (tuple, frozenset)):
             return (type(c).__name__, tuple(self.const(x) for x in c))
+        if type(c) is int:   # a literal beyond 64 bits is numba's to refuse when it compiles the code
+            return self._int(c, read=False)
         return (type(c).__name__, repr(c))
 
     def function(self, fn: types.FunctionType) -> tuple:
@@ -115,11 +182,11 @@ class _Walker:
                 if top and is_device_array(value):
                     cells.append((name, self._captured(CELL, name, i, value)))
                 else:
-                    cells.append((name, self.value(value)))
+                    cells.append((name, self._walk(self._name(name), value)))
             closure = tuple(cells)
-        loaded = global_loads(co) if top else ()
-        captured_globals = {name: self._captured(GLOBAL, name, -1, globs[name])
-                            for name in sorted(loaded) if name in globs and is_device_array(globs[name])}
+        loaded = global_loads(co)
+        captured_globals = {name: self._captured(GLOBAL, name, -1, globs[name]) for name in sorted(loaded)
+                            if top and name in globs and is_device_array(globs[name])}
         referenced = []
         for name in names:
             if name in captured_globals:
@@ -129,20 +196,39 @@ class _Walker:
                 if isinstance(value, types.ModuleType) and not _is_library_module(value):
                     referenced.append((name, self.module(value, names)))
                 else:
-                    referenced.append((name, self.value(value)))
+                    # a name the code only uses as an attribute is hashed, not held to numba's limits
+                    referenced.append((name, self._walk(self._name(name), value, read=name in loaded)))
         defaults = fn.__defaults__ or ()
         first = co.co_argcount - len(defaults)
         defaults = tuple(self._captured(DEFAULT, co.co_varnames[first + j], j, d) if top and is_device_array(d)
-                         else self.value(d) for j, d in enumerate(defaults))
+                         else self._walk(self._name(co.co_varnames[first + j]), d)
+                         for j, d in enumerate(defaults))
         return ("function", self.code(co), tuple(referenced), closure, defaults)
+
+    def sequence(self, v: tuple | list, read: bool) -> tuple:
+        """A list or tuple, item by item; one that contains itself is refused."""
+        first = self._open.get(id(v))
+        if first is not None:
+            raise _Refused("values without cycles (a list it reads may not contain itself)",
+                           f"{self._where()}, which is {first} itself")
+        self._open[id(v)] = self._where()
+        try:
+            return (type(v).__name__, tuple(self._walk(f"[{i}]", x, read) for i, x in enumerate(v)))
+        finally:
+            del self._open[id(v)]
 
     def module(self, mod: types.ModuleType, names: tuple[str, ...]) -> tuple:
         """A user module: numba freezes the attributes the code reads, so their values count."""
-        attrs = tuple((n, self.value(getattr(mod, n))) for n in names if hasattr(mod, n))
+        label = self._name(mod.__name__)
+        attrs = tuple((n, self._walk(f"{label}.{n}", getattr(mod, n))) for n in names if hasattr(mod, n))
         return ("user_module", mod.__name__, attrs)
 
-    def value(self, v: Any) -> tuple:
-        if v is None or isinstance(v, (bool, int, float, complex, str, bytes)):
+    def value(self, v: Any, read: bool = True) -> tuple:
+        """The description of value ``v``; ``read``: whether the code reads it (an
+        integer it reads must be one numba can type)."""
+        if isinstance(v, int) and not isinstance(v, bool):
+            return self._int(v, read)
+        if v is None or isinstance(v, (bool, float, complex, str, bytes)):
             return (type(v).__name__, repr(v))
         if isinstance(v, np.generic):
             return ("np", v.dtype.str, v.tobytes())
@@ -151,7 +237,7 @@ class _Walker:
         if isinstance(v, np.dtype):
             return ("dtype", str(v.descr))
         if isinstance(v, (tuple, list)):
-            return (type(v).__name__, tuple(self.value(x) for x in v))
+            return self.sequence(v, read)
         if isinstance(v, types.FunctionType):
             return self.function(v)
         if isinstance(v, types.ModuleType):
@@ -187,10 +273,28 @@ def callable_recipe(fn: Any) -> tuple[str, bool]:
     return op_recipe(fn)[:2]
 
 
-def op_recipe(fn: Any, bind_captures: bool = True) -> Recipe:
+def _named(argument: str, exc: BaseException) -> ArgumentError:
+    """The ArgumentError for a refused recipe, naming the operator's argument."""
+    if isinstance(exc, _Refused):
+        return ArgumentError(argument, exc.expected, exc.given)
+    # the limits keep the walk shallow; a caller already deep in its own recursion may still run out
+    return ArgumentError(argument, "an operator whose values Python can walk within its recursion limit",
+                         "values nested too deep for the stack left to this call")
+
+
+def op_recipe(fn: Any, bind_captures: bool = True, argument: str = "op") -> Recipe:
     """The :class:`Recipe` of a Python callable. With ``bind_captures`` False, device
     arrays the callable captures are described as numba compiles them in (by address; the
-    recipe is then not persistent), for callers that do not pack operator state."""
+    recipe is then not persistent), for callers that do not pack operator state.
+
+    Raises ArgumentError naming ``argument`` for values beyond the module's limits."""
+    try:
+        return _op_recipe(fn, bind_captures)
+    except (_Refused, RecursionError) as exc:
+        raise _named(argument, exc) from None
+
+
+def _op_recipe(fn: Any, bind_captures: bool) -> Recipe:
     walker = _Walker(bind_captures)
     if isinstance(fn, types.FunctionType):
         described = walker.function(fn)
@@ -207,16 +311,19 @@ def op_recipe(fn: Any, bind_captures: bool = True) -> Recipe:
     return Recipe(digest, walker.persistent, tuple(walker.captures))
 
 
-def _snapshot(fn: types.FunctionType, out: list, seen: set) -> None:
+def _snapshot(fn: types.FunctionType, out: list, seen: set, depth: int = 0) -> None:
     """Identities of everything the recipe reads, recursively through plain functions.
 
     Cheap to compute; equal snapshots mean the recipe cannot have changed, unless an
     object the code reads was mutated in place (numba freezes such values at compile time
     too, so this matches how the compiled code behaves). Array-like values add their
     dtype and rank: a captured array's recipe names those, and a new array may reuse a
-    freed one's identity."""
+    freed one's identity. ``depth``: helper functions between the operator and ``fn``
+    (limited as the recipe's walk is)."""
     if id(fn) in seen:
         return
+    if depth > MAX_VALUE_DEPTH:
+        raise _too_deep(f"{fn.__qualname__} (a helper {depth} functions away from the operator)")
     seen.add(id(fn))
     out.append(id(fn.__code__))
     globs = fn.__globals__
@@ -225,7 +332,7 @@ def _snapshot(fn: types.FunctionType, out: list, seen: set) -> None:
         value = globs.get(name)
         out.append(id(value))
         if isinstance(value, types.FunctionType):
-            _snapshot(value, out, seen)
+            _snapshot(value, out, seen, depth + 1)
         elif isinstance(value, types.ModuleType) and not _is_library_module(value):
             out.extend(id(getattr(value, n, None)) for n in names)
         elif type(value) not in _NO_DTYPE:
@@ -239,7 +346,7 @@ def _snapshot(fn: types.FunctionType, out: list, seen: set) -> None:
             continue
         out.append(id(value))
         if isinstance(value, types.FunctionType):
-            _snapshot(value, out, seen)
+            _snapshot(value, out, seen, depth + 1)
         elif type(value) not in _NO_DTYPE:
             out.append(getattr(value, "dtype", None))
             out.append(getattr(value, "ndim", None))
@@ -262,13 +369,17 @@ def callable_recipe_cached(fn: Any) -> tuple[str, bool]:
     return op_recipe_cached(fn)[:2]
 
 
-def op_recipe_cached(fn: Any, bind_captures: bool = True) -> Recipe:
+def op_recipe_cached(fn: Any, bind_captures: bool = True, argument: str = "op") -> Recipe:
     """:func:`op_recipe`, remembered per function object while what it reads is unchanged
-    (the memo holds object identities only: it keeps nothing alive)."""
+    (the memo holds object identities only: it keeps nothing alive). Raises ArgumentError
+    naming ``argument`` for values beyond the module's limits."""
     if not isinstance(fn, types.FunctionType):
-        return op_recipe(fn, bind_captures)
+        return op_recipe(fn, bind_captures, argument)
     snap: list = []
-    _snapshot(fn, snap, set())
+    try:
+        _snapshot(fn, snap, set())
+    except (_Refused, RecursionError) as exc:
+        raise _named(argument, exc) from None
     snapshot = tuple(snap)
     try:
         hit = _memo.get(fn)
@@ -281,7 +392,7 @@ def op_recipe_cached(fn: Any, bind_captures: bool = True) -> Recipe:
         recipes = hit[1]
     else:
         recipes = {}
-    recipe = recipes[bind_captures] = op_recipe(fn, bind_captures)
+    recipe = recipes[bind_captures] = op_recipe(fn, bind_captures, argument)
     try:
         _memo[fn] = (snapshot, recipes)
     except TypeError:

@@ -145,6 +145,11 @@ def describe(x: Any, name: str, *, iterators: bool = False, output: bool = False
              alignment: int | None = None) -> ArgKind:
     """The build-time description of argument ``name``.
 
+    An input takes device arrays (or ProxyArray placeholders) and, with ``iterators``,
+    iterators with items to read; an output takes device arrays and, with ``iterators``,
+    writable iterators (:func:`check_direction`). Anything else raises ArgumentError (or
+    ArgumentTypeError) naming ``name``, before anything is compiled.
+
     ``iterators`` says whether this argument may be an iterator, ``output`` whether the
     kernel writes through it; ``vt`` overrides the value type read from the array's dtype
     (e.g. opaque sort values), ``alignment`` the address alignment the kernel needs
@@ -171,12 +176,26 @@ def describe(x: Any, name: str, *, iterators: bool = False, output: bool = False
     return kind
 
 
+def check_direction(it: IteratorBase, name: str, output: bool) -> None:
+    """The one rule for an iterator argument: an input takes only iterators with items to
+    read, an output only iterators the kernel can write through. Counting, Constant,
+    Shuffle, CacheModifiedInput and Transform iterators are read-only; Discard and
+    TransformOutput iterators are write-only (they read as zeros, so as an input they would
+    give a silent wrong answer); Reverse, Permutation and Zip iterators are what their
+    parts allow."""
+    if output and not it._writable():
+        raise ArgumentTypeError(name, "a device array or an output iterator (DiscardIterator, "
+                                "TransformOutputIterator, or a Reverse/Permutation/Zip iterator over arrays)", it)
+    if not output and not it._readable():
+        raise ArgumentTypeError(name, "a device array or an input iterator (a DiscardIterator or "
+                                "TransformOutputIterator, or an iterator over one, is an output: it has no items "
+                                "to read)", it)
+
+
 def _describe_iterator(it: IteratorBase, name: str, key: str, output: bool) -> ArgKind:
     from .._jit.codegen_iterators import iterator_unit
 
-    if output and not it._writable():
-        raise ArgumentTypeError(name, "a device array or an output iterator (DiscardIterator, "
-                                "TransformOutputIterator, or a Reverse/Permutation iterator over an array)", it)
+    check_direction(it, name, output)
     # the unit keeps the operators' symbols and types, not the callables (no user objects)
     unit = iterator_unit(it, f"cuprims_{name.removeprefix('d_')}_it", output, argument=name).without_objects()
     size, align = adapted_layout(unit.state_size, unit.state_alignment)

@@ -37,7 +37,7 @@ import numpy as np
 from .._jit import driver
 from .._jit.codegen import Source
 from .._jit.codegen_histogram import histogram_source
-from ..errors import ArgumentError, ArgumentTypeError
+from ..errors import ArgumentError
 from ..types import ValueType, value_type
 from ._arguments import ArgKind, describe, keyword_checked
 from ._common import Loaded, check_num_items
@@ -130,9 +130,6 @@ def _describe(d_samples: Any, d_histogram: Any, lower: np.generic, *flags: bool)
 
 def _sample_kind(d_samples: Any) -> ArgKind:
     kind = describe(d_samples, "d_samples", iterators=True)
-    if not kind.is_pointer and not d_samples._readable():
-        raise ArgumentTypeError("d_samples", "a device array or an input iterator (a DiscardIterator or "
-                                "TransformOutputIterator has no samples to read)", d_samples)
     if kind.value.kind not in "iuf":
         raise ArgumentError("d_samples", "integer or floating-point samples (int8..int64, uint8..uint64, "
                             "float16/32/64)", kind.value.dtype)

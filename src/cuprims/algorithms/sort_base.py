@@ -17,7 +17,7 @@ from .._jit.codegen_sort import carrier_alignment
 from ..errors import ArgumentError, ArgumentTypeError
 from ..iterators._base import IteratorBase
 from ..types import ValueType, same_layout, value_type
-from ._arguments import ArgKind, describe
+from ._arguments import ArgKind, check_direction, describe
 from ._common import Loaded
 from ._skeleton import Algorithm, Description, Plan, description
 from .sort_common import DoubleBuffer, opaque_value_type, overlaps
@@ -202,10 +202,7 @@ class SortAlgorithm(Algorithm):
         """The output's dtype for an input iterator: the iterator's items' own, or a struct
         of their layout (a ZipIterator's items into an array of gpu_structs)."""
         what, name_in, name_out = names
-        if not d_in._readable():
-            raise ArgumentTypeError(name_in, f"a device array or an input iterator of {what} (a DiscardIterator "
-                                    "or TransformOutputIterator, or an iterator over one, is an output: it has no "
-                                    "items to read)", d_in)
+        check_direction(d_in, name_in, output=False)  # before its dtype is compared with the output's
         dt = d_in.dtype
         if d_out is None:
             raise ArgumentError(name_out, f"a device array for the sorted {what} (an iterator cannot be sorted in "

@@ -14,7 +14,9 @@ struct's ``operator[](long long i)`` yields item ``i``. Three things describe it
   when unknown, e.g. the values behind a permutation).
 
 Plain device arrays are themselves an iterator kind (``pointer``) when they appear
-inside another iterator, so composition needs no special cases.
+inside another iterator, so composition needs no special cases. Compositions nest at
+most :data:`MAX_ITERATOR_DEPTH` levels deep: every walk over an iterator tree (its key,
+its C++, its state) visits each level, and a deeper one is refused when it is made.
 """
 
 from __future__ import annotations
@@ -26,8 +28,15 @@ from typing import Any
 import numpy as np
 
 from .. import _arrays
+from ..errors import ArgumentError, ArgumentTypeError
 from ..op import OpSpec
 from ..types import ValueType, value_type
+
+MAX_ITERATOR_DEPTH = 64
+"""How many levels an iterator tree may have (an array or a leaf iterator is one level;
+``TransformIterator(TransformIterator(x, f), g)`` over an array ``x`` is three). Each
+level is a nested C++ struct and a Python frame in each walk over the tree; 64 leaves
+room below Python's recursion limit and is far beyond any useful composition."""
 
 
 @dataclass(frozen=True)
@@ -145,15 +154,18 @@ class StateWriter:
 
 
 class IteratorBase:
-    """Base of every cuprims iterator. Every kind can be read; the writable ones (an array
-    inside, reversed or permuted, a TransformOutputIterator, a DiscardIterator) can be
-    written too (``_writable``)."""
+    """Base of every cuprims iterator. The readable ones (``_readable``: all but a
+    DiscardIterator, a TransformOutputIterator and iterators over one) are inputs; the
+    writable ones (``_writable``: an array inside, reversed or permuted, a
+    TransformOutputIterator, a DiscardIterator, a zip of those) are outputs. An algorithm
+    argument takes only the direction it needs (``algorithms._arguments.check_direction``)."""
 
-    __slots__ = ("_cached_key", "_cached_layout")
+    __slots__ = ("_cached_key", "_cached_layout", "_cached_depth")
 
     def __init__(self) -> None:
         self._cached_key: str | None = None
         self._cached_layout: tuple[int, int] | None = None
+        self._cached_depth: int | None = None
 
     # -- what subclasses provide ---------------------------------------------------------
     @property
@@ -199,6 +211,14 @@ class IteratorBase:
     def dtype(self) -> np.dtype:
         """numpy dtype of the items (a structured dtype for gpu_struct values)."""
         return self.value_type.dtype
+
+    def _depth(self) -> int:
+        """Levels of this iterator tree (1 for a leaf). An inner iterator's depth is
+        computed when it is composed (:func:`as_iterator`), so this never walks deep."""
+        depth = self._cached_depth
+        if depth is None:
+            depth = self._cached_depth = 1 + max((inner._depth() for inner in self._inner()), default=0)
+        return depth
 
     def _key(self) -> str:
         key = self._cached_key
@@ -278,11 +298,26 @@ class PointerIterator(IteratorBase):
         state.pointer(ptr)
 
 
-def as_iterator(x: Any, argument: str) -> IteratorBase:
-    """``x`` if it is an iterator, else the device array ``x`` as a :class:`PointerIterator`."""
+def as_iterator(x: Any, argument: str, *, from_end: bool = False) -> IteratorBase:
+    """``x`` as a part of a new iterator: ``x`` itself if it is an iterator (checked against
+    :data:`MAX_ITERATOR_DEPTH`), else the device array ``x`` as a :class:`PointerIterator`."""
     if isinstance(x, IteratorBase):
+        depth = x._depth()
+        if depth >= MAX_ITERATOR_DEPTH:
+            raise ArgumentError(argument, f"an iterator at most {MAX_ITERATOR_DEPTH - 1} levels deep (iterators "
+                                f"nest at most {MAX_ITERATOR_DEPTH} levels)", f"an iterator {depth} levels deep")
         return x
-    return PointerIterator(x, argument=argument)
+    return PointerIterator(x, argument=argument, from_end=from_end)
+
+
+def as_input(x: Any, argument: str) -> IteratorBase:
+    """:func:`as_iterator` for a part the new iterator reads: an array or an iterator with
+    items to read (not an output-only DiscardIterator or TransformOutputIterator)."""
+    it = as_iterator(x, argument)
+    if not it._readable():
+        raise ArgumentTypeError(argument, "a device array or an input iterator (a DiscardIterator or "
+                                "TransformOutputIterator, or an iterator over one, has no items to read)", x)
+    return it
 
 
 def emit_member(code: IteratorCode, inner: IteratorBase, name: str) -> Member:

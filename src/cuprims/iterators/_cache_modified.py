@@ -16,6 +16,10 @@ class CacheModifiedInputIterator(PointerIterator):
     """Items of ``array`` loaded with a cache modifier: ``"stream"`` (evict-first, for data
     read once), ``"global"`` (cached in L2 only) or ``"volatile"``.
 
+    ``array`` is a device array (or a ``ProxyArray`` when building ahead of time): a cache
+    modifier applies to loads from memory, so it wraps a pointer, never another iterator
+    (as CUB's and cuda.compute's CacheModifiedInputIterator). It is read-only: an input.
+
     Example::
 
         import cupy as cp, numpy as np, cuprims

@@ -6,13 +6,14 @@ from typing import Any
 
 from ..errors import ArgumentError
 from ..types import ValueType
-from ._base import IteratorBase, IteratorCode, Member, StateWriter, as_iterator, emit_member, pack_member
+from ._base import IteratorBase, IteratorCode, Member, StateWriter, as_input, as_iterator, emit_member, pack_member
 
 
 class PermutationIterator(IteratorBase):
     """Item i is ``values[indices[i]]``; ``values`` and ``indices`` are device arrays or
-    iterators, ``indices`` of an integer type. Over an array of values it is also an
-    output (a scatter): item i is stored at ``values[indices[i]]``.
+    iterators, ``indices`` of an integer type and readable (an array or an input
+    iterator, also when the permutation is an output). Over an array of values it is also
+    an output (a scatter): item i is stored at ``values[indices[i]]``.
 
     Example::
 
@@ -26,7 +27,7 @@ class PermutationIterator(IteratorBase):
     def __init__(self, values: Any, indices: Any):
         super().__init__()
         self._values = as_iterator(values, "values")
-        self._indices = as_iterator(indices, "indices")
+        self._indices = as_input(indices, "indices")  # read as an input and as an output
         idx = self._indices.value_type
         if idx.is_struct or idx.kind not in "iu":
             raise ArgumentError("indices", "integer indices", idx.dtype)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..types import ValueType
-from ._base import IteratorBase, IteratorCode, Member, PointerIterator, StateWriter, emit_member, pack_member
+from ._base import IteratorBase, IteratorCode, Member, StateWriter, as_iterator, emit_member, pack_member
 
 
 class ReverseIterator(IteratorBase):
@@ -24,8 +24,7 @@ class ReverseIterator(IteratorBase):
 
     def __init__(self, underlying: Any):
         super().__init__()
-        self._under = (underlying if isinstance(underlying, IteratorBase)
-                       else PointerIterator(underlying, argument="underlying", from_end=True))
+        self._under = as_iterator(underlying, "underlying", from_end=True)
 
     @property
     def value_type(self) -> ValueType:

@@ -11,7 +11,8 @@ from ..errors import ArgumentError
 from ..op import RawOp, op_spec
 from ..types import ValueType
 from ..types import value_type as make_value_type
-from ._base import IteratorBase, IteratorCode, LinkedOp, Member, StateWriter, as_iterator, emit_member, pack_member
+from ._base import (IteratorBase, IteratorCode, LinkedOp, Member, StateWriter, as_input, as_iterator, emit_member,
+                    pack_member)
 
 _inferred: dict[tuple[str, str], np.dtype] = {}
 
@@ -81,7 +82,9 @@ class _OperatorIterator(IteratorBase):
 
 
 class TransformIterator(_OperatorIterator):
-    """Item i is ``transform_op(underlying[i])``.
+    """Item i is ``transform_op(underlying[i])``: ``underlying`` is a device array or an
+    iterator with items to read (not a DiscardIterator or TransformOutputIterator). It is
+    read-only: an input.
 
     ``transform_op`` is a unary OpKind (NEGATE, IDENTITY, BIT_NOT, LOGICAL_NOT), a Python
     callable (compiled by numba-cuda, inlined by link-time optimisation) or a RawOp
@@ -109,7 +112,7 @@ class TransformIterator(_OperatorIterator):
 
     def __init__(self, underlying: Any, transform_op: Any, value_type: Any = None, is_input: bool = True):
         super().__init__()
-        self._under = as_iterator(underlying, "underlying")
+        self._under = as_input(underlying, "underlying")
         self._spec = spec = op_spec(transform_op, argument="transform_op", bind_captures=True)
         self._op = transform_op
         in_vt = self._under.value_type

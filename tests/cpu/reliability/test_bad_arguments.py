@@ -6,6 +6,12 @@ An algorithm joins the matrix by one declaration in ``ALGORITHMS``: its builder,
 build-time arguments (placeholders for an ahead-of-time sm_90 build), which of them are
 device arrays, which take iterators, and which is its operator or initial value.
 
+``_cases()`` derives the bad values of each: for every device-array argument, things
+that are not device arrays (a host array, a ProxyValue, ...) and iterators of the wrong
+direction (output-only iterators for an input, read-only ones for an output); for the
+operator, values no recipe or compile can take (a list that contains itself, an integer
+beyond 64 bits, values nested too deep).
+
 Bad operators (the operator matrix, ``_operator_cases``): each operator argument is
 declared with its role (``operators``: a predicate, comparator or equality returns a
 truth value; a combiner or element-wise operator a value of the accumulator's or
@@ -28,8 +34,9 @@ import numpy as np
 import pytest
 
 import cuprims
-from cuprims import (CountingIterator, DiscardIterator, OpKind, ProxyArray, ProxyValue, RawOp, SortOrder,
-                     TransformIterator, TransformOutputIterator)
+from cuprims import (CacheModifiedInputIterator, ConstantIterator, CountingIterator, DiscardIterator, OpKind,
+                     ProxyArray, ProxyValue, RawOp, ReverseIterator, SortOrder, TransformIterator,
+                     TransformOutputIterator)
 from cuprims.errors import CuprimsError, OperatorCompileError, OperatorResultError
 
 P, V = ProxyArray, ProxyValue
@@ -42,6 +49,7 @@ class Algo:
     good: dict[str, Any]
     arrays: tuple[str, ...]                       # device-array arguments
     no_iterators: tuple[str, ...] = ()            # arrays that must not be iterators
+    optional: tuple[str, ...] = ()                # arrays that may be None (sort values)
     op: str | None = None                         # the operator argument
     init: str | None = None                       # the host initial value argument (of output type `init_type`)
     init_type: Any = None
@@ -59,6 +67,31 @@ ROLES = {"predicate": (1, True), "comparator": (2, True), "equality": (2, True),
 
 def _below_three(v):
     return v < 3
+
+
+def _nested_list(levels):
+    x = 1
+    for _ in range(levels):
+        x = [x]
+    return x
+
+
+_CYCLIC = []
+_CYCLIC.append(_CYCLIC)          # a list that contains itself
+_HUGE = 10 ** 5000               # beyond Python's int -> str limit (4300 digits) and numba's 64 bits
+_DEEP = _nested_list(100)        # deeper than recipe.MAX_VALUE_DEPTH
+
+
+def _reads_cyclic_list(a, b=None):
+    return a if _CYCLIC[0] else b
+
+
+def _reads_huge_int(a, b=None):
+    return a + _HUGE
+
+
+def _reads_deep_list(a, b=None):
+    return a + _DEEP[0]
 
 
 def _above_six(v):
@@ -127,18 +160,22 @@ ALGORITHMS: dict[str, Algo] = {
                         ("d_data", "d_values", "d_out"), no_iterators=("d_data", "d_out"), op="comp",
                         operators={"comp": "comparator"}, iterator_input="d_values"),
     "radix_sort": Algo(cuprims.make_radix_sort, dict(d_in_keys=P(np.uint32), d_out_keys=P(np.uint32),
-                                                     d_in_values=None, d_out_values=None,
+                                                     d_in_values=P(i4), d_out_values=P(i4),
                                                      order=SortOrder.ASCENDING),
-                       ("d_in_keys", "d_out_keys"), no_iterators=("d_in_keys", "d_out_keys"),
+                       ("d_in_keys", "d_out_keys", "d_in_values", "d_out_values"),
+                       no_iterators=("d_in_keys", "d_out_keys", "d_in_values", "d_out_values"),
+                       optional=("d_in_values", "d_out_values"),
                        extra={"order": (dict(order="sideways"), "order"),
                               "struct keys": (dict(d_in_keys=P(cuprims.gpu_struct({"a": i4})),
                                                    d_out_keys=P(cuprims.gpu_struct({"a": i4}))), "d_in_keys"),
-                              "values without output": (dict(d_in_values=P(i4)), "d_out_values")}),
+                              "values without output": (dict(d_in_values=P(i4), d_out_values=None), "d_out_values")}),
     "segmented_sort": Algo(cuprims.make_segmented_sort,
-                           dict(d_in_keys=P(i4), d_out_keys=P(i4), d_in_values=None, d_out_values=None,
+                           dict(d_in_keys=P(i4), d_out_keys=P(i4), d_in_values=P(f4), d_out_values=P(f4),
                                 start_offsets_in=P(i8), end_offsets_in=P(i8), order=SortOrder.ASCENDING),
-                           ("d_in_keys", "d_out_keys", "start_offsets_in", "end_offsets_in"),
-                           no_iterators=("d_in_keys", "d_out_keys"),
+                           ("d_in_keys", "d_out_keys", "d_in_values", "d_out_values", "start_offsets_in",
+                            "end_offsets_in"),
+                           no_iterators=("d_in_keys", "d_out_keys", "d_in_values", "d_out_values"),
+                           optional=("d_in_values", "d_out_values"),
                            extra={"order": (dict(order="sideways"), "order"),
                                   "complex keys": (dict(d_in_keys=P(np.complex64), d_out_keys=P(np.complex64)),
                                                    "d_in_keys"),
@@ -146,22 +183,20 @@ ALGORITHMS: dict[str, Algo] = {
                                   "16-bit offsets": (dict(start_offsets_in=P(np.int16), end_offsets_in=P(np.int16)),
                                                      "start_offsets_in"),
                                   "offsets of two types": (dict(end_offsets_in=P(i4)), "end_offsets_in"),
-                                  "values without output": (dict(d_in_values=P(i4)), "d_out_values"),
+                                  "values without output": (dict(d_in_values=P(i4), d_out_values=None),
+                                                            "d_out_values"),
                                   "values of another dtype": (dict(d_in_values=P(i4), d_out_values=P(f4)),
                                                               "d_out_values")}),
-    "merge_sort": Algo(cuprims.make_merge_sort, dict(d_in_keys=P(i4), d_out_keys=P(i4), op=OpKind.LESS),
-                       ("d_in_keys", "d_out_keys"), no_iterators=("d_out_keys",), op="op",
-                       operators={"op": "comparator"}, iterator_input="d_in_keys",
+    "merge_sort": Algo(cuprims.make_merge_sort, dict(d_in_keys=P(i4), d_out_keys=P(i4), d_in_values=P(i8),
+                                                     d_out_values=P(i8), op=OpKind.LESS),
+                       ("d_in_keys", "d_out_keys", "d_in_values", "d_out_values"),
+                       no_iterators=("d_out_keys", "d_out_values"), optional=("d_in_values", "d_out_values"),
+                       op="op", operators={"op": "comparator"}, iterator_input="d_in_keys",
                        extra={"arithmetic comparator": (dict(op=OpKind.PLUS), "op"),
-                              # the inputs take iterators, but only ones with items to read, of the outputs' dtype
-                              "d_in_keys: a DiscardIterator": (dict(d_in_keys=DiscardIterator(P(i4))), "d_in_keys"),
-                              "d_in_keys: a TransformOutputIterator": (
-                                  dict(d_in_keys=TransformOutputIterator(P(i4), OpKind.NEGATE)), "d_in_keys"),
+                              # the inputs take iterators, but only ones of the outputs' dtype
                               "d_in_keys: an iterator of another dtype": (
                                   dict(d_in_keys=CountingIterator(np.int64(0))), "d_out_keys"),
-                              "d_in_values: a DiscardIterator": (
-                                  dict(d_in_values=DiscardIterator(P(i8)), d_out_values=P(i8)), "d_in_values"),
-                              "d_out_values: an iterator": (
+                              "d_out_values: an iterator, values from one": (
                                   dict(d_in_values=CountingIterator(np.int64(0)),
                                        d_out_values=CountingIterator(np.int64(0))), "d_out_values")}),
     "histogram_even": Algo(cuprims.make_histogram_even,
@@ -180,20 +215,48 @@ ALGORITHMS: dict[str, Algo] = {
 }
 
 
+def _written(arg: str) -> bool:
+    """Whether the algorithm writes array argument ``arg`` (d_out..., ..._out, d_histogram)."""
+    return "out" in arg.split("_") or arg == "d_histogram"
+
+
+def _wrong_direction(good: Any, output: bool) -> dict[str, Any]:
+    """Iterators over (or of the dtype of) the good array ``good`` that an argument of the
+    other direction must refuse: read-only ones for an output, write-only ones for an input."""
+    if output:
+        item = np.zeros(1, good.dtype)[0]
+        return {"a CountingIterator": CountingIterator(item), "a ConstantIterator": ConstantIterator(item),
+                "a TransformIterator": TransformIterator(good, OpKind.IDENTITY),
+                "a CacheModifiedInputIterator": CacheModifiedInputIterator(good)}
+    return {"a DiscardIterator": DiscardIterator(good),
+            "a TransformOutputIterator": TransformOutputIterator(good, OpKind.IDENTITY),
+            "a ReverseIterator over a DiscardIterator": ReverseIterator(DiscardIterator(good))}
+
+
 def _cases() -> list[tuple[str, str, dict[str, Any], str]]:
     """(algorithm, case, overrides, argument the error must name)."""
     out = []
     for name, a in ALGORITHMS.items():
         for arg in a.arrays:
-            out.append((name, f"{arg}: host numpy array", {arg: np.zeros(4, a.good[arg].dtype)}, arg))
+            good = a.good[arg]
+            out.append((name, f"{arg}: host numpy array", {arg: np.zeros(4, good.dtype)}, arg))
             out.append((name, f"{arg}: a list", {arg: [1, 2, 3]}, arg))
             out.append((name, f"{arg}: an object dtype", {arg: _ObjectArray()}, arg))
-            out.append((name, f"{arg}: None", {arg: None}, arg))
-            if arg in a.no_iterators or (arg.startswith("d_out") and name == "merge_sort"):
+            if arg not in a.optional:
+                out.append((name, f"{arg}: None", {arg: None}, arg))
+            out.append((name, f"{arg}: a ProxyValue", {arg: V(good.dtype)}, arg))
+            out.append((name, f"{arg}: a numpy scalar", {arg: np.zeros(1, good.dtype)[0]}, arg))
+            if arg in a.no_iterators:
                 out.append((name, f"{arg}: an iterator", {arg: CountingIterator(np.int32(0))}, arg))
+            else:
+                for case, it in _wrong_direction(good, _written(arg)).items():
+                    out.append((name, f"{arg}: {case}", {arg: it}, arg))
         if a.op is not None:
             out.append((name, "op: not callable", {a.op: 42}, a.op))
             out.append((name, "op: a label, not an operator", {a.op: OpKind.STATELESS}, a.op))
+            out.append((name, "op: reads a list that contains itself", {a.op: _reads_cyclic_list}, a.op))
+            out.append((name, "op: reads a 5000-digit integer", {a.op: _reads_huge_int}, a.op))
+            out.append((name, "op: reads a list nested 100 deep", {a.op: _reads_deep_list}, a.op))
         for arg in a.operators:   # no value to compute with: refused before anything is compiled
             out.append((name, f"{arg}: async def", {arg: _coroutine}, arg))
             out.append((name, f"{arg}: a generator function", {arg: _generator}, arg))
