@@ -31,6 +31,7 @@ import time
 from typing import Any, Iterator, Sequence
 
 from . import config
+from .errors import ArgumentError
 from ._jit.cache_walk import problem
 from ._jit.disk_cache import DiskCache
 from ._jit.private_files import UnsafeDirectory
@@ -50,7 +51,7 @@ def _max_bytes(text: str) -> int:
     try:
         return config.parse_byte_size(text)
     except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+        raise argparse.ArgumentTypeError(f"expected {exc}, got {text!r}") from None
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -168,8 +169,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.group is None or args.action is None:   # a group or command left out: what there is to ask
         args.show_help()
         return 0
-    cache = DiskCache(config.cache_dir(), config.cache_max_bytes())
     prog = f"{PROG} cache {args.action}"
+    try:
+        cache = DiskCache(config.cache_dir(), config.cache_max_bytes())
+    except ArgumentError as exc:      # a CUPRIMS_* variable the settings cannot take
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 2
     with _logger_silenced():
         try:
             result, text, trouble = _run(cache, args)

@@ -49,7 +49,9 @@ environment variable            ``settings.``             meaning
 A setting assigned in code (``cuprims.settings.pdl = False``) wins over its environment
 variable until it is deleted (``del cuprims.settings.pdl``) or the :meth:`Settings.override`
 block that set it ends; otherwise the variable is read when the value is asked for, so
-tests and long-lived programs can change it. The launch choices (``pdl``,
+tests and long-lived programs can change it. An unset or empty variable means the
+default; text the setting cannot take (``CUPRIMS_PDL=maybe``) raises ArgumentError naming
+the variable, as a bad value assigned in code names ``settings.<name>``. The launch choices (``pdl``,
 ``radix_memset``) are read by an algorithm object when it first runs on a device and
 again after any setting is changed in code (``settings.version``), not on every call. Settings are process-wide choices made by the
 user: nothing in cuprims changes one behind the user's back.
@@ -68,12 +70,21 @@ _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
 
 
+class BadValue(ValueError):
+    """An environment variable's text that its setting cannot take; the message says what
+    the setting expects."""
+
+
 def _flag(default: bool) -> Callable[[str | None], bool]:
     def parse(text: str | None) -> bool:
-        if text is None:
+        if not text or not text.strip():
             return default
         value = text.strip().lower()
-        return (value not in _FALSE) if default else (value in _TRUE)
+        if value in _TRUE:
+            return True
+        if value in _FALSE:
+            return False
+        raise BadValue("1, true, yes or on (on), or 0, false, no or off (off)")
 
     return parse
 
@@ -82,16 +93,26 @@ def _path(text: str | None) -> Path | None:
     return Path(text).expanduser() if text else None
 
 
+_DEFAULT_MEMORY_CACHE = 256
+
+
 def _count(text: str | None) -> int:
+    if not text or not text.strip():
+        return _DEFAULT_MEMORY_CACHE
     try:
-        return max(1, int(text)) if text else 256
+        value = int(text)
     except ValueError:
-        return 256
+        value = 0
+    if value < 1:
+        raise BadValue("a whole number >= 1")
+    return value
 
 
 _DEFAULT_MAX_BYTES = 2 << 30
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 _BYTE_SIZE = re.compile(r"([0-9]+)(?:([kmgt])(?:i?b)?|b)?", re.IGNORECASE)
+_BYTE_SIZE_EXPECTED = ("a whole number of bytes >= 1, optionally with a K, M, G or T suffix (powers of 1024, "
+                       "e.g. 500M)")
 
 #: Seconds a build waits for another process's lock on the same disk cache entry before
 #: it builds without it (``settings.cache_lock_timeout``).
@@ -105,32 +126,36 @@ def parse_byte_size(text: str) -> int:
     match = _BYTE_SIZE.fullmatch(text.strip())
     value = int(match[1]) * _UNITS[(match[2] or "").lower()] if match else 0
     if value < 1:
-        raise ValueError(f"expected a whole number of bytes >= 1, optionally with a K, M, G or T suffix "
-                         f"(powers of 1024, e.g. 500M), got {text!r}")
+        raise BadValue(_BYTE_SIZE_EXPECTED)
     return value
 
 
 def _bytes(text: str | None) -> int:
-    """:func:`parse_byte_size` of the variable; unset or invalid gives the 2 GiB default."""
-    try:
-        return parse_byte_size(text) if text else _DEFAULT_MAX_BYTES
-    except ValueError:
-        return _DEFAULT_MAX_BYTES
+    """:func:`parse_byte_size` of the variable; unset or empty gives the 2 GiB default."""
+    return parse_byte_size(text) if text and text.strip() else _DEFAULT_MAX_BYTES
 
 
 def _seconds(text: str | None) -> float:
-    """A finite number of seconds > 0; unset or invalid gives :data:`DEFAULT_LOCK_TIMEOUT`."""
-    try:
-        value = float(text) if text else DEFAULT_LOCK_TIMEOUT
-    except ValueError:
+    """A finite number of seconds > 0; unset or empty gives :data:`DEFAULT_LOCK_TIMEOUT`."""
+    if not text or not text.strip():
         return DEFAULT_LOCK_TIMEOUT
-    return value if 0 < value < math.inf else DEFAULT_LOCK_TIMEOUT
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value < math.inf:
+        raise BadValue("a finite number of seconds > 0")
+    return value
 
 
 def _default_cache_dir() -> Path:
     xdg = os.environ.get("XDG_CACHE_HOME")
     base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
     return base / "cuprims"
+
+
+# What a setting of each type takes, for its errors.
+_KIND_NAMES = {bool: "a bool (True or False)", int: "an int", float: "a number", Path: "a path (a str or a Path)"}
 
 
 class _Setting:
@@ -150,7 +175,14 @@ class _Setting:
         overrides = obj._overrides
         if self.name in overrides:
             return overrides[self.name]
-        value = self.parse(os.environ.get(self.env))
+        text = os.environ.get(self.env)
+        try:
+            value = self.parse(text)
+        except BadValue as exc:
+            from .errors import ArgumentError
+
+            raise ArgumentError(self.env, f"{exc} (the environment variable behind settings.{self.name}; "
+                                "unset it for the default)", text) from None
         if value is None and self.fallback is not None:
             value = self.fallback()
         return value
@@ -163,7 +195,7 @@ class _Setting:
         if not (isinstance(value, self.kind) or (value is None and self.optional)):
             from .errors import ArgumentTypeError
 
-            raise ArgumentTypeError(f"settings.{self.name}", f"a {self.kind.__name__}", value)
+            raise ArgumentTypeError(f"settings.{self.name}", _KIND_NAMES[self.kind], value)
         if self.kind is int and (isinstance(value, bool) or value < 1):  # bool is an int subclass
             from .errors import ArgumentError
 

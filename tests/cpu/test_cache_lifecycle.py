@@ -46,8 +46,25 @@ def _all_files(root: Path) -> list[Path]:
 def test_byte_sizes_parse_with_units():
     assert config._bytes("20M") == 20 << 20 and config._bytes("2G") == 2 << 30 and config._bytes("1000") == 1000
     assert config._bytes("512KiB") == 512 << 10 and config._bytes("3g") == 3 << 30
-    for bad in (None, "", "lots", "-5", "0", "1.5G"):
-        assert config._bytes(bad) == 2 << 30, bad
+    for unset in (None, "", "  "):
+        assert config._bytes(unset) == 2 << 30, unset
+    for bad in ("lots", "-5", "0", "1.5G"):
+        with pytest.raises(ValueError):
+            config._bytes(bad)
+
+
+@pytest.mark.parametrize("bad", ["lots", "-5", "0", "1.5G", "12X"])
+def test_a_cache_cap_variable_it_cannot_take_is_an_error_naming_it(monkeypatch, bad):
+    """As settings.cache_max_bytes = "lots" is: never ignored in silence."""
+    import cuprims
+    from cuprims.errors import ArgumentError
+
+    monkeypatch.setenv("CUPRIMS_CACHE_MAX_BYTES", bad)
+    with pytest.raises(ArgumentError) as info:
+        cuprims.settings.cache_max_bytes
+    assert info.value.argument == "CUPRIMS_CACHE_MAX_BYTES" and bad in str(info.value)
+    with pytest.raises(ArgumentError):
+        cuprims.settings.cache_max_bytes = bad
 
 
 def test_lru_entries_survive_and_the_oldest_go(tmp_path):

@@ -33,9 +33,8 @@ def _libcuda():
                 try:
                     lib = ctypes.CDLL(name)
                 except OSError as exc:
-                    raise NoDeviceError(
-                        "no CUDA driver found: run on a machine with an NVIDIA GPU, or build ahead of "
-                        "time with compute_capability= and ProxyArray/ProxyValue placeholders") from exc
+                    raise NoDeviceError(f"no CUDA driver: {name} could not be loaded ({exc}); cuprims runs "
+                                        "algorithms on an NVIDIA GPU") from exc
                 lib.cuCtxGetDevice.argtypes = [ctypes.POINTER(ctypes.c_int)]
                 lib.cuCtxGetDevice.restype = ctypes.c_int
                 lib.cuMemAllocAsync.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t, ctypes.c_void_p]

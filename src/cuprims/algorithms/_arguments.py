@@ -19,7 +19,7 @@ import functools
 import inspect
 import re
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -285,11 +285,17 @@ def signature(x: Any) -> Any:
     return signer(x)
 
 
-def keyword_checked(fn: Callable) -> Callable:
+def keyword_checked(fn: Callable, *, method_of: str | None = None) -> Callable:
     """``fn`` with call-binding mistakes (an unknown or missing keyword, positional
-    arguments) raised as ArgumentTypeError naming the argument, instead of a bare TypeError.
-    Costs nothing on a correct call beyond the wrapper's frame."""
+    arguments) raised as ArgumentTypeError naming the argument, instead of a bare TypeError;
+    an unknown keyword is reported before a missing one (``d_inn=`` names ``d_inn`` and
+    suggests ``d_in``, rather than reporting ``d_in`` missing). Costs nothing on a correct
+    call beyond the wrapper's frame. ``method_of``: ``fn`` is the method of objects that
+    errors call so (its first parameter, the object, is not the caller's)."""
     sig = inspect.signature(fn)
+    name = fn.__name__ if method_of is None else method_of
+    if method_of is not None:   # the object is bound by Python, never a caller's mistake
+        sig = sig.replace(parameters=list(sig.parameters.values())[1:])
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -299,19 +305,28 @@ def keyword_checked(fn: Callable) -> Callable:
             tb = exc.__traceback__
             if tb is None or tb.tb_next is not None:  # raised inside fn: not a binding mistake
                 raise
-            raise _binding_error(fn.__name__, sig, args, kwargs) from None
+            raise _binding_error(name, sig, args[1:] if method_of is not None else args, kwargs) from None
 
     return wrapper
 
 
+def unknown_keyword(function: str, key: str, known: Sequence[str]) -> ArgumentTypeError:
+    """The error for keyword ``key``, which ``function`` does not take: it lists the
+    keywords ``function`` takes and suggests the closest one."""
+    import difflib
+
+    close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]}=?)" if close else ""
+    return ArgumentTypeError(key, f"a keyword of {function}{hint}: " + ", ".join(known), "an unknown keyword")
+
+
 def _binding_error(name: str, sig: inspect.Signature, args: tuple, kwargs: dict) -> ArgumentTypeError:
     params = sig.parameters
-    takes_var_kw = any(p.kind is p.VAR_KEYWORD for p in params.values())
     if args:
         return ArgumentTypeError(f"{name}(...)", "keyword arguments only", f"{len(args)} positional")
     for key in kwargs:
-        if key not in params and not takes_var_kw:
-            return ArgumentTypeError(key, f"one of {name}'s keywords: " + ", ".join(params), "an unknown keyword")
+        if key not in params:
+            return unknown_keyword(name, key, list(params))
     for pname, p in params.items():
         if p.default is p.empty and p.kind is p.KEYWORD_ONLY and pname not in kwargs:
             return ArgumentTypeError(pname, f"a value (a required keyword of {name})", "nothing")

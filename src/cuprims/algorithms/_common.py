@@ -246,8 +246,8 @@ def targets(compute_capability: Any) -> list[int]:
     try:
         return [current_arch()]
     except NoDeviceError as exc:
-        raise NoDeviceError(f"{exc}. To build without a GPU pass compute_capability= (for example 90) "
-                            "and ProxyArray/ProxyValue placeholders") from None
+        raise NoDeviceError(f"{exc}. To build without a GPU, pass compute_capability= (for example 90) "
+                            "with ProxyArray/ProxyValue placeholders") from None
 
 
 _ALL_WRAPPER_CACHES: list["PerThreadCache"] = []

@@ -250,6 +250,7 @@ def make_upper_bound(*, d_data: Any, d_values: Any, d_out: Any, comp: Any = None
     return _UpperBound._make(desc, compute_capability, (comp, d_values))
 
 
+@keyword_checked
 def lower_bound(*, d_data: Any, num_items: int, d_values: Any, num_values: int, d_out: Any, comp: Any = None,
                 stream: Any = None) -> None:
     """For each of ``num_values`` values, write the index of the first element of the sorted
@@ -267,6 +268,7 @@ def lower_bound(*, d_data: Any, num_items: int, d_values: Any, num_values: int, 
     obj._run(d_data, num_items, d_values, num_values, d_out, comp, stream)
 
 
+@keyword_checked
 def upper_bound(*, d_data: Any, num_items: int, d_values: Any, num_values: int, d_out: Any, comp: Any = None,
                 stream: Any = None) -> None:
     """For each of ``num_values`` values, write the index of the first element of the sorted

@@ -272,6 +272,7 @@ def make_histogram_even(*, d_samples: Any, d_histogram: Any, h_num_output_levels
     return _Histogram._make(desc, compute_capability, (None, d_samples))
 
 
+@keyword_checked
 def histogram_even(*, d_samples: Any, d_histogram: Any, num_output_levels: int, lower_level: Any,
                    upper_level: Any, num_samples: int, stream: Any = None) -> None:
     """Count ``num_samples`` samples into ``num_output_levels - 1`` even bins over

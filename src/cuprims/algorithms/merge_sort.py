@@ -211,6 +211,7 @@ def make_merge_sort(*, d_in_keys: Any, d_in_values: Any = None, d_out_keys: Any,
     return _MergeSort._make(desc, compute_capability, (op, d_in_keys, d_in_values))
 
 
+@keyword_checked
 def merge_sort(*, d_in_keys: Any, d_in_values: Any = None, d_out_keys: Any, d_out_values: Any = None,
                num_items: int, op: Any, stream: Any = None) -> None:
     """Stable-sort ``num_items`` keys (and their values) by ``op``, in one call.

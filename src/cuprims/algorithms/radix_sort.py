@@ -267,6 +267,7 @@ def make_radix_sort(*, d_in_keys: Any, d_out_keys: Any, d_in_values: Any, d_out_
     return _RadixSort._make(desc, compute_capability, ())
 
 
+@keyword_checked
 def radix_sort(*, d_in_keys: Any, d_out_keys: Any, d_in_values: Any = None, d_out_values: Any = None,
                num_items: int, order: SortOrder, begin_bit: int | None = None, end_bit: int | None = None,
                stream: Any = None) -> None:

@@ -164,10 +164,10 @@ class _Reduce(Algorithm):
 
 # ------------------------------------------------------------------- public functions
 
-_KWARGS = ("compute_capability", "determinism")
 
 @keyword_checked
-def make_reduce_into(*, d_in: Any, d_out: Any, op: Any, h_init: Any = None, **kwargs: Any) -> _Reduce:
+def make_reduce_into(*, d_in: Any, d_out: Any, op: Any, h_init: Any = None, compute_capability: Any = None,
+                     determinism: Any = Determinism.RUN_TO_RUN) -> _Reduce:
     """Build (or fetch from cache) a reduction of ``d_in`` into ``d_out[0]``.
 
     Args:
@@ -189,15 +189,13 @@ def make_reduce_into(*, d_in: Any, d_out: Any, op: Any, h_init: Any = None, **kw
                                h_init=np.float32(0)), np.uint8)
         reducer(temp_storage=tmp, d_in=x, d_out=out, num_items=x.size, h_init=np.float32(0))
     """
-    for name in kwargs:
-        if name not in _KWARGS:
-            raise ArgumentError(name, "one of compute_capability=, determinism=", "an unknown keyword")
-    desc = _Reduce._described(_describe, d_in, d_out, op, h_init, kwargs.get("determinism", Determinism.RUN_TO_RUN))
-    return _Reduce._make(desc, kwargs.get("compute_capability"), (op, d_in, d_out))
+    desc = _Reduce._described(_describe, d_in, d_out, op, h_init, determinism)
+    return _Reduce._make(desc, compute_capability, (op, d_in, d_out))
 
 
+@keyword_checked
 def reduce_into(*, d_in: Any, d_out: Any, num_items: int, op: Any, h_init: Any = None, stream: Any = None,
-                **kwargs: Any) -> None:
+                determinism: Any = Determinism.RUN_TO_RUN) -> None:
     """Reduce ``num_items`` items of ``d_in`` with ``op`` into ``d_out[0]``, in one call.
 
     Temporary storage is allocated and freed on ``stream`` (stream-ordered), so the
@@ -211,5 +209,5 @@ def reduce_into(*, d_in: Any, d_out: Any, num_items: int, op: Any, h_init: Any =
                             h_init=np.int32(0))
         assert int(out[0]) == 45
     """
-    obj = make_reduce_into.__wrapped__(d_in=d_in, d_out=d_out, op=op, h_init=h_init, **kwargs)
+    obj = make_reduce_into.__wrapped__(d_in=d_in, d_out=d_out, op=op, h_init=h_init, determinism=determinism)
     obj._run(None, d_in, d_out, num_items, op, h_init, stream, True)

@@ -232,6 +232,7 @@ def make_exclusive_scan(*, d_in: Any, d_out: Any, op: Any, init_value: Any, comp
     return _make(d_in, d_out, op, init_value, False, compute_capability)
 
 
+@keyword_checked
 def inclusive_scan(*, d_in: Any, d_out: Any, op: Any, init_value: Any = None, num_items: int,
                    stream: Any = None) -> None:
     """Inclusive scan of ``num_items`` items of ``d_in`` into ``d_out``, in one call.
@@ -250,6 +251,7 @@ def inclusive_scan(*, d_in: Any, d_out: Any, op: Any, init_value: Any = None, nu
     obj._run(None, d_in, d_out, num_items, op, init_value, stream, True)
 
 
+@keyword_checked
 def exclusive_scan(*, d_in: Any, d_out: Any, op: Any, init_value: Any, num_items: int, stream: Any = None) -> None:
     """Exclusive scan of ``num_items`` items of ``d_in`` into ``d_out``, in one call.
 

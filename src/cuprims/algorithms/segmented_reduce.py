@@ -233,6 +233,7 @@ def make_segmented_reduce(*, d_in: Any, d_out: Any, start_offsets_in: Any, end_o
     return _SegmentedReduce._make(desc, compute_capability, (op, d_in, d_out, start_offsets_in, end_offsets_in))
 
 
+@keyword_checked
 def segmented_reduce(*, d_in: Any, d_out: Any, num_segments: int, start_offsets_in: Any, end_offsets_in: Any,
                      op: Any, h_init: Any, max_segment_size: int | None = None, stream: Any = None) -> None:
     """Reduce ``num_segments`` segments of ``d_in`` into ``d_out``, in one call (temporary

@@ -183,6 +183,7 @@ def make_segmented_sort(*, d_in_keys: Any, d_out_keys: Any = None, d_in_values: 
     return _SegmentedSort._make(desc, compute_capability, (None, start_offsets_in, end_offsets_in))
 
 
+@keyword_checked
 def segmented_sort(*, d_in_keys: Any, d_out_keys: Any = None, d_in_values: Any = None, d_out_values: Any = None,
                    num_items: int, num_segments: int, start_offsets_in: Any, end_offsets_in: Any, order: SortOrder,
                    stream: Any = None) -> None:

@@ -143,6 +143,7 @@ def make_select(*, d_in: Any, d_out: Any, d_num_selected_out: Any, cond: Any,
     return _Select._make(desc, compute_capability, (cond, d_in, d_out))
 
 
+@keyword_checked
 def select(*, d_in: Any, d_out: Any, d_num_selected_out: Any, cond: Any, num_items: int, stream: Any = None) -> None:
     """Select in one call (temporary storage allocated and freed on ``stream``).
 

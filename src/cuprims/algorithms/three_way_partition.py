@@ -158,6 +158,7 @@ def make_three_way_partition(*, d_in: Any, d_first_part_out: Any, d_second_part_
                                                        d_first_part_out, d_second_part_out, d_unselected_out))
 
 
+@keyword_checked
 def three_way_partition(*, d_in: Any, d_first_part_out: Any, d_second_part_out: Any, d_unselected_out: Any,
                         d_num_selected_out: Any, select_first_part_op: Any, select_second_part_op: Any,
                         num_items: int, stream: Any = None) -> None:

@@ -264,6 +264,7 @@ def make_binary_transform(*, d_in1: Any, d_in2: Any, d_out: Any, op: Any,
     return _BinaryTransform._make(desc, compute_capability, (op, d_in1, d_in2, d_out))
 
 
+@keyword_checked
 def unary_transform(*, d_in: Any, d_out: Any, op: Any, num_items: int, stream: Any = None) -> None:
     """Write ``d_out[i] = op(d_in[i])`` for ``i < num_items``, in one call (on ``stream``).
 
@@ -277,6 +278,7 @@ def unary_transform(*, d_in: Any, d_out: Any, op: Any, num_items: int, stream: A
     make_unary_transform.__wrapped__(d_in=d_in, d_out=d_out, op=op)._run(d_in, d_out, num_items, op, stream)
 
 
+@keyword_checked
 def binary_transform(*, d_in1: Any, d_in2: Any, d_out: Any, op: Any, num_items: int, stream: Any = None) -> None:
     """Write ``d_out[i] = op(d_in1[i], d_in2[i])`` for ``i < num_items``, in one call (on ``stream``).
 

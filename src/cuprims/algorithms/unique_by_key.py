@@ -201,6 +201,7 @@ def make_unique_by_key(*, d_in_keys: Any, d_in_items: Any, d_out_keys: Any, d_ou
     return _UniqueByKey._make(desc, compute_capability, (op, d_in_keys, d_in_items, d_out_keys, d_out_items))
 
 
+@keyword_checked
 def unique_by_key(*, d_in_keys: Any, d_in_items: Any, d_out_keys: Any, d_out_items: Any, d_out_num_selected: Any,
                   op: Any, num_items: int, stream: Any = None) -> None:
     """Unique-by-key in one call (temporary storage allocated and freed on ``stream``).
