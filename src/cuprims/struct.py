@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from .errors import ArgumentError
-from .types import check_struct
+from .types import check_struct, shown_fields
 
 # Attribute names every struct class uses itself; fields may not take them.
 _RESERVED = frozenset({"dtype"})
@@ -54,24 +54,7 @@ class GpuStructType(type):
     def __repr__(cls) -> str:
         """The class, its fields and their types, its size: ``<gpu_struct Pixel(r: int32,
         g: float32), 8 bytes>`` (a nested struct shows its own fields)."""
-        return f"<gpu_struct {cls.__name__}{_shown_fields(cls._cuprims_dtype)}, {cls._cuprims_dtype.itemsize} bytes>"
-
-
-def _shown_fields(dt: np.dtype) -> str:
-    parts = []
-    for name in dt.names:
-        field = dt.fields[name][0]
-        if field.subdtype is not None:
-            base, shape = field.subdtype
-            shown = f"{_shown_type(base)}[{', '.join(map(str, shape))}]"
-        else:
-            shown = _shown_type(field)
-        parts.append(f"{name}: {shown}")
-    return f"({', '.join(parts)})"
-
-
-def _shown_type(dt: np.dtype) -> str:
-    return _shown_fields(dt) if dt.names else str(dt)
+        return f"<gpu_struct {cls.__name__}{shown_fields(cls._cuprims_dtype)}, {cls._cuprims_dtype.itemsize} bytes>"
 
 
 class _StructBase:

@@ -279,3 +279,22 @@ def _check_range(v: int, target: np.dtype, argument: str) -> None:
     info = np.iinfo(target)
     if not info.min <= v <= info.max:
         raise ArgumentError(argument, f"a value in the range of {target} ({info.min}..{info.max})", v)
+
+
+def shown_fields(dt: np.dtype) -> str:
+    """A struct dtype's fields for people: ``(r: int32, g: float32)`` (nested structs show
+    their own fields, arrays their shape)."""
+    parts = []
+    for name in dt.names:
+        field = dt.fields[name][0]
+        if field.subdtype is not None:
+            base, shape = field.subdtype
+            parts.append(f"{name}: {shown_dtype(base)}[{', '.join(map(str, shape))}]")
+        else:
+            parts.append(f"{name}: {shown_dtype(field)}")
+    return f"({', '.join(parts)})"
+
+
+def shown_dtype(dt: np.dtype) -> str:
+    """A dtype for people: numpy's name for a scalar, ``struct(a: int32, ...)`` for a struct."""
+    return f"struct{shown_fields(dt)}" if dt.names else str(dt)

@@ -67,7 +67,7 @@ def test_a_struct_class_shows_its_fields():
     inner = cuprims.gpu_struct({"a": np.int32, "b": np.float32})
     outer = cuprims.gpu_struct({"x": inner, "v": (np.int8, 3)})
     assert repr(inner) == "<gpu_struct AnonymousStruct(a: int32, b: float32), 8 bytes>"
-    assert repr(outer) == "<gpu_struct AnonymousStruct(x: (a: int32, b: float32), v: int8[3]), 12 bytes>"
+    assert repr(outer) == "<gpu_struct AnonymousStruct(x: struct(a: int32, b: float32), v: int8[3]), 12 bytes>"
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
@@ -86,3 +86,29 @@ def test_the_command_line_alone_prints_its_help(args, first_line):
 def test_the_command_line_says_its_version():
     out = _cli("--version")
     assert out.returncode == 0 and out.stdout.strip() == f"cuprims {cuprims.__version__}"
+
+
+_PAIR = cuprims.gpu_struct({"a": np.int32, "b": np.float32})
+
+
+@pytest.mark.parametrize("make,shown", [
+    (lambda: CountingIterator(np.int32(5)), "CountingIterator(start=5, dtype=int32)"),
+    (lambda: cuprims.ConstantIterator(np.float32(1.5)), "ConstantIterator(value=1.5, dtype=float32)"),
+    (lambda: cuprims.ConstantIterator(_PAIR(1, 2.0)),
+     "ConstantIterator(value=(1, 2.0), dtype=struct(a: int32, b: float32))"),
+    (lambda: cuprims.TransformIterator(CountingIterator(np.int32(0)), _keep_small, np.bool_),
+     "TransformIterator(CountingIterator(start=0, dtype=int32), transform_op=_keep_small, value_type=bool)"),
+    (lambda: cuprims.TransformOutputIterator(P(np.float32), OpKind.NEGATE),
+     "TransformOutputIterator(float32 array, transform_op=OpKind.NEGATE, value_type=float32)"),
+    (lambda: DiscardIterator(P(np.int32)), "DiscardIterator(items of int32)"),
+    (lambda: cuprims.CacheModifiedInputIterator(P(np.float64)),
+     "CacheModifiedInputIterator(float64 array, modifier='stream')"),
+    (lambda: cuprims.PermutationIterator(P(np.float32), CountingIterator(np.int64(0))),
+     "PermutationIterator(values=float32 array, indices=CountingIterator(start=0, dtype=int64))"),
+    (lambda: cuprims.ReverseIterator(P(np.int64)), "ReverseIterator(int64 array)"),
+    (lambda: cuprims.ShuffleIterator(100, 7), "ShuffleIterator(num_items=100, seed=7)"),
+    (lambda: cuprims.ZipIterator(P(np.float32), CountingIterator(np.int64(0))),
+     "ZipIterator(float32 array, CountingIterator(start=0, dtype=int64))"),
+])
+def test_an_iterator_shows_what_it_was_made_of(make, shown):
+    assert repr(make()) == shown

@@ -30,7 +30,7 @@ import numpy as np
 from .. import _arrays
 from ..errors import ArgumentError, ArgumentTypeError
 from ..op import OpSpec
-from ..types import ValueType, value_type
+from ..types import ValueType, shown_dtype, value_type
 
 MAX_ITERATOR_DEPTH = 64
 """How many levels an iterator tree may have (an array or a leaf iterator is one level;
@@ -241,8 +241,20 @@ class IteratorBase:
         self._pack(writer, count, argument)
         return writer.finish(self._struct_layout()[0])
 
+    def _shown(self) -> list[str]:
+        """The arguments a repr shows: what the iterator was made of, for people."""
+        return [repr(inner) for inner in self._inner()]
+
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self._key()})"
+        """The iterator and what it was made of, e.g. ``TransformIterator(CountingIterator(
+        start=0, dtype=int32), transform_op=<lambda>, value_type=int32)``."""
+        return f"{type(self).__name__}({', '.join(self._shown())})"
+
+
+def shown_value(data: bytes, vt: ValueType) -> str:
+    """A host value's bytes, as the value (for reprs)."""
+    value = np.frombuffer(data, vt.dtype, count=1)[0]
+    return repr(value.item()) if vt.dtype.names is None else repr(value.tolist())
 
 
 def iterator_value_type_of(x: Any, argument: str) -> ValueType:
@@ -271,6 +283,9 @@ class PointerIterator(IteratorBase):
 
     def _kind_key(self) -> str:
         return f"pointer({self._vt.code})"
+
+    def __repr__(self) -> str:
+        return f"{shown_dtype(self._vt.dtype)} array"
 
     def _read(self, code: IteratorCode) -> str:
         """C++ expression reading item ``i`` through the member ``ptr``."""
@@ -338,6 +353,7 @@ class ValueStateIterator(IteratorBase):
 
     __slots__ = ("_vt", "_value")
     _kind = ""
+    _value_name = "value"   # the constructor's name for the value
 
     def _body(self) -> str:
         """C++ statements returning item ``i`` from the member ``value``."""
@@ -349,6 +365,9 @@ class ValueStateIterator(IteratorBase):
 
     def _kind_key(self) -> str:
         return f"{self._kind}({self._vt.code})"
+
+    def _shown(self) -> list[str]:
+        return [f"{self._value_name}={shown_value(self._value, self._vt)}", f"dtype={shown_dtype(self._vt.dtype)}"]
 
     def _emit(self, code: IteratorCode) -> tuple[str, list[Member]]:
         vt = self._vt

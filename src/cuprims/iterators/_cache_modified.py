@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ArgumentError
+from ..types import shown_dtype
 from ._base import IteratorCode, PointerIterator
 
 # modifier -> CUB's load modifier: PTX ld.global.cs (evict-first streaming), .cg (cache in
@@ -37,6 +38,9 @@ class CacheModifiedInputIterator(PointerIterator):
 
     def _writable(self) -> bool:
         return False
+
+    def __repr__(self) -> str:
+        return f"CacheModifiedInputIterator({shown_dtype(self._vt.dtype)} array, modifier={self._modifier!r})"
 
     def _kind_key(self) -> str:
         return f"cache_modified({self.value_type.code},{self._modifier})"

@@ -21,6 +21,7 @@ class CountingIterator(ValueStateIterator):
 
     __slots__ = ()
     _kind = "counting"
+    _value_name = "start"
 
     def __init__(self, start: np.number):
         super().__init__()

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from .. import _arrays
-from ..types import ValueType, value_type
+from ..types import ValueType, shown_dtype, value_type
 from ._base import IteratorBase, IteratorCode, Member, StateWriter
 
 
@@ -49,6 +49,9 @@ class DiscardIterator(IteratorBase):
 
     def _kind_key(self) -> str:
         return f"discard({self._vt.code})"
+
+    def _shown(self) -> list[str]:
+        return [f"items of {shown_dtype(self._vt.dtype)}"]
 
     def _emit(self, code: IteratorCode) -> tuple[str, list[Member]]:
         code.note_type(self._vt)

@@ -42,6 +42,9 @@ class PermutationIterator(IteratorBase):
     def _inner(self) -> tuple[IteratorBase, ...]:
         return (self._values, self._indices)
 
+    def _shown(self) -> list[str]:
+        return [f"values={self._values!r}", f"indices={self._indices!r}"]
+
     def _kind_key(self) -> str:
         return f"permutation({self._values._key()},{self._indices._key()})"
 

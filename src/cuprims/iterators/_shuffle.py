@@ -45,6 +45,9 @@ class ShuffleIterator(IteratorBase):
     def value_type(self) -> ValueType:
         return value_type(np.int64)
 
+    def _shown(self) -> list[str]:
+        return [f"num_items={self._n}", f"seed={self._seed}"]
+
     def _kind_key(self) -> str:
         return f"shuffle(i8,{_ROUNDS})"
 

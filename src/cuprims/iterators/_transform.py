@@ -9,7 +9,7 @@ import numpy as np
 
 from ..errors import ArgumentError
 from ..op import RawOp, op_spec
-from ..types import ValueType
+from ..types import ValueType, shown_dtype
 from ..types import value_type as make_value_type
 from ._base import (IteratorBase, IteratorCode, LinkedOp, Member, StateWriter, as_input, as_iterator, emit_member,
                     pack_member)
@@ -36,6 +36,12 @@ class _OperatorIterator(IteratorBase):
     def _linked_objects(self) -> list[Any]:
         own = [] if self._spec.kind == "builtin" else [self._op]
         return super()._linked_objects() + own
+
+    def _shown(self) -> list[str]:
+        spec = self._spec
+        op = (f"OpKind.{spec.builtin.name}" if spec.kind == "builtin"
+              else f"{'RawOp ' if spec.kind == 'raw' else ''}{spec.name}")
+        return [repr(self._under), f"transform_op={op}", f"value_type={shown_dtype(self._vt.dtype)}"]
 
     def _spec_key(self) -> str:
         spec = self._spec
