@@ -112,3 +112,22 @@ _PAIR = cuprims.gpu_struct({"a": np.int32, "b": np.float32})
 ])
 def test_an_iterator_shows_what_it_was_made_of(make, shown):
     assert repr(make()) == shown
+
+
+def _larger(a, b):
+    return a if a > b else b
+
+
+def test_a_cooperative_primitive_shows_what_it_is():
+    import numba
+
+    from cuprims import coop
+
+    with coop.target((9, 0)):
+        block_sum = coop.block.make_sum(numba.float32, 128)
+        warp_max = coop.warp.make_reduce(numba.int32, _larger)
+        load = coop.block.make_load(numba.int32, 128, 4)
+    assert repr(block_sum) == ("<cuprims.coop block.sum: float32, block (128, 1, 1), 1 item per thread, "
+                               "algorithm=warp_reductions, op=OpKind.PLUS>")
+    assert repr(warp_max) == "<cuprims.coop warp.reduce: int32, warp of 32, 1 item per thread, op=_larger>"
+    assert repr(load) == "<cuprims.coop block.load: int32, block (128, 1, 1), 4 items per thread, algorithm=direct>"

@@ -344,4 +344,20 @@ class Primitive:
                         "linked with its .files")
 
     def __repr__(self) -> str:
-        return f"<cuprims.coop {self.name}: {self.spec.key}>"
+        """The primitive, its item type, block or warp shape, items per thread and choices:
+        ``<cuprims.coop block.sum: float32, block (128, 1, 1), 1 item per thread,
+        algorithm=warp_reductions, op=OpKind.PLUS>``."""
+        from ..types import shown_dtype
+
+        spec = self.spec
+        shape = f"warp of {spec.dims[0]}" if self.name.startswith("warp.") else f"block {spec.dims}"
+        parts = [shown_dtype(spec.vt.dtype), shape, f"{spec.items} item{'s' if spec.items != 1 else ''} per thread"]
+        if spec.values is not None:
+            parts.append(f"values {shown_dtype(spec.values.dtype)}")
+        parts += [f"{label}={value}" for label, value in (("algorithm", spec.algorithm), ("mode", spec.mode))
+                  if value]
+        for label, op in (("op", spec.op), ("prefix_op", spec.prefix)):
+            if op is not None:
+                parts.append(f"{label}=" + (f"OpKind.{op.builtin.name}" if op.kind == "builtin" and op.builtin
+                                            else op.name))
+        return f"<cuprims.coop {self.name}: {', '.join(parts)}>"
