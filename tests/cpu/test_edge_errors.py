@@ -61,15 +61,15 @@ def test_positional_arguments_are_named():
 
 
 def test_a_built_objects_call_names_a_misspelt_keyword():
+    """A built object's call is the per-call fast path: it has no wrapper of ours (~0.2 us),
+    and Python's own TypeError names the keyword."""
     P, V = cuprims.ProxyArray, cuprims.ProxyValue
     reducer = cuprims.make_reduce_into(d_in=P(np.float32), d_out=P(np.float32), op=cuprims.OpKind.PLUS,
                                        h_init=V(np.float32), compute_capability=90)
-    with pytest.raises(ArgumentTypeError) as info:
+    with pytest.raises(TypeError, match="'h_intt'"):
         reducer(temp_storage=None, d_in=None, d_out=None, num_items=3, h_intt=1)
-    assert info.value.argument == "h_intt" and "did you mean h_init=?" in str(info.value)
-    with pytest.raises(ArgumentTypeError) as info:
+    with pytest.raises(TypeError, match="'num_items'"):
         reducer(temp_storage=None, d_in=None, d_out=None)
-    assert info.value.argument == "num_items"
 
 
 def test_no_gpu_gives_its_advice_once(monkeypatch):

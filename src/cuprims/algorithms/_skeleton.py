@@ -34,7 +34,7 @@ from .._streams import stream_handle
 from ..config import settings
 from ..errors import ArgumentError, CudaError
 from ..op import OpSpec
-from ._arguments import ArgKind, keyword_checked, linked_objects, signature
+from ._arguments import ArgKind, linked_objects, signature
 from ._operators import combiner_ops, combiner_spec, functor_size, functor_state  # noqa: F401 (re-exported)
 from ._common import (Builds, CompiledAlgorithm, Loaded, PerThreadCache, frozen, parse_compute_capability, targets,
                       temp_storage_info)
@@ -129,10 +129,6 @@ class Algorithm(CompiledAlgorithm):
         cls._object_cache = PerThreadCache()
         cls._descriptions = {}
         cls._interned = {}
-        call = cls.__dict__.get("__call__")
-        if call is not None and not hasattr(call, "__wrapped__"):
-            # a call's misspelt or missing keyword is an ArgumentTypeError naming it
-            cls.__call__ = keyword_checked(call, method_of=f"{cls.__name__.lstrip('_')}.__call__")
 
     def __init__(self, desc: Description, compute_capability: Any, raw: Sequence[Any]):
         self._adopt(desc, {})
