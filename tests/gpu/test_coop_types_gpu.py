@@ -6,7 +6,7 @@ exchange and warp reduce.
 Style 1 kernels keep the items in numba's own local arrays, which are less aligned than
 the C++ types for complex (numba's complex64 is 4-aligned, ``cuda::std::complex<float>``
 8) and structs (numba's records are byte arrays); the providers copy such values into
-aligned locals (docs/coop.md), and some kernels here index their items at run time so
+aligned locals (docs/design/coop.md), and some kernels here index their items at run time so
 that they stay in local memory.
 
 Values are exact in every type (small integers, in float16 and complex too), so the sums

@@ -21,7 +21,7 @@ when nothing was compiled yet); when that worked, PCHs are disk-cache entries of
 Made inline, not in the background: measured on the 2-core machine, the user's compile
 beside a background ``--create-pch`` compile of the same unit took 2.2-3.1 s, inline
 1.4-1.7 s (plain 1.2-1.6 s), and the PCH was ready later; and a process may end while
-NVRTC runs in a thread of ours, which crashed the interpreter. (docs/pch.md has these
+NVRTC runs in a thread of ours, which crashed the interpreter. (docs/design/pch.md has these
 and the other NVRTC facts the design rests on.)
 
 **Within the process only** (the previous behaviour, kept as the fallback): when the heap

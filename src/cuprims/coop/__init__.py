@@ -10,7 +10,7 @@ automatically.
 
 Both load on first use, so ``import cuprims`` (and ``import cuprims.coop``) import
 neither numba nor CUDA, unless numba.cuda is already imported (then Style 2 registers
-its numba-cuda extension at once, see ``_extension.py``). See docs/coop.md.
+its numba-cuda extension at once, see ``_extension.py``). See docs/design/coop.md.
 
 Example::
 

@@ -1,7 +1,7 @@
 """ProviderSpec -> CUDA C++ text of its ``extern "C"`` wrappers around CUB. Pure strings.
 
 The provider ABI (every argument a pointer or an ``int``, so numba's C ABI passes them
-unchanged; see docs/coop.md):
+unchanged; see docs/design/coop.md):
 
 * ``load``:   ``SYM(const T* src, T* items)``, ``SYM_valid(const T* src, T* items, int valid, const T* oob)``
 * ``store``:  ``SYM(T* dst, const T* items)``, ``SYM_valid(T* dst, const T* items, int valid)``

@@ -65,7 +65,9 @@ def make_reduce(dtype: Any, binary_op: Any, threads_in_warp: int = 32, methods: 
 
 
 def make_sum(dtype: Any, threads_in_warp: int = 32) -> Any:
-    """As :func:`make_reduce` with ``+`` (CUB's ``WarpReduce::Sum``). Example::
+    """As :func:`make_reduce` with ``+`` (CUB's ``WarpReduce::Sum``).
+
+    Example::
 
         warp_sum = coop.warp.make_sum(numba.float32)
     """
