@@ -5,7 +5,7 @@ patch: host-to-device copies become numpy arrays, and the kernel's launch compil
 for the launch's argument types and links it (nvJitLink, LTO) with its ``link=`` files
 into a cubin, then stops the example (``_Launched``) before any result is read. Every
 example launches one kernel, so its whole device code is built here; the GPU test
-(tests/gpu/test_coop_examples_gpu.py) runs them for real.
+(tests/gpu/test_examples_gpu.py) runs them for real.
 """
 
 from __future__ import annotations
