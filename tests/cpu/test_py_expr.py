@@ -288,7 +288,9 @@ def test_struct_values_are_left_to_numba():
     assert direct_expr(op_spec(lambda a, b: a), (vt, vt), vt) is None
 
 
-def test_a_refused_operator_builds_through_numba(shared_cache):
+def test_a_refused_operator_builds_through_numba():
+    # its own empty cache (not shared_cache): the same operator built by another test must
+    # not serve this build
     before = counters()
     obj = cuprims.make_reduce_into(d_in=P(np.int32), d_out=P(np.int32), op=lambda a, b: a // b, h_init=V(np.int32),
                                    compute_capability=ARCH)
