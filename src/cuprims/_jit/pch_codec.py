@@ -4,9 +4,10 @@ A PCH is mostly zeros, scattered (a reduce prefix's 152 MB: 82% zero bytes but o
 whole zero pages, so a sparse file saves nothing). On disk it is kept as zstd frames, one
 per :data:`PART_BYTES` part of the PCH, compressed independently so that both packing
 and unpacking run on up to :data:`MAX_THREADS` threads (zstandard releases the GIL for
-each part's whole computation). Level 1: ~10x over our PCHs (872 MiB -> 85 MiB for the
-demo's eight); levels 2-3 gave 1-2% more for 10-25% more time, higher levels less than
-5% more for 3x the time.
+each part's whole computation). Level 1: ~10x over our PCHs (1414 MB -> 138 MB for the
+demo's twelve); levels 2-3 gave 1-2% more for 10-25% more time, 5-6 less than 10% more
+for 3-4x the time. Parts of 16 or 32 MiB pack alike (10.21x against 10.22x); 16 MiB
+balances two threads better.
 
 NVRTC reads a PCH by path and maps it, so a PCH is unpacked into a *memory file*: an
 anonymous one (``memfd_create``), sealed once written (no write, shrink or growth: a
@@ -22,10 +23,9 @@ import os
 import threading
 from typing import Callable, Iterable, TypeVar
 
-PART_BYTES = 32 << 20   # a PCH is packed in frames of this many bytes each (the last one shorter)
+PART_BYTES = 16 << 20   # a PCH is packed in frames of this many bytes each (the last one shorter)
 LEVEL = 1               # zstd compression level
 MAX_THREADS = 8
-CHUNK_BYTES = 16 << 20  # each unpacking thread's buffer
 _T = TypeVar("_T")
 
 
@@ -142,11 +142,11 @@ def unpack(data: bytes | bytearray | memoryview, frames: list[int], size: int, o
     holds exactly its part (frame ``i`` the bytes from ``i * PART_BYTES``), OSError when
     the file cannot be written.
 
-    Each thread unpacks into a buffer of its own, :data:`CHUNK_BYTES` at a time, and writes
-    that into the file: writing a memory file takes pages for it without faulting them in
-    one by one (unpacking straight into a shared mapping of it took ~0.03-0.05 s more for
-    152 MB on the 2-core machine), and the chunks are large so that the GIL is handed back
-    rarely (beside a busy Python thread each return waits for a switch interval)."""
+    Each thread unpacks a part into a buffer of its own, then writes that into the file:
+    writing a memory file takes pages for it without faulting them in one by one
+    (unpacking straight into a shared mapping of it took ~0.03-0.05 s more for 152 MB on
+    the 2-core machine), and parts are large so that the GIL is handed back rarely (beside
+    a busy Python thread each return waits for a switch interval)."""
     import zstandard
 
     parts = part_sizes(size)
@@ -161,7 +161,7 @@ def unpack(data: bytes | bytearray | memoryview, frames: list[int], size: int, o
         want, start = parts[i], i * PART_BYTES
         buf = getattr(buffers, "view", None)
         if buf is None:
-            buf = buffers.view = memoryview(bytearray(min(CHUNK_BYTES, size)))
+            buf = buffers.view = memoryview(bytearray(min(PART_BYTES, size)))
         with source[offsets[i]:offsets[i + 1]] as frame:
             try:
                 if zstandard.frame_content_size(frame) != want:

@@ -2,7 +2,7 @@
 
 An entry is two files in ``<root>/v2/pch/<key[:2]>/``:
 
-* ``<key>``: the PCH packed by :mod:`.pch_codec`: zstd frames, one per 32 MiB part
+* ``<key>``: the PCH packed by :mod:`.pch_codec`: zstd frames, one per 16 MiB part
   (~10x smaller: a reduce prefix's 152 MB PCH takes 14 MB). It is the entry
   :mod:`.cache_lifecycle` counts in the size cap (by its bytes on disk), evicts by last
   use and lists in ``python -m cuprims cache info``.
@@ -315,17 +315,18 @@ def _ident(dir_fd: int, name: str) -> tuple[int, int] | None:
         return None
 
 
-def _read_exactly(fd: int, size: int) -> bytearray | None:
+def _read_exactly(fd: int, size: int) -> bytes | None:
     """The ``size`` bytes of the file ``fd`` from offset 0, or None if it holds fewer or more."""
-    buf = bytearray(size)
-    view, filled = memoryview(buf), 0
-    with view:
-        while filled < size:
-            n = os.preadv(fd, [view[filled:]], filled)
-            if not n:
-                return None
-            filled += n
-    return buf if not os.pread(fd, 1, size) else None
+    chunks, total = [], 0
+    while total <= size:
+        chunk = os.pread(fd, size + 1 - total, total)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    if total != size:
+        return None
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def _checked_meta(meta: dict[str, Any]) -> dict[str, Any]:
