@@ -3,7 +3,7 @@
 An entry is two files in ``<root>/v2/pch/<key[:2]>/``:
 
 * ``<key>``: the PCH packed by :mod:`.pch_codec`: zstd frames, one per 16 MiB part
-  (~10x smaller: a reduce prefix's 152 MB PCH takes 14 MB). It is the entry
+  (~10x smaller: a reduce prefix's 152 MB PCH takes 15 MB). It is the entry
   :mod:`.cache_lifecycle` counts in the size cap (by its bytes on disk), evicts by last
   use and lists in ``python -m cuprims cache info``.
 * ``<key>.meta``: its sidecar, a framed record (:mod:`.cache_entries`, bound to the kind
