@@ -1,8 +1,9 @@
 """``python -m cuprims cache info | clear | prune``: the on-disk cache from the command line.
 
 ``info`` prints where the cache is, whether it can be used, its size cap, and its entries,
-bytes and disk-hit counts per kind (``--entries``: every entry, most recently used
-first); ``clear`` deletes every entry; ``prune`` evicts the least recently used entries
+bytes on disk and disk-hit counts per kind, each kind labelled with what it holds, then
+compiled code and precompiled headers apart (``--entries``: every entry, most recently
+used first); ``clear`` deletes every entry; ``prune`` evicts the least recently used entries
 down to the cap (``--max-bytes``: a whole number of bytes >= 1, optionally with a K, M, G
 or T suffix, powers of 1024; anything else is refused) and removes what crashed writers
 left. ``--json`` prints one JSON object instead of a table. Nothing here imports numba or
@@ -34,9 +35,19 @@ from . import config
 from .errors import ArgumentError
 from ._jit.cache_walk import problem
 from ._jit.disk_cache import DiskCache
+from ._jit.pch_store import KIND as PCH_KIND
 from ._jit.private_files import UnsafeDirectory
 
 PROG = "python -m cuprims"
+# What each kind of entry holds, as ``info`` shows it: compiled code, or NVRTC's precompiled
+# headers (large, packed, and kept to their own share of the cap: _jit/pch_store.py)
+KIND_LABELS = {
+    "cubin": "compiled code: cubins",
+    "kernel": "compiled code: NVRTC LTO-IR",
+    "coop": "compiled code: coop LTO-IR",
+    PCH_KIND: "precompiled headers (NVRTC)",
+}
+GROUPS = ("compiled_code", "precompiled_headers")
 
 
 def _size(n: float) -> str:
@@ -80,7 +91,13 @@ def _parser() -> argparse.ArgumentParser:
 
 def _info(cache: DiskCache, entries: bool) -> dict[str, Any]:
     summary = cache.summary()
-    out = {"location": str(cache.root), "status": cache.status(), "max_bytes": cache.max_bytes, **summary}
+    groups = {g: {"entries": 0, "bytes": 0, "hits": 0} for g in GROUPS}
+    for kind, totals in summary["kinds"].items():
+        totals["label"] = KIND_LABELS.get(kind, "compiled code")
+        group = groups["precompiled_headers" if kind == PCH_KIND else "compiled_code"]
+        for field in ("entries", "bytes", "hits"):
+            group[field] += totals[field]
+    out = {"location": str(cache.root), "status": cache.status(), "max_bytes": cache.max_bytes, **summary, **groups}
     if not entries:
         out.pop("items")
     return out
@@ -89,11 +106,14 @@ def _info(cache: DiskCache, entries: bool) -> dict[str, Any]:
 def _print_info(info: dict[str, Any]) -> None:
     print(f"cuprims disk cache: {info['location']}  ({info['status']})")
     print(f"size cap: {_size(info['max_bytes'])}  (CUPRIMS_CACHE_MAX_BYTES)")
-    rows = [(kind, k["entries"], k["bytes"], k["hits"]) for kind, k in sorted(info["kinds"].items())]
-    rows.append(("total", info["entries"], info["bytes"], info["hits"]))
-    print(f"{'kind':10s} {'entries':>8s} {'bytes':>12s} {'hits':>8s}")
-    for kind, count, nbytes, hits in rows:
-        print(f"{kind:10s} {count:8d} {_size(nbytes):>12s} {hits:8d}")
+    rows = [(kind, k["label"], k["entries"], k["bytes"], k["hits"]) for kind, k in sorted(info["kinds"].items())]
+    rows.append(("total", "", info["entries"], info["bytes"], info["hits"]))
+    print(f"{'kind':8s} {'holds':28s} {'entries':>8s} {'bytes on disk':>14s} {'hits':>8s}")
+    for kind, label, count, nbytes, hits in rows:
+        print(f"{kind:8s} {label:28s} {count:8d} {_size(nbytes):>14s} {hits:8d}")
+    for group in GROUPS:
+        g = info[group]
+        print(f"{group.replace('_', ' ') + ':':21s}{g['entries']:5d} entries, {_size(g['bytes']):>10s} on disk")
     for item in info.get("items", []):
         used = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(item["last_used"]))
         print(f"  {item['kind']:8s} {item['key'][:16]}  {_size(item['bytes']):>10s}  {item['hits']:6d} hits  "

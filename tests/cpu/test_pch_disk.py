@@ -17,28 +17,41 @@ import pytest
 
 import cuprims
 from cpu_helpers import last_json, make_f4, run_python
-from cuprims._jit import pch, pch_heap, pch_store, stats
+from cuprims._jit import pch, pch_codec, pch_heap, pch_store, stats
 from cuprims._jit.cache_lifecycle import SIDECAR
 from cuprims._jit.disk_cache import DiskCache
 
-# Builds the reductions named on the command line ("f4+", "f8max", "i4min", optionally
-# "@80" for sm_80) and prints their cubins' digests and kernel names with the counters.
+# Builds the algorithms named on the command line (the reductions "f4+", "f8max", "i4min",
+# an int32 inclusive scan "scan", a uint32 radix sort "sort"; optionally "@80" for sm_80)
+# and prints their cubins' digests with the counters and how many memory files holding a
+# PCH the process has open.
 _BUILD = """
-    import hashlib, json, sys, numpy as np, cuprims
-    from cuprims import OpKind, ProxyArray
-    KINDS = {"f4+": (np.float32, OpKind.PLUS), "f8max": (np.float64, OpKind.MAXIMUM),
-             "i4min": (np.int32, OpKind.MINIMUM)}
+    import hashlib, json, os, sys, numpy as np, cuprims
+    from cuprims import OpKind, ProxyArray as P, SortOrder
+    def reduction(dt, op):
+        return lambda cc: cuprims.make_reduce_into(d_in=P(dt), d_out=P(dt), op=op, h_init=dt(0), compute_capability=cc)
+    BUILDS = {"f4+": reduction(np.float32, OpKind.PLUS), "f8max": reduction(np.float64, OpKind.MAXIMUM),
+              "i4min": reduction(np.int32, OpKind.MINIMUM),
+              "scan": lambda cc: cuprims.make_inclusive_scan(d_in=P(np.int32), d_out=P(np.int32), op=OpKind.PLUS,
+                                                             compute_capability=cc),
+              "sort": lambda cc: cuprims.make_radix_sort(d_in_keys=P(np.uint32), d_out_keys=P(np.uint32),
+                                                         d_in_values=None, d_out_values=None,
+                                                         order=SortOrder.ASCENDING, compute_capability=cc)}
     out = {"cubins": []}
     for spec in sys.argv[1:]:
         name, _, cc = spec.partition("@")
-        dt, op = KINDS[name]
-        r = cuprims.make_reduce_into(d_in=ProxyArray(dt), d_out=ProxyArray(dt), op=op, h_init=dt(0),
-                                     compute_capability=int(cc or 90))
-        cubin = r.cubin()
+        cubin = BUILDS[name](int(cc or 90)).cubin()
         assert cubin[:4] == b"\\x7fELF"
         out["cubins"].append(hashlib.sha256(cubin).hexdigest())
     info = cuprims.cache_info()
     out.update({k: v for k, v in info.items() if k.startswith("pch") or k.startswith("disk") or k == "nvrtc_compiles"})
+    links = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            links.append(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:
+            pass
+    out["memory_files"] = sum(link.startswith("/memfd:cuprims-pch") for link in links)
     print(json.dumps(out))
 """
 
@@ -92,7 +105,8 @@ def test_a_fresh_process_compiles_its_first_unit_with_the_pch_another_one_made(m
     side = data.with_name(data.name + SIDECAR)
     for f in (data, side):
         assert stat.S_IMODE(f.stat().st_mode) == 0o600
-    assert 50 << 20 < data.stat().st_size < 400 << 20
+    assert 50 << 20 < _sidecar_meta(data)["bytes"] < 400 << 20       # the PCH NVRTC wrote
+    assert 5 << 20 < data.stat().st_size < _sidecar_meta(data)["bytes"] // 5   # its entry, packed
     summary = DiskCache(root).summary()
     assert summary["kinds"]["pch"]["entries"] == 1 and summary["kinds"]["pch"]["bytes"] == data.stat().st_size
 
@@ -121,19 +135,114 @@ def test_a_damaged_pch_is_caught_by_its_checksum_deleted_and_made_again(made, co
     assert got["disk_corrupt_discarded"] == 1 and got["pch_loads"] == 0 and got["pch_hits"] == 0
     assert (got["pch_builds"], got["pch_writes"]) == (1, 1)   # made again, as part of this compile
     fresh = _entry(cache)
-    assert _part_crcs(fresh.read_bytes()) == _sidecar_meta(fresh)["crc32"]
-
-
-def _part_crcs(data: bytes) -> list[int]:
-    """zlib's CRC-32 of each PART_BYTES part, in order: what a sidecar must hold."""
-    step = pch_store.PART_BYTES
-    return [zlib.crc32(data[i:i + step]) for i in range(0, len(data), step)]
+    assert zlib.crc32(fresh.read_bytes()) == _sidecar_meta(fresh)["crc32"]
+    assert sum(_sidecar_meta(fresh)["frames"]) == fresh.stat().st_size
 
 
 def _sidecar_meta(data: Path) -> dict:
     from cuprims._jit.cache_entries import decode_entry
 
     return decode_entry(data.with_name(data.name + SIDECAR).read_bytes(), kind="pch", key=data.name)[0]
+
+
+@pytest.fixture(scope="module")
+def plain_f8max(tmp_path_factory):
+    """The cubin of ``f8max`` built without any PCH."""
+    root = tmp_path_factory.mktemp("pch-plain")
+    got = _build(root, "f8max", env={"CUPRIMS_PCH": "0"})
+    assert got["pch_uses"] == 0
+    return got["cubins"][0]
+
+
+@pytest.mark.parametrize("damage", ["frame flipped", "frames cut elsewhere", "truncated", "size in sidecar"])
+def test_a_damaged_packed_entry_never_reaches_nvrtc_and_is_made_again(made, copy_of, plain_f8max, damage):
+    """NVRTC crashes on a damaged PCH (SIGSEGV): a packed entry whose bytes, frames or size
+    disagree with its sidecar is refused before anything is unpacked for NVRTC, deleted, and
+    made again by the compile; the build's output is unchanged."""
+    root, _ = made
+    cache = copy_of(root)
+    data = _entry(cache)
+    frames = _sidecar_meta(data)["frames"]
+    assert len(frames) >= 4
+    if damage == "frame flipped":
+        with open(data, "r+b") as f:   # in place, in the third frame: what a bad disk would do
+            f.seek(frames[0] + frames[1] + frames[2] // 2)
+            f.write(b"\x55" * 64)
+    elif damage == "frames cut elsewhere":   # a sidecar validly framed, its frame sizes wrong
+        _resign(data, frames=[frames[0] + 100, frames[1] - 100] + frames[2:])
+    elif damage == "truncated":
+        os.truncate(data, data.stat().st_size // 2)
+    else:
+        _resign(data, bytes=_sidecar_meta(data)["bytes"] + 1)
+    got = _build(cache, "f8max")
+    assert got["disk_corrupt_discarded"] == 1 and got["pch_loads"] == 0 and got["pch_hits"] == 0, got
+    assert (got["pch_builds"], got["pch_writes"]) == (1, 1)   # made again, as part of this compile
+    assert got["cubins"] == [plain_f8max]
+    fresh = _entry(cache)
+    meta = _sidecar_meta(fresh)
+    assert zlib.crc32(fresh.read_bytes()) == meta["crc32"] and sum(meta["frames"]) == fresh.stat().st_size
+    again = _build(cache, "i4min")   # and the new entry serves the next process
+    assert (again["pch_loads"], again["pch_hits"], again["disk_corrupt_discarded"]) == (1, 1, 0), again
+
+
+def test_cache_info_shows_precompiled_headers_apart_from_compiled_code(made, copy_of):
+    root, _ = made
+    cache = copy_of(root)
+    pch_bytes = _entry(cache).stat().st_size
+    cubin_bytes = sum(p.stat().st_size for p in (cache / "v2" / "cubin").glob("*/*"))
+    assert cubin_bytes > 0
+    cli = "import sys; from cuprims._cache_cli import main; sys.exit(main(['cache', 'info'{}]))"
+    info = json.loads(run_python(cli.format(", '--json'"), env={"CUPRIMS_CACHE_DIR": str(cache)}).stdout)
+    assert info["precompiled_headers"] == {"entries": 1, "bytes": pch_bytes, "hits": 0}
+    assert info["compiled_code"] == {"entries": 1, "bytes": cubin_bytes, "hits": 0}
+    assert info["kinds"]["pch"]["label"].startswith("precompiled headers")
+    assert info["kinds"]["cubin"]["label"].startswith("compiled code")
+    lines = run_python(cli.format(""), env={"CUPRIMS_CACHE_DIR": str(cache)}).stdout.splitlines()
+    assert any("bytes on disk" in line for line in lines)
+    (pch_row,) = [line for line in lines if line.startswith("pch ")]
+    assert "precompiled headers" in pch_row and f"{pch_bytes / 2**20:.1f} MiB" in pch_row
+    (headers,) = [line for line in lines if line.startswith("precompiled headers:")]
+    (code,) = [line for line in lines if line.startswith("compiled code:")]
+    assert f"{pch_bytes / 2**20:.1f} MiB on disk" in headers and "1 entries" in headers
+    assert f"{cubin_bytes / 2**10:.1f} KiB on disk" in code
+
+
+@pytest.fixture(scope="module")
+def families(tmp_path_factory):
+    """A cache where one process built a reduction, a scan and a radix sort from empty: one
+    PCH of each family."""
+    root = tmp_path_factory.mktemp("pch-families") / "cache"
+    result = _build(root, "f4+", "scan", "sort")
+    yield root, result
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def test_three_families_keep_the_cache_under_a_tenth_of_their_pchs(families):
+    root, got = families
+    assert (got["pch_builds"], got["pch_writes"]) == (3, 3), got
+    entries = [p for p in _pch_files(root) if not p.name.endswith(SIDECAR)]
+    assert len(entries) == 3
+    unpacked = sum(_sidecar_meta(p)["bytes"] for p in entries)
+    on_disk = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+    assert unpacked > 300 << 20      # what the cache held when PCHs were stored as NVRTC wrote them
+    assert on_disk < 60 << 20, on_disk
+    assert got["memory_files"] == 3  # each made PCH kept for the process's later compiles
+
+
+def test_a_process_keeps_its_unpacked_pchs_within_a_memory_budget(families, copy_of):
+    """Unpacked PCHs are memory, not page cache: past ``RESIDENT_BYTES`` the least recently
+    used is closed, and unpacked again from the disk cache when a compile needs it."""
+    root, _ = families
+    sequence = ("f8max", "scan", "i4min")   # reduce's PCH, scan's, reduce's again
+    roomy = copy_of(root)
+    shutil.rmtree(roomy / "v2" / "cubin")
+    got = _build(roomy, *sequence)
+    assert (got["pch_loads"], got["pch_hits"], got["pch_builds"], got["memory_files"]) == (2, 3, 0, 2), got
+    tight = copy_of(root)
+    shutil.rmtree(tight / "v2" / "cubin")
+    got = _build(tight, *sequence, pre="import cuprims._jit.pch as _pch\n_pch.RESIDENT_BYTES = 1\n")
+    assert (got["pch_loads"], got["pch_hits"], got["pch_builds"], got["memory_files"]) == (3, 3, 0, 1), got
+    assert got["disk_corrupt_discarded"] == 0 and len(_pch_files(tight)) == 6
 
 
 def test_a_heap_that_cannot_be_placed_falls_back_to_pchs_within_the_process(made, copy_of):
@@ -224,8 +333,20 @@ def _stored(root: Path, key: str, payload: bytes) -> pch_store.PchStore:
     return store
 
 
-@pytest.mark.parametrize("damage", ["flip", "truncate", "grow", "sidecar", "no sidecar", "symlink"])
-def test_the_store_serves_only_intact_files(tmp_path, damage):
+def _resign(data: Path, **changes) -> None:
+    """Rewrite the sidecar of ``data`` with ``changes`` to its fields, validly framed and
+    checksummed (as a writer with a bug would): only the checks of the fields can tell."""
+    from cuprims._jit.cache_entries import encode_entry
+
+    side = data.with_name(data.name + SIDECAR)
+    meta = {**_sidecar_meta(data), **changes}
+    side.write_bytes(encode_entry(meta, {}, kind="pch", key=data.name))
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate", "grow", "sidecar", "no sidecar", "symlink", "frames",
+                                    "format"])
+def test_the_store_serves_only_intact_files(tmp_path, monkeypatch, damage):
+    monkeypatch.setattr(pch_codec, "PART_BYTES", 1 << 20)   # three frames
     key, payload = "ab" * 32, os.urandom(3 << 20)
     store = _stored(tmp_path, key, payload)
     data = tmp_path / "v2" / "pch" / key[:2] / key
@@ -250,6 +371,12 @@ def test_the_store_serves_only_intact_files(tmp_path, damage):
         side.write_bytes(bytes(raw))
     elif damage == "no sidecar":
         side.unlink()
+    elif damage == "frames":   # the same bytes cut into frames elsewhere
+        frames = _sidecar_meta(data)["frames"]
+        assert len(frames) == 3
+        _resign(data, frames=[frames[0] + 1, frames[1] - 1, frames[2]])
+    elif damage == "format":   # an entry of the raw layout before: never read as a packed one
+        _resign(data, format=2)
     else:
         data.unlink()
         data.symlink_to(tmp_path / "elsewhere")
@@ -260,6 +387,36 @@ def test_the_store_serves_only_intact_files(tmp_path, damage):
         return
     assert stats.snapshot()["disk_corrupt_discarded"] == before + 1
     assert not data.exists() and not side.exists() and not os.path.islink(data)
+
+
+@pytest.mark.parametrize("memfd", [True, False])
+def test_a_loaded_pch_is_a_file_of_this_process_alone_apart_from_the_entry(tmp_path, monkeypatch, memfd):
+    """NVRTC reads the unpacked PCH from a file nothing else names: a sealed memory file (no
+    one can write or truncate it under NVRTC), or where memory files are missing a file in
+    the entry's private directory, unlinked at once."""
+    key, payload = "cd" * 32, os.urandom(3 << 20)
+    store = _stored(tmp_path, key, payload)
+    leaf = tmp_path / "v2" / "pch" / key[:2]
+    entry = os.stat(leaf / key)
+    if not memfd:
+        monkeypatch.delattr(os, "memfd_create")
+    fd, ident = store.load(key)
+    try:
+        assert ident == (entry.st_dev, entry.st_ino) != (os.fstat(fd).st_dev, os.fstat(fd).st_ino)
+        assert os.pread(fd, len(payload) + 1, 0) == payload
+        link = os.readlink(f"/proc/self/fd/{fd}")
+        assert sorted(os.listdir(leaf)) == [key, key + SIDECAR]
+        if memfd:
+            assert link.startswith("/memfd:cuprims-pch")
+            for change in (lambda: os.ftruncate(fd, 1), lambda: os.pwrite(fd, b"x", 0),
+                           lambda: os.truncate(f"/proc/self/fd/{fd}", 1)):
+                with pytest.raises(PermissionError):
+                    change()
+        else:
+            assert link.startswith(str(leaf) + "/.pch.") and link.endswith(" (deleted)")
+            assert stat.S_IMODE(os.fstat(fd).st_mode) == 0o600
+    finally:
+        os.close(fd)
 
 
 def test_pch_entries_are_evicted_with_their_sidecars_and_keep_to_their_share(tmp_path):
@@ -389,45 +546,70 @@ def test_the_maps_read_through_libc_are_the_kernels_own_text():
     assert any(name == "[stack]" for _, _, _, name in maps)
 
 
-@pytest.mark.parametrize("size", [0, 1, 5 << 20, (32 << 20) * 2 + 7])
-def test_the_checksums_read_without_a_mapping_keep_the_parts_through_short_reads(tmp_path, monkeypatch, size):
-    """A file that cannot be mapped is read in parts; reads that return less than asked
-    (here at most 3 MB each) still give each whole part's CRC-32."""
-    data = os.urandom(size)
-    path = tmp_path / "pch"
-    path.write_bytes(data)
+def _pch_like(size: int) -> bytes:
+    """Mostly zeros, the rest scattered random bytes: the shape of a PCH."""
+    import numpy as np
 
-    def no_mapping(*args, **kwargs):
-        raise OSError("no mapping here")
+    rng = np.random.default_rng(size)
+    values = rng.integers(0, 256, size, dtype=np.uint8)
+    return (values * (rng.random(size) < 0.2)).astype(np.uint8).tobytes()
 
-    real_readv = os.readv
 
-    def short_readv(fd, buffers):
-        return real_readv(fd, [buffers[0][:3 << 20]])
-
-    monkeypatch.setattr(pch_store.mmap, "mmap", no_mapping)
-    monkeypatch.setattr(pch_store.os, "readv", short_readv)
-    fd = os.open(path, os.O_RDONLY)
+def _memory_copy(tmp_path: Path, data: bytes) -> int:
+    dir_fd = os.open(tmp_path, os.O_RDONLY)
     try:
-        assert pch_store.crc32_of(fd, size) == _part_crcs(data)
-        assert pch_store.crc32_of(fd, size + 1) is None
-        if size:
-            assert pch_store.crc32_of(fd, size - 1) is None
+        fd = pch_codec.memory_file(len(data), dir_fd)
     finally:
-        os.close(fd)
+        os.close(dir_fd)
+    os.pwrite(fd, data, 0)
+    return fd
 
 
-@pytest.mark.parametrize("size", [0, 1, 5 << 20, (32 << 20) * 2 + 7])
-def test_the_checksums_over_a_mapping_are_zlibs_per_part_and_a_wrong_size_is_refused(tmp_path, size):
-    data = os.urandom(size)
-    path = tmp_path / "pch"
-    path.write_bytes(data)
-    fd = os.open(path, os.O_RDONLY)
+@pytest.mark.parametrize("size", [1, 5 << 20, pch_codec.PART_BYTES * 2 + 7])
+def test_packing_gives_one_frame_per_part_and_unpacking_restores_every_byte(tmp_path, size):
+    import zstandard
+
+    data = _pch_like(size)
+    source = _memory_copy(tmp_path, data)
+    copy = _memory_copy(tmp_path, bytes(size))
+    out = _memory_copy(tmp_path, bytes(size))
     try:
-        assert pch_store.crc32_of(fd, size) == _part_crcs(data)
-        assert len(_part_crcs(data)) == -(-size // pch_store.PART_BYTES)
-        assert pch_store.crc32_of(fd, size + 1) is None
-        if size:
-            assert pch_store.crc32_of(fd, size - 1) is None
+        frames = pch_codec.pack(source, size, copy_to=copy)
+        assert [zstandard.frame_content_size(f) for f in frames] == pch_codec.part_sizes(size)
+        assert len(frames) == -(-size // pch_codec.PART_BYTES)
+        assert os.pread(copy, size + 1, 0) == data   # the process's own copy, written on the way
+        if size > 1 << 20:
+            assert sum(map(len, frames)) < size // 2
+        pch_codec.unpack(b"".join(frames), [len(f) for f in frames], size, out)
+        assert os.pread(out, size + 1, 0) == data
     finally:
-        os.close(fd)
+        for fd in (source, copy, out):
+            os.close(fd)
+
+
+@pytest.mark.parametrize("wrong", ["frames shifted", "size short", "size long", "frame cut", "frame extended"])
+def test_unpacking_refuses_frames_that_do_not_hold_exactly_their_parts(tmp_path, wrong):
+    size = pch_codec.PART_BYTES + (3 << 20)
+    data = _pch_like(size)
+    source = _memory_copy(tmp_path, data)
+    try:
+        frames = pch_codec.pack(source, size)
+    finally:
+        os.close(source)
+    packed, lengths = b"".join(frames), [len(f) for f in frames]
+    if wrong == "frames shifted":
+        lengths = [lengths[0] + 1, lengths[1] - 1]
+    elif wrong == "size short":
+        size -= 1
+    elif wrong == "size long":
+        size += 1
+    elif wrong == "frame cut":
+        packed, lengths = packed[:-1], [lengths[0], lengths[1] - 1]
+    else:
+        packed, lengths = packed + frames[1][-4:], [lengths[0], lengths[1] + 4]
+    out = _memory_copy(tmp_path, bytes(size))
+    try:
+        with pytest.raises(pch_codec.Damaged):
+            pch_codec.unpack(packed, lengths, size, out)
+    finally:
+        os.close(out)

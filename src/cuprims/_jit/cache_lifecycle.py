@@ -16,12 +16,12 @@ writers and finished builds leave behind.
 * Debris: a writer's temporary file (``.<key>.<16 hex>.tmp``) or a lock file nobody holds,
   older than :data:`STALE_SECONDS`, is removed by the same pass and by ``prune``; so is a
   sidecar whose entry is gone.
-* Sidecars: an entry whose file must hold nothing but its artifact (a ``pch`` entry is
-  the raw file NVRTC reads, :mod:`cuprims._jit.pch_store`) keeps its checked metadata in
+* Sidecars: an entry whose file holds nothing but its artifact (a ``pch`` entry is the
+  packed PCH, :mod:`cuprims._jit.pch_store`) keeps its checked metadata in
   ``<key>.meta`` beside it. A sidecar is not an entry (it is not counted nor listed); it is
   removed with its entry.
 * Shares: a kind may be given a share of the cap (:meth:`Lifecycle.enforce_kind_cap`), so
-  that a few large entries of it (precompiled headers, ~150 MB each) cannot push out the
+  that a few large entries of it (precompiled headers, 7-16 MB each packed) cannot push out the
   many small ones of the others.
 * Damage: every pass here goes through one guarded walk (:mod:`cuprims._jit.cache_walk`):
   a directory it may not touch (not ours, writable by others, a symlink, not a directory,

@@ -30,9 +30,9 @@ an entry is only ever served for the key it was written for. The rules:
   ``clear`` -- and logged once (:mod:`cuprims._jit.cache_walk`).
 
 Entries of kind ``pch`` (NVRTC precompiled headers) are the exception to the framing:
-NVRTC reads them by path, so each is the raw file plus a framed sidecar with its size and
-checksum (:mod:`cuprims._jit.pch_store`); they share the directories, locks, use records,
-size cap and eviction of the others.
+each is the PCH packed as zstd frames plus a framed sidecar with its sizes and checksum
+(:mod:`cuprims._jit.pch_store`), unpacked into a memory file for NVRTC, which reads it by
+path; they share the directories, locks, use records, size cap and eviction of the others.
 
 The same private-directory and no-follow helpers write generated sources
 (:mod:`cuprims._jit.nvrtc`).

@@ -14,9 +14,12 @@ when nothing was compiled yet); when that worked, PCHs are disk-cache entries of
 
 * a compile whose prefix has no PCH on disk makes it as part of that compile (NVRTC's
   ``--create-pch``: ~+0.2 s once per prefix and cache, the trace stage ``pch create``
-  around that compile, inside ``nvrtc``; ``pch store`` sums and publishes it);
-* a compile whose prefix has one loads it (``pch load``: open, check size and CRC-32,
-  ~0.06 s for 150 MB) and compiles with it; later compiles in the process reuse it.
+  around that compile, inside ``nvrtc``; ``pch store`` packs and publishes it, ~0.15 s
+  for 150 MB on the 2-core machine);
+* a compile whose prefix has one loads it (``pch load``: read the packed entry, check its
+  size and CRC-32, unpack it on threads into a sealed memory file: ~0.1 s for 150 MB on
+  the 2-core machine) and compiles with it; later compiles in the process reuse it while
+  it stays within :data:`RESIDENT_BYTES`.
 
 Made inline, not in the background: measured on the 2-core machine, the user's compile
 beside a background ``--create-pch`` compile of the same unit took 2.2-3.1 s, inline
@@ -56,6 +59,8 @@ cubin > kernel > pch. No thread of ours is ever inside NVRTC at exit.
 from __future__ import annotations
 
 import atexit
+import collections
+import functools
 import hashlib
 import io
 import os
@@ -89,7 +94,13 @@ _lock = threading.Lock()                 # held by every compile that creates or
 _state_lock = threading.Lock()
 _state: dict[str, str] = {}              # key -> PCH path, _SEEN (compiled once) or _FAILED
 _on_disk: dict[str, tuple[pch_store.PchStore, str, tuple[int, int]]] = {}   # path -> its entry
-_kept_fds: list[int] = []                # open PCH files handed to NVRTC as /proc/self/fd/N
+_kept_fds: list[int] = []                # PCHs handed to NVRTC as /proc/self/fd/N that have no disk entry
+# The unpacked PCHs of disk entries that this process keeps open for its later compiles,
+# least recently used first: key -> (fd, bytes). They are memory files (memory, not page
+# cache), so past RESIDENT_BYTES the least recently used are closed, and loaded again from
+# the disk cache when a compile needs them (~0.1-0.15 s for 150 MB on the 2-core machine).
+_resident: collections.OrderedDict[str, tuple[int, int]] = collections.OrderedDict()
+RESIDENT_BYTES = 512 << 20
 _directory: str | None = None
 _heap_size_set = False
 _heap_mapped = False                     # NVRTC's heap exists (or is about to): placed once
@@ -216,7 +227,15 @@ def _heap_resized() -> bool:
 
 def _persistence_wanted() -> bool:
     return (config.settings.pch_disk and config.disk_cache_enabled() and sys.platform.startswith("linux")
-            and pch_store.wanted(config.cache_max_bytes()) and (not _heap_mapped or _heap_address is not None))
+            and pch_store.wanted(config.cache_max_bytes()) and (not _heap_mapped or _heap_address is not None)
+            and _codec_available())
+
+
+@functools.lru_cache(maxsize=None)
+def _codec_available() -> bool:
+    from . import pch_codec
+
+    return pch_codec.available()
 
 
 def _store() -> pch_store.PchStore | None:
@@ -307,12 +326,45 @@ def _load(store: pch_store.PchStore, key: str, disk_key: str) -> str | None:
         return None
     fd, ident = got
     stats.bump("pch_loads")
-    path = f"/proc/self/fd/{fd}"
+    return _keep(key, fd, (store, disk_key, ident))
+
+
+def _keep(key: str, fd: int, origin: tuple[pch_store.PchStore, str, tuple[int, int]] | None) -> str:
+    """Make the PCH open as ``fd`` the prefix's for this process's compiles; one with a disk
+    entry (``origin``) is resident (see :data:`RESIDENT_BYTES`). Returns NVRTC's path of it."""
+    path = _fd_path(fd)
     with _state_lock:
-        _kept_fds.append(fd)
-        _on_disk[path] = (store, disk_key, ident)
+        if key in _resident:
+            _release(key)   # a copy made or loaded again meanwhile replaces it
         _state[key] = path
+        if origin is None:
+            _kept_fds.append(fd)
+            return path
+        _on_disk[path] = origin
+        _resident[key] = (fd, os.fstat(fd).st_size)
+        _resident.move_to_end(key)
+        total = sum(size for _, size in _resident.values())
+        for other in [k for k in _resident if k != key]:   # least recently used first
+            if total <= RESIDENT_BYTES:
+                break
+            total -= _resident[other][1]
+            _release(other)
     return path
+
+
+def _fd_path(fd: int) -> str:
+    return f"/proc/self/fd/{fd}"
+
+
+def _release(key: str) -> None:
+    """Close the resident PCH of ``key`` (the caller holds ``_lock``, so no compile is
+    reading it, and ``_state_lock``); a later compile of the prefix loads it again."""
+    fd, _ = _resident.pop(key)
+    path = _fd_path(fd)
+    _on_disk.pop(path, None)
+    if _state.get(key) == path:
+        _state[key] = _SEEN
+    os.close(fd)
 
 
 def _create_in_store(store: pch_store.PchStore, key: str, disk_key: str, compile_unit: Callable[..., Any]) -> Any:
@@ -335,24 +387,19 @@ def _create_in_store(store: pch_store.PchStore, key: str, disk_key: str, compile
         _heap_lost("NVRTC's PCH heap was resized")
     try:
         with stats.stage("pch store"):
-            fd, stored = store.publish(pending, {"heap": f"{_heap_address or 0:#x}", "heap_bytes": HEAP_BYTES},
-                                       keep=not resized)
+            fd, ident = store.publish(pending, {"heap": f"{_heap_address or 0:#x}", "heap_bytes": HEAP_BYTES},
+                                      keep=not resized)
     except Exception as exc:  # noqa: BLE001 - the compile succeeded: its PCH is only an optimisation
         logger.debug("cuprims: could not keep a precompiled header: %s: %s", type(exc).__name__, exc)
         store.discard(pending)
-        fd, stored = None, False
-    if stored:
+        fd, ident = None, None
+    if ident is not None:
         stats.bump("pch_writes")
-    with _state_lock:
-        if fd is None:
+    if fd is None:
+        with _state_lock:
             _state[key] = _FAILED
-        else:
-            path = f"/proc/self/fd/{fd}"
-            _kept_fds.append(fd)
-            _state[key] = path
-            if stored:
-                st = os.fstat(fd)
-                _on_disk[path] = (store, disk_key, (st.st_dev, st.st_ino))
+    else:
+        _keep(key, fd, None if ident is None else (store, disk_key, ident))
     return obj
 
 
@@ -402,6 +449,9 @@ def _compile_using(key: str, path: str, compile_unit: Callable[..., Any]) -> Any
     why = pch_verdict(logs.getvalue())
     if why is None:
         stats.bump("pch_hits")
+        with _state_lock:
+            if key in _resident:
+                _resident.move_to_end(key)
     else:
         stats.bump("pch_rejects")
         _refused(key, path, why)
@@ -412,8 +462,11 @@ def _refused(key: str, path: str, why: str) -> None:
     """The PCH at ``path`` is not to be used again in this process; a stale disk file goes."""
     logger.debug("cuprims: NVRTC did not use the precompiled header %s: %s", path, why)
     with _state_lock:
+        origin = _on_disk.get(path)
+        if key in _resident and _fd_path(_resident[key][0]) == path:
+            _release(key)   # its memory goes too
         _state[key] = _FAILED
-        origin = _on_disk.pop(path, None)
+        _on_disk.pop(path, None)
     if why == f"#{HEAP_WARNING}":
         _heap_lost("NVRTC refused a PCH for its heap address (#20282)")
     elif origin is not None:

@@ -2,13 +2,13 @@
 
 An entry is two files in ``<root>/v2/pch/<key[:2]>/``:
 
-* ``<key>``: the PCH exactly as NVRTC wrote it (NVRTC reads it by path, so it cannot be
-  framed like the other entries). It is the entry :mod:`.cache_lifecycle` counts in the
-  size cap, evicts by last use and lists in ``python -m cuprims cache info``. Uncompressed:
-  a reduce prefix's PCH is ~150 MB and decompressing it would cost more than it saves.
+* ``<key>``: the PCH packed by :mod:`.pch_codec`: zstd frames, one per 16 MiB part
+  (~10x smaller: a reduce prefix's 152 MB PCH takes 15 MB). It is the entry
+  :mod:`.cache_lifecycle` counts in the size cap (by its bytes on disk), evicts by last
+  use and lists in ``python -m cuprims cache info``.
 * ``<key>.meta``: its sidecar, a framed record (:mod:`.cache_entries`, bound to the kind
-  and key) holding the file's size and a CRC-32 of each 32 MiB part, and for people the heap address and
-  NVRTC it was made for.
+  and key) holding the PCH's size, each frame's size and a CRC-32 of the whole entry, and
+  for people the heap address and NVRTC it was made for.
 
 NVRTC checks neither a checksum nor its headers' contents: a damaged PCH can crash the
 process (SIGSEGV/SIGBUS) and a stale one is used silently. Hence:
@@ -17,21 +17,23 @@ process (SIGSEGV/SIGBUS) and a stale one is used silently. Hence:
   the compile options (arch, include paths and their locations, defines), our kernel
   templates and sources (``toolchain_fingerprint``), the CCCL release and the NVRTC
   library actually loaded (file sizes and mtimes of ``libnvrtc``/``libnvrtc-builtins``),
-  the heap's address and size;
-* before use the file is opened (no symlink, a regular file of ours), its size compared
-  with the sidecar's and its parts' CRC-32s computed on threads (~0.02 s for 150 MB
-  on 16 cores); NVRTC is then handed
-  ``/proc/self/fd/N`` of that very open file, so a file replaced or evicted meanwhile is
-  never the one it reads. Files are never written in place: NVRTC writes a fresh
-  temporary file in the (private, 0700) leaf directory, which is made 0600, summed, its
-  sidecar written, and renamed over ``<key>``. A file that fails a check is deleted with
-  its sidecar and counted in ``disk_corrupt_discarded``.
+  the heap's address and size, and :data:`FORMAT`;
+* before use the entry is opened (no symlink, a regular file of ours), its size compared
+  with the sidecar's, read whole and its CRC-32 checked; only then is it unpacked, each
+  frame on a thread, into a sealed memory file of this process (every frame must give
+  exactly its part), and NVRTC is handed ``/proc/self/fd/N`` of that memory file: nothing
+  another process does to the cache reaches what NVRTC reads. Entries are never written
+  in place: NVRTC writes the PCH to a fresh temporary file in the (private, 0700) leaf
+  directory, which is packed (and copied into a memory file for this process's own
+  compiles) and removed; the sidecar is written, then the packed entry atomically. An
+  entry that fails a check is deleted with its sidecar and counted in
+  ``disk_corrupt_discarded``.
 
-Size rules: no PCH is written unless the cap's quarter is at least
+Size rules (bytes on disk): no PCH is written unless the cap's quarter is at least
 :data:`MIN_ENTRY_CAP` (caps under 1 GiB keep PCHs in the process only, so small caps
-never churn); one larger than a quarter of the cap is used in the process only; all PCHs
-together keep to half the cap (the least recently used go first), so they never push out
-the many small compiled entries.
+never churn); one whose entry is larger than a quarter of the cap is used in the process
+only; all PCH entries together keep to half the cap (the least recently used go first),
+so they never push out the many small compiled entries.
 """
 
 from __future__ import annotations
@@ -41,25 +43,24 @@ import dataclasses
 import functools
 import glob
 import hashlib
-import mmap
 import os
 import zlib
 from typing import Any, Mapping
 
 from .cache_entries import decode_entry, encode_entry
 from .cache_lifecycle import SIDECAR
+from . import pch_codec
 from .disk_cache import DiskCache
 from .private_files import (TEMP_SUFFIX, RejectedFile, UnsafeDirectory, ident_of, logger, open_regular_file,
                             read_regular_file, remove_if_same, write_file_atomic)
 
 KIND = "pch"
-FORMAT = 2                  # 2: a CRC-32 per PART_BYTES part (1: one CRC-32)
+FORMAT = 3                  # 3: zstd frames per part (2: the raw PCH, a CRC-32 per part; 1: one CRC-32)
 ENTRY_SHARE = 4             # one PCH is kept only if it is at most cap / 4
 KIND_SHARE = 2              # all PCHs together: at most cap / 2
 MIN_ENTRY_CAP = 256 << 20   # cap / 4 must be at least this for PCHs to be written at all
 _SIDECAR_LIMIT = 64 << 10
 _FILE_LIMIT = 4 << 30       # a PCH is never larger than NVRTC's heap
-PART_BYTES = 32 << 20      # the sidecar holds a CRC-32 per part of this many bytes (summed in parallel)
 
 
 def wanted(max_bytes: int) -> bool:
@@ -116,58 +117,6 @@ def pch_key(prefix: str, options: Mapping[str, Any], heap_address: int, heap_byt
     return h.hexdigest()
 
 
-def crc32_of(fd: int, size: int) -> list[int] | None:
-    """The CRC-32 of each :data:`PART_BYTES` part of the ``size`` bytes of the file open as
-    ``fd`` (read from offset 0), or None if it holds fewer or more.
-
-    The parts are summed on threads over one read-only mapping of the file: zlib releases
-    the GIL for each part's whole computation, so a 141 MB PCH (5 parts) should take about a
-    fifth of the ~0.09 s one call took on the H200 host (not measured there yet: 0.033 s
-    against 0.051 s on the 2-core machine). Parts are large so that the GIL hand-backs stay
-    few: each costs a switch interval to a thread waiting while another runs Python (a coop
-    provider checks its PCH on a build thread while numba compiles the user's kernel; beside
-    a busy Python loop on the 2-core machine, 0.08-0.10 s here against 0.08 s for one call).
-    A file that cannot be mapped is read in parts."""
-    try:
-        if os.fstat(fd).st_size != size:
-            return None
-        if size:
-            with mmap.mmap(fd, size, access=mmap.ACCESS_READ) as mapped, memoryview(mapped) as view:
-                def part_crc(start: int) -> int:
-                    with view[start:start + PART_BYTES] as part:   # released before the mapping closes
-                        return zlib.crc32(part)
-
-                starts = range(0, size, PART_BYTES)
-                workers = min(len(starts), os.cpu_count() or 1, 8)
-                if workers < 2:
-                    return [part_crc(start) for start in starts]
-                from concurrent.futures import ThreadPoolExecutor
-
-                with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="cuprims-pch-crc") as pool:
-                    return list(pool.map(part_crc, starts))
-    except (OSError, ValueError):
-        pass
-    os.lseek(fd, 0, os.SEEK_SET)
-    buf = bytearray(min(PART_BYTES, max(size, 1)))
-    view, crcs, total = memoryview(buf), [], 0
-    while True:
-        filled = 0   # a part is summed whole: a short read must not move the part boundaries
-        while filled < len(buf):
-            n = os.readv(fd, [view[filled:]])
-            if not n:
-                break
-            filled += n
-        if not filled:
-            break
-        crcs.append(zlib.crc32(view[:filled]))
-        total += filled
-        if total > size:
-            return None
-        if filled < len(buf):
-            break
-    return crcs if total == size else None
-
-
 @dataclasses.dataclass
 class Pending:
     """A PCH being written: NVRTC writes ``path`` (``tmp`` in the open leaf directory)."""
@@ -191,8 +140,9 @@ class PchStore:
 
     # ------------------------------------------------------------------ reading
     def load(self, key: str) -> tuple[int, tuple[int, int]] | None:
-        """``(fd, ident)`` of the verified PCH of ``key`` (the caller keeps the fd open for as
-        long as NVRTC may read it), or None: absent, or damaged (then deleted)."""
+        """``(fd, ident)``: ``fd`` a sealed memory file holding the verified, unpacked PCH of
+        ``key`` (the caller keeps it open for as long as NVRTC may read it, and closes it),
+        ``ident`` the entry's file; or None: absent, or damaged (then deleted)."""
         side = key + SIDECAR
         with contextlib.ExitStack() as stack:
             try:
@@ -226,21 +176,47 @@ class PchStore:
             except OSError:
                 return None
             try:
-                if st.st_size != meta["bytes"]:
-                    problem = f"{st.st_size} bytes, its sidecar says {meta['bytes']}"
-                elif crc32_of(fd, meta["bytes"]) != meta["crc32"]:
-                    problem = "checksum mismatch"
-                else:
-                    os.lseek(fd, 0, os.SEEK_SET)
-                    problem = None
-            except OSError as exc:
-                problem = f"cannot read it: {exc}"
-            if problem is not None:
+                out = self._unpacked(leaf, key, fd, st.st_size, meta)
+            except pch_codec.Damaged as exc:
+                self._discard(leaf, key, side_ident, ident_of(st), str(exc))
+                return None
+            finally:
                 os.close(fd)
-                self._discard(leaf, key, side_ident, ident_of(st), problem)
+            if out is None:
                 return None
         self.cache.record_use(KIND, key)
-        return fd, ident_of(st)
+        return out, ident_of(st)
+
+    @staticmethod
+    def _unpacked(leaf: int, key: str, fd: int, size: int, meta: dict[str, Any]) -> int | None:
+        """A sealed memory file holding the PCH that the ``size``-byte entry file ``fd``
+        packs, checked against its sidecar's ``meta`` before it is unpacked; None when no
+        memory file can be had now (the entry stays). Raises :class:`pch_codec.Damaged`."""
+        if size != sum(meta["frames"]):
+            raise pch_codec.Damaged(f"{size} bytes, its sidecar says {sum(meta['frames'])}")
+        try:
+            packed = _read_exactly(fd, size)
+        except OSError as exc:
+            raise pch_codec.Damaged(f"cannot read it: {exc}") from None
+        if packed is None:
+            raise pch_codec.Damaged("its size changed while it was read")
+        if zlib.crc32(packed) != meta["crc32"]:
+            raise pch_codec.Damaged("checksum mismatch")
+        try:
+            out = pch_codec.memory_file(meta["bytes"], leaf)
+        except OSError as exc:   # no memory or descriptors for it now: a miss
+            logger.debug("cuprims: no memory file for precompiled header %s: %s", key, exc)
+            return None
+        try:
+            pch_codec.unpack(packed, meta["frames"], meta["bytes"], out)
+        except BaseException as exc:
+            os.close(out)
+            if not isinstance(exc, OSError):
+                raise
+            logger.debug("cuprims: cannot unpack precompiled header %s: %s", key, exc)
+            return None
+        pch_codec.seal(out)
+        return out
 
     @staticmethod
     def _discard(leaf: int, key: str, side_ident, data_ident, reason: str) -> None:
@@ -280,45 +256,56 @@ class PchStore:
             os.unlink(pending.tmp, dir_fd=pending.leaf)
         pending.stack.close()
 
-    def publish(self, pending: Pending, meta: dict[str, Any], *, keep: bool = True) -> tuple[int | None, bool]:
-        """Check what NVRTC wrote and, with ``keep`` and within the size rules, make it the
-        entry (sidecar first, then the file renamed over ``<key>``). Returns ``(fd, stored)``:
-        an open fd of the file for this process's compiles (None if NVRTC wrote nothing
-        usable) and whether it is now in the cache. The temporary name is gone either way."""
+    def publish(self, pending: Pending, meta: dict[str, Any], *,
+                keep: bool = True) -> tuple[int | None, tuple[int, int] | None]:
+        """Pack what NVRTC wrote and, with ``keep`` and within the size rules, make it the
+        entry (sidecar first, then the packed file written atomically as ``<key>``). Returns
+        ``(fd, ident)``: a sealed memory file holding the PCH for this process's compiles
+        (None if NVRTC wrote nothing usable) and, if it is now in the cache, the entry's
+        file (else None). The temporary file is gone either way."""
         key, leaf, tmp = pending.key, pending.leaf, pending.tmp
         try:
             try:
-                fd, st = open_regular_file(leaf, tmp, _FILE_LIMIT)
+                raw, st = open_regular_file(leaf, tmp, _FILE_LIMIT)
             except (OSError, RejectedFile):
-                return None, False
+                return None, None
+            out = None
             try:
-                os.fchmod(fd, 0o600)
-                crc = crc32_of(fd, st.st_size) if st.st_size else None
-                os.lseek(fd, 0, os.SEEK_SET)
-            except OSError:
-                crc = None
-            if crc is None:
-                os.close(fd)
-                return None, False
-            if not keep or st.st_size > self.max_entry:
+                if not st.st_size:
+                    return None, None
+                out = pch_codec.memory_file(st.st_size, leaf)
+                frames = pch_codec.pack(raw, st.st_size, copy_to=out)
+            except BaseException as exc:
+                if out is not None:
+                    os.close(out)
+                if isinstance(exc, OSError):
+                    return None, None
+                raise
+            finally:
+                os.close(raw)
+            pch_codec.seal(out)
+            packed = b"".join(frames)
+            if not keep or len(packed) > self.max_entry:
                 if keep:
-                    logger.debug("cuprims: precompiled header %s is %d bytes, over a quarter of the cap: "
-                                 "used in this process only", key, st.st_size)
-                return fd, False
+                    logger.debug("cuprims: precompiled header %s takes %d bytes packed, over a quarter of the cap: "
+                                 "used in this process only", key, len(packed))
+                return out, None
             try:
-                record = encode_entry({**meta, "format": FORMAT, "bytes": st.st_size, "crc32": crc}, {},
+                record = encode_entry({**meta, "format": FORMAT, "bytes": st.st_size,
+                                       "frames": [len(f) for f in frames], "crc32": zlib.crc32(packed)}, {},
                                       kind=KIND, key=key)
                 write_file_atomic(leaf, key + SIDECAR, record)
-                os.replace(tmp, key, src_dir_fd=leaf, dst_dir_fd=leaf)
+                write_file_atomic(leaf, key, packed)
+                ident = _ident(leaf, key)
             except OSError as exc:
                 self.cache.note_unusable(exc, "cannot write a precompiled header")
-                return fd, False
+                return out, None
         finally:
             self.discard(pending)
         if self.cache.max_bytes is not None:
             self.cache.enforce_kind_cap(KIND, self.cache.max_bytes // KIND_SHARE)
             self.cache.enforce_cap(self.cache.max_bytes)
-        return fd, True
+        return out, ident
 
 
 def _ident(dir_fd: int, name: str) -> tuple[int, int] | None:
@@ -328,15 +315,31 @@ def _ident(dir_fd: int, name: str) -> tuple[int, int] | None:
         return None
 
 
+def _read_exactly(fd: int, size: int) -> bytes | None:
+    """The ``size`` bytes of the file ``fd`` from offset 0, or None if it holds fewer or more."""
+    chunks, total = [], 0
+    while total <= size:
+        chunk = os.pread(fd, size + 1 - total, total)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    if total != size:
+        return None
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
 def _checked_meta(meta: dict[str, Any]) -> dict[str, Any]:
     if meta.get("format") != FORMAT:
         raise ValueError(f"format {meta.get('format')!r}")
-    if type(meta.get("bytes")) is not int or meta["bytes"] < 0:
+    size = meta.get("bytes")
+    if type(size) is not int or not 0 < size <= _FILE_LIMIT:
         raise ValueError("sidecar field bytes")
-    if meta["bytes"] == 0:
-        raise ValueError("empty PCH")
-    crcs = meta.get("crc32")
-    if (not isinstance(crcs, list) or len(crcs) != -(-meta["bytes"] // PART_BYTES)
-            or not all(type(c) is int and 0 <= c < 1 << 32 for c in crcs)):
+    frames = meta.get("frames")
+    if (not isinstance(frames, list) or len(frames) != len(pch_codec.part_sizes(size))
+            or not all(type(n) is int and 0 < n <= _FILE_LIMIT for n in frames)):
+        raise ValueError("sidecar field frames")
+    crc = meta.get("crc32")
+    if type(crc) is not int or not 0 <= crc < 1 << 32:
         raise ValueError("sidecar field crc32")
     return meta
