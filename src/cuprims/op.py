@@ -366,7 +366,7 @@ def check_result(arg_types: Sequence[Any], result_type: Any, result: np.dtype | 
 
 
 _op_recipe_cached = None   # bound on first use (keeps `import cuprims` light)
-# (recipe, name, direct) -> OpSpec: recipes hold digests and capture descriptions, no user objects
+# (recipe, name, direct, argument) -> OpSpec: recipes hold digests and capture descriptions, no user objects
 _PYTHON_SPECS: dict[Any, OpSpec] = {}
 
 
