@@ -288,6 +288,14 @@ def op_spec(op: Any, *, argument: str = "op", bind_captures: bool = False) -> Op
     raise ArgumentTypeError(argument, "an OpKind, a Python callable or a RawOp", op)
 
 
+def shown_operator(spec: OpSpec) -> str:
+    """An operator as reprs show it: ``OpKind.PLUS`` for a built-in, its name for a Python
+    operator (``<lambda>``), ``RawOp <symbol>`` for a raw one."""
+    if spec.kind == "builtin":
+        return f"OpKind.{spec.builtin.name}" if spec.builtin is not None else "built-in"
+    return f"RawOp {spec.name}" if spec.kind == "raw" else spec.name
+
+
 def operator_name(op: Any) -> str:
     """A readable name of operator ``op`` for messages: a function's ``__name__``
     (``<lambda>`` for a lambda), ``partial(f)`` for a ``functools.partial`` of ``f``, a
@@ -376,5 +384,5 @@ def forget_python_specs() -> None:
     _PYTHON_SPECS.clear()
 
 
-__all__ = ["OpKind", "RawOp", "Operator", "OpSpec", "op_spec", "operator_name", "result_refusal",
+__all__ = ["OpKind", "RawOp", "Operator", "OpSpec", "op_spec", "operator_name", "shown_operator", "result_refusal",
            "check_result", "operator_signature"]

@@ -25,7 +25,7 @@ import numpy as np
 
 from .. import _arrays
 from ..errors import ArgumentError, ArgumentTypeError
-from ..iterators._base import IteratorBase, adapted_layout
+from ..iterators._base import IteratorBase, adapted_layout, check_direction
 from ..op import op_spec
 from ..types import ValueType, value_type
 from ._common import frozen
@@ -174,22 +174,6 @@ def describe(x: Any, name: str, *, iterators: bool = False, output: bool = False
         vt = value_type(dt, argument=name)
         kind = _array_kinds[memo] = ArgKind(name, POINTER, vt, vt.alignment, output)
     return kind
-
-
-def check_direction(it: IteratorBase, name: str, output: bool) -> None:
-    """The one rule for an iterator argument: an input takes only iterators with items to
-    read, an output only iterators the kernel can write through. Counting, Constant,
-    Shuffle, CacheModifiedInput and Transform iterators are read-only; Discard and
-    TransformOutput iterators are write-only (they read as zeros, so as an input they would
-    give a silent wrong answer); Reverse, Permutation and Zip iterators are what their
-    parts allow."""
-    if output and not it._writable():
-        raise ArgumentTypeError(name, "a device array or an output iterator (DiscardIterator, "
-                                "TransformOutputIterator, or a Reverse/Permutation/Zip iterator over arrays)", it)
-    if not output and not it._readable():
-        raise ArgumentTypeError(name, "a device array or an input iterator (a DiscardIterator or "
-                                "TransformOutputIterator, or an iterator over one, is an output: it has no items "
-                                "to read)", it)
 
 
 def _describe_iterator(it: IteratorBase, name: str, key: str, output: bool) -> ArgKind:

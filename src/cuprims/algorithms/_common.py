@@ -211,7 +211,7 @@ class CompiledAlgorithm:
 def _shown_field(name: str, value: Any) -> str:
     """``name=value`` of one description field, for people: an argument by its name, its
     items' type and what it is; an operator by what the user passed."""
-    from ..op import OpSpec
+    from ..op import OpSpec, shown_operator
     from ..types import ValueType, shown_dtype
     from ._arguments import ArgKind
 
@@ -220,10 +220,8 @@ def _shown_field(name: str, value: Any) -> str:
             return f"{value.name}={shown_dtype(value.value.dtype)} array"
         return f"{value.name}={value.key.split('(')[0].replace('_', ' ')} iterator of {shown_dtype(value.value.dtype)}"
     if isinstance(value, OpSpec):
-        shown = (f"OpKind.{value.builtin.name}" if value.builtin is not None else "built-in") \
-            if value.kind == "builtin" else f"{'RawOp ' if value.kind == 'raw' else ''}{value.name}"
         # the keyword the user wrote; a spec made without one (a default comparator) has "op"
-        return f"{value.argument if value.argument not in ('', 'op') else name}={shown}"
+        return f"{value.argument if value.argument not in ('', 'op') else name}={shown_operator(value)}"
     if isinstance(value, ValueType):
         return f"{name}={shown_dtype(value.dtype)}"
     if isinstance(value, enum.Enum):

@@ -15,9 +15,9 @@ from .. import _arrays
 from .._jit import driver
 from .._jit.codegen_sort import carrier_alignment
 from ..errors import ArgumentError, ArgumentTypeError
-from ..iterators._base import IteratorBase
+from ..iterators._base import IteratorBase, check_direction
 from ..types import ValueType, same_layout, value_type
-from ._arguments import ArgKind, check_direction, describe
+from ._arguments import ArgKind, describe
 from ._common import Loaded
 from ._skeleton import Algorithm, Description, Plan, description
 from .sort_common import DoubleBuffer, opaque_value_type, overlaps

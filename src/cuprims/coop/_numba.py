@@ -347,6 +347,7 @@ class Primitive:
         """The primitive, its item type, block or warp shape, items per thread and choices:
         ``<cuprims.coop block.sum: float32, block (128, 1, 1), 1 item per thread,
         algorithm=warp_reductions, op=OpKind.PLUS>``."""
+        from ..op import shown_operator
         from ..types import shown_dtype
 
         spec = self.spec
@@ -358,6 +359,5 @@ class Primitive:
                   if value]
         for label, op in (("op", spec.op), ("prefix_op", spec.prefix)):
             if op is not None:
-                parts.append(f"{label}=" + (f"OpKind.{op.builtin.name}" if op.kind == "builtin" and op.builtin
-                                            else op.name))
+                parts.append(f"{label}={shown_operator(op)}")
         return f"<cuprims.coop {self.name}: {', '.join(parts)}>"

@@ -158,7 +158,7 @@ class IteratorBase:
     DiscardIterator, a TransformOutputIterator and iterators over one) are inputs; the
     writable ones (``_writable``: an array inside, reversed or permuted, a
     TransformOutputIterator, a DiscardIterator, a zip of those) are outputs. An algorithm
-    argument takes only the direction it needs (``algorithms._arguments.check_direction``)."""
+    argument takes only the direction it needs (:func:`check_direction`)."""
 
     __slots__ = ("_cached_key", "_cached_layout", "_cached_depth")
 
@@ -325,13 +325,26 @@ def as_iterator(x: Any, argument: str, *, from_end: bool = False) -> IteratorBas
     return PointerIterator(x, argument=argument, from_end=from_end)
 
 
-def as_input(x: Any, argument: str) -> IteratorBase:
-    """:func:`as_iterator` for a part the new iterator reads: an array or an iterator with
-    items to read (not an output-only DiscardIterator or TransformOutputIterator)."""
-    it = as_iterator(x, argument)
-    if not it._readable():
+def check_direction(it: IteratorBase, argument: str, output: bool) -> None:
+    """The one rule for an iterator in an argument or inside another iterator: one that is
+    read takes only iterators with items to read, one that is written only iterators the
+    kernel can write through. Counting, Constant, Shuffle, CacheModifiedInput and Transform
+    iterators are read-only; Discard and TransformOutput iterators are write-only (they
+    read as zeros, so read they would give a silent wrong answer); Reverse, Permutation and
+    Zip iterators are what their parts allow."""
+    if output and not it._writable():
+        raise ArgumentTypeError(argument, "a device array or an output iterator (DiscardIterator, "
+                                "TransformOutputIterator, or a Reverse/Permutation/Zip iterator over arrays)", it)
+    if not output and not it._readable():
         raise ArgumentTypeError(argument, "a device array or an input iterator (a DiscardIterator or "
-                                "TransformOutputIterator, or an iterator over one, has no items to read)", x)
+                                "TransformOutputIterator, or an iterator over one, is an output: it has no items "
+                                "to read)", it)
+
+
+def as_input(x: Any, argument: str) -> IteratorBase:
+    """:func:`as_iterator` for a part the new iterator reads (:func:`check_direction`)."""
+    it = as_iterator(x, argument)
+    check_direction(it, argument, output=False)
     return it
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ArgumentError
-from ..op import RawOp, op_spec
+from ..op import RawOp, op_spec, shown_operator
 from ..types import ValueType, shown_dtype
 from ..types import value_type as make_value_type
 from ._base import (IteratorBase, IteratorCode, LinkedOp, Member, StateWriter, as_input, as_iterator, emit_member,
@@ -38,10 +38,8 @@ class _OperatorIterator(IteratorBase):
         return super()._linked_objects() + own
 
     def _shown(self) -> list[str]:
-        spec = self._spec
-        op = (f"OpKind.{spec.builtin.name}" if spec.kind == "builtin"
-              else f"{'RawOp ' if spec.kind == 'raw' else ''}{spec.name}")
-        return [repr(self._under), f"transform_op={op}", f"value_type={shown_dtype(self._vt.dtype)}"]
+        return [repr(self._under), f"transform_op={shown_operator(self._spec)}",
+                f"value_type={shown_dtype(self._vt.dtype)}"]
 
     def _spec_key(self) -> str:
         spec = self._spec
