@@ -66,13 +66,20 @@ print(json.dumps({"after_25": after_25, "after_clear": rss_mb(),
 """
 
 
-def test_300_builds_then_clear_stay_within_50_mb(tmp_path):
-    probe = tmp_path / "probe.py"  # a file: operators capturing arrays are rewritten from their source
-    probe.write_text(PROBE)
+def _run_probe(tmp_path, text: str, timeout: float) -> dict:
+    """Run ``text`` from a file (operators capturing arrays are rewritten from their source)
+    in a fresh process with no disk cache; its last JSON line."""
+    probe = tmp_path / "probe.py"
+    probe.write_text(text)
     out = run_python(f"exec(compile(open({str(probe)!r}).read(), {str(probe)!r}, 'exec'))",
-                     env={"CUPRIMS_CACHE_DIR": str(tmp_path / "cache"), "CUPRIMS_DISK_CACHE": "0"}, timeout=900)
+                     env={"CUPRIMS_CACHE_DIR": str(tmp_path / "cache"), "CUPRIMS_DISK_CACHE": "0"}, timeout=timeout)
     figures = last_json(out.stdout)
     print(json.dumps(figures))
+    return figures
+
+
+def test_300_builds_then_clear_stay_within_50_mb(tmp_path):
+    figures = _run_probe(tmp_path, PROBE, timeout=900)
     assert figures["numba_compiles"] == 300           # every operator really was built
     assert figures["alive"] == 0                      # no captured array outlives its operator
     assert figures["after_clear"] - figures["after_25"] <= 50, figures
@@ -186,12 +193,7 @@ print(json.dumps({"found": found, "alive": {name: sum(r() is not None for r in r
 
 
 def test_clear_all_caches_leaves_nothing_of_a_build_reachable(tmp_path):
-    probe = tmp_path / "probe.py"  # a file: operators capturing arrays are rewritten from their source
-    probe.write_text(STRUCTURAL_PROBE)
-    out = run_python(f"exec(compile(open({str(probe)!r}).read(), {str(probe)!r}, 'exec'))",
-                     env={"CUPRIMS_CACHE_DIR": str(tmp_path / "cache"), "CUPRIMS_DISK_CACHE": "0"}, timeout=600)
-    figures = last_json(out.stdout)
-    print(json.dumps(figures))
+    figures = _run_probe(tmp_path, STRUCTURAL_PROBE, timeout=600)
     assert figures["numba_compiles"] == 12                       # every operator really was built by numba
     assert not figures["numba_before_builds"]
     assert figures["clears_meanwhile"] > 0 and figures["clear_errors"] == [], figures
