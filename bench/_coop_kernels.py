@@ -364,7 +364,7 @@ def compile_twin(twin: Twin, arch: int) -> bytes:
     wheel's headers (the ones cuprims compiles its providers with). No GPU needed."""
     from cuda.core import Program, ProgramOptions
 
-    from cuprims._jit.toolchain import cccl_include_dir, cuda_include_dir
+    from cuprims._compile.toolchain import cccl_include_dir, cuda_include_dir
 
     include = [cccl_include_dir()] + ([cuda_include_dir()] if cuda_include_dir() else [])
     options = ProgramOptions(arch=f"sm_{arch}", std="c++17", include_path=include)
@@ -405,8 +405,8 @@ def aot_link(nk: NumbaKernel, arch: int = 90) -> bytes:
     ``sm_<arch>`` and an nvJitLink LTO link with the primitives' files, into a cubin."""
     from numba import cuda, types
 
-    from cuprims._jit.link import link_cubin
-    from cuprims._jit.numba_ops import _target_capability
+    from cuprims._compile.link import link_cubin
+    from cuprims._operators.numba_ops import _target_capability
 
     from cuprims import coop
 

@@ -44,8 +44,8 @@ def main() -> None:
     import torch
 
     import cuprims
-    from cuprims.algorithms.binary_search import (_l2_bytes, hot_levels, lower_bound, make_lower_bound,
-                                                  make_upper_bound)
+    from cuprims.algorithms.binary_search.api import (_l2_bytes, hot_levels, lower_bound, make_lower_bound,
+                                                      make_upper_bound)
 
     try:
         import cuda.compute as ccomp

@@ -364,8 +364,8 @@ if mode == "gpu":
     value = float(out.copy_to_host()[0])
 else:
     from numba import types
-    from cuprims._jit.link import link_cubin
-    from cuprims._jit.numba_ops import _target_capability
+    from cuprims._compile.link import link_cubin
+    from cuprims._operators.numba_ops import _target_capability
     f4a = types.Array(types.float32, 1, "C")
     with _target_capability((9, 0)):
         codes, _ = cuda.compile_all(kernel.py_func, types.void(f4a, f4a), device=False, cc=(9, 0),
@@ -548,7 +548,7 @@ def _check_summary(checks: dict[str, str]) -> dict[str, Any]:
 
 def _cccl_version() -> str | None:
     try:
-        from cuprims._jit.toolchain import cccl_version
+        from cuprims._compile.toolchain import cccl_version
 
         return cccl_version()
     except Exception:  # noqa: BLE001

@@ -65,7 +65,7 @@ def capture_units(code: str) -> list[tuple[bytes, dict, str, list[str], bytes]]:
 
     import cuprims
     from cuprims import OpKind, SortOrder   # noqa: F401  (used by the case's code)
-    from cuprims._jit import nvrtc as jit_nvrtc
+    from cuprims._compile import nvrtc as jit_nvrtc
 
     seen: list[tuple[bytes, dict, str, list[str], bytes]] = []
     prefix = [b""]
@@ -106,7 +106,7 @@ class Timed:
         {"use_pch": path} or {}."""
         import io
 
-        from cuprims._jit.nvrtc import nvrtc_compile
+        from cuprims._compile.nvrtc import nvrtc_compile
 
         self.salt += 1
         text = text + f"\n__device__ int cuprims_phases_salt_{self.salt};\n".encode()

@@ -28,7 +28,7 @@ BUILD_PROBE = textwrap.dedent("""
     import json, time
     import numpy as np
     import cuprims
-    from cuprims.algorithms.scan import make_inclusive_scan
+    from cuprims.algorithms.scan.api import make_inclusive_scan
     def op(a, b):
         return a + b
     t0 = time.perf_counter()
@@ -69,7 +69,7 @@ def main() -> None:
 
     import cuprims
     from cuprims import OpKind
-    from cuprims.algorithms.scan import exclusive_scan, inclusive_scan, make_exclusive_scan, make_inclusive_scan
+    from cuprims.algorithms.scan.api import exclusive_scan, inclusive_scan, make_exclusive_scan, make_inclusive_scan
 
     try:
         import cuda.compute as ccomp

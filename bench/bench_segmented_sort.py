@@ -31,7 +31,7 @@ def main() -> None:
 
     import cuprims
     from cuprims import CountingIterator, DoubleBuffer, SortOrder, TransformIterator
-    from cuprims.algorithms.segmented_sort import _SegmentedSort
+    from cuprims.algorithms.segmented_sort.api import _SegmentedSort
 
     try:
         import cuda.compute as ccomp

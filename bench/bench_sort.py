@@ -29,8 +29,8 @@ BUILD_PROBE = textwrap.dedent("""
     import cupy as cp
     import numpy as np
     import cuprims
-    from cuprims.algorithms.radix_sort import make_radix_sort
-    from cuprims.algorithms.merge_sort import make_merge_sort
+    from cuprims.algorithms.radix_sort.api import make_radix_sort
+    from cuprims.algorithms.merge_sort.api import make_merge_sort
     x = cp.ones(1024, np.uint32); y = cp.empty_like(x); v = cp.ones(1024, np.int32); w = cp.empty_like(v)
     cp.cuda.Device().synchronize()
     t0 = time.perf_counter()
@@ -76,8 +76,8 @@ def main() -> None:
 
     import cuprims
     from cuprims import OpKind, SortOrder
-    from cuprims.algorithms.merge_sort import make_merge_sort, merge_sort
-    from cuprims.algorithms.radix_sort import make_radix_sort, radix_sort
+    from cuprims.algorithms.merge_sort.api import make_merge_sort, merge_sort
+    from cuprims.algorithms.radix_sort.api import make_radix_sort, radix_sort
     from cuprims.algorithms.sort_common import DoubleBuffer
 
     try:

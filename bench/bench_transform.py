@@ -60,8 +60,8 @@ def main() -> None:
 
     import cuprims
     from cuprims import OpKind
-    from cuprims.algorithms.transform import (binary_transform, make_binary_transform, make_unary_transform,
-                                              unary_transform)
+    from cuprims.algorithms.transform.api import (binary_transform, make_binary_transform, make_unary_transform,
+                                                  unary_transform)
 
     try:
         import cuda.compute as ccomp

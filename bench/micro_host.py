@@ -29,8 +29,9 @@ def main():
     import cupy as cp
 
     import cuprims
-    from cuprims import OpKind, _arrays
-    from cuprims._jit import driver
+    from cuprims import OpKind
+    from cuprims._runtime import arrays as _arrays
+    from cuprims._runtime import driver
 
     x = cp.random.random(1024, dtype=cp.float32)
     out = cp.empty(1, cp.float32)

@@ -11,8 +11,8 @@ CODE = r"""
 import sys, time
 import numpy as np
 from cuda.core import Program, ProgramOptions
-from cuprims._jit.codegen import reduce_source
-from cuprims._jit.nvrtc import _include_dirs
+from cuprims.algorithms.reduce.source import reduce_source
+from cuprims._compile.nvrtc import _include_dirs
 from cuprims.op import op_spec, OpKind
 from cuprims.types import value_type
 f4 = value_type(np.float32)

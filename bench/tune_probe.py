@@ -56,9 +56,9 @@ def main() -> None:
 
     import cuprims
     from cuprims import OpKind, SortOrder
-    from cuprims._jit import nvrtc
-    from cuprims.algorithms import radix_sort as rs
-    from cuprims.algorithms import scan as scan_mod
+    from cuprims._compile import nvrtc
+    from cuprims.algorithms.radix_sort import api as rs
+    from cuprims.algorithms.scan import api as scan_mod
 
     try:
         import cuda.compute as ccomp

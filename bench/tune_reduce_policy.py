@@ -21,7 +21,7 @@ def main() -> None:
     import numpy as np
 
     import cuprims
-    import cuprims._jit.codegen as codegen
+    import cuprims._codegen.common as codegen
     from cuprims import CountingIterator, ZipIterator
 
     # Every reduce unit declares its policy through codegen.tuned_selector; the probe puts

@@ -14,18 +14,28 @@ needs compiling.
 
 from __future__ import annotations
 
-from . import errors
-from ._caching import cache_info, clear_all_caches
-from ._enums import Determinism, SortOrder
-from ._proxy import ProxyArray, ProxyValue
-from .config import settings
-from .iterators import (CacheModifiedInputIterator, ConstantIterator, CountingIterator, DiscardIterator,
-                        PermutationIterator, ReverseIterator, ShuffleIterator, TransformIterator,
-                        TransformOutputIterator, ZipIterator)
-from .op import OpKind, RawOp
-from .struct import gpu_struct
+from cuprims import errors
+from cuprims._base.version import VERSION
+from cuprims._caching import cache_info, clear_all_caches
+from cuprims._runtime.proxy import ProxyArray, ProxyValue
+from cuprims.config import settings
+from cuprims.enums import Determinism, SortOrder
+from cuprims.iterators import (
+    CacheModifiedInputIterator,
+    ConstantIterator,
+    CountingIterator,
+    DiscardIterator,
+    PermutationIterator,
+    ReverseIterator,
+    ShuffleIterator,
+    TransformIterator,
+    TransformOutputIterator,
+    ZipIterator,
+)
+from cuprims.op import OpKind, RawOp
+from cuprims.struct import gpu_struct
 
-__version__ = "0.1.0"
+__version__ = VERSION
 
 # The algorithms load at first use: ``import cuprims`` pays for none of their modules
 # (about half of its import time) until a program names one.

@@ -1,5 +1,5 @@
-"""``python -m cuprims``: the command line (see :mod:`cuprims._cache_cli`)."""
+"""``python -m cuprims``: the command line (see :mod:`cuprims._cache.cli`)."""
 
-from ._cache_cli import main
+from cuprims._cache.cli import main
 
 raise SystemExit(main())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from . import config
+from cuprims import config
 
 
 def clear_all_caches(*, disk: bool = False) -> None:
@@ -22,8 +22,8 @@ def clear_all_caches(*, disk: bool = False) -> None:
         cuprims.clear_all_caches()            # the next make_* rebuilds or reads the disk cache
         cuprims.clear_all_caches(disk=True)   # also delete this cache directory's entries
     """
-    from ._jit import build
-    from .algorithms._common import invalidate_wrapper_caches
+    from cuprims._build import build
+    from cuprims.algorithms.common import invalidate_wrapper_caches
 
     build.clear_memory()
     coop_build = sys.modules.get("cuprims.coop._build")   # only if coop was used: no import here
@@ -31,19 +31,19 @@ def clear_all_caches(*, disk: bool = False) -> None:
         coop_build.clear_memory()
     # What was remembered of each built operator: its description, and the entries numba
     # keeps for the device functions compiled from it (only if numba was used: no import here).
-    from .op import forget_python_specs
+    from cuprims.op import forget_python_specs
 
     forget_python_specs()
-    numba_ops = sys.modules.get("cuprims._jit.numba_ops")
+    numba_ops = sys.modules.get("cuprims._operators.numba_ops")
     if numba_ops is not None:
         numba_ops.forget_compiled_operators()
     # Per-thread caches of algorithm objects are emptied in every thread, and remembered
     # descriptions dropped.
     invalidate_wrapper_caches()
-    from .algorithms._skeleton import Algorithm
+    from cuprims.algorithms.skeleton import Algorithm
 
     Algorithm._forget_descriptions()
-    from ._jit import driver
+    from cuprims._runtime import driver
 
     driver.trim_pools()  # device memory one-shot calls freed, kept for reuse until now
     _release_freed_memory()
@@ -103,9 +103,9 @@ def cache_info() -> dict[str, Any]:
         info = cuprims.cache_info()
         assert info["nvrtc_compiles"] == 0   # in a second process with a warm disk cache
     """
-    from ._jit import build, stats
-
-    from ._jit import pch
+    from cuprims._base import stats
+    from cuprims._build import build
+    from cuprims._compile import pch
 
     info: dict[str, Any] = stats.snapshot()
     info["pch_heap"] = pch.heap_status() if config.settings.pch else "off (CUPRIMS_PCH=0)"

@@ -28,7 +28,7 @@ environment variable            ``settings.``             meaning
                                                           with a kernel instead of the driver's
                                                           memset
 ``CUPRIMS_PCH``                 ``pch``                   ``0`` compiles every unit without NVRTC
-                                                          precompiled headers (see ``_jit/pch.py``)
+                                                          precompiled headers (see ``_compile/pch.py``)
 ``CUPRIMS_PCH_DISK``            ``pch_disk``              ``0`` keeps precompiled headers within
                                                           the process instead of in the disk cache
 ``CUPRIMS_DIRECT_OPS``          ``direct_ops``            ``0`` compiles every Python operator with
@@ -36,7 +36,7 @@ environment variable            ``settings.``             meaning
                                                           (``a + b``, ``max(a, b)``,
                                                           ``v % 2 == 0``) is written as C++ into the
                                                           generated unit instead (same results, no
-                                                          numba; see ``_jit/py_expr.py``). Read
+                                                          numba; see ``_operators/py_expr.py``). Read
                                                           when an operator is described
 ``CUPRIMS_DIRECT_CUBIN``        ``direct_cubin``          ``0`` links every unit with nvJitLink; by
                                                           default a unit with nothing to link
@@ -179,7 +179,7 @@ class _Setting:
         try:
             value = self.parse(text)
         except BadValue as exc:
-            from .errors import ArgumentError
+            from cuprims.errors import ArgumentError
 
             raise ArgumentError(self.env, f"{exc} (the environment variable behind settings.{self.name}; "
                                 "unset it for the default)", text) from None
@@ -193,15 +193,15 @@ class _Setting:
         if self.kind is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
         if not (isinstance(value, self.kind) or (value is None and self.optional)):
-            from .errors import ArgumentTypeError
+            from cuprims.errors import ArgumentTypeError
 
             raise ArgumentTypeError(f"settings.{self.name}", _KIND_NAMES[self.kind], value)
         if self.kind is int and (isinstance(value, bool) or value < 1):  # bool is an int subclass
-            from .errors import ArgumentError
+            from cuprims.errors import ArgumentError
 
             raise ArgumentError(f"settings.{self.name}", "an int >= 1", value)
         if self.kind is float and not 0 < value < math.inf:
-            from .errors import ArgumentError
+            from cuprims.errors import ArgumentError
 
             raise ArgumentError(f"settings.{self.name}", "a finite number > 0", value)
         obj._overrides[self.name] = value
@@ -253,7 +253,7 @@ class Settings:
         """Set ``values`` for the duration of a ``with`` block, then restore what was there."""
         unknown = set(values) - set(self.names())
         if unknown:
-            from .errors import ArgumentError
+            from cuprims.errors import ArgumentError
 
             raise ArgumentError(sorted(unknown)[0], f"one of the settings {', '.join(self.names())}",
                                 "an unknown setting")

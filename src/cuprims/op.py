@@ -56,8 +56,8 @@ from typing import Any, Callable, Sequence, Union
 
 import numpy as np
 
-from .config import settings
-from .errors import ArgumentError, ArgumentTypeError, OperatorResultError
+from cuprims.config import settings
+from cuprims.errors import ArgumentError, ArgumentTypeError, OperatorResultError
 
 
 class OpKind(enum.Enum):
@@ -167,7 +167,7 @@ class RawOp:
             raise ArgumentError("ltoir", "LTO-IR (NVVM's output, as numba-cuda's output='ltoir' or NVRTC's "
                                 "-dlto give)", f"{len(self.ltoir)} bytes starting {self.ltoir[:4]!r}")
         self.extra_ltoirs = tuple(_as_bytes(x, "extra_ltoirs") for x in (extra_ltoirs or ()))
-        from ._jit.raw_probe import check_ltoir_readable
+        from cuprims._operators.raw_probe import check_ltoir_readable
 
         check_ltoir_readable(self.ltoir, "ltoir")
         for code in self.extra_ltoirs:
@@ -199,7 +199,7 @@ class OpSpec:
     the OpKind name, the Python recipe digest, or the RawOp digest.
 
     ``expr``: for a Python operator that is one small expression (``a + b``, ``max(a, b)``;
-    see :mod:`cuprims._jit.py_expr`), its expression tree as text. Where it translates for
+    see :mod:`cuprims._operators.py_expr`), its expression tree as text. Where it translates for
     the operator's types, the generated unit computes it in C++ itself and nothing is
     linked (no numba); elsewhere the operator is compiled by numba as any other. None when
     the operator is not such an expression or ``settings.direct_ops`` is off.
@@ -210,10 +210,10 @@ class OpSpec:
     error about the operator names. Like ``name``, neither is part of its identity.
 
     A Python operator that captures device arrays has state: ``captures`` lists them
-    (:class:`cuprims._jit.captures.Capture`: where each is found, its dtype and rank), and
+    (:class:`cuprims._operators.captures.Capture`: where each is found, its dtype and rank), and
     ``state_size`` is 8 bytes per array (its data pointer) plus 8 per dimension (its
     extents), alignment 8; the state is packed at each call by
-    :func:`cuprims._jit.captures.captured_state`.
+    :func:`cuprims._operators.captures.captured_state`.
     """
 
     kind: str
@@ -237,7 +237,7 @@ def op_spec(op: Any, *, argument: str = "op", bind_captures: bool = False) -> Op
 
     ``bind_captures``: device arrays a Python operator captures become its state, bound
     at each call; the caller must then pass that state to the functor (see
-    ``algorithms._skeleton.functor_state`` and the transform iterators). Without it they
+    ``algorithms.operators.functor_state`` and the transform iterators). Without it they
     are compiled in as constants, as numba does (keyed by address, never on disk), for
     algorithms that do not pack a Python operator's state yet."""
     if isinstance(op, OpKind):
@@ -260,7 +260,7 @@ def op_spec(op: Any, *, argument: str = "op", bind_captures: bool = False) -> Op
     if callable(op):
         global _op_recipe_cached
         if _op_recipe_cached is None:
-            from ._jit.recipe import op_recipe_cached as _op_recipe_cached
+            from cuprims._operators.recipe import op_recipe_cached as _op_recipe_cached
         recipe = _op_recipe_cached(op, bind_captures, argument)
         name = operator_name(op)
         direct = settings.direct_ops and not recipe.captures and recipe.persistent
@@ -270,11 +270,11 @@ def op_spec(op: Any, *, argument: str = "op", bind_captures: bool = False) -> Op
             return spec
         _check_runs_to_a_result(op, argument)
         if direct:
-            from ._jit.py_expr import parse_op
+            from cuprims._operators.py_expr import parse_op
 
             spec = OpSpec("python", recipe.digest, name=name, expr=parse_op(op), argument=argument)
         elif recipe.captures:
-            from ._jit.captures import state_layout
+            from cuprims._operators.captures import state_layout
 
             size, alignment = state_layout(recipe.captures)
             spec = OpSpec("python", recipe.digest, state_size=size, state_alignment=alignment,

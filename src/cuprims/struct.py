@@ -30,7 +30,7 @@ Every field is converted to its declared type when the result is stored. Instanc
 made on the host may be used in operators too (as constants captured by the function).
 
 This module does not import numba; device support lives in
-``cuprims._jit.numba_structs`` and is loaded with the operator compiler.
+``cuprims._operators.numba_structs`` and is loaded with the operator compiler.
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ArgumentError
-from .types import check_struct, shown_fields
+from cuprims.errors import ArgumentError
+from cuprims.types import check_struct, shown_fields
 
 # Attribute names every struct class uses itself; fields may not take them.
 _RESERVED = frozenset({"dtype"})
@@ -57,7 +57,7 @@ class GpuStructType(type):
         return f"<gpu_struct {cls.__name__}{shown_fields(cls._cuprims_dtype)}, {cls._cuprims_dtype.itemsize} bytes>"
 
 
-class _StructBase:
+class StructBase:
     """Behaviour shared by all gpu_struct classes (the fields come from the subclass)."""
 
     __slots__ = ("_cuprims_data",)
@@ -113,7 +113,7 @@ class _StructBase:
         return self._cuprims_data.tobytes()
 
     def __eq__(self, other: Any) -> bool:
-        if isinstance(other, _StructBase):
+        if isinstance(other, StructBase):
             if other._cuprims_data.dtype != self._cuprims_data.dtype:
                 return NotImplemented
             return _values(self) == _values(other)
@@ -158,7 +158,7 @@ def _values(obj: Any) -> tuple:
 
 
 def _plain(value: Any) -> Any:
-    if isinstance(value, _StructBase):
+    if isinstance(value, StructBase):
         return _values(value)
     if isinstance(value, (tuple, list)):
         return tuple(_plain(v) for v in value)
@@ -171,7 +171,7 @@ def _plain(value: Any) -> Any:
 
 def _to_assignable(value: Any) -> Any:
     """Turn nested struct instances inside ``value`` into what numpy assigns to a record."""
-    if isinstance(value, _StructBase):
+    if isinstance(value, StructBase):
         return value._cuprims_data[()]
     if isinstance(value, list):
         return [_to_assignable(v) for v in value]
@@ -183,8 +183,8 @@ def _to_assignable(value: Any) -> Any:
 def _assign(data: np.ndarray, name: str, field_type: Any, value: Any) -> None:
     target_dt = data.dtype.fields[name][0]
     try:
-        if isinstance(field_type, type) and issubclass(field_type, _StructBase):
-            if isinstance(value, _StructBase):
+        if isinstance(field_type, type) and issubclass(field_type, StructBase):
+            if isinstance(value, StructBase):
                 if value._cuprims_data.dtype != target_dt:
                     raise ArgumentError(name, f"a {field_type.__name__} value", value)
                 data[name] = value._cuprims_data
@@ -208,7 +208,7 @@ def _assign(data: np.ndarray, name: str, field_type: Any, value: Any) -> None:
 
 
 def _field_property(name: str, field_type: Any) -> property:
-    nested = field_type if isinstance(field_type, type) and issubclass(field_type, _StructBase) else None
+    nested = field_type if isinstance(field_type, type) and issubclass(field_type, StructBase) else None
 
     def get(self: Any) -> Any:
         data = self._cuprims_data
@@ -226,11 +226,11 @@ def _field_property(name: str, field_type: Any) -> property:
 # ------------------------------------------------------------------ field normalisation
 
 def _is_struct_class(obj: Any) -> bool:
-    return isinstance(obj, type) and issubclass(obj, _StructBase) and hasattr(obj, "_cuprims_dtype")
+    return isinstance(obj, type) and issubclass(obj, StructBase) and hasattr(obj, "_cuprims_dtype")
 
 
 def _check_scalar(dt: np.dtype, field: str) -> None:
-    from .types import value_type
+    from cuprims.types import value_type
 
     try:
         value_type(dt, argument="field_dict")
@@ -282,7 +282,7 @@ def _field_type(spec: Any, field: str) -> tuple[Any, np.dtype]:
 def _check_name(name: Any) -> None:
     if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
         raise ArgumentError("field_dict", "field names that are Python identifiers", name)
-    if name in _RESERVED or name.startswith("_cuprims") or hasattr(_StructBase, name) or \
+    if name in _RESERVED or name.startswith("_cuprims") or hasattr(StructBase, name) or \
             (name.startswith("__") and name.endswith("__")):
         raise ArgumentError("field_dict", f"field names other than {sorted(_RESERVED)}, '_cuprims*', "
                             "dunder names and gpu_struct's own attributes", name)
@@ -389,7 +389,7 @@ def gpu_struct(field_dict: Any, name: str = "AnonymousStruct") -> type:
     }
     for field, ftype in declared.items():
         namespace[field] = _field_property(field, ftype)
-    return GpuStructType(name, (_StructBase,), namespace)
+    return GpuStructType(name, (StructBase,), namespace)
 
 
 def _describe(t: Any) -> str:

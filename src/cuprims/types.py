@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ArgumentError
+from cuprims.errors import ArgumentError
 
 # numpy kind+itemsize -> (C++ type, numba type name)
-_SCALARS: dict[str, tuple[str, str]] = {
+SCALARS: dict[str, tuple[str, str]] = {
     "b1": ("bool", "boolean"),
     "i1": ("signed char", "int8"),
     "i2": ("short", "int16"),
@@ -35,7 +35,7 @@ _SCALARS: dict[str, tuple[str, str]] = {
     "c16": ("::cuda::std::complex<double>", "complex128"),
 }
 
-SUPPORTED_SCALARS = tuple(np.dtype(k) for k in _SCALARS)
+SUPPORTED_SCALARS = tuple(np.dtype(k) for k in SCALARS)
 
 # Limits on struct value types, checked before anything is compiled: larger structs make
 # NVRTC and nvJitLink take minutes (a 4 KiB value: over 300 s to link), and deeper nesting
@@ -137,10 +137,10 @@ def value_type(dtype: Any, *, argument: str = "dtype") -> ValueType:
                        size=dt.itemsize, alignment=align)
     else:
         key = f"{dt.kind}{dt.itemsize}"
-        if key not in _SCALARS or dt.byteorder == ">":
+        if key not in SCALARS or dt.byteorder == ">":
             raise ArgumentError(argument, "one of bool, int8..int64, uint8..uint64, float16/32/64, "
                                 "complex64/128 or a gpu_struct", dt)
-        cpp, _ = _SCALARS[key]
+        cpp, _ = SCALARS[key]
         # cuda::std::complex<T> is aligned to its whole size; numpy's complex only to T's
         alignment = dt.itemsize if dt.kind == "c" else dt.alignment
         vt = ValueType(code=key, dtype=dt if dt.byteorder in "=|" else dt.newbyteorder("="),
@@ -155,7 +155,7 @@ def value_type(dtype: Any, *, argument: str = "dtype") -> ValueType:
 # C++ types standing for a field's bytes. They only carry layout (C++ never computes with
 # a struct's fields): half as its 16 bits, complex as two reals (numpy aligns complex to
 # its parts, cuda::std::complex to its whole size).
-_FIELD_CPP = {**{k: v[0] for k, v in _SCALARS.items()}, "f2": "unsigned short", "c8": "float", "c16": "double"}
+_FIELD_CPP = {**{k: v[0] for k, v in SCALARS.items()}, "f2": "unsigned short", "c8": "float", "c16": "double"}
 
 
 def _field_cpp(dt: np.dtype) -> tuple[str, int, int] | None:
@@ -223,7 +223,7 @@ def same_layout(a: np.dtype, b: np.dtype) -> bool:
 
 def numba_type_name(vt: ValueType) -> str:
     """numba's name for a scalar type (structs are handled by the operator compiler)."""
-    return _SCALARS[vt.code][1]
+    return SCALARS[vt.code][1]
 
 
 def host_bytes(value: Any, vt: ValueType, *, argument: str) -> bytes:

@@ -15,7 +15,7 @@ import os
 import pytest
 
 import cuprims
-from cuprims._jit import stats
+from cuprims._base import stats
 
 # Precompiled headers stay within each process in this suite (session fixtures and the
 # processes tests start included): every test's fresh cache directory would otherwise get

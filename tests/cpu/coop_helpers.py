@@ -11,8 +11,8 @@ ARCH = 90
 def link_kernel(kernel: Any, argtypes: Sequence[Any], prims: Sequence[Any], *, with_files: bool = True) -> bytes:
     from numba import cuda, types
 
-    from cuprims._jit.link import link_cubin
-    from cuprims._jit.numba_ops import _target_capability
+    from cuprims._compile.link import link_cubin
+    from cuprims._operators.numba_ops import _target_capability
 
     with _target_capability((9, 0)):   # callees are compiled for the target, not a device
         codes, _ = cuda.compile_all(kernel.py_func, types.void(*argtypes), device=False, cc=(9, 0),
@@ -25,14 +25,14 @@ def link_kernel(kernel: Any, argtypes: Sequence[Any], prims: Sequence[Any], *, w
 
 
 def kernel_sections(cubin: bytes) -> dict[str, bytes]:
-    from cuprims._jit.elfmeta import sections
+    from cuprims._compile.elfmeta import sections
 
     return sections(cubin)
 
 
 def shared_bytes(cubin: bytes) -> int:
     """Static shared memory of the cubin's one kernel (its ``.nv.shared.<kernel>`` section)."""
-    from cuprims._jit.elfmeta import _section_headers
+    from cuprims._compile.elfmeta import _section_headers
 
     import struct
 
@@ -54,7 +54,7 @@ def linked_ptx(kernel: Any, argtypes: Sequence[Any], prims: Sequence[Any]) -> st
     from cuda.core import Linker, LinkerOptions, ObjectCode
     from numba import cuda, types
 
-    from cuprims._jit.numba_ops import _target_capability
+    from cuprims._operators.numba_ops import _target_capability
 
     with _target_capability((9, 0)):
         codes, _ = cuda.compile_all(kernel.py_func, types.void(*argtypes), device=False, cc=(9, 0),
@@ -76,7 +76,7 @@ def style2_ptx(kernel: Any, argtypes: Sequence[Any]) -> str:
     from cuda.core import Linker, LinkerOptions, ObjectCode
     from numba import cuda, types
 
-    from cuprims._jit.numba_ops import _target_capability
+    from cuprims._operators.numba_ops import _target_capability
 
     with _target_capability((9, 0)):
         codes, _ = cuda.compile_all(kernel.py_func, types.void(*argtypes), device=False, cc=(9, 0),

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 import cuprims
-from cuprims._jit import stats
+from cuprims._base import stats
 
 ARCH = 90  # every AOT build here names its target explicitly
 
@@ -37,14 +37,15 @@ def make_f4(op, *, cc=ARCH, h_init=True, dtype=np.float32, out_dtype=None, **kwa
 
 def bad_source():
     """A generated reduction with a syntax error appended: NVRTC rejects it."""
-    from cuprims._jit import codegen
+    from cuprims._compile.source import Source
+    from cuprims.algorithms.reduce.source import reduce_source
 
-    good = codegen.reduce_source(in_type=cuprims.types.value_type(np.float32),
-                                 accum=cuprims.types.value_type(np.float32),
-                                 op=cuprims.op.op_spec(cuprims.OpKind.PLUS), has_init=True,
-                                 deterministic_across_gpus=False, arch=ARCH)
+    good = reduce_source(in_type=cuprims.types.value_type(np.float32),
+                         accum=cuprims.types.value_type(np.float32),
+                         op=cuprims.op.op_spec(cuprims.OpKind.PLUS), has_init=True,
+                         deterministic_across_gpus=False, arch=ARCH)
     text = good.text + "\nthis is not valid C++ at all ;;; int x = ;\n"
-    return codegen.Source(text=text, name_expressions=(), extern_symbols=(), meta_fields=good.meta_fields)
+    return Source(text=text, name_expressions=(), extern_symbols=(), meta_fields=good.meta_fields)
 
 
 def run_python(code: str, *, env: dict | None = None, timeout: float = 300,
@@ -146,7 +147,7 @@ def check_golden(name: str, text: str) -> None:
 
 def kernel_param_sizes(cubin: bytes, lowered: str) -> list[int]:
     """Byte size of each parameter of kernel ``lowered``, in order, read from the cubin."""
-    from cuprims._jit.elfmeta import kernel_param_layout
+    from cuprims._compile.elfmeta import kernel_param_layout
 
     return [size for _, size in kernel_param_layout(cubin, lowered)]
 

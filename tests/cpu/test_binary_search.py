@@ -15,12 +15,13 @@ import pytest
 
 import cuprims
 from cuprims import OpKind, ProxyArray
-from cuprims._jit import codegen_binary_search as cgb
-from cuprims._jit.codegen import Source, preamble
-from cuprims._jit.functors import comparator_functor
-from cuprims.algorithms.binary_search import (hot_levels, lower_bound, make_lower_bound, make_upper_bound,
-                                              upper_bound)
-from cuprims.algorithms._skeleton import functor_size
+from cuprims.algorithms.binary_search import source as cgb
+from cuprims._compile.source import Source
+from cuprims._codegen.common import preamble
+from cuprims._codegen.functors import comparator_functor
+from cuprims.algorithms.binary_search.api import (hot_levels, lower_bound, make_lower_bound, make_upper_bound,
+                                                  upper_bound)
+from cuprims.algorithms.skeleton import functor_size
 from cuprims.errors import ArgumentError, CuprimsError, NoDeviceError
 from cuprims.op import OpSpec, op_spec
 from cuprims.types import value_type
@@ -91,7 +92,7 @@ def test_every_builtin_comparator_compiles(shared_cache):
     codes = ["b1", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "f2", "f4", "f8"]
     functors = [comparator_functor(f"c{i}_{op.name}", op_spec(op), vt(c), "unused")[0]
                 for i, c in enumerate(codes) for op in (OpKind.LESS, OpKind.GREATER)]
-    from cuprims._jit.nvrtc import compile_to_ltoir
+    from cuprims._compile.nvrtc import compile_to_ltoir
 
     ltoir, _ = compile_to_ltoir(Source(preamble(tuple(vt(c) for c in codes), 90) + "\n".join(functors), (), (), ()),
                                 90)

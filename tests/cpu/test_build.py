@@ -11,8 +11,8 @@ import pytest
 import cuprims
 from cuprims import Determinism, OpKind
 from cuprims.errors import CompileError, CuprimsError, OperatorCompileError
-from cuprims._jit import build as jit_build
-from cuprims._jit import nvrtc
+from cuprims._build import build as jit_build
+from cuprims._compile import nvrtc
 from cpu_helpers import bad_source, counters, delta, make_f4
 
 ELF = b"\x7fELF"
@@ -128,7 +128,7 @@ def test_cubin_for_unbuilt_arch_names_the_argument(shared_cache):
 @pytest.mark.parametrize("nvrtc_asked_already", [False, True])
 def test_an_arch_this_nvrtc_cannot_build_is_an_argument_error_before_any_compile(shared_cache, cc,
                                                                                  nvrtc_asked_already):
-    from cuprims._jit import toolchain
+    from cuprims._compile import toolchain
 
     toolchain.supported_archs.cache_clear()
     toolchain._deferred_archs.clear()

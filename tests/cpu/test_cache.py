@@ -18,10 +18,10 @@ import pytest
 import cuprims
 from cuprims import OpKind, ProxyArray, ProxyValue
 from cuprims.errors import OperatorCompileError
-from cuprims._jit import stats
-from cuprims._jit.cache import SingleFlightLRU
-from cuprims._jit.cache_entries import MAGIC, decode_entry, encode_entry
-from cuprims._jit.disk_cache import LAYOUT_VERSION, DiskCache
+from cuprims._base import stats
+from cuprims._cache.memory import SingleFlightLRU
+from cuprims._cache.entries import MAGIC, decode_entry, encode_entry
+from cuprims._cache.disk import LAYOUT_VERSION, DiskCache
 from cpu_helpers import WAIT_FOR_ALL, counters, delta, last_json, make_f4, run_python, spawn_builders
 
 # These tests count numba's stages and share one kernel between Python operators: the

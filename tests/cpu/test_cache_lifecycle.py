@@ -21,8 +21,8 @@ import pytest
 import cuprims
 from cpu_helpers import make_f4, run_python
 from cuprims import config
-from cuprims._jit.cache_lifecycle import STALE_SECONDS
-from cuprims._jit.disk_cache import LAYOUT_VERSION, DiskCache
+from cuprims._cache.lifecycle import STALE_SECONDS
+from cuprims._cache.disk import LAYOUT_VERSION, DiskCache
 
 
 def plus_op(a, b):
@@ -88,7 +88,7 @@ def test_lru_entries_survive_and_the_oldest_go(tmp_path):
 WRITER = '''
 import hashlib, json, sys
 from pathlib import Path
-from cuprims._jit.disk_cache import DiskCache
+from cuprims._cache.disk import DiskCache
 root, first, count, cap = sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
 cache = DiskCache(Path(root), max_bytes=cap)
 def blob(key, size):
@@ -104,8 +104,8 @@ print(json.dumps({"wrote": count}))
 READER = '''
 import hashlib, json, sys, time
 from pathlib import Path
-from cuprims._jit import stats
-from cuprims._jit.disk_cache import DiskCache
+from cuprims._base import stats
+from cuprims._cache.disk import DiskCache
 root, total = sys.argv[3], int(sys.argv[4])
 cache = DiskCache(Path(root))
 def blob(key, size):
@@ -238,7 +238,7 @@ def test_command_line_info_prune_clear(tmp_path):
     assert DiskCache(root).scan()[0] == []
     no_numba = run_python("""
         import sys
-        from cuprims._cache_cli import main
+        from cuprims._cache.cli import main
         main(["cache", "info", "--json"])
         print("numba" in sys.modules, "cupy" in sys.modules)
     """, env={"CUPRIMS_CACHE_DIR": str(root)})
@@ -300,9 +300,9 @@ def test_three_hundred_real_builds_stay_under_a_20_mb_cap(tmp_path):
     reader.write_text('''
 import json, sys, time
 from pathlib import Path
-from cuprims._jit import stats
-from cuprims._jit.cache_entries import decode_entry
-from cuprims._jit.disk_cache import DiskCache
+from cuprims._base import stats
+from cuprims._cache.entries import decode_entry
+from cuprims._cache.disk import DiskCache
 cache, deadline, seen = DiskCache(Path(sys.argv[1])), time.time() + 240, 0
 while time.time() < deadline and not Path(sys.argv[2]).exists():
     for entry in cache.scan(remove_debris=False)[0]:

@@ -13,11 +13,11 @@ import pytest
 
 import cuprims
 from cuprims import OpKind, ProxyArray, ProxyValue, TransformIterator
-from cuprims._jit.captures import captured_state
-from cuprims._jit.recipe import callable_recipe, op_recipe
-from cuprims.algorithms.binary_search import _LowerBound
-from cuprims.algorithms.reduce import _Reduce
-from cuprims.algorithms.transform import _BinaryTransform, _UnaryTransform
+from cuprims._operators.captures import captured_state
+from cuprims._operators.recipe import callable_recipe, op_recipe
+from cuprims.algorithms.binary_search.api import _LowerBound
+from cuprims.algorithms.reduce.api import _Reduce
+from cuprims.algorithms.transform.api import _BinaryTransform, _UnaryTransform
 from cuprims.errors import ArgumentError, OperatorCompileError
 from cuprims.op import op_spec as _op_spec
 from cpu_helpers import ARCH, check_kernel_params, counters, delta

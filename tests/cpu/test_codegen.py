@@ -15,7 +15,8 @@ from cuprims import OpKind
 from cuprims.errors import ArgumentError
 from cuprims.op import OpSpec, op_spec
 from cuprims.types import value_type
-from cuprims._jit.codegen import check_binary_builtin, reduce_source
+from cuprims._codegen.functors import check_binary_builtin
+from cuprims.algorithms.reduce.source import reduce_source
 from cpu_helpers import check_golden, render_source
 
 
@@ -24,7 +25,7 @@ from cpu_helpers import check_golden, render_source
 PY_SPEC = OpSpec("python", "0" * 64, name="my_op")
 
 # A struct of 40 int8 fields: held by the kernel in its word form, the operator called
-# (cuprims._jit.accumulators); the init value, result and partials stay the struct.
+# (cuprims._codegen.accumulators); the init value, result and partials stay the struct.
 BYTES40 = np.dtype([(f"f{i}", np.int8) for i in range(40)], align=True)
 
 SPECS = {
@@ -170,7 +171,8 @@ def test_golden_source(name):
 
 def test_metadata_exported_out_of_the_hosts_order_is_refused():
     # the host reads cuprims_meta by position: a swapped pair would be silent wrong launch facts
-    from cuprims._jit.codegen import Source, meta_export
+    from cuprims._compile.source import Source
+    from cuprims._codegen.common import meta_export
 
     text = meta_export((("threads", "256"), ("items", "16")))
     assert Source(text=text, name_expressions=(), extern_symbols=(), meta_fields=("threads", "items")).text

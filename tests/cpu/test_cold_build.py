@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from cpu_helpers import last_json, run_python
-from cuprims._jit.codegen import Source, headers_first
+from cuprims._compile.source import Source, headers_first
 
 BASELINE = Path(__file__).parent / "cold_build_baseline.json"
 
@@ -102,7 +102,7 @@ _COLD_REDUCE = """
 def _reference_seconds() -> float:
     from cuda.core import Program, ProgramOptions
 
-    from cuprims._jit.toolchain import cccl_include_dir
+    from cuprims._compile.toolchain import cccl_include_dir
 
     options = ProgramOptions(arch="sm_90", std="c++17", relocatable_device_code=True, link_time_optimization=True,
                              include_path=[cccl_include_dir()])

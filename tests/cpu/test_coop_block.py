@@ -138,7 +138,7 @@ def test_scans_with_operators_and_initial_values(mode, op, init):
 
 
 def test_arguments_are_checked_before_any_compile():
-    from cuprims._jit import stats
+    from cuprims._base import stats
 
     with pytest.raises(ArgumentError, match="threads_per_block"):
         coop.block.make_sum(numba.int32, (1024, 2))

@@ -9,7 +9,7 @@ numba = pytest.importorskip("numba")
 from numba import cuda, types  # noqa: E402
 
 from cuprims import coop  # noqa: E402
-from cuprims._jit import stats  # noqa: E402
+from cuprims._base import stats  # noqa: E402
 from cuprims.coop import _build  # noqa: E402
 from cuprims.errors import ArgumentError, LinkError  # noqa: E402
 

@@ -8,7 +8,7 @@ import pytest
 numba = pytest.importorskip("numba")
 
 from cuprims import coop  # noqa: E402
-from cuprims._jit import stats  # noqa: E402
+from cuprims._base import stats  # noqa: E402
 from cuprims.coop import _build  # noqa: E402
 from cuprims.coop._codegen import entry_points, unit_source  # noqa: E402
 from cuprims.coop._factory import combiner  # noqa: E402

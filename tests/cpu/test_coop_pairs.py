@@ -13,7 +13,7 @@ from numba.core.errors import TypingError  # noqa: E402
 from numba.cuda.np.numpy_support import from_dtype  # noqa: E402
 
 from cuprims import OpKind, coop  # noqa: E402
-from cuprims._jit import stats  # noqa: E402
+from cuprims._base import stats  # noqa: E402
 from cuprims.coop import _build, _kernel_unit  # noqa: E402
 from cuprims.coop._codegen import provider_text  # noqa: E402
 from cuprims.errors import ArgumentError, CoopError, LinkError  # noqa: E402

@@ -17,7 +17,7 @@ from numba.cuda.core.errors import TypingError as CudaTypingError  # noqa: E402
 
 import cuprims  # noqa: E402
 from cuprims import OpKind, coop  # noqa: E402
-from cuprims._jit import stats  # noqa: E402
+from cuprims._base import stats  # noqa: E402
 from cuprims.coop._codegen import provider_text  # noqa: E402
 from cuprims.coop._spec import ProviderSpec, element_type  # noqa: E402
 from cuprims.errors import ArgumentError, CoopError, OperatorCompileError  # noqa: E402

@@ -11,11 +11,11 @@ import pytest
 
 import cuprims
 from cuprims import OpKind, ProxyArray, SortOrder
-from cuprims._jit import build as jit_build
-from cuprims._jit import stats
-from cuprims._jit.elfmeta import _section_headers, kernel_param_layout, read_meta, sections
-from cuprims._jit.link import link_cubin
-from cuprims._jit.nvrtc import compile_to_cubin, compile_to_ltoir
+from cuprims._build import build as jit_build
+from cuprims._base import stats
+from cuprims._compile.elfmeta import _section_headers, kernel_param_layout, read_meta, sections
+from cuprims._compile.link import link_cubin
+from cuprims._compile.nvrtc import compile_to_cubin, compile_to_ltoir
 
 ARCH = 90
 f4, f8, i4, u4, u8 = np.float32, np.float64, np.int32, np.uint32, np.uint64
@@ -115,7 +115,7 @@ def test_a_python_operator_translated_to_cpp_compiles_straight_to_a_cubin(monkey
 
 
 def test_a_unit_that_calls_an_operator_cannot_be_compiled_straight_to_a_cubin():
-    from cuprims._jit.codegen import Source
+    from cuprims._compile.source import Source
 
     unit = Source(text='extern "C" __device__ void op(int*, int*, int*);\n', name_expressions=(),
                   extern_symbols=("op",), meta_fields=())

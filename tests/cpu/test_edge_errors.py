@@ -73,7 +73,7 @@ def test_a_built_objects_call_names_a_misspelt_keyword():
 
 
 def test_no_gpu_gives_its_advice_once(monkeypatch):
-    from cuprims._jit import driver
+    from cuprims._runtime import driver
 
     def no_driver():
         raise NoDeviceError("no CUDA driver: libcuda.so.1 could not be loaded (test)")

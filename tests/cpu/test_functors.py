@@ -1,4 +1,4 @@
-"""Built-in operators (``_jit/functors.py``): every OpKind documented once, one comparator
+"""Built-in operators (``_codegen/functors.py``): every OpKind documented once, one comparator
 text for every algorithm that sorts or searches, NaN order in the comparator role against
 IEEE comparisons in the element-wise role."""
 
@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from cuprims import OpKind
-from cuprims._jit import functors
-from cuprims._jit.codegen_binary_search import binary_search_source
-from cuprims._jit.codegen_sort import merge_sort_source
-from cuprims._jit.codegen_transform import transform_source
+from cuprims._codegen import functors
+from cuprims.algorithms.binary_search.source import binary_search_source
+from cuprims.algorithms.merge_sort.source import merge_sort_source
+from cuprims.algorithms.transform.source import transform_source
 from cuprims.op import op_spec
 from cuprims.types import value_type
 

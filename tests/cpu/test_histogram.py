@@ -13,11 +13,12 @@ import pytest
 
 import cuprims
 from cuprims import CountingIterator, DiscardIterator, ProxyArray as P, TransformIterator
-from cuprims._jit import driver
-from cuprims._jit.build import build
-from cuprims._jit.codegen import Source, meta_export, preamble
-from cuprims.algorithms import histogram as hist_mod
-from cuprims.algorithms._even_bins import common_dtype, widened_samples
+from cuprims._runtime import driver
+from cuprims._build.build import build
+from cuprims._compile.source import Source
+from cuprims._codegen.common import meta_export, preamble
+from cuprims.algorithms.histogram import api as hist_mod
+from cuprims.algorithms.histogram.bins import common_dtype, widened_samples
 from cuprims.algorithms.sort_common import temp_layout
 from cuprims.errors import ArgumentError, CuprimsError
 from cuprims.types import value_type
@@ -106,7 +107,7 @@ def test_samples_are_widened_when_bins_outgrow_their_type(dtype, bins, widened):
 
 
 def test_common_type_is_the_compilers():
-    """_even_bins.common_dtype against cuda::std::common_type_t and CUB's IntArithmeticT, for
+    """histogram.bins.common_dtype against cuda::std::common_type_t and CUB's IntArithmeticT, for
     every pair of sample and level types."""
     pairs = [(s, lv) for s in NUMERIC for lv in NUMERIC]
     body, fields = "", []
@@ -117,7 +118,7 @@ def test_common_type_is_the_compilers():
         fields += [(f"{k}s", f"sizeof(c{k})"), (f"{k}f", f"::cuda::std::is_floating_point_v<c{k}> || "
                                                        f"::cuda::std::is_same_v<c{k}, __half>"),
                    (f"{k}u", f"::cuda::std::is_unsigned_v<c{k}>"), (f"{k}a", f"sizeof(t{k}::IntArithmeticT)")]
-    text = preamble((value_type(np.float16),), 90) + "#include <cuprims_histogram.cuh>\n" + body + \
+    text = preamble((value_type(np.float16),), 90) + "#include <histogram/cuprims_histogram.cuh>\n" + body + \
         meta_export(tuple(fields))
     meta = build(Source(text=text, name_expressions=(), extern_symbols=(), meta_fields=tuple(f for f, _ in fields)),
                  90, (), ()).meta

@@ -17,8 +17,8 @@ import pytest
 import cuprims
 from cuprims import (CacheModifiedInputIterator, ConstantIterator, CountingIterator, OpKind, PermutationIterator,
                      ProxyArray, RawOp, ReverseIterator, TransformIterator)
-from cuprims._jit.codegen_binary_search import binary_search_source
-from cuprims._jit.codegen_iterators import iterator_unit
+from cuprims.algorithms.binary_search.source import binary_search_source
+from cuprims.iterators.units import iterator_unit
 from cuprims.errors import ArgumentError, NoDeviceError, OperatorCompileError
 from cuprims.op import op_spec
 from cuprims.types import value_type

@@ -14,17 +14,21 @@ import pytest
 from cuprims import OpKind
 from cuprims.op import op_spec
 from cuprims.types import value_type
-from cuprims._jit import build as jit_build
-from cuprims._jit import codegen, recipe, toolchain
-from cuprims._jit.build import OpInput, build_key, kernel_key
-from cuprims._jit.recipe import callable_recipe
+from cuprims._build import build as jit_build
+from cuprims._codegen import common as codegen
+from cuprims._compile import source as compile_source
+from cuprims.algorithms.reduce.source import reduce_source
+from cuprims._operators import recipe
+from cuprims._compile import toolchain
+from cuprims._build.build import OpInput, build_key, kernel_key
+from cuprims._operators.recipe import callable_recipe
 
 
 def _src_and_ops(*, in_dt="f4", out_dt="f4", op=OpKind.PLUS, has_init=True, portable=False, arch=90):
     """(source, ops) exactly as reduce.py assembles them for a reduction."""
     in_vt, accum = value_type(np.dtype(in_dt)), value_type(np.dtype(out_dt))
     spec = op_spec(op)
-    src = codegen.reduce_source(in_type=in_vt, accum=accum, op=spec, has_init=has_init,
+    src = reduce_source(in_type=in_vt, accum=accum, op=spec, has_init=has_init,
                                 deterministic_across_gpus=portable, arch=arch)
     ops = [] if spec.kind == "builtin" else [
         OpInput(codegen.op_symbol(spec, "cuprims_op_0"), spec, (accum, accum), accum)]
@@ -153,7 +157,7 @@ def test_toolchain_part_changes_keys(fresh_fingerprint, monkeypatch, part, op):
 
 def test_codegen_version_changes_keys(fresh_fingerprint, monkeypatch):
     before = keys()
-    monkeypatch.setattr(codegen, "CODEGEN_VERSION", codegen.CODEGEN_VERSION + 1)
+    monkeypatch.setattr(compile_source, "CODEGEN_VERSION", compile_source.CODEGEN_VERSION + 1)
     toolchain.toolchain_fingerprint.cache_clear()
     assert keys() != before
 
@@ -171,7 +175,7 @@ def test_cccl_version_is_real():
 
 
 def test_numba_version_changes_python_keys_only(numba_ops, monkeypatch):
-    from cuprims._jit import numba_ops
+    from cuprims._operators import numba_ops
 
     py_before, builtin_before = keys(op=_plus()), keys(op=OpKind.PLUS)
     monkeypatch.setattr(numba_ops, "numba_version", lambda: "0.0.0-other")
@@ -201,8 +205,8 @@ def package_copy(tmp_path, monkeypatch, fresh_fingerprint):
     pkg = Path(toolchain.__file__).resolve().parent.parent
     copy = tmp_path / "cuprims"
     shutil.copytree(pkg, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    monkeypatch.setattr(toolchain, "__file__", str(copy / "_jit" / "toolchain.py"))
-    monkeypatch.setattr(toolchain, "KERNELS_DIR", copy / "kernels")
+    monkeypatch.setattr(toolchain, "__file__", str(copy / "_compile" / "toolchain.py"))
+    monkeypatch.setattr(toolchain, "KERNEL_INCLUDE_DIRS", (copy / "algorithms", copy / "iterators"))
     toolchain.own_sources_digest.cache_clear()
     yield copy
     toolchain.own_sources_digest.cache_clear()
@@ -217,13 +221,13 @@ def _digest_after_editing(copy: Path, relpath: str) -> tuple[str, str]:
     return before, toolchain.own_sources_digest()
 
 
-@pytest.mark.parametrize("relpath", ["_jit/codegen.py", "kernels/cuprims_reduce.cuh"])
+@pytest.mark.parametrize("relpath", ["_codegen/common.py", "algorithms/reduce/cuprims_reduce.cuh", "iterators/cuprims_iterator.cuh"])
 def test_own_sources_digest_covers(package_copy, relpath):
     before, after = _digest_after_editing(package_copy, relpath)
     assert before != after
 
 
-@pytest.mark.parametrize("relpath", ["_jit/nvrtc.py", "_jit/link.py", "_jit/numba_ops.py"])
+@pytest.mark.parametrize("relpath", ["_compile/nvrtc.py", "_compile/link.py", "_operators/numba_ops.py"])
 def test_own_sources_digest_covers_other_stages(package_copy, relpath):
     before, after = _digest_after_editing(package_copy, relpath)
     assert before != after

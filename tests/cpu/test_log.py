@@ -1,4 +1,4 @@
-"""The cuprims logger without a logging import on the warm path (cuprims._jit.log)."""
+"""The cuprims logger without a logging import on the warm path (cuprims._base.log)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import logging
 import subprocess
 import sys
 
-from cuprims._jit import log, stats
+from cuprims._base import log, stats
 
 
 def test_stage_logs_at_debug_when_the_cuprims_logger_asks(caplog):
@@ -33,9 +33,9 @@ def test_importing_the_build_path_does_not_import_logging():
     """A warm build's modules (the disk cache, the in-memory cache, the build, an algorithm)
     leave logging unimported; its first record imports it."""
     code = ("import sys\n"
-            "import cuprims.algorithms.reduce, cuprims._jit.build, cuprims._jit.disk_cache, cuprims._jit.cache\n"
+            "import cuprims.algorithms.reduce.api, cuprims._build.build, cuprims._cache.disk, cuprims._cache.memory\n"
             "print('logging' in sys.modules, 'concurrent.futures' in sys.modules)\n"
-            "from cuprims._jit.log import logger, debug_enabled\n"
+            "from cuprims._base.log import logger, debug_enabled\n"
             "assert not debug_enabled()\n"
             "logger.debug('x')\n"
             "print('logging' in sys.modules)\n")

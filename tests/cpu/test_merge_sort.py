@@ -23,11 +23,11 @@ import pytest
 import cuprims
 from cuprims import (CountingIterator, DiscardIterator, OpKind, PermutationIterator, ProxyArray, RawOp,
                      ReverseIterator, TransformIterator, TransformOutputIterator, ZipIterator)
-from cuprims._jit import driver
-from cuprims._jit.codegen_sort import merge_sort_source
-from cuprims.algorithms import merge_sort as ms
-from cuprims.algorithms._skeleton import functor_size
-from cuprims.algorithms.merge_sort import make_merge_sort, merge_sort
+from cuprims._runtime import driver
+from cuprims.algorithms.merge_sort.source import merge_sort_source
+from cuprims.algorithms.merge_sort import api as ms
+from cuprims.algorithms.skeleton import functor_size
+from cuprims.algorithms.merge_sort.api import make_merge_sort, merge_sort
 from cuprims.errors import ArgumentError
 from cuprims.op import OpSpec, op_spec
 from cuprims.types import value_type

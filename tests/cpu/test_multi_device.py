@@ -16,8 +16,9 @@ import numpy as np
 import pytest
 
 import cuprims
-from cuprims import OpKind, ProxyArray, ProxyValue, _arrays, _devices, _streams
-from cuprims._jit import driver
+from cuprims import OpKind, ProxyArray, ProxyValue
+from cuprims._runtime import arrays as _arrays, devices as _devices, streams as _streams
+from cuprims._runtime import driver
 from cuprims.errors import ArgumentError, DeviceMismatchError
 from cpu_helpers import FakeArray, FakeMemory, FakePack, counters, delta
 

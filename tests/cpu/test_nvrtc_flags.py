@@ -9,7 +9,7 @@ import itertools
 
 import pytest
 
-from cuprims._jit import nvrtc
+from cuprims._compile import nvrtc
 from cuprims.errors import CompileError
 
 MODES = [nvrtc.COMPILE_OPTIONS, nvrtc.DIRECT_OPTIONS]
@@ -59,7 +59,7 @@ def test_a_failed_compile_raises_with_nvrtcs_log_and_the_log_reaches_the_stream(
 
 
 def test_a_generated_unit_that_does_not_compile_is_a_compile_error_with_the_log():
-    from cuprims._jit.codegen import Source
+    from cuprims._compile.source import Source
 
     bad = Source(text="#include <cuda/std/cstdint>\nint broken(;\n", name_expressions=(), extern_symbols=(),
                  meta_fields=())

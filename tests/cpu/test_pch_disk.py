@@ -17,9 +17,10 @@ import pytest
 
 import cuprims
 from cpu_helpers import last_json, make_f4, run_python
-from cuprims._jit import pch, pch_codec, pch_heap, pch_store, stats
-from cuprims._jit.cache_lifecycle import SIDECAR
-from cuprims._jit.disk_cache import DiskCache
+from cuprims._compile import pch, pch_codec, pch_heap, pch_store
+from cuprims._base import stats
+from cuprims._cache.lifecycle import SIDECAR
+from cuprims._cache.disk import DiskCache
 
 # Builds the algorithms named on the command line (the reductions "f4+", "f8max", "i4min",
 # an int32 inclusive scan "scan", a uint32 radix sort "sort"; optionally "@80" for sm_80)
@@ -119,7 +120,7 @@ def test_a_fresh_process_compiles_its_first_unit_with_the_pch_another_one_made(m
     assert plain["pch_uses"] == 0
     assert used["cubins"] == plain["cubins"]   # a PCH changes how fast, never what
     assert DiskCache(cache).summary()["kinds"]["pch"]["hits"] == 1
-    info = json.loads(run_python("import sys; from cuprims._cache_cli import main; sys.exit(main(['cache', 'info', "
+    info = json.loads(run_python("import sys; from cuprims._cache.cli import main; sys.exit(main(['cache', 'info', "
                                  "'--json']))", env={"CUPRIMS_CACHE_DIR": str(cache)}).stdout)
     assert info["kinds"]["pch"]["entries"] == 1
 
@@ -140,7 +141,7 @@ def test_a_damaged_pch_is_caught_by_its_checksum_deleted_and_made_again(made, co
 
 
 def _sidecar_meta(data: Path) -> dict:
-    from cuprims._jit.cache_entries import decode_entry
+    from cuprims._cache.entries import decode_entry
 
     return decode_entry(data.with_name(data.name + SIDECAR).read_bytes(), kind="pch", key=data.name)[0]
 
@@ -191,7 +192,7 @@ def test_cache_info_shows_precompiled_headers_apart_from_compiled_code(made, cop
     pch_bytes = _entry(cache).stat().st_size
     cubin_bytes = sum(p.stat().st_size for p in (cache / "v2" / "cubin").glob("*/*"))
     assert cubin_bytes > 0
-    cli = "import sys; from cuprims._cache_cli import main; sys.exit(main(['cache', 'info'{}]))"
+    cli = "import sys; from cuprims._cache.cli import main; sys.exit(main(['cache', 'info'{}]))"
     info = json.loads(run_python(cli.format(", '--json'"), env={"CUPRIMS_CACHE_DIR": str(cache)}).stdout)
     assert info["precompiled_headers"] == {"entries": 1, "bytes": pch_bytes, "hits": 0}
     assert info["compiled_code"] == {"entries": 1, "bytes": cubin_bytes, "hits": 0}
@@ -240,7 +241,7 @@ def test_a_process_keeps_its_unpacked_pchs_within_a_memory_budget(families, copy
     assert (got["pch_loads"], got["pch_hits"], got["pch_builds"], got["memory_files"]) == (2, 3, 0, 2), got
     tight = copy_of(root)
     shutil.rmtree(tight / "v2" / "cubin")
-    got = _build(tight, *sequence, pre="import cuprims._jit.pch as _pch\n_pch.RESIDENT_BYTES = 1\n")
+    got = _build(tight, *sequence, pre="import cuprims._compile.pch as _pch\n_pch.RESIDENT_BYTES = 1\n")
     assert (got["pch_loads"], got["pch_hits"], got["pch_builds"], got["memory_files"]) == (3, 3, 0, 1), got
     assert got["disk_corrupt_discarded"] == 0 and len(_pch_files(tight)) == 6
 
@@ -272,7 +273,7 @@ def test_a_pch_nvrtc_refuses_is_deleted_and_not_offered_again_in_the_process(mad
     key = _entry(cache).name
     # a stale entry: the key of every unit is made to name the sm_90 PCH, and the units are
     # sm_80 ones (other options and directives): NVRTC must refuse it (#629/#630)
-    stale = f"import cuprims._jit.pch_store as _s\n_s.pch_key = lambda *a, **k: {key!r}\n"
+    stale = f"import cuprims._compile.pch_store as _s\n_s.pch_key = lambda *a, **k: {key!r}\n"
     got = _build(cache, "f8max@80", "i4min@80", pre=stale)
     assert got["pch_loads"] == 1 and got["pch_uses"] == 1 and got["pch_rejects"] == 1 and got["pch_hits"] == 0, got
     assert got["nvrtc_compiles"] == 2   # both built; the second was not offered the refused PCH
@@ -336,7 +337,7 @@ def _stored(root: Path, key: str, payload: bytes) -> pch_store.PchStore:
 def _resign(data: Path, **changes) -> None:
     """Rewrite the sidecar of ``data`` with ``changes`` to its fields, validly framed and
     checksummed (as a writer with a bug would): only the checks of the fields can tell."""
-    from cuprims._jit.cache_entries import encode_entry
+    from cuprims._cache.entries import encode_entry
 
     side = data.with_name(data.name + SIDECAR)
     meta = {**_sidecar_meta(data), **changes}
@@ -434,7 +435,7 @@ def test_pch_entries_are_evicted_with_their_sidecars_and_keep_to_their_share(tmp
 # ---------------------------------------------------------------- placing the heap, no NVRTC
 
 def test_decoys_and_gaps_leave_no_free_range_for_the_heap_but_the_hole():
-    from cuprims._jit import pch_heap
+    from cuprims._compile import pch_heap
 
     gib = 1 << 30
     gaps = [(10 * gib, 30 * gib), (40 * gib, 40 * gib + (1 << 20))]
@@ -451,7 +452,7 @@ def test_the_heap_lands_at_the_target_while_another_thread_maps_memory():
     import mmap
     import threading
 
-    from cuprims._jit import pch_heap
+    from cuprims._compile import pch_heap
 
     libc = pch_heap._libc()
     size, got = 1 << 30, []
@@ -488,8 +489,8 @@ _COOP_BUILD = """
     import hashlib, json, sys, numba, cuprims
     from numba import cuda, types
     from cuprims import coop
-    from cuprims._jit.link import link_cubin
-    from cuprims._jit.numba_ops import _target_capability
+    from cuprims._compile.link import link_cubin
+    from cuprims._operators.numba_ops import _target_capability
     threads = int(sys.argv[1])
     with coop.target((9, 0)):
         block_sum = coop.block.make_sum(numba.float32, threads)
@@ -504,7 +505,7 @@ _COOP_BUILD = """
                                         abi="numba")
         cubin = link_cubin(bytes(codes[0]), [bytes(c) for c in codes[1:]] + [bytes(f.data) for f in block_sum.files],
                            90)
-    from cuprims._jit.elfmeta import sections
+    from cuprims._compile.elfmeta import sections
     info = cuprims.cache_info()
     out = {k: v for k, v in info.items() if k.startswith("pch") or k == "nvrtc_compiles"}
     # the machine code: numba's kernel name (in the symbols) and the LTO-IR differ run to run

@@ -1,4 +1,4 @@
-"""Small Python operators written as C++ into the generated unit (cuprims._jit.py_expr).
+"""Small Python operators written as C++ into the generated unit (cuprims._operators.py_expr).
 
 * the typing rules against numba-cuda's own typing (its typing context for each operator
   and every pair of types, and numba's inferred result type of whole operators);
@@ -27,8 +27,8 @@ import pytest
 
 import cuprims
 from cuprims import ProxyArray as P, ProxyValue as V
-from cuprims._jit import py_expr
-from cuprims._jit.py_expr import emit, parse_op, result_code
+from cuprims._operators import py_expr
+from cuprims._operators.py_expr import emit, parse_op, result_code
 from cuprims.errors import ArgumentTypeError
 from cuprims.op import op_spec
 from cuprims.types import value_type
@@ -51,7 +51,7 @@ def _doc_def(a, b):
 
 @pytest.fixture(scope="module")
 def ctx():
-    from cuprims._jit.numba_ops import import_numba
+    from cuprims._operators.numba_ops import import_numba
 
     import_numba()
     from numba.cuda.descriptor import cuda_target
@@ -127,7 +127,7 @@ _UNTRANSLATED = {"neg": ("u1", "u2", "u4", "u8")}
 
 
 def _check_against_numba(fn, codes):
-    from cuprims._jit.numba_ops import infer_result_dtype
+    from cuprims._operators.numba_ops import infer_result_dtype
 
     expr = parse_op(fn)
     ours = result_code(expr, codes) if expr else None
@@ -281,7 +281,7 @@ def test_types_outside_the_subset_are_left_to_numba(fn, codes, out):
 
 
 def test_struct_values_are_left_to_numba():
-    from cuprims._jit.functors import direct_expr
+    from cuprims._codegen.functors import direct_expr
 
     pair = cuprims.gpu_struct({"x": np.float32, "y": np.float32})
     vt = value_type(pair)
@@ -413,8 +413,8 @@ def test_a_second_process_loads_a_translated_build_from_disk(tmp_path):
 
 
 def test_numba_version_is_not_in_a_translated_operators_key(monkeypatch):
-    from cuprims._jit import numba_ops
-    from cuprims._jit.build import build_key
+    from cuprims._operators import numba_ops
+    from cuprims._build.build import build_key
 
     obj_desc = cuprims.make_select(d_in=P(np.int32), d_out=P(np.int32), d_num_selected_out=P(np.int64),
                                    cond=lambda v: v > 3, compute_capability=ARCH).desc
@@ -425,7 +425,7 @@ def test_numba_version_is_not_in_a_translated_operators_key(monkeypatch):
 
 
 def test_keys_differ_from_the_numba_paths(shared_cache):
-    from cuprims._jit.build import build_key
+    from cuprims._build.build import build_key
 
     op = lambda a, b: a * b + 1.0  # noqa: E731
     direct = cuprims.make_reduce_into(d_in=P(np.float64), d_out=P(np.float64), op=op, h_init=V(np.float64),
@@ -499,9 +499,10 @@ def _linked_ptx(monkeypatch, build, direct):
     (``direct=False``), or the unit with the operator translated to C++: a unit with
     nothing to link is compiled straight to a cubin, so its PTX is made here through the
     LTO path (the same machine code: tests/cpu/test_direct_cubin.py)."""
-    from cuprims._jit import build as jit_build
-    from cuprims._jit import lazy, link
-    from cuprims._jit.nvrtc import compile_to_ltoir
+    from cuprims._build import build as jit_build
+    from cuprims._base import lazy
+    from cuprims._compile import link
+    from cuprims._compile.nvrtc import compile_to_ltoir
 
     texts, real, real_direct = [], link.link_cubin, jit_build.compile_to_cubin
 

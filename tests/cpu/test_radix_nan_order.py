@@ -14,8 +14,10 @@ import numpy as np
 import pytest
 
 from cuprims import SortOrder
-from cuprims._jit.codegen import Source, preamble
-from cuprims._jit.codegen_sort import NAN_LAST_KEY, nan_last_radix_traits, radix_sort_source
+from cuprims._compile.source import Source
+from cuprims._codegen.common import preamble
+from cuprims.algorithms.sort_source import NAN_LAST_KEY, nan_last_radix_traits
+from cuprims.algorithms.radix_sort.source import radix_sort_source
 from cuprims.types import value_type
 from test_radix_sort import ELF, _radix, check_param_layout, ordered_bits, sorted_keys
 
@@ -64,7 +66,7 @@ def test_generated_traits_compute_the_model(dt, shared_cache):
     """NVRTC evaluates the generated TwiddleIn/TwiddleOut on every special key: the words
     of the model, back to the same bits (NaNs to the quiet NaN), the padding keys at the
     words 0 and ~0, and the traits CUB looks for in place."""
-    from cuprims._jit.nvrtc import compile_to_ltoir
+    from cuprims._compile.nvrtc import compile_to_ltoir
 
     vt = value_type(np.dtype(dt))
     keys = special_keys(dt)

@@ -17,11 +17,11 @@ import pytest
 
 import cuprims
 from cuprims import ProxyArray, SortOrder
-from cuprims._jit import driver
-from cuprims._jit.codegen_sort import radix_sort_source
-from cuprims.algorithms import radix_sort as rs
+from cuprims._runtime import driver
+from cuprims.algorithms.radix_sort.source import radix_sort_source
+from cuprims.algorithms.radix_sort import api as rs
 from cuprims.algorithms import sort_common
-from cuprims.algorithms.radix_sort import make_radix_sort, radix_sort
+from cuprims.algorithms.radix_sort.api import make_radix_sort, radix_sort
 from cuprims.algorithms.sort_common import DoubleBuffer
 from cuprims.errors import ArgumentError
 from cuprims.types import value_type
@@ -126,7 +126,7 @@ def _generate(spec):
 
 
 def test_value_carriers():
-    from cuprims._jit.codegen_sort import bytes_type
+    from cuprims.algorithms.sort_source import bytes_type
 
     assert bytes_type(value_type(np.float32))[0] == "unsigned int"
     assert bytes_type(value_type(np.float16))[0] == "unsigned short"
@@ -701,7 +701,7 @@ def test_fake_device_call_argument_errors(fake_radix):
 
 def test_fake_device_packed_and_odd_values(fake_radix):
     """Values are only moved: packed structs and non-arithmetic dtypes travel as bytes."""
-    from cuprims._jit.codegen_sort import bytes_type
+    from cuprims.algorithms.sort_source import bytes_type
     from cuprims.algorithms.sort_common import opaque_value_type
 
     packed = np.dtype([("a", np.int8), ("b", np.int32)])  # itemsize 5, numpy alignment 1

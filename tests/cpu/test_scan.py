@@ -18,15 +18,15 @@ import pytest
 
 import cuprims
 from cuprims import OpKind, ProxyArray, ProxyValue
-from cuprims._jit import driver
-from cuprims._jit.codegen_scan import SCAN_META_FIELDS, scan_source
-from cuprims.algorithms import scan as scan_mod
-from cuprims.algorithms.scan import exclusive_scan, inclusive_scan, make_exclusive_scan, make_inclusive_scan
+from cuprims._runtime import driver
+from cuprims.algorithms.scan.source import SCAN_META_FIELDS, scan_source
+from cuprims.algorithms.scan import api as scan_mod
+from cuprims.algorithms.scan.api import exclusive_scan, inclusive_scan, make_exclusive_scan, make_inclusive_scan
 from cuprims.errors import ArgumentError, ArgumentTypeError, CuprimsError, NoDeviceError
 from cuprims.op import OpSpec, op_spec
 from cuprims.types import value_type
 from cpu_helpers import check_golden, render_source
-from cuprims._jit.elfmeta import kernel_param_layout
+from cuprims._compile.elfmeta import kernel_param_layout
 
 ELF = b"\x7fELF"
 
@@ -161,7 +161,7 @@ GOLDEN_SPECS = {
     "scan_struct_python_exclusive_value_sm90": dict(in_type=S16.dtype, accum=S16.dtype, op=PY_SPEC,
                                                     init_kind="value", inclusive=False, arch=90),
     # 40 int8 fields: tiles accumulate in the struct's word form, the operator called
-    # (cuprims._jit.accumulators); the outputs and the device init value stay the struct
+    # (cuprims._codegen.accumulators); the outputs and the device init value stay the struct
     "scan_struct_words_python_exclusive_device_sm90": dict(
         in_type=np.dtype([(f"f{i}", np.int8) for i in range(40)], align=True),
         accum=np.dtype([(f"f{i}", np.int8) for i in range(40)], align=True), op=PY_SPEC, init_kind="device",
@@ -442,7 +442,7 @@ def test_importing_scan_does_not_import_numba():
     import subprocess
     import sys
 
-    code = "import sys, cuprims.algorithms.scan; assert 'numba' not in sys.modules, 'numba imported'"
+    code = "import sys, cuprims.algorithms.scan.api; assert 'numba' not in sys.modules, 'numba imported'"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

@@ -12,7 +12,7 @@ import pytest
 import cuprims
 from cpu_helpers import check_golden, check_kernel_params, counters, delta, render_source
 from cuprims import CountingIterator, OpKind, ProxyArray as P, ProxyValue as V, TransformIterator
-from cuprims.algorithms.segmented_reduce import cub_grid, slices_for, warp_grid
+from cuprims.algorithms.segmented_reduce.api import cub_grid, slices_for, warp_grid
 from cuprims.errors import ArgumentError
 
 f4, i4, i8 = np.float32, np.int32, np.int64

@@ -20,10 +20,11 @@ import pytest
 import cuprims
 from cpu_helpers import check_golden, check_kernel_params, counters, delta, render_source
 from cuprims import CountingIterator, DoubleBuffer, ProxyArray as P, SortOrder, TransformIterator
-from cuprims._jit.codegen import Source, preamble
-from cuprims._jit.codegen_segmented_sort import _key_order, segmented_sort_source
-from cuprims._jit.codegen_sort import NAN_LAST_KEY, nan_last_radix_traits
-from cuprims.algorithms import segmented_sort as ss
+from cuprims._compile.source import Source
+from cuprims._codegen.common import preamble
+from cuprims.algorithms.segmented_sort.source import _key_order, segmented_sort_source
+from cuprims.algorithms.sort_source import NAN_LAST_KEY, nan_last_radix_traits
+from cuprims.algorithms.segmented_sort import api as ss
 from cuprims.errors import ArgumentError, ArgumentTypeError
 from cuprims.types import value_type
 from test_radix_nan_order import special_keys
@@ -130,7 +131,7 @@ def test_sm80_and_cubs_tiers_only(shared_cache):
 def test_float_key_comparisons_follow_numpys_order(dt, shared_cache):
     """NVRTC evaluates the twin's <, > and == (the sub-warp merge sorts' comparisons) on every
     pair of special keys: the order of the radix model (NaN last, -0.0 == +0.0)."""
-    from cuprims._jit.nvrtc import compile_to_ltoir
+    from cuprims._compile.nvrtc import compile_to_ltoir
 
     vt = value_type(np.dtype(dt))
     keys = special_keys(dt)
@@ -149,7 +150,7 @@ def test_float_key_comparisons_follow_numpys_order(dt, shared_cache):
 
 
 def test_source_kernels_and_offset_types():
-    from cuprims.algorithms._arguments import describe
+    from cuprims.algorithms.arguments import describe
 
     for offsets, cpp in ((i4, "int"), (np.uint32, "long long"), (i8, "long long"), (np.uint64, "long long")):
         b = describe(P(offsets), "start_offsets_in")

@@ -21,10 +21,10 @@ import pytest
 import cuprims
 from cpu_helpers import FakeArray, FakeMemory, FakePack
 from cuprims import DoubleBuffer, SortOrder
-from cuprims._jit import driver
-from cuprims._jit.codegen_partition import SINGLE_PARTITION
-from cuprims.algorithms import _segmented_sort_dispatch as dispatch_mod
-from cuprims.algorithms import segmented_sort as ss
+from cuprims._runtime import driver
+from cuprims.algorithms.lookback import SINGLE_PARTITION
+from cuprims.algorithms.segmented_sort import dispatch as dispatch_mod
+from cuprims.algorithms.segmented_sort import api as ss
 from cuprims.errors import ArgumentError
 from test_radix_sort import STRUCT, FakeBuilds, _Placeholder, ordered_bits, random_keys, sorted_keys
 

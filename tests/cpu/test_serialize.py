@@ -17,8 +17,8 @@ import cuprims
 from cpu_helpers import FakeArray, FakeMemory, FakePack, counters, delta, last_json, run_python
 from cuprims import (CountingIterator, DiscardIterator, OpKind, ProxyArray as P, ProxyValue as V, SortOrder,
                      TransformIterator)
-from cuprims._jit import driver
-from cuprims._serialization import FORMAT_VERSION, MAGIC
+from cuprims._runtime import driver
+from cuprims._serialization.blobs import FORMAT_VERSION, MAGIC
 from cuprims.errors import BlobError, CuprimsError
 
 i4, i8, f4 = np.int32, np.int64, np.float32
@@ -119,7 +119,7 @@ def test_a_fresh_process_loads_with_no_compile_and_no_numba(shared_cache, tmp_pa
         import cuprims
         obj = cuprims.deserialize(open({str(path)!r}, "rb").read())
         took = time.perf_counter() - t0
-        heavy = [m for m in ("cuprims._jit.build", "cuprims._jit.nvrtc", "cuda.bindings.driver", "cuda.core",
+        heavy = [m for m in ("cuprims._build.build", "cuprims._compile.nvrtc", "cuda.bindings.driver", "cuda.core",
                              "cuda.pathfinder") if m in sys.modules]
         info = cuprims.cache_info()
         print(json.dumps({{"numba": "numba" in sys.modules, "compiles": info["nvrtc_compiles"] + info["links"]
@@ -199,7 +199,7 @@ BAD = {
     "another cuprims build": lambda b: _edited(b, lambda h: h["contract"].update(own="0" * 24)),
     "unknown algorithm": lambda b: _edited(b, lambda h: h.update(algorithm="os.system")),
     "description of another algorithm": lambda b: _edited(b, lambda h: h.update(
-        algorithm="cuprims.algorithms.select._Select")),
+        algorithm="cuprims.algorithms.select.api._Select")),
     "unknown description class": lambda b: _edited(b, lambda h: h["description"].update(c="Popen")),
     "unknown record tag": lambda b: _edited(b, lambda h: h["description"]["v"].update(op={"t": "eval", "v": 1})),
     "field the class has not": lambda b: _edited(b, lambda h: h["description"]["v"].update(extra=1)),

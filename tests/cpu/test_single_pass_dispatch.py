@@ -14,8 +14,9 @@ import pytest
 import cuprims
 from cpu_helpers import FakeArray, FakeMemory, FakePack
 from cuprims import CountingIterator, OpKind, ProxyArray as P, ProxyValue as V
-from cuprims._jit import driver
-from cuprims.algorithms import select as select_mod, three_way_partition as twp
+from cuprims._runtime import driver
+from cuprims.algorithms.select import api as select_mod
+from cuprims.algorithms.three_way_partition import api as twp
 
 i4, i8, f4 = np.int32, np.int64, np.float32
 

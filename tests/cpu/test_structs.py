@@ -258,7 +258,7 @@ _PIXEL_OPS = [_op_record, _op_tuple, _op_ctor, _op_ctor_keywords, _op_mixed, _op
 
 def _compile(op, args, result, cc=(9, 0)):
     """The operator's own code (the first of the codes compile_python_op returns)."""
-    from cuprims._jit.numba_ops import compile_python_op
+    from cuprims._operators.numba_ops import compile_python_op
 
     codes = compile_python_op(op, [value_type(t) for t in args], value_type(result) if result is not None else None,
                               "cuprims_op_0", cc)
@@ -428,7 +428,7 @@ def test_ahead_of_time_other_result_styles(op, warm_builds):
 def test_linked_code_inlines_struct_operator(warm_builds):
     from cuda.core import Linker, LinkerOptions, ObjectCode
 
-    from cuprims._jit import build
+    from cuprims._build import build
 
     obj = _make(_op_ctor, 90)
     kernel_ltoir, _ = build._kernel_ltoir(obj._builds.source(90), 90, build.disk_cache())
@@ -446,8 +446,9 @@ def test_storage_structs_have_typed_fields_at_numpy_offsets():
     """Typed fields (a byte array would make NVVM copy values byte by byte through local
     memory), padding where numpy pads, nested structs declared first, and each layout
     checked by a static_assert that NVRTC evaluates."""
-    from cuprims._jit import nvrtc
-    from cuprims._jit.codegen import Source, preamble
+    from cuprims._compile import nvrtc
+    from cuprims._compile.source import Source
+    from cuprims._codegen.common import preamble
     from cuprims.types import struct_decls
 
     inner = cuprims.gpu_struct({"a": np.uint8, "b": np.float64})
@@ -481,8 +482,8 @@ def test_storage_structs_have_typed_fields_at_numpy_offsets():
 def test_large_struct_accumulators_are_words_with_the_operator_called(fields, form):
     """CUB's collectives hold a struct of more than 32 bytes whose operator copies more
     pieces than it has words in 32-bit words, padded to 16 bytes, and call the operator
-    (cuprims._jit.accumulators); the storage struct itself is unchanged."""
-    from cuprims._jit.accumulators import accumulator
+    (cuprims._codegen.accumulators); the storage struct itself is unchanged."""
+    from cuprims._codegen.accumulators import accumulator
 
     S = cuprims.gpu_struct(fields)
     vt = value_type(S)

@@ -12,7 +12,7 @@ import pytest
 import cuprims
 from cpu_helpers import check_golden, check_kernel_params, counters, delta, render_source
 from cuprims import CountingIterator, DiscardIterator, OpKind, ProxyArray as P
-from cuprims.algorithms._lookback import tile_storage
+from cuprims.algorithms.lookback import tile_storage
 from cuprims.errors import ArgumentError
 
 i4, i8, f4 = np.int32, np.int64, np.float32

@@ -16,11 +16,12 @@ import pytest
 
 import cuprims
 from cuprims import OpKind, ProxyArray
-from cuprims._jit import codegen_transform as cgt
-from cuprims._jit.codegen import Source, preamble
-from cuprims.algorithms import transform as tr
-from cuprims.algorithms.transform import make_binary_transform, make_unary_transform, unary_transform
-from cuprims.algorithms._skeleton import functor_size
+from cuprims.algorithms.transform import source as cgt
+from cuprims._compile.source import Source
+from cuprims._codegen.common import preamble
+from cuprims.algorithms.transform import api as tr
+from cuprims.algorithms.transform.api import make_binary_transform, make_unary_transform, unary_transform
+from cuprims.algorithms.skeleton import functor_size
 from cuprims.errors import ArgumentError, ArgumentTypeError, CuprimsError, NoDeviceError
 from cuprims.op import OpSpec, op_spec
 from cuprims.types import value_type
@@ -180,7 +181,7 @@ def test_every_accepted_builtin_compiles(shared_cache):
                     types_used |= {a, b, out}
     assert len(functors) > 300
     text = preamble(tuple(vt(c) for c in sorted(types_used)), 90) + "\n".join(functors)
-    from cuprims._jit.nvrtc import compile_to_ltoir
+    from cuprims._compile.nvrtc import compile_to_ltoir
 
     ltoir, _ = compile_to_ltoir(Source(text, (), (), ()), 90)
     assert ltoir

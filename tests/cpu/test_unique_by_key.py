@@ -16,10 +16,10 @@ from cpu_helpers import (FakeArray, FakeMemory, FakePack, check_golden, check_ke
                          kernel_param_sizes, pack_sizes, render_source)
 from cuprims import CountingIterator, DiscardIterator, OpKind, ProxyArray as P, TransformIterator
 from cuprims import TransformOutputIterator
-from cuprims._jit import driver
-from cuprims.algorithms import unique_by_key as ubk
-from cuprims.algorithms.unique_by_key import storage_layout
-from cuprims.algorithms._skeleton import functor_size
+from cuprims._runtime import driver
+from cuprims.algorithms.unique_by_key import api as ubk
+from cuprims.algorithms.unique_by_key.api import storage_layout
+from cuprims.algorithms.skeleton import functor_size
 from cuprims.errors import ArgumentError
 from cuprims.op import OpSpec
 

@@ -11,8 +11,8 @@ import sys
 
 import pytest
 
-from cuprims._jit import cache_entries
-from cuprims._jit.cache_entries import MAGIC, decode_entry, encode_entry
+from cuprims._cache import entries as cache_entries
+from cuprims._cache.entries import MAGIC, decode_entry, encode_entry
 from cpu_helpers import run_python
 
 HEADERS = [

@@ -11,7 +11,7 @@ import numpy as np
 
 import cuprims
 from cuprims import OpKind, SortOrder
-from cuprims._jit import driver
+from cuprims._runtime import driver
 
 COMPILES = ("numba_compiles", "nvrtc_compiles", "links")
 N = (1 << 17) + 3   # several tiles: every algorithm runs its multi-kernel path with temporary storage

@@ -11,7 +11,7 @@ import pytest
 
 import cuprims
 from cuprims import OpKind, ProxyArray
-from cuprims.algorithms.binary_search import lower_bound, make_lower_bound, make_upper_bound, upper_bound
+from cuprims.algorithms.binary_search.api import lower_bound, make_lower_bound, make_upper_bound, upper_bound
 
 cp = pytest.importorskip("cupy")
 

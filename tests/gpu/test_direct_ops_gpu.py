@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 import cuprims
-from cuprims._jit.functors import direct_expr
-from cuprims._jit.py_expr import result_code
+from cuprims._codegen.functors import direct_expr
+from cuprims._operators.py_expr import result_code
 from cuprims.op import op_spec
 from cuprims.types import value_type
 

@@ -2,7 +2,7 @@
 
 Structs of more than 32 bytes made of fields narrower than a word are held by the
 kernels as 32-bit words and combined by a called (not inlined) operator
-(``cuprims._jit.accumulators``); these check that the values come out byte-exact, with
+(``cuprims._codegen.accumulators``); these check that the values come out byte-exact, with
 the struct's layout kept in arrays, init values, partials and outputs. The operator picks
 the item with the larger key (two int8 fields read as one 16-bit key, distinct per item,
 so the result does not depend on the order in which the items are combined).
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import cuprims
-from cuprims.algorithms.scan import exclusive_scan, inclusive_scan
+from cuprims.algorithms.scan.api import exclusive_scan, inclusive_scan
 
 cp = pytest.importorskip("cupy")
 

@@ -16,7 +16,7 @@ import pytest
 
 import cuprims
 from cuprims import CountingIterator, OpKind, PermutationIterator, ReverseIterator, TransformIterator, ZipIterator
-from cuprims.algorithms.merge_sort import make_merge_sort, merge_sort
+from cuprims.algorithms.merge_sort.api import make_merge_sort, merge_sort
 
 cp = pytest.importorskip("cupy")
 

@@ -23,8 +23,9 @@ def _device_count() -> int:
 pytestmark = pytest.mark.skipif(_device_count() < 2, reason="needs two GPUs")
 
 import cuprims  # noqa: E402
-from cuprims import OpKind, SortOrder, _devices  # noqa: E402
-from cuprims._jit import driver  # noqa: E402
+from cuprims import OpKind, SortOrder  # noqa: E402
+from cuprims._runtime import devices as _devices
+from cuprims._runtime import driver  # noqa: E402
 from cuprims.errors import DeviceMismatchError  # noqa: E402
 from multi_device_helpers import LaunchChecker, Workload, add, compiles, loaded_devices  # noqa: E402
 

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from cuprims import OpKind, SortOrder
-from cuprims.algorithms.binary_search import lower_bound, upper_bound
-from cuprims.algorithms.merge_sort import merge_sort
-from cuprims.algorithms.radix_sort import radix_sort
+from cuprims.algorithms.binary_search.api import lower_bound, upper_bound
+from cuprims.algorithms.merge_sort.api import merge_sort
+from cuprims.algorithms.radix_sort.api import radix_sort
 
 cp = pytest.importorskip("cupy")
 

@@ -22,8 +22,9 @@ import pytest
 cp = pytest.importorskip("cupy")
 
 import cuprims  # noqa: E402
-from cuprims import OpKind, SortOrder, _devices  # noqa: E402
-from cuprims._jit import driver  # noqa: E402
+from cuprims import OpKind, SortOrder  # noqa: E402
+from cuprims._runtime import devices as _devices
+from cuprims._runtime import driver  # noqa: E402
 from cuprims.errors import ArgumentError, DeviceMismatchError  # noqa: E402
 from multi_device_helpers import LaunchChecker, Workload, add, compiles, loaded_devices  # noqa: E402
 

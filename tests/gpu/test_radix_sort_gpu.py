@@ -14,7 +14,7 @@ import pytest
 
 import cuprims
 from cuprims import SortOrder
-from cuprims.algorithms.radix_sort import make_radix_sort, radix_sort
+from cuprims.algorithms.radix_sort.api import make_radix_sort, radix_sort
 from cuprims.algorithms.sort_common import DoubleBuffer
 
 cp = pytest.importorskip("cupy")

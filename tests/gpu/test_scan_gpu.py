@@ -15,7 +15,7 @@ import pytest
 
 import cuprims
 from cuprims import OpKind
-from cuprims.algorithms.scan import exclusive_scan, inclusive_scan, make_exclusive_scan, make_inclusive_scan
+from cuprims.algorithms.scan.api import exclusive_scan, inclusive_scan, make_exclusive_scan, make_inclusive_scan
 from cuprims.errors import ArgumentError
 
 cp = pytest.importorskip("cupy")

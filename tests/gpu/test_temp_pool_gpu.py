@@ -11,7 +11,7 @@ cp = pytest.importorskip("cupy")
 
 import cuprims  # noqa: E402
 from cuprims import SortOrder  # noqa: E402
-from cuprims._jit import driver  # noqa: E402
+from cuprims._runtime import driver  # noqa: E402
 
 
 def _reserved(device: int = 0) -> int:

@@ -12,8 +12,8 @@ import pytest
 
 import cuprims
 from cuprims import OpKind, ProxyArray
-from cuprims.algorithms.transform import (binary_transform, make_binary_transform, make_unary_transform,
-                                          unary_transform)
+from cuprims.algorithms.transform.api import (binary_transform, make_binary_transform, make_unary_transform,
+                                              unary_transform)
 
 cp = pytest.importorskip("cupy")
 

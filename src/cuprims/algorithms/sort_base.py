@@ -11,16 +11,16 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .. import _arrays
-from .._jit import driver
-from .._jit.codegen_sort import carrier_alignment
-from ..errors import ArgumentError, ArgumentTypeError
-from ..iterators._base import IteratorBase, check_direction
-from ..types import ValueType, same_layout, value_type
-from ._arguments import ArgKind, describe
-from ._common import Loaded
-from ._skeleton import Algorithm, Description, Plan, description
-from .sort_common import DoubleBuffer, opaque_value_type, overlaps
+from cuprims._runtime import arrays as _arrays
+from cuprims._runtime import driver
+from cuprims.algorithms.arguments import ArgKind, describe
+from cuprims.algorithms.common import Loaded
+from cuprims.algorithms.skeleton import Algorithm, Description, Plan, description
+from cuprims.algorithms.sort_common import DoubleBuffer, opaque_value_type, overlaps
+from cuprims.algorithms.sort_source import carrier_alignment
+from cuprims.errors import ArgumentError, ArgumentTypeError
+from cuprims.iterators.base import IteratorBase, check_direction
+from cuprims.types import ValueType, same_layout, value_type
 
 # Problems up to this many items run on kernels built with 32-bit offsets (faster index
 # arithmetic, and CUB's tunings for 4-byte offsets); larger ones on build variant 1 with

@@ -8,11 +8,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .._enums import SortOrder
-from .._jit import driver
-from ..errors import ArgumentError, CudaError
-from ..types import ValueType, value_type
-from ._arguments import signature
+from cuprims._runtime import driver
+from cuprims.algorithms.arguments import signature
+from cuprims.enums import SortOrder
+from cuprims.errors import ArgumentError, CudaError
+from cuprims.types import ValueType, value_type
 
 __all__ = ["DoubleBuffer", "SortOrder"]
 
@@ -62,7 +62,7 @@ class DoubleBuffer:
 
     @property
     def dtype(self) -> Any:
-        from .._arrays import array_dtype
+        from cuprims._runtime.arrays import array_dtype
 
         return array_dtype(self.current(), "d_current")
 
@@ -125,7 +125,7 @@ def _driver_call(name: str, detail: str, *args: Any) -> None:
     """Call cuda.bindings' driver function ``name``; raise CudaError if it fails."""
     fn = _driver_functions.get(name)
     if fn is None:
-        from .._jit.lazy import driver_bindings
+        from cuprims._base.lazy import driver_bindings
 
         fn = _driver_functions[name] = getattr(driver_bindings(), name)
     err = fn(*args)[0]

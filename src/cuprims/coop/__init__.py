@@ -30,8 +30,8 @@ import importlib
 import sys
 from typing import Any
 
-from ._extension import _NAMES
-from ._target import target
+from cuprims.coop._extension import _NAMES
+from cuprims.coop._target import target
 
 __all__ = ["block", "warp", "target", *_NAMES]
 
@@ -47,7 +47,7 @@ def __getattr__(name: str) -> Any:
         globals()[name] = module
         return module
     if name in _NAMES:
-        from ._extension import names
+        from cuprims.coop._extension import names
 
         found = names()
         globals().update(found)
@@ -56,6 +56,6 @@ def __getattr__(name: str) -> Any:
 
 
 if "numba.cuda" in sys.modules:   # numba-cuda is loaded: register Style 2 before any kernel compiles
-    from ._extension import init as _init
+    from cuprims.coop._extension import init as _init
 
     _init()

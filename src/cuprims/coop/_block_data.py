@@ -13,11 +13,19 @@ from __future__ import annotations
 import enum
 from typing import Any
 
-from ..errors import ArgumentError
-from ..types import ValueType
-from ._factory import (arrays_in_out, comparator, dispatch, entry_table, make_primitive, no_methods, sort_in_place,
-                       sort_pairs_in_place)
-from ._spec import ProviderSpec, block_dims, element_type, items_count
+from cuprims.coop._factory import (
+    arrays_in_out,
+    comparator,
+    dispatch,
+    entry_table,
+    make_primitive,
+    no_methods,
+    sort_in_place,
+    sort_pairs_in_place,
+)
+from cuprims.coop._spec import ProviderSpec, block_dims, element_type, items_count
+from cuprims.errors import ArgumentError
+from cuprims.types import ValueType
 
 __all__ = ["BlockExchangeType", "make_exchange", "make_merge_sort_keys", "make_merge_sort_pairs",
            "make_radix_sort_keys", "make_radix_sort_keys_descending", "make_radix_sort_pairs",

@@ -27,16 +27,16 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from .. import config
-from .._jit import stats
-from .._jit.cache_entries import MAX_BLOBS
-from .._schema import IDENTIFIER, Fields, Int, MapOf, Pair, Same, SchemaError, Str, shown, validate
-from .._jit.build import _digest, disk_cache
-from .._jit.cache import SingleFlightLRU
-from .._jit.nvrtc import BASE_OPTIONS, compile_to_ltoir, write_source
-from .._jit.toolchain import toolchain_fingerprint
-from ._codegen import SORT_KINDS, meta_fields, meta_symbol, unit_source
-from ._spec import ProviderSpec
+from cuprims import config
+from cuprims._base import stats
+from cuprims._base.schema import IDENTIFIER, Fields, Int, MapOf, Pair, Same, SchemaError, Str, shown, validate
+from cuprims._build.build import digest, disk_cache
+from cuprims._cache.entries import MAX_BLOBS
+from cuprims._cache.memory import SingleFlightLRU
+from cuprims._compile.nvrtc import BASE_OPTIONS, compile_to_ltoir, write_source
+from cuprims._compile.toolchain import toolchain_fingerprint
+from cuprims.coop._codegen import SORT_KINDS, meta_fields, meta_symbol, unit_source
+from cuprims.coop._spec import ProviderSpec
 
 ENTRY_KIND = "coop"
 
@@ -63,10 +63,10 @@ def unit_key(specs: Sequence[ProviderSpec], arch: int) -> str:
     source = unit_source(specs, arch)
     parts = ["coop", toolchain_fingerprint(), f"sm_{arch}", " ".join(BASE_OPTIONS), source.text]
     if any(sp.python_ops for sp in specs):
-        from .._jit.numba_ops import numba_version
+        from cuprims._operators.numba_ops import numba_version
 
         parts.append("numba-cuda=" + numba_version())
-    return _digest(*parts)
+    return digest(*parts)
 
 
 # A coop entry's metadata read back from disk (the checksum finds damage, not forgery):
@@ -106,7 +106,7 @@ def _reader(specs: Sequence[ProviderSpec], arch: int):
 def _operator_ltoirs(specs: Sequence[ProviderSpec], arch: int, objs: dict[str, Any]) -> list[bytes]:
     """LTO-IR of every Python function the providers call, in :attr:`ProviderSpec.python_ops`
     order; ``objs`` maps each one's symbol to the function."""
-    from .._jit.numba_ops import compile_python_op, compile_state_op, import_numba
+    from cuprims._operators.numba_ops import compile_python_op, compile_state_op, import_numba
 
     codes: list[bytes] = []
     for sp in specs:
@@ -127,8 +127,8 @@ def _operator_ltoirs(specs: Sequence[ProviderSpec], arch: int, objs: dict[str, A
 
 
 def _compile(specs: Sequence[ProviderSpec], arch: int, objs: dict[str, Any]) -> UnitBuild:
-    from .._jit.elfmeta import read_meta
-    from .._jit.link import link_cubin
+    from cuprims._compile.elfmeta import read_meta
+    from cuprims._compile.link import link_cubin
 
     source = unit_source(specs, arch)
 
@@ -264,7 +264,8 @@ def _import_build_modules() -> None:
     """Import here, on the caller's thread, what a build imports lazily: a package that a
     worker is importing while numba (on the caller's thread) imports it too is seen half
     initialised (ImportError from inside numba's typing)."""
-    from .._jit import elfmeta, lazy, link  # noqa: F401
+    from cuprims._base import lazy
+    from cuprims._compile import elfmeta, link  # noqa: F401
 
     lazy.cuda_core()
     import cuda.bindings.nvrtc  # noqa: F401  (the PCH path's)

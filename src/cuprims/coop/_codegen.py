@@ -41,10 +41,18 @@ from __future__ import annotations
 import hashlib
 from typing import Sequence
 
-from .._jit.codegen import Source, preamble
-from .._jit.functors import binary_functor, comparator_functor
-from ._spec import (LOAD_ALGORITHMS, REDUCE_ALGORITHMS, SCAN_ALGORITHMS, STORE_ALGORITHMS, WARP_LOAD_ALGORITHMS,
-                    WARP_STORE_ALGORITHMS, ProviderSpec)
+from cuprims._codegen.common import preamble
+from cuprims._codegen.functors import binary_functor, comparator_functor
+from cuprims._compile.source import Source
+from cuprims.coop._spec import (
+    LOAD_ALGORITHMS,
+    REDUCE_ALGORITHMS,
+    SCAN_ALGORITHMS,
+    STORE_ALGORITHMS,
+    WARP_LOAD_ALGORITHMS,
+    WARP_STORE_ALGORITHMS,
+    ProviderSpec,
+)
 
 _HEADERS = {
     "load": "#include <cub/block/block_load.cuh>",

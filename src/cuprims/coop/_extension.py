@@ -25,13 +25,13 @@ _NAMES = ("this_block", "this_warp", "ThreadData", "load", "store", "exchange", 
 
 def init() -> None:
     """Register Style 2 (idempotent; imports numba.cuda)."""
-    from . import _kernel_unit, _rewrite  # noqa: F401  (registration happens on import)
+    from cuprims.coop import _kernel_unit, _rewrite  # noqa: F401  (registration happens on import)
 
 
 def names() -> dict[str, Any]:
     """Every public Style 2 name -> its object (registers Style 2 first)."""
     init()
-    from . import _groups, _single_phase, _thread_data
+    from cuprims.coop import _groups, _single_phase, _thread_data
 
     found = {"this_block": _groups.this_block, "this_warp": _groups.this_warp,
              "ThreadData": _thread_data.ThreadData, **_single_phase.PRIMITIVES}

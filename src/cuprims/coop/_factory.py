@@ -11,13 +11,13 @@ import dataclasses
 from concurrent.futures import Future
 from typing import Any
 
-from ..errors import ArgumentError
-from ..op import OpKind, OpSpec, op_spec
-from ..types import ValueType, host_bytes
-from ._build import build_unit, build_unit_soon
-from ._codegen import entry_points
-from ._spec import ProviderSpec
-from ._target import current_arch
+from cuprims.coop._build import build_unit, build_unit_soon
+from cuprims.coop._codegen import entry_points
+from cuprims.coop._spec import ProviderSpec
+from cuprims.coop._target import current_arch
+from cuprims.errors import ArgumentError
+from cuprims.op import OpKind, OpSpec, op_spec
+from cuprims.types import ValueType, host_bytes
 
 # operator spellings of the established interface
 _OPERATOR_NAMES = {"+": OpKind.PLUS, "*": OpKind.MULTIPLIES, "min": OpKind.MINIMUM, "max": OpKind.MAXIMUM,
@@ -27,7 +27,7 @@ _COMPARATOR_NAMES = {"<": OpKind.LESS, ">": OpKind.GREATER}
 
 def combiner(op: Any, vt: ValueType, argument: str) -> OpSpec:
     """A binary operator argument (an OpKind, its name, '+', 'min'..., or a Python callable)."""
-    from .._jit.functors import check_binary_builtin
+    from cuprims._codegen.functors import check_binary_builtin
 
     if isinstance(op, str) and op in _OPERATOR_NAMES:
         op = _OPERATOR_NAMES[op]
@@ -44,7 +44,7 @@ def combiner(op: Any, vt: ValueType, argument: str) -> OpSpec:
 def comparator(op: Any, vt: ValueType, argument: str) -> OpSpec:
     """A comparator argument (OpKind.LESS / GREATER, their names, '<' / '>', or a Python
     callable ``op(a, b) -> bool``, true when ``a`` goes before ``b``)."""
-    from .._jit.functors import check_comparator_builtin
+    from cuprims._codegen.functors import check_comparator_builtin
 
     if isinstance(op, str) and op in _COMPARATOR_NAMES:
         op = _COMPARATOR_NAMES[op]
@@ -98,7 +98,7 @@ def prefix_callback(op: Any, vt: ValueType, argument: str, state: ValueType | No
     """A block prefix callback argument (a Python function ``op(state, block_aggregate)``,
     or a :class:`PrefixCallback`) -> (its OpSpec, its state's element type, the function).
     ``state`` (Style 2: the state array's element type) stands in for a missing state dtype."""
-    from ._spec import element_type
+    from cuprims.coop._spec import element_type
 
     fn, state_dtype = (op.fn, op.state_dtype) if isinstance(op, PrefixCallback) else (op, None)
     if isinstance(fn, (OpKind, str)) or not callable(fn) or isinstance(fn, type):
@@ -139,8 +139,7 @@ def make_primitive(name: str, spec: ProviderSpec, op: Any, entries: dict[str, tu
     ``__state`` (a prefix state's data, checked against the state's element type);
     ``__temp(temp_storage)``, the caller's storage, after a trap unless it holds the
     provider's TempStorage (size and alignment)."""
-    from ._numba import (Primitive, declare, device_function, numba_type, state_pointer,
-                         temp_storage_pointer)
+    from cuprims.coop._numba import Primitive, declare, device_function, numba_type, state_pointer, temp_storage_pointer
 
     objs = {}
     if spec.op is not None and spec.op.kind == "python":
@@ -158,7 +157,7 @@ def make_primitive(name: str, spec: ProviderSpec, op: Any, entries: dict[str, tu
         namespace["V"] = numba_type(spec.values)
     if spec.prefix_state is not None:
         namespace["__state"] = state_pointer(numba_type(spec.prefix_state))
-    from .._jit.numba_ops import import_numba
+    from cuprims._operators.numba_ops import import_numba
 
     namespace["i32"] = import_numba()[1].int32
     namespace["i64"] = import_numba()[1].int64
@@ -167,7 +166,7 @@ def make_primitive(name: str, spec: ProviderSpec, op: Any, entries: dict[str, tu
     namespace["ITEMS"], namespace["TILE"] = spec.items, spec.items * spec.threads
 
     def layout() -> tuple[int, int]:     # (TempStorage bytes, alignment): waits for the build
-        from ._build import result_of
+        from cuprims.coop._build import result_of
 
         return (result_of(unit) if isinstance(unit, Future) else unit).temp[spec.symbol]
 

@@ -36,10 +36,10 @@ from typing import Any
 from numba import types
 from numba.cuda.extending import intrinsic
 
-from ..errors import CoopError
-from ._nbtypes import BlockGroupType, Stub, WarpGroupType
-from ._spec import block_dims
-from ._target import current_block
+from cuprims.coop._nbtypes import BlockGroupType, Stub, WarpGroupType
+from cuprims.coop._spec import block_dims
+from cuprims.coop._target import current_block
+from cuprims.errors import CoopError
 
 WARP_THREADS = 32
 

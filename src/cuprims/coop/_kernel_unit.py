@@ -34,12 +34,12 @@ from typing import Any
 from numba.cuda.core import ir
 from numba.cuda.core.rewrites import Rewrite, register_rewrite
 
-from ._build import UnitBuild, build_unit
-from ._numba import link_files
-from ._nbtypes import StaticType
-from ._plans import OPERAND_SLOTS, CallOptions, Plan, plan_call
-from ._spec import ProviderSpec
-from ._target import current_arch
+from cuprims.coop._build import UnitBuild, build_unit
+from cuprims.coop._nbtypes import StaticType
+from cuprims.coop._numba import link_files
+from cuprims.coop._plans import OPERAND_SLOTS, CallOptions, Plan, plan_call
+from cuprims.coop._spec import ProviderSpec
+from cuprims.coop._target import current_arch
 
 _units: dict[ProviderSpec, list] = {}          # spec -> link inputs of the latest unit holding it
 _layouts: dict[ProviderSpec, tuple[int, int]] = {}   # spec -> its TempStorage's (bytes, alignment)

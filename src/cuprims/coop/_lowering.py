@@ -39,12 +39,12 @@ from numba import types
 from numba.cuda import cgutils
 from numba.cuda.extending import intrinsic
 
-from ._codegen import entry_points
-from ._nbtypes import Static, StaticType
-from ._numba import _addr, declare, state_pointer, trap_if
-from ._plans import CallOptions, Plan, plan_call
-from ._spec import ProviderSpec
-from ._thread_data import _local_array, _trap
+from cuprims.coop._codegen import entry_points
+from cuprims.coop._nbtypes import Static, StaticType
+from cuprims.coop._numba import _addr, declare, state_pointer, trap_if
+from cuprims.coop._plans import CallOptions, Plan, plan_call
+from cuprims.coop._spec import ProviderSpec
+from cuprims.coop._thread_data import _local_array, _trap
 
 # parameter kinds of each entry point (the provider ABI of _codegen.py); a sort of pairs
 # takes its values ("vptr") after the keys, a ``_ts`` twin the storage ("void*") last
@@ -132,7 +132,7 @@ def _result(typingctx: Any, out: Any) -> Any:
 def _helper(plan: Plan) -> Callable:
     """The device helper of ``plan``'s variant (plain Python; numba compiles it). Its last
     argument is the caller's storage, typed ``none`` without it (numba prunes the branch)."""
-    from ._kernel_unit import layout_for
+    from cuprims.coop._kernel_unit import layout_for
 
     layout = layout_for(plan) if plan.temp else (1, 1)
     key = (plan.spec, plan.variant, plan.limit, plan.check_stride, plan.temp, layout)
@@ -302,7 +302,7 @@ def _coop_call(typingctx: Any, options: Any, group: Any, a: Any, b: Any, c: Any,
     sig = plan.return_type(options, group, a, b, c, d, e)
 
     def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
-        from ._kernel_unit import unit_for
+        from cuprims.coop._kernel_unit import unit_for
 
         library = context.active_code_library
         for f in unit_for(plan):

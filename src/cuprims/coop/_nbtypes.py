@@ -27,12 +27,12 @@ import inspect
 from typing import Any, Callable
 
 from numba import types
-from numba.cuda.descriptor import cuda_target
-from numba.cuda.extending import register_model, typeof_impl
 from numba.cuda.core.imputils import lower_constant
 from numba.cuda.datamodel import models
+from numba.cuda.descriptor import cuda_target
+from numba.cuda.extending import register_model, typeof_impl
 
-from ..errors import CoopError
+from cuprims.errors import CoopError
 
 
 class Stub:

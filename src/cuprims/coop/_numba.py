@@ -4,7 +4,7 @@ numba-cuda 0.30.4 offers ``cuda.declare_device(name, sig, abi="c")``: it registe
 typing template and a lowering that emits a call of an external function ``name``
 under the C ABI. We declare each provider entry point with pointer arguments (and an
 ``int32`` count), then generate a small Python device function (exec'd from text, as
-:mod:`cuprims._jit.numba_ops` builds its wrappers) that puts the thread's values in
+:mod:`cuprims._operators.numba_ops` builds its wrappers) that puts the thread's values in
 local arrays, passes their addresses and reads the result back. numba inlines that
 function into the user's kernel; nvJitLink's LTO then inlines the provider itself.
 
@@ -20,8 +20,8 @@ from __future__ import annotations
 from concurrent.futures import Future
 from typing import Any, Callable, Sequence
 
-from .._jit.numba_ops import import_numba
-from ..types import ValueType
+from cuprims._operators.numba_ops import import_numba
+from cuprims.types import ValueType
 
 _addr_fn = None
 _oob_fn = None
@@ -56,7 +56,7 @@ def pending_files(symbol: str, unit: Future) -> list:
         class PendingLTOIR(cuda.LTOIR):
             @property
             def data(self) -> bytes:
-                from ._build import result_of
+                from cuprims.coop._build import result_of
 
                 return result_of(unit).ltoir
 
@@ -298,7 +298,7 @@ class Primitive:
     def _built(self) -> Any:
         unit = self._unit
         if isinstance(unit, Future):
-            from ._build import result_of
+            from cuprims.coop._build import result_of
 
             unit = self._unit = result_of(unit)    # a failed build raises its error here
         return unit
@@ -347,8 +347,8 @@ class Primitive:
         """The primitive, its item type, block or warp shape, items per thread and choices:
         ``<cuprims.coop block.sum: float32, block (128, 1, 1), 1 item per thread,
         algorithm=warp_reductions, op=OpKind.PLUS>``."""
-        from ..op import shown_operator
-        from ..types import shown_dtype
+        from cuprims.op import shown_operator
+        from cuprims.types import shown_dtype
 
         spec = self.spec
         shape = f"warp of {spec.dims[0]}" if self.name.startswith("warp.") else f"block {spec.dims}"

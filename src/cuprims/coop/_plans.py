@@ -23,15 +23,23 @@ from typing import Any
 
 from numba import types
 
-from ..errors import ArgumentError, CoopError
-from ..op import OpKind, op_spec
-from ._block_data import BlockExchangeType, _exchange_type
-from ._factory import combiner, comparator, prefix_callback, value_bytes
-from ._nbtypes import BlockGroupType, StaticType, ThreadDataType, WarpGroupType
-from ._single_phase import PRIMITIVES
-from ._spec import (LOAD_ALGORITHMS, REDUCE_ALGORITHMS, SCAN_ALGORITHMS, STORE_ALGORITHMS, WARP_LOAD_ALGORITHMS,
-                    WARP_STORE_ALGORITHMS, ProviderSpec, algorithm_of)
-from ._thread_data import numba_dtype, vt_of
+from cuprims.coop._block_data import BlockExchangeType, _exchange_type
+from cuprims.coop._factory import combiner, comparator, prefix_callback, value_bytes
+from cuprims.coop._nbtypes import BlockGroupType, StaticType, ThreadDataType, WarpGroupType
+from cuprims.coop._single_phase import PRIMITIVES
+from cuprims.coop._spec import (
+    LOAD_ALGORITHMS,
+    REDUCE_ALGORITHMS,
+    SCAN_ALGORITHMS,
+    STORE_ALGORITHMS,
+    WARP_LOAD_ALGORITHMS,
+    WARP_STORE_ALGORITHMS,
+    ProviderSpec,
+    algorithm_of,
+)
+from cuprims.coop._thread_data import numba_dtype, vt_of
+from cuprims.errors import ArgumentError, CoopError
+from cuprims.op import OpKind, op_spec
 
 OPERAND_SLOTS = 5     # operands and runtime options of the widest stub (load: src, items, two counts, storage)
 
@@ -246,7 +254,7 @@ def _exchange(o: CallOptions, group: Any, items: Any, out: Any, *_: Any) -> Plan
         raise ArgumentError("warp_time_slicing", "a bool", sliced)
     if isinstance(group, WarpGroupType):
         # CUB's WarpExchange: blocked <-> striped over the logical warp's tile
-        from .warp import exchange_kind
+        from cuprims.coop.warp import exchange_kind
 
         if sliced:
             raise _fail(o, "warp_time_slicing= is a block option; a warp's exchange has one algorithm")
@@ -343,7 +351,7 @@ _PLANNERS = {"load": _load, "store": _store, "sum": _reduction, "reduce": _reduc
 @functools.lru_cache(maxsize=None)
 def _temp_index(primitive: str) -> int:
     """The operand index of ``temp_storage``: the stub's last operand or runtime option."""
-    from ._single_phase import ROLES
+    from cuprims.coop._single_phase import ROLES
 
     names = [p for p in list(PRIMITIVES[primitive].signature.parameters)[1:] if ROLES[primitive][p] != "static"]
     assert names[-1] == "temp_storage" and len(names) <= OPERAND_SLOTS, names

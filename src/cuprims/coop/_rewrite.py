@@ -33,14 +33,14 @@ from typing import Any
 from numba.cuda.core import ir
 from numba.cuda.core.rewrites import Rewrite, register_rewrite
 
-from ..errors import CoopError
-from . import _ir
-from ._groups import WARP_THREADS, _block_group, _warp_group, block_shape
-from ._lowering import _coop_call
-from ._nbtypes import Static, Stub
-from ._plans import OPERAND_SLOTS, CallOptions
-from ._single_phase import PRIMITIVES, ROLES, WITNESSES
-from ._thread_data import rewrite_creation
+from cuprims.coop import _ir
+from cuprims.coop._groups import WARP_THREADS, _block_group, _warp_group, block_shape
+from cuprims.coop._lowering import _coop_call
+from cuprims.coop._nbtypes import Static, Stub
+from cuprims.coop._plans import OPERAND_SLOTS, CallOptions
+from cuprims.coop._single_phase import PRIMITIVES, ROLES, WITNESSES
+from cuprims.coop._thread_data import rewrite_creation
+from cuprims.errors import CoopError
 
 _SLOTS = OPERAND_SLOTS
 _WITNESS_RANK = {"load": 0, "store": 1}

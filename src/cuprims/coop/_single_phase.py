@@ -42,7 +42,7 @@ Example::
 
 from __future__ import annotations
 
-from ._nbtypes import Stub
+from cuprims.coop._nbtypes import Stub
 
 # pylint: disable=unused-argument  (the bodies are documentation only)
 

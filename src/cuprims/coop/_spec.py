@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-
-import numpy as np
 from typing import Any
 
-from ..errors import ArgumentError
-from ..op import OpSpec
-from ..types import ValueType, value_type
+import numpy as np
+
+from cuprims.errors import ArgumentError
+from cuprims.op import OpSpec
+from cuprims.types import ValueType, value_type
 
 # Python names of CUB's algorithm enumerators, per primitive family
 LOAD_ALGORITHMS = {

@@ -38,7 +38,7 @@ def target(compute_capability: tuple[int, int] | int | None = None, *, block: An
         cc = compute_capability
         tokens.append((_target, _target.set(cc[0] * 10 + cc[1] if isinstance(cc, tuple) else int(cc))))
     if block is not None:
-        from ._spec import block_dims
+        from cuprims.coop._spec import block_dims
 
         tokens.append((_block, _block.set(block_dims(block, "block"))))
     try:
@@ -53,7 +53,7 @@ def current_arch() -> int:
     arch = _target.get()
     if arch is not None:
         return arch
-    from .._jit import lazy
+    from cuprims._base import lazy
 
     major, minor = lazy.cuda_core().Device().compute_capability
     return major * 10 + minor

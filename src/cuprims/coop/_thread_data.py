@@ -36,12 +36,12 @@ from numba.cuda.core import ir
 from numba.cuda.extending import intrinsic
 from numba.cuda.np.numpy_support import as_dtype, from_dtype
 
-from ..errors import ArgumentError, CoopError
-from ..types import ValueType
-from . import _ir
-from ._nbtypes import StaticType, Stub, ThreadDataType
-from ._numba import emit_trap
-from ._spec import element_type
+from cuprims.coop import _ir
+from cuprims.coop._nbtypes import StaticType, Stub, ThreadDataType
+from cuprims.coop._numba import emit_trap
+from cuprims.coop._spec import element_type
+from cuprims.errors import ArgumentError, CoopError
+from cuprims.types import ValueType
 
 
 @Stub
@@ -172,7 +172,7 @@ def witness(func_ir: Any, dom: _ir.Dominance, var: Any, block: Any, stmt: Any) -
 def rewrite_creation(func_ir: Any, block: Any, stmt: Any, count: int, dtype: Any, witnesses: list,
                      dom: _ir.Dominance) -> None:
     """Rewrite one ``ThreadData(count[, dtype=])`` statement (see the module)."""
-    from ._nbtypes import Static
+    from cuprims.coop._nbtypes import Static
 
     count_var = _ir.const_var(func_ir, block, stmt, count)
     if dtype is not _ir.MISSING:

@@ -24,15 +24,43 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import ArgumentError
-from ..op import OpKind, op_spec
-from ._block_data import (BlockExchangeType, make_exchange, make_merge_sort_keys, make_radix_sort_keys,
-                          make_radix_sort_keys_descending)
-from ._block_data import make_merge_sort_pairs, make_radix_sort_pairs, make_radix_sort_pairs_descending
-from ._factory import (TOUCHED, PrefixCallback, array_in_value_out, arrays_in_out, combiner, dispatch,
-                       entry_table, make_primitive, no_methods, prefix_callback, value_bytes, value_in_value_out)
-from ._spec import (LOAD_ALGORITHMS, REDUCE_ALGORITHMS, SCAN_ALGORITHMS, STORE_ALGORITHMS, ProviderSpec,
-                    algorithm_of, block_dims, element_type, items_count)
+from cuprims.coop._block_data import (
+    BlockExchangeType,
+    make_exchange,
+    make_merge_sort_keys,
+    make_merge_sort_pairs,
+    make_radix_sort_keys,
+    make_radix_sort_keys_descending,
+    make_radix_sort_pairs,
+    make_radix_sort_pairs_descending,
+)
+from cuprims.coop._factory import (
+    TOUCHED,
+    PrefixCallback,
+    array_in_value_out,
+    arrays_in_out,
+    combiner,
+    dispatch,
+    entry_table,
+    make_primitive,
+    no_methods,
+    prefix_callback,
+    value_bytes,
+    value_in_value_out,
+)
+from cuprims.coop._spec import (
+    LOAD_ALGORITHMS,
+    REDUCE_ALGORITHMS,
+    SCAN_ALGORITHMS,
+    STORE_ALGORITHMS,
+    ProviderSpec,
+    algorithm_of,
+    block_dims,
+    element_type,
+    items_count,
+)
+from cuprims.errors import ArgumentError
+from cuprims.op import OpKind, op_spec
 
 __all__ = ["make_load", "make_store", "make_reduce", "make_sum", "make_scan", "make_exclusive_sum",
            "make_inclusive_sum", "make_exclusive_scan", "make_inclusive_scan", "make_exchange", "BlockExchangeType",

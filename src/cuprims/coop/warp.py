@@ -23,12 +23,30 @@ from __future__ import annotations
 import enum
 from typing import Any
 
-from ..errors import ArgumentError
-from ..op import OpKind, op_spec
-from ._codegen import warp_sort_slots
-from ._factory import (TOUCHED, arrays_in_out, combiner, comparator, dispatch, entry_table, make_primitive,
-                       no_methods, sort_in_place, sort_pairs_in_place, value_in_value_out)
-from ._spec import WARP_LOAD_ALGORITHMS, WARP_STORE_ALGORITHMS, ProviderSpec, algorithm_of, element_type, items_count
+from cuprims.coop._codegen import warp_sort_slots
+from cuprims.coop._factory import (
+    TOUCHED,
+    arrays_in_out,
+    combiner,
+    comparator,
+    dispatch,
+    entry_table,
+    make_primitive,
+    no_methods,
+    sort_in_place,
+    sort_pairs_in_place,
+    value_in_value_out,
+)
+from cuprims.coop._spec import (
+    WARP_LOAD_ALGORITHMS,
+    WARP_STORE_ALGORITHMS,
+    ProviderSpec,
+    algorithm_of,
+    element_type,
+    items_count,
+)
+from cuprims.errors import ArgumentError
+from cuprims.op import OpKind, op_spec
 
 __all__ = ["make_reduce", "make_sum", "make_exclusive_sum", "make_merge_sort_keys", "make_merge_sort_pairs",
            "make_load", "make_store", "make_exchange", "WarpExchangeType"]

@@ -7,16 +7,16 @@ pointers, operator state) is passed at each launch, so ``CountingIterator(np.int
 and ``CountingIterator(np.int32(5))`` share one build.
 """
 
-from ._base import IteratorBase
-from ._cache_modified import CacheModifiedInputIterator
-from ._constant import ConstantIterator
-from ._counting import CountingIterator
-from ._discard import DiscardIterator
-from ._permutation import PermutationIterator
-from ._reverse import ReverseIterator
-from ._shuffle import ShuffleIterator
-from ._transform import TransformIterator, TransformOutputIterator
-from ._zip import ZipIterator
+from cuprims.iterators._cache_modified import CacheModifiedInputIterator
+from cuprims.iterators._constant import ConstantIterator
+from cuprims.iterators._counting import CountingIterator
+from cuprims.iterators._discard import DiscardIterator
+from cuprims.iterators._permutation import PermutationIterator
+from cuprims.iterators._reverse import ReverseIterator
+from cuprims.iterators._shuffle import ShuffleIterator
+from cuprims.iterators._transform import TransformIterator, TransformOutputIterator
+from cuprims.iterators._zip import ZipIterator
+from cuprims.iterators.base import IteratorBase
 
 __all__ = ["IteratorBase", "CacheModifiedInputIterator", "ConstantIterator", "CountingIterator", "DiscardIterator",
            "PermutationIterator", "ReverseIterator", "ShuffleIterator", "TransformIterator",

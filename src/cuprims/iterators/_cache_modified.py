@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import ArgumentError
-from ..types import shown_dtype
-from ._base import IteratorCode, PointerIterator
+from cuprims.errors import ArgumentError
+from cuprims.iterators.base import IteratorCode, PointerIterator
+from cuprims.types import shown_dtype
 
 # modifier -> CUB's load modifier: PTX ld.global.cs (evict-first streaming), .cg (cache in
 # L2 only), ld.volatile

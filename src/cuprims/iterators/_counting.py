@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ArgumentError
-from ..types import host_bytes, value_type
-from ._base import ValueStateIterator
+from cuprims.errors import ArgumentError
+from cuprims.iterators.base import ValueStateIterator
+from cuprims.types import host_bytes, value_type
 
 
 class CountingIterator(ValueStateIterator):

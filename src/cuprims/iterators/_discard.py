@@ -6,9 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import _arrays
-from ..types import ValueType, shown_dtype, value_type
-from ._base import IteratorBase, IteratorCode, Member, StateWriter
+from cuprims._runtime import arrays as _arrays
+from cuprims.iterators.base import IteratorBase, IteratorCode, Member, StateWriter
+from cuprims.types import ValueType, shown_dtype, value_type
 
 
 class DiscardIterator(IteratorBase):

@@ -4,9 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import ArgumentError
-from ..types import ValueType
-from ._base import IteratorBase, IteratorCode, Member, StateWriter, as_input, as_iterator, emit_member, pack_member
+from cuprims.errors import ArgumentError
+from cuprims.iterators.base import (
+    IteratorBase,
+    IteratorCode,
+    Member,
+    StateWriter,
+    as_input,
+    as_iterator,
+    emit_member,
+    pack_member,
+)
+from cuprims.types import ValueType
 
 
 class PermutationIterator(IteratorBase):

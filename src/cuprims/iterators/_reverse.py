@@ -4,8 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..types import ValueType
-from ._base import IteratorBase, IteratorCode, Member, StateWriter, as_iterator, emit_member, pack_member
+from cuprims.iterators.base import (
+    IteratorBase,
+    IteratorCode,
+    Member,
+    StateWriter,
+    as_iterator,
+    emit_member,
+    pack_member,
+)
+from cuprims.types import ValueType
 
 
 class ReverseIterator(IteratorBase):

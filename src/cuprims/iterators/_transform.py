@@ -7,12 +7,21 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ArgumentError
-from ..op import RawOp, op_spec, shown_operator
-from ..types import ValueType, shown_dtype
-from ..types import value_type as make_value_type
-from ._base import (IteratorBase, IteratorCode, LinkedOp, Member, StateWriter, as_input, as_iterator, emit_member,
-                    pack_member)
+from cuprims.errors import ArgumentError
+from cuprims.iterators.base import (
+    IteratorBase,
+    IteratorCode,
+    LinkedOp,
+    Member,
+    StateWriter,
+    as_input,
+    as_iterator,
+    emit_member,
+    pack_member,
+)
+from cuprims.op import RawOp, op_spec, shown_operator
+from cuprims.types import ValueType, shown_dtype
+from cuprims.types import value_type as make_value_type
 
 _inferred: dict[tuple[str, str], np.dtype] = {}
 
@@ -50,8 +59,8 @@ class _OperatorIterator(IteratorBase):
                        operand: str) -> tuple[list[Member], str]:
         """Define the ``under`` member and the operator's functor (linking a Python or raw
         operator); return the struct's members and the C++ call on ``operand``."""
-        from .._jit.codegen import op_symbol
-        from .._jit.codegen_transform import transform_functor
+        from cuprims._codegen.common import op_symbol
+        from cuprims._codegen.functors import transform_functor
 
         spec = self._spec
         if code.argument is not None:   # errors about the operator name the algorithm's argument
@@ -80,7 +89,7 @@ class _OperatorIterator(IteratorBase):
             if isinstance(op, RawOp):
                 state.raw(op.state, spec.state_alignment)
             else:
-                from .._jit.captures import captured_state
+                from cuprims._operators.captures import captured_state
 
                 state.raw(captured_state(op, spec, argument), spec.state_alignment)
 
@@ -123,7 +132,7 @@ class TransformIterator(_OperatorIterator):
         if value_type is not None:
             self._vt = make_value_type(value_type, argument="value_type")
         elif spec.kind == "builtin":
-            from .._jit.functors import builtin_result_type
+            from cuprims._codegen.functors import builtin_result_type
 
             self._vt = builtin_result_type(spec.builtin, (in_vt,))
         elif spec.kind == "python":
@@ -131,7 +140,7 @@ class TransformIterator(_OperatorIterator):
         else:
             raise ArgumentError("value_type", "the result dtype (a RawOp's result type cannot be inferred)", None)
         if spec.kind == "builtin":
-            from .._jit.codegen_transform import check_transform_builtin
+            from cuprims._codegen.functors import check_transform_builtin
 
             check_transform_builtin(spec, (in_vt,), self._vt, argument="transform_op")
 
@@ -149,13 +158,13 @@ def _infer(fn: Any, spec: Any, in_vt: ValueType) -> np.dtype:
     memo_key = (spec.key, in_vt.code)
     dt = _inferred.get(memo_key)
     if dt is None and spec.expr is not None:
-        from .._jit.py_expr import result_code
+        from cuprims._operators.py_expr import result_code
 
         code = result_code(spec.expr, (in_vt.code,))   # numba's typing, without numba
         if code is not None:
             dt = _inferred[memo_key] = np.dtype(code)
     if dt is None:
-        from .._jit.numba_ops import infer_result_dtype
+        from cuprims._operators.numba_ops import infer_result_dtype
 
         dt = _inferred[memo_key] = infer_result_dtype(fn, (in_vt,), op_name=spec.name, captures=spec.captures,
                                                       argument="transform_op")
@@ -193,7 +202,7 @@ class TransformOutputIterator(_OperatorIterator):
         self._vt = (make_value_type(output_value_type, argument="output_value_type")
                     if output_value_type is not None else self._under.value_type)
         if spec.kind == "builtin":
-            from .._jit.codegen_transform import check_transform_builtin
+            from cuprims._codegen.functors import check_transform_builtin
 
             check_transform_builtin(spec, (self._vt,), self._under.value_type, argument="transform_op")
 

@@ -6,9 +6,17 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ArgumentError
-from ..types import ValueType, value_type
-from ._base import IteratorBase, IteratorCode, Member, StateWriter, as_iterator, emit_member, pack_member
+from cuprims.errors import ArgumentError
+from cuprims.iterators.base import (
+    IteratorBase,
+    IteratorCode,
+    Member,
+    StateWriter,
+    as_iterator,
+    emit_member,
+    pack_member,
+)
+from cuprims.types import ValueType, value_type
 
 
 class ZipIterator(IteratorBase):

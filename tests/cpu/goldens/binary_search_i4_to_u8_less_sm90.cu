@@ -5,7 +5,7 @@
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ != 900
 #error "cuprims: this unit was generated for sm_90"
 #endif
-#include <cuprims_binary_search.cuh>
+#include <binary_search/cuprims_binary_search.cuh>
 
 struct cuprims_comp_t
 {

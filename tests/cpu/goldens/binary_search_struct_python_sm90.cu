@@ -5,7 +5,7 @@
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ != 900
 #error "cuprims: this unit was generated for sm_90"
 #endif
-#include <cuprims_binary_search.cuh>
+#include <binary_search/cuprims_binary_search.cuh>
 struct __align__(8) cuprims_struct_bb3a428cc67ca2f9 { long long f0; float f1; unsigned char pad0[4]; };
 static_assert(sizeof(cuprims_struct_bb3a428cc67ca2f9) == 16 && alignof(cuprims_struct_bb3a428cc67ca2f9) == 8);
 

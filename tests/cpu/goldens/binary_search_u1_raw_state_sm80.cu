@@ -5,7 +5,7 @@
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ != 800
 #error "cuprims: this unit was generated for sm_80"
 #endif
-#include <cuprims_binary_search.cuh>
+#include <binary_search/cuprims_binary_search.cuh>
 
 extern "C" __device__ void my_raw_comp(void*, void*, void*, void*);
 struct cuprims_comp_t

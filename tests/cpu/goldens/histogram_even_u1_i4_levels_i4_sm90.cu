@@ -5,7 +5,7 @@
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ != 900
 #error "cuprims: this unit was generated for sm_90"
 #endif
-#include <cuprims_histogram.cuh>
+#include <histogram/cuprims_histogram.cuh>
 
 using cuprims_selector_t = CUB_NS_QUALIFIER::detail::histogram::policy_selector_from_types<unsigned char, int, 1, 1, true>;
 constexpr auto cuprims_policy = cuprims_selector_t{}(::cuda::compute_capability{9, 0});

@@ -7,7 +7,7 @@
 #endif
 #include <cub/device/dispatch/kernels/kernel_radix_sort.cuh>
 
-// floating-point keys in numpy's order (see cuprims/_jit/codegen_sort.py, nan_last_radix_traits)
+// floating-point keys in numpy's order (see cuprims/algorithms/sort_source.py, nan_last_radix_traits)
 struct __align__(2) cuprims_nan_last_key_t { unsigned short bits; };
 namespace cuda { template <> inline constexpr bool is_floating_point_v<cuprims_nan_last_key_t> = true; }
 CUB_NAMESPACE_BEGIN

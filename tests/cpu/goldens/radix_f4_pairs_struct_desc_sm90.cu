@@ -9,7 +9,7 @@
 
 struct __align__(8) cuprims_bytes_24_8 { unsigned char bytes[24]; };
 static_assert(sizeof(cuprims_bytes_24_8) == 24 && alignof(cuprims_bytes_24_8) == 8);
-// floating-point keys in numpy's order (see cuprims/_jit/codegen_sort.py, nan_last_radix_traits)
+// floating-point keys in numpy's order (see cuprims/algorithms/sort_source.py, nan_last_radix_traits)
 struct __align__(4) cuprims_nan_last_key_t { unsigned int bits; };
 namespace cuda { template <> inline constexpr bool is_floating_point_v<cuprims_nan_last_key_t> = true; }
 CUB_NAMESPACE_BEGIN

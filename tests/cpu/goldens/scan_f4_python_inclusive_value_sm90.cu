@@ -5,7 +5,7 @@
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ != 900
 #error "cuprims: this unit was generated for sm_90"
 #endif
-#include <cuprims_scan.cuh>
+#include <scan/cuprims_scan.cuh>
 
 extern "C" __device__ void cuprims_op_0(void*, void*, void*);
 struct cuprims_op_t

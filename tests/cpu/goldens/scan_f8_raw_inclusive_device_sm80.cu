@@ -5,7 +5,7 @@
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ != 800
 #error "cuprims: this unit was generated for sm_80"
 #endif
-#include <cuprims_scan.cuh>
+#include <scan/cuprims_scan.cuh>
 
 extern "C" __device__ void my_raw_add(void*, void*, void*);
 struct cuprims_op_t

@@ -5,7 +5,7 @@
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ != 900
 #error "cuprims: this unit was generated for sm_90"
 #endif
-#include <cuprims_scan.cuh>
+#include <scan/cuprims_scan.cuh>
 struct __align__(8) cuprims_struct_c07fb126b71dda58 { int f0; unsigned char pad0[4]; double f1; };
 static_assert(sizeof(cuprims_struct_c07fb126b71dda58) == 16 && alignof(cuprims_struct_c07fb126b71dda58) == 8);
 

@@ -5,11 +5,11 @@
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ != 900
 #error "cuprims: this unit was generated for sm_90"
 #endif
-#include <cuprims_scan.cuh>
+#include <scan/cuprims_scan.cuh>
 struct __align__(1) cuprims_struct_96dc7bda6d7f9b4a { signed char f0; signed char f1; signed char f2; signed char f3; signed char f4; signed char f5; signed char f6; signed char f7; signed char f8; signed char f9; signed char f10; signed char f11; signed char f12; signed char f13; signed char f14; signed char f15; signed char f16; signed char f17; signed char f18; signed char f19; signed char f20; signed char f21; signed char f22; signed char f23; signed char f24; signed char f25; signed char f26; signed char f27; signed char f28; signed char f29; signed char f30; signed char f31; signed char f32; signed char f33; signed char f34; signed char f35; signed char f36; signed char f37; signed char f38; signed char f39; };
 static_assert(sizeof(cuprims_struct_96dc7bda6d7f9b4a) == 40 && alignof(cuprims_struct_96dc7bda6d7f9b4a) == 1);
 
-// cuprims_struct_96dc7bda6d7f9b4a as CUB moves it: in 32-bit words, not byte by byte (cuprims._jit.accumulators)
+// cuprims_struct_96dc7bda6d7f9b4a as CUB moves it: in 32-bit words, not byte by byte (cuprims._codegen.accumulators)
 struct __align__(16) cuprims_struct_96dc7bda6d7f9b4a_words
 {
   unsigned int words[12];

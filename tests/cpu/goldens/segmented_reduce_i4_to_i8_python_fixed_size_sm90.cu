@@ -5,7 +5,7 @@
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ != 900
 #error "cuprims: this unit was generated for sm_90"
 #endif
-#include <cuprims_segmented_reduce.cuh>
+#include <segmented_reduce/cuprims_segmented_reduce.cuh>
 #include <cuprims_iterator.cuh>
 struct cuprims_start_offsets_in_it_0
 {

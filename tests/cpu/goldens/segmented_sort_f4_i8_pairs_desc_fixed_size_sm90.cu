@@ -5,7 +5,7 @@
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ != 900
 #error "cuprims: this unit was generated for sm_90"
 #endif
-#include <cuprims_segmented_sort.cuh>
+#include <segmented_sort/cuprims_segmented_sort.cuh>
 #include <cuprims_iterator.cuh>
 struct cuprims_start_offsets_in_it_0
 {
@@ -68,7 +68,7 @@ static_assert(sizeof(cuprims_end_offsets_in_it_2) == 4 && alignof(cuprims_end_of
 static_assert(sizeof(cuprims::input_iterator<cuprims_end_offsets_in_it_2, long long>) == 16 && alignof(cuprims::input_iterator<cuprims_end_offsets_in_it_2, long long>) == 8, "iterator layout differs from cuprims' packing");
 
 
-// floating-point keys in numpy's order (see cuprims/_jit/codegen_sort.py, nan_last_radix_traits)
+// floating-point keys in numpy's order (see cuprims/algorithms/sort_source.py, nan_last_radix_traits)
 struct __align__(4) cuprims_nan_last_key_t { unsigned int bits; };
 namespace cuda { template <> inline constexpr bool is_floating_point_v<cuprims_nan_last_key_t> = true; }
 CUB_NAMESPACE_BEGIN

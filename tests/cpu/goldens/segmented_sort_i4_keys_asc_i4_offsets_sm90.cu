@@ -5,7 +5,7 @@
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ != 900
 #error "cuprims: this unit was generated for sm_90"
 #endif
-#include <cuprims_segmented_sort.cuh>
+#include <segmented_sort/cuprims_segmented_sort.cuh>
 
 using cuprims_key_t = int;
 using cuprims_value_t = CUB_NS_QUALIFIER::NullType;

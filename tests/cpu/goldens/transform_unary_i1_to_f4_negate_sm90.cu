@@ -5,7 +5,7 @@
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ != 900
 #error "cuprims: this unit was generated for sm_90"
 #endif
-#include <cuprims_transform.cuh>
+#include <transform/cuprims_transform.cuh>
 
 struct cuprims_op_t
 {

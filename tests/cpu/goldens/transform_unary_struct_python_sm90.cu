@@ -5,7 +5,7 @@
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ != 900
 #error "cuprims: this unit was generated for sm_90"
 #endif
-#include <cuprims_transform.cuh>
+#include <transform/cuprims_transform.cuh>
 struct __align__(4) cuprims_struct_2e58351b8565a4c7 { int f0; float f1; };
 static_assert(sizeof(cuprims_struct_2e58351b8565a4c7) == 8 && alignof(cuprims_struct_2e58351b8565a4c7) == 4);
 

@@ -5,7 +5,7 @@
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ != 900
 #error "cuprims: this unit was generated for sm_90"
 #endif
-#include <cuprims_unique.cuh>
+#include <unique_by_key/cuprims_unique.cuh>
 
 struct cuprims_eq_t
 {

@@ -17,9 +17,9 @@ from typing import Any, Callable
 import pytest
 
 import cuprims
-from cuprims._jit import build as jit_build
-from cuprims._jit.cache_entries import MAGIC
-from cuprims._jit.disk_cache import LAYOUT_VERSION
+from cuprims._build import build as jit_build
+from cuprims._cache.entries import MAGIC
+from cuprims._cache.disk import LAYOUT_VERSION
 from cpu_helpers import ARCH, last_json, make_f4, run_python
 
 ELF = b"\x7fELF"

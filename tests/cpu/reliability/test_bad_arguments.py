@@ -561,7 +561,7 @@ def test_the_result_rules_draw_the_line(request, shared_cache, path, algo, allow
 
 
 def test_counts_past_the_64_bit_offsets_are_refused():
-    from cuprims.algorithms._common import MAX_ITEMS, check_num_items
+    from cuprims.algorithms.common import MAX_ITEMS, check_num_items
 
     assert check_num_items(MAX_ITEMS) == MAX_ITEMS
     assert check_num_items(np.uint64(MAX_ITEMS)) == MAX_ITEMS
@@ -602,7 +602,7 @@ def test_initial_values_follow_same_kind_and_never_wrap(value, dtype):
 
 
 def test_struct_and_count_limits():
-    from cuprims.algorithms._common import check_num_items
+    from cuprims.algorithms.common import check_num_items
 
     with pytest.raises(cuprims.errors.ArgumentError) as info:
         check_num_items(True)

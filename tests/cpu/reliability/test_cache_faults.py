@@ -14,7 +14,7 @@ import os
 import pytest
 
 from cpu_helpers import ARCH, counters, delta, last_json, run_python
-from cuprims._jit.disk_cache import LAYOUT_VERSION
+from cuprims._cache.disk import LAYOUT_VERSION
 from fault_helpers import (CHILD_MAX_OP, ELF, clear_memory, entry_path, frame_raw, make_max, max_op_env,
                            reframe, unframe)
 
@@ -336,7 +336,7 @@ def test_forged_coop_entry_is_rebuilt(fresh_caches, case):
     """A cooperative provider's entry with layouts out of range, the checksum recomputed."""
     numba = pytest.importorskip("numba")
     from cuprims import coop
-    from cuprims._jit import stats
+    from cuprims._base import stats
     from cuprims.coop import _build
 
     with coop.target((9, 0)):

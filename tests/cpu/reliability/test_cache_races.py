@@ -18,8 +18,8 @@ import pytest
 
 import cuprims
 from cpu_helpers import WAIT_FOR_ALL, counters, delta, make_f4, spawn_builders
-from cuprims._jit import build as jit_build
-from cuprims._jit.disk_cache import DiskCache
+from cuprims._build import build as jit_build
+from cuprims._cache.disk import DiskCache
 from cuprims.errors import ArgumentError, ArgumentTypeError
 from fault_helpers import ELF, build_max_in_child, entry_path, lock_path, sha
 
@@ -28,7 +28,7 @@ LOCK_WAIT = 2.0   # seconds: the bound the lock tests set (the default, 60 s, wo
 DIFFERENT_OPS_SCRIPT = r"""
 import hashlib, json, sys
 import numpy as np, cuprims
-from cuprims._jit import build as jit_build
+from cuprims._build import build as jit_build
 scale = float(sys.argv[3])
 ns = {}
 exec(f"def op(a, b):\n    return a * {scale!r} + b\n", ns)
@@ -81,7 +81,7 @@ def test_threads_on_one_key_compile_each_stage_once():
 HOLD_LOCK_SCRIPT = r"""
 import sys, time
 from pathlib import Path
-from cuprims._jit.disk_cache import DiskCache
+from cuprims._cache.disk import DiskCache
 with DiskCache(Path(sys.argv[1])).lock(sys.argv[2], sys.argv[3]):
     print("held", flush=True)
     time.sleep(600)

@@ -21,8 +21,8 @@ import pytest
 
 import cuprims
 from cuprims import CountingIterator, OpKind, ProxyArray as P, ProxyValue as V, SortOrder
-from cuprims import _serialization as serialization
-from cuprims._serial_codec import decode, encode
+from cuprims._serialization import blobs as serialization
+from cuprims._serialization.codec import decode, encode
 from cuprims.errors import BlobError, CuprimsError
 
 
@@ -226,7 +226,7 @@ FORGERIES: dict[str, tuple[str, str, Callable]] = {
     "algorithm outside cuprims": ("reduce", "algorithm", set_to("algorithm", value="os.system")),
     "algorithm a list": ("reduce", "algorithm", set_to("algorithm", value=["cuprims"])),
     "algorithm of another description": ("reduce", "description",
-                                         set_to("algorithm", value="cuprims.algorithms.select._Select")),
+                                         set_to("algorithm", value="cuprims.algorithms.select.api._Select")),
     # -- the description
     "op record null": ("reduce", "description.op", describe(("op",), None)),
     "op kind unknown": ("reduce", "description.op.kind", description_field("op", "kind", value="eval")),

@@ -3,7 +3,7 @@
 A reduction over a ``gpu_struct`` of 300 ``int8`` fields took 113 s to build on the
 2-core CPU machine, nearly all of it in nvJitLink: NVVM and ptxas over one kernel in
 which CUB moved the value byte by byte and the inlined operator copied it field by field
-at each of some thirty combining places (see ``cuprims._jit.accumulators``). Python's
+at each of some thirty combining places (see ``cuprims._codegen.accumulators``). Python's
 part (the struct, numba's typing, the storage struct's C++, the keys) took under 0.1 s.
 This probe on that code: the cold reduction 149 s of CPU, the warm one 146 s against
 3.2 s for 30 fields (45x), the scan 183 s.
@@ -30,8 +30,8 @@ import json, re, time
 import numpy as np
 import cuprims
 from cuprims import ProxyArray as P, ProxyValue as V
-from cuprims._jit.codegen import META_SYMBOL
-from cuprims._jit.elfmeta import kernel_param_layout, read_meta
+from cuprims._compile.source import META_SYMBOL
+from cuprims._compile.elfmeta import kernel_param_layout, read_meta
 from cuprims.types import value_type
 
 
@@ -90,7 +90,7 @@ out["transform300"], _ = cpu_seconds(lambda: cuprims.make_unary_transform(d_in=P
 
 # numba's side: the operator stores every one of the 300 fields, each at numpy's offset
 from numba import cuda
-from cuprims._jit.numba_ops import compile_python_op
+from cuprims._operators.numba_ops import compile_python_op
 
 compile_all = cuda.compile_all
 

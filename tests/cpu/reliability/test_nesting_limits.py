@@ -13,9 +13,9 @@ import cuprims
 from cuprims import (CacheModifiedInputIterator, ConstantIterator, CountingIterator, DiscardIterator, OpKind,
                      PermutationIterator, ProxyArray, ProxyValue, ReverseIterator, TransformIterator,
                      TransformOutputIterator, ZipIterator)
-from cuprims._jit.recipe import MAX_VALUE_DEPTH, op_recipe, op_recipe_cached
+from cuprims._operators.recipe import MAX_VALUE_DEPTH, op_recipe, op_recipe_cached
 from cuprims.errors import ArgumentError
-from cuprims.iterators._base import MAX_ITERATOR_DEPTH
+from cuprims.iterators.base import MAX_ITERATOR_DEPTH
 
 P, V = ProxyArray, ProxyValue
 i4 = np.int32

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from cuprims._jit import nvrtc
+from cuprims._compile import nvrtc
 from cpu_helpers import last_json, run_python
 
 # sources whose NVRTC log is empty, and ones with a warning in it
@@ -34,7 +34,7 @@ def _single_bytes_intact() -> bool:
 @pytest.mark.parametrize("output", sorted(OUTPUTS))
 @pytest.mark.parametrize("source", sorted(SOURCES))
 def test_every_buffer_nvrtc_fills_is_a_bytearray(source, output, monkeypatch):
-    from cuprims._jit import lazy
+    from cuprims._base import lazy
 
     bindings = lazy.nvrtc_bindings()
     seen: list[tuple[str, type]] = []
@@ -68,7 +68,7 @@ PROBE = r"""
 import json
 import numpy as np
 import cuprims
-from cuprims._jit import nvrtc
+from cuprims._compile import nvrtc
 
 def constants():
     # every bytes constant of the NVRTC module's functions, by value

@@ -97,7 +97,7 @@ def test_a_name_the_ltoir_does_not_define(unary):
 
 
 def test_state_counts_as_the_first_parameter():
-    from cuprims._jit.raw_probe import check_arity, parameter_count
+    from cuprims._operators.raw_probe import check_arity, parameter_count
 
     stateful = RawOp(ltoir=_ltoir(_with_state, 3, "arity_stateful"), name="arity_stateful",
                      state=np.float32(3).tobytes(), state_alignment=4)

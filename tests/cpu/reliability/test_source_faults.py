@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from cuprims import clear_all_caches
-from cuprims._jit import build as jit_build
-from cuprims._jit import nvrtc
+from cuprims._build import build as jit_build
+from cuprims._compile import nvrtc
 from cuprims.errors import CompileError
 from cpu_helpers import ARCH, bad_source, run_python
 from fault_helpers import make_max
@@ -80,7 +80,7 @@ NOT_WRITABLE_SCRIPT = r"""
 import json, sys
 sys.path[:0] = [%r]
 from cpu_helpers import bad_source
-from cuprims._jit import nvrtc
+from cuprims._compile import nvrtc
 from cuprims.errors import CompileError
 try:
     nvrtc.compile_to_ltoir(bad_source(), 90)

@@ -1,0 +1,24 @@
+"""Frozen dataclasses whose hash is computed once, for values that are cache keys: algorithm
+descriptions and argument kinds, looked up on every one-shot call."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+
+def frozen(cls: type) -> type:
+    """Make ``cls`` a frozen dataclass whose hash is computed once: descriptions and
+    argument kinds are cache keys looked up on every one-shot call."""
+    cls = dataclasses.dataclass(frozen=True)(cls)
+    names = tuple(f.name for f in dataclasses.fields(cls) if f.compare)
+
+    def __hash__(self: Any) -> int:
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = hash(tuple(getattr(self, n) for n in names))
+            object.__setattr__(self, "_hash", h)
+        return h
+
+    cls.__hash__ = __hash__  # type: ignore[assignment]
+    return cls

@@ -1,0 +1,89 @@
+"""The in-memory cache level: a single-flight LRU. Concurrent misses of one key build
+once: the first caller builds, the others wait and receive the same result or the same
+exception; failures are not cached. The on-disk level is :mod:`cuprims._cache.disk`."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any, Callable
+
+from cuprims._base import stats
+
+
+class _Pending:
+    """One build in flight: the value or exception its owner sets, for the threads that
+    wait on it. (Not concurrent.futures.Future: importing it brings logging, ~4 ms of a
+    warm process's first build on the CPU machine.)"""
+
+    __slots__ = ("_done", "_value", "_error")
+
+    def __init__(self) -> None:
+        self._done = threading.Event()
+        self._value: Any = None
+        self._error: BaseException | None = None
+
+    def set_result(self, value: Any) -> None:
+        self._value = value
+        self._done.set()
+
+    def set_exception(self, error: BaseException) -> None:
+        self._error = error
+        self._done.set()
+
+    def result(self) -> Any:
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
+class SingleFlightLRU:
+    """A bounded mapping whose misses are built once, however many threads ask at once."""
+
+    def __init__(self, max_entries: int):
+        self.max_entries = max_entries
+        self._data: OrderedDict[Any, Any] = OrderedDict()
+        self._inflight: dict[Any, _Pending] = {}
+        self._lock = threading.Lock()
+
+    def get_or_build(self, key: Any, build: Callable[[], Any]) -> Any:
+        with self._lock:
+            try:
+                value = self._data[key]
+            except KeyError:
+                pass
+            else:
+                self._data.move_to_end(key)
+                stats.bump("memory_hits")
+                return value
+            future = self._inflight.get(key)
+            owner = future is None
+            if owner:
+                future = _Pending()
+                self._inflight[key] = future
+        if not owner:
+            stats.bump("memory_hits")
+            return future.result()
+        stats.bump("memory_misses")
+        try:
+            value = build()
+        except BaseException as exc:
+            with self._lock:
+                del self._inflight[key]
+            future.set_exception(exc)
+            raise
+        with self._lock:
+            self._data[key] = value
+            while len(self._data) > self.max_entries:
+                self._data.popitem(last=False)
+            del self._inflight[key]
+        future.set_result(value)
+        return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+
+    def __len__(self) -> int:
+        return len(self._data)

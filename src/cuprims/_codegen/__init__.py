@@ -1,0 +1,8 @@
+"""Generating CUDA C++ that every algorithm shares: the preamble, functor and iterator parts,
+metadata export and tuning helpers (``common``), functors for built-in and user operators
+(``functors``), accumulator types (``accumulators``). Each algorithm's own generator lives
+in its home under ``cuprims.algorithms``.
+
+Pure string work: no CUDA, no numba. May import: ``_base``, ``_compile.source``,
+``cuprims.op``, ``cuprims.types``.
+"""

@@ -1,0 +1,9 @@
+"""Even-bin histograms: ``make_histogram_even``, the histogram object, and ``histogram_even``.
+
+This folder is the algorithm's home: ``api`` (its public functions, description and host
+dispatch), ``source`` (its CUDA C++ generator), ``bins`` and its kernel template ``cuprims_histogram.cuh``.
+"""
+
+from cuprims.algorithms.histogram.api import histogram_even, make_histogram_even
+
+__all__ = ["histogram_even", "make_histogram_even"]

@@ -1,0 +1,263 @@
+"""Segmented reduction: ``make_segmented_reduce``, the reducer object, and ``segmented_reduce``.
+
+Segment ``i`` is ``d_in[start_offsets_in[i]:end_offsets_in[i]]``; ``d_out[i]`` receives
+``h_init`` combined with its items (``h_init`` alone for an empty segment), in the type
+of ``d_out``. Offsets are arrays or iterators of one integer type, for example fixed-size
+segments as ``TransformIterator(CountingIterator(0), lambda i: i * size)``.
+
+Host dispatch (ours): with a ``max_segment_size`` hint small enough, CUB's kernel gives a
+segment to one thread, or cuprims' warp kernel to one warp (vector loads, the next
+offsets read ahead; the warps stride over the segments); otherwise CUB gives one block each. When there are fewer
+segments than the GPU has block slots, each segment is cut into whole-tile slices
+reduced by several blocks, whose partials a second kernel combines with ``h_init``
+(``algorithms/segmented_reduce/cuprims_segmented_reduce.cuh``): one huge segment uses the whole GPU.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cuprims._compile.source import Source
+from cuprims._runtime import driver
+from cuprims.algorithms.arguments import ArgKind, describe, keyword_checked, segment_offsets
+from cuprims.algorithms.common import Loaded, check_num_items
+from cuprims.algorithms.operators import combined_input
+from cuprims.algorithms.segmented_reduce.source import segmented_reduce_source
+from cuprims.algorithms.skeleton import (
+    Algorithm,
+    CombinerDescription,
+    Plan,
+    combiner_spec,
+    description,
+    functor_size,
+    functor_state,
+)
+from cuprims.algorithms.values import check_host_value, host_value_dtype, scalar_init_type
+from cuprims.errors import ArgumentError
+from cuprims.types import host_bytes
+
+__all__ = ["make_segmented_reduce", "segmented_reduce"]
+
+_MAX_SEGMENTS = (1 << 31) - 1       # CUB's kernel counts segments in an int
+_SLICED_BELOW = 2                   # sliced dispatch while segments * this <= block slots
+_MIN_SLICE_TILES = 4                # ... and a hinted segment spans more tiles than this
+
+
+@description
+class SegmentedReduceDescription(CombinerDescription):
+    """A segmented reduction: input, output (its type is the one computed in), the start
+    and end offsets' kinds, and the operator."""
+
+    begin: ArgKind
+    end: ArgKind
+
+    def source(self, arch: int) -> Source:
+        return segmented_reduce_source(d_in=self.d_in, d_out=self.d_out, begin=self.begin, end=self.end,
+                                       accum=self.d_out.value, op=self.op, arch=arch)
+
+    def _link(self) -> tuple:
+        return super()._link() + self.begin.linked_ops() + self.end.linked_ops()
+
+    def kernel_params(self) -> tuple[tuple[Any, ...], ...]:
+        f, a = functor_size(self.op), self.d_out.value.size
+        offsets = (self.begin.param, self.end.param)
+        return (
+            # CUB: d_in, d_out, begin, end, num_segments, op, init, max_segment_size
+            (self.d_in.param, self.d_out.param, *offsets, "i32", f, a, "i64"),
+            # slice: d_in, begin, end, slices, op, partials
+            (self.d_in.param, *offsets, "i32", f, "ptr"),
+            # combine: partials, d_out, begin, end, slices, op, init
+            ("ptr", self.d_out.param, *offsets, "i32", f, a),
+            # warp: d_in, d_out, begin, end, num_segments, op, init
+            (self.d_in.param, self.d_out.param, *offsets, "i32", f, a),
+        )
+
+
+class _Plan(Plan):
+    """Kernel handles, block size, tile sizes of the three per-segment mappings, and the
+    block slots of the GPU for the sliced dispatch."""
+
+    __slots__ = ("cub", "slice", "combine", "warp", "threads", "tile_items", "medium_tile", "medium_segments",
+                 "small_tile", "small_segments", "block_slots", "warp_threads", "warp_blocks", "accum_size",
+                 "temp_align", "device")
+
+    def __init__(self, loaded: Loaded):
+        meta = loaded.meta
+        self.cub, self.slice, self.combine, self.warp = loaded.handles
+        self.threads = meta["threads"]
+        self.tile_items = self.threads * meta["items"]
+        self.medium_tile, self.medium_segments = meta["medium_items_per_tile"], meta["medium_segments_per_block"]
+        self.small_tile, self.small_segments = meta["small_items_per_tile"], meta["small_segments_per_block"]
+        occupancy = loaded.module.max_active_blocks(loaded.names[1], self.threads)
+        self.block_slots = max(1, occupancy) * driver.sm_count(loaded.device)
+        self.warp_threads = meta["warp_threads"]
+        warp_occupancy = loaded.module.max_active_blocks(loaded.names[3], self.warp_threads)
+        self.warp_blocks = max(1, warp_occupancy) * driver.sm_count(loaded.device)  # a full GPU of warp blocks
+        self.accum_size, self.temp_align = meta["accum_size"], meta["accum_align"]
+
+
+def slices_for(plan: Any, num_segments: int, hint: int) -> int:
+    """How many blocks reduce each segment (1: CUB's kernel, one thread/warp/block each)."""
+    if num_segments == 0 or num_segments * _SLICED_BELOW > plan.block_slots:
+        return 1
+    if hint and hint <= _MIN_SLICE_TILES * plan.tile_items:
+        return 1
+    slices = plan.block_slots // num_segments
+    if hint:
+        slices = min(slices, -(-hint // plan.tile_items))
+    return max(1, slices)
+
+
+def warp_grid(plan: Any, num_segments: int, hint: int) -> int:
+    """Blocks of cuprims' warp kernel for ``num_segments`` (0: the hint does not fit a warp's
+    tile, CUB's kernel runs): one warp per segment, at most a full GPU of blocks."""
+    if not plan.small_tile < hint <= plan.medium_tile:
+        return 0
+    return min(-(-num_segments // (plan.warp_threads // 32)), plan.warp_blocks)
+
+
+def cub_grid(plan: Any, num_segments: int, hint: int) -> int:
+    """CUB's grid for ``num_segments``: the kernel picks the same mapping from the hint."""
+    if 0 < hint <= plan.small_tile:
+        return -(-num_segments // plan.small_segments)
+    if 0 < hint <= plan.medium_tile:
+        return -(-num_segments // plan.medium_segments)
+    return num_segments
+
+
+def _describe(d_in: Any, d_out: Any, start_offsets_in: Any, end_offsets_in: Any, op: Any,
+              h_init: Any) -> SegmentedReduceDescription:
+    in_arg = describe(d_in, "d_in", iterators=True)
+    out_arg = describe(d_out, "d_out", iterators=True, output=True)
+    begin, end = segment_offsets(start_offsets_in, end_offsets_in)
+    accum = out_arg.value
+    init_dt = host_value_dtype(h_init)
+    if init_dt is None:
+        raise ArgumentError("h_init", f"a {accum.dtype} value (the result of an empty segment)", None)
+    check_host_value(init_dt, accum, "h_init")
+    in_arg = combined_input(in_arg, out_arg)
+    return SegmentedReduceDescription(in_arg, out_arg, combiner_spec(op, accum), begin, end)
+
+
+class _SegmentedReduce(Algorithm):
+    """A segmented reduction built for fixed types and operator; call it to run.
+
+    ``reducer(temp_storage=None, ...)`` returns the temporary bytes needed and launches
+    nothing; ``reducer(temp_storage=buf, ...)`` runs on ``stream``.
+    """
+
+    desc: SegmentedReduceDescription
+
+    def _setup(self) -> None:
+        self._cub_params, self._slice_params, self._combine_params, self._warp_params = self._packs
+        self._accum = self.desc.d_out.value
+        self._init_type = scalar_init_type(self._accum, True)
+        self._stateful = bool(self.desc.op.state_size)
+
+    def _make_plan(self, loaded: Loaded, variant: int) -> _Plan:
+        return _Plan(loaded)
+
+    # args: (p_in, p_out, p_begin, p_end, num_segments, state, init, hint)
+    def _temp_bytes(self, plan: _Plan, args: tuple) -> int:
+        slices = slices_for(plan, args[4], args[7])
+        return 0 if slices == 1 else args[4] * slices * plan.accum_size
+
+    def _dispatch(self, plan: _Plan, args: tuple, temp: int, stream: int) -> None:
+        p_in, p_out, p_begin, p_end, ns, state, init, hint = args
+        if ns == 0:
+            return
+        slices = slices_for(plan, ns, hint)
+        warp_blocks = warp_grid(plan, ns, hint) if slices == 1 else 0
+        if warp_blocks:
+            driver.launch(plan.warp, warp_blocks, plan.warp_threads, stream,
+                          self._warp_params.pack(p_in, p_out, p_begin, p_end, ns, state, init))
+            return
+        if slices == 1:
+            driver.launch(plan.cub, cub_grid(plan, ns, hint), plan.threads, stream,
+                          self._cub_params.pack(p_in, p_out, p_begin, p_end, ns, state, init, hint))
+            return
+        driver.launch(plan.slice, ns * slices, plan.threads, stream,
+                      self._slice_params.pack(p_in, p_begin, p_end, slices, state, temp))
+        driver.launch(plan.combine, ns, plan.threads, stream,
+                      self._combine_params.pack(temp, p_out, p_begin, p_end, slices, state, init))
+
+    def _run(self, temp_storage: Any, d_in: Any, d_out: Any, num_segments: Any, start_offsets_in: Any,
+             end_offsets_in: Any, op: Any, h_init: Any, max_segment_size: Any, stream: Any,
+             one_shot: bool) -> int | None:
+        ns = check_num_items(num_segments, "num_segments")
+        if ns > _MAX_SEGMENTS:
+            raise ArgumentError("num_segments", f"at most {_MAX_SEGMENTS} segments", ns)
+        hint = 0 if max_segment_size is None else check_num_items(max_segment_size, "max_segment_size")
+        desc = self.desc
+        # d_in is read where the offsets say: only its dtype, device and alignment are checked
+        args = (desc.d_in.bind(d_in, 0), desc.d_out.bind(d_out, ns, "num_segments"),
+                desc.begin.bind(start_offsets_in, ns, "num_segments"),
+                desc.end.bind(end_offsets_in, ns, "num_segments"), ns,
+                functor_state(desc.op, op) if self._stateful else self._state,
+                h_init.tobytes() if type(h_init) is self._init_type else host_bytes(h_init, self._accum,
+                                                                                   argument="h_init"),
+                hint)
+        return self._execute(temp_storage, stream, one_shot, args, (op, d_in, d_out, start_offsets_in, end_offsets_in))
+
+    def __call__(self, *, temp_storage: Any, d_in: Any, d_out: Any, num_segments: int, start_offsets_in: Any,
+                 end_offsets_in: Any, op: Any = None, h_init: Any, max_segment_size: int | None = None,
+                 stream: Any = None) -> int | None:
+        """Run the segmented reduction (or, with ``temp_storage=None``, return the temporary
+        bytes needed). ``max_segment_size``: no segment is longer (a promise that lets
+        short segments go to a thread or a warp each)."""
+        return self._run(temp_storage, d_in, d_out, num_segments, start_offsets_in, end_offsets_in, op, h_init,
+                         max_segment_size, stream, False)
+
+
+@keyword_checked
+def make_segmented_reduce(*, d_in: Any, d_out: Any, start_offsets_in: Any, end_offsets_in: Any, op: Any, h_init: Any,
+                          compute_capability: Any = None) -> _SegmentedReduce:
+    """Build (or fetch from cache) a reduction of each segment of ``d_in`` into ``d_out``.
+
+    Args:
+        d_in: device array or iterator of items.
+        d_out: device array or output iterator, one value per segment; its dtype is the
+            type the reduction computes in.
+        start_offsets_in, end_offsets_in: device arrays or iterators of int32/int64 (or
+            uint32/uint64) offsets into ``d_in``, one pair per segment.
+        op: an ``OpKind``, a Python callable ``f(a, b) -> value`` or a ``RawOp``.
+        h_init: the initial value (a numpy scalar or one-element array, a gpu_struct value
+            or a ``ProxyValue``): combined into every segment, the result of an empty one.
+        compute_capability: build ahead of time for these targets (no GPU needed).
+
+    Example::
+
+        import cupy as cp, numpy as np, cuprims
+        x = cp.arange(12, dtype=np.float32); out = cp.empty(3, np.float32)
+        starts, ends = cp.asarray([0, 4, 8]), cp.asarray([4, 8, 12])
+        r = cuprims.make_segmented_reduce(d_in=x, d_out=out, start_offsets_in=starts, end_offsets_in=ends,
+                                          op=cuprims.OpKind.PLUS, h_init=np.float32(0))
+        tmp = cp.empty(r(temp_storage=None, d_in=x, d_out=out, num_segments=3, start_offsets_in=starts,
+                         end_offsets_in=ends, h_init=np.float32(0)), np.uint8)
+        r(temp_storage=tmp, d_in=x, d_out=out, num_segments=3, start_offsets_in=starts, end_offsets_in=ends,
+          h_init=np.float32(0))      # out == [6, 22, 38]
+    """
+    desc = _SegmentedReduce._described(_describe, d_in, d_out, start_offsets_in, end_offsets_in, op, h_init)
+    return _SegmentedReduce._make(desc, compute_capability, (op, d_in, d_out, start_offsets_in, end_offsets_in))
+
+
+@keyword_checked
+def segmented_reduce(*, d_in: Any, d_out: Any, num_segments: int, start_offsets_in: Any, end_offsets_in: Any,
+                     op: Any, h_init: Any, max_segment_size: int | None = None, stream: Any = None) -> None:
+    """Reduce ``num_segments`` segments of ``d_in`` into ``d_out``, in one call (temporary
+    storage is allocated and freed on ``stream``).
+
+    Example::
+
+        import cupy as cp, numpy as np, cuprims
+        x = cp.ones(1000, np.int32); out = cp.empty(10, np.int32)
+        offsets = cp.arange(0, 1001, 100)
+        cuprims.segmented_reduce(d_in=x, d_out=out, num_segments=10, start_offsets_in=offsets[:-1],
+                                 end_offsets_in=offsets[1:], op=cuprims.OpKind.PLUS, h_init=np.int32(0))
+        assert out.get().tolist() == [100] * 10
+    """
+    obj = make_segmented_reduce.__wrapped__(d_in=d_in, d_out=d_out, start_offsets_in=start_offsets_in,
+                                            end_offsets_in=end_offsets_in, op=op, h_init=h_init)
+    obj._run(None, d_in, d_out, num_segments, start_offsets_in, end_offsets_in, op, h_init, max_segment_size,
+             stream, True)
+

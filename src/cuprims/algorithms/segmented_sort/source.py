@@ -1,0 +1,161 @@
+"""Source for segmented sort: CUB's fallback kernel (few segments), CUB's three-way partition
+of the segments by length, and cuprims' large- and small-segment kernels on CUB's agents
+(``algorithms/segmented_sort/cuprims_segmented_sort.cuh``), which read the partition's group sizes on the
+device instead of from the host.
+
+Keys are sorted as the radix sort sorts them (``algorithms/sort_source.py``): the real C++ type for
+bool and integers, the NaN-last twin for floating point. Medium and small segments are
+sorted by CUB's sub-warp merge sort, which compares keys with ``<`` and ``==``: the twin
+gets operators that order it as its radix traits do, -0.0 tied with +0.0 as CUB's digit
+extractors tie them, so every segment comes out in numpy's order whichever path sorts it.
+Values travel as opaque carriers of their size and alignment.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cuprims._codegen.common import arg_param, iterator_parts, meta_export, preamble
+from cuprims._compile.source import Source
+from cuprims.algorithms.sort_source import FLOAT_BITS, NAN_LAST_KEY, bytes_type, check_radix_key, nan_last_radix_traits
+from cuprims.types import ValueType
+
+_CUB = "CUB_NS_QUALIFIER"
+_SS = _CUB + "::detail::segmented_sort"
+_TWP = _CUB + "::detail::three_way_partition"
+_INDEX = "cuprims::segmented_sort::index_t"
+_TILE_STATE = _TWP + "::ScanTileStateT"
+_CONTEXT = _TWP + "::streaming_context_t<long long>"
+
+SEGMENTED_SORT_META = (
+    "key_size", "value_size", "offset_size", "key_bits", "radix_bits", "large_threads", "large_items", "mid_items",
+    "medium_threads", "medium_warp", "medium_items", "small_threads", "small_warp", "small_items",
+    "partitioning_threshold", "partition_threads", "partition_items", "tile_padding", "tile_word_bytes",
+)
+
+
+def offset_size(begin: Any) -> int:
+    """Bytes of the kernels' offset type for offsets of ``begin``'s type: CUB's signed
+    choice (int32 stays int32; uint32 and 64-bit offsets are taken as int64), so that an
+    end below its start reads as an empty segment and never as a huge one."""
+    vt = begin.value
+    return 4 if vt.size == 4 and vt.kind == "i" else 8
+
+
+def selector_layout(begin: Any, end: Any) -> tuple[tuple[int, int], int]:
+    """(member offsets, size) of the partition's predicates (``segment_group`` in the
+    header): the start offsets, then the end offsets, each a pointer or an iterator
+    state. The unit pins the size with a static_assert (the members' own sizes and
+    alignments are pinned where their types are declared)."""
+    fields = [(8, 8) if a.is_pointer else (a.state_size, a.state_alignment) for a in (begin, end)]
+    second = -(-fields[0][0] // fields[1][1]) * fields[1][1]
+    align = max(fields[0][1], fields[1][1])
+    return (0, second), -(-(second + fields[1][0]) // align) * align
+
+
+def _key_order(key: ValueType) -> str:
+    """Comparison operators of the NaN-last twin for the sub-warp merge sorts."""
+    bits = FLOAT_BITS[key.code][0]
+    t = NAN_LAST_KEY
+    cmp = "__host__ __device__ constexpr bool operator"
+    return (
+        "// the sub-warp merge sorts compare keys: in the twin's radix order, -0.0 tied with +0.0\n"
+        f"__host__ __device__ constexpr {bits} cuprims_key_order({t} k)\n{{\n"
+        f"  using traits = {_CUB}::NumericTraits<{t}>;\n"
+        f"  return traits::TwiddleIn(k.bits == traits::HIGH_BIT ? traits::UnsignedBits(0) : k.bits);\n}}\n"
+        f"{cmp}<({t} a, {t} b) {{ return cuprims_key_order(a) < cuprims_key_order(b); }}\n"
+        f"{cmp}>({t} a, {t} b) {{ return cuprims_key_order(a) > cuprims_key_order(b); }}\n"
+        f"{cmp}==({t} a, {t} b) {{ return cuprims_key_order(a) == cuprims_key_order(b); }}\n"
+        f"{cmp}!=({t} a, {t} b) {{ return cuprims_key_order(a) != cuprims_key_order(b); }}\n"
+    )
+
+
+def segmented_sort_source(*, key: ValueType, value: ValueType | None, descending: bool, begin: Any, end: Any,
+                          arch: int, mid_items: int | None = None) -> Source:
+    """Source for sorting the segments [begin[i], end[i]) of ``key`` keys (and ``value``
+    values); ``begin``/``end`` are argument kinds (arrays or iterators of one integer type).
+
+    ``mid_items``: items per thread of the large kernel's middle shared-memory tier
+    (None: the header's default, ``mid_tier_items``; 0: CUB's tiers only).
+
+    Kernels, in this order (the host relies on it): 0 CUB's fallback (a block per segment,
+    no partition), 1 the partition's init, 2 CUB's three-way partition, 3 large segments
+    beyond the middle tier (all of them without one), 4 medium and small segments, 5 large
+    segments of the middle tier (never launched when ``mid_items`` is 0).
+    """
+    check_radix_key(key)
+    iterator_text, iterator_types, iterator_symbols = iterator_parts((begin, end))
+    value_t, value_decl = (f"{_CUB}::NullType", "") if value is None else bytes_type(value)
+    is_float = key.kind == "f"
+    order = f"cub::SortOrder::{'Descending' if descending else 'Ascending'}"
+    p_begin, p_end = arg_param(begin), arg_param(end)
+    sel_size = selector_layout(begin, end)[1]
+    mid = ("cuprims::segmented_sort::mid_tier_items(cuprims_policy.large_segment.threads_per_block, "
+           "cuprims_policy.large_segment.items_per_thread)") if mid_items is None else str(int(mid_items))
+    selectors = ""
+    for name, large in (("cuprims_large_selector_t", "true"), ("cuprims_small_selector_t", "false")):
+        selectors += (f"using {name} = cuprims::segmented_sort::segment_group<cuprims_selector_t, cuprims_offset_t, "
+                      f"{p_begin}, {p_end}, {large}>;\n"
+                      f"static_assert(sizeof({name}) == {sel_size}, "
+                      "\"cuprims packs the partition's predicates so\");\n")
+    text = (
+        preamble((key, begin.value) + iterator_types, arch)
+        + "#include <segmented_sort/cuprims_segmented_sort.cuh>\n"
+        + ("#include <cuprims_iterator.cuh>\n" + iterator_text if iterator_text else "") + "\n"
+        + value_decl
+        + (nan_last_radix_traits(key) + _key_order(key) if is_float else "")
+        + f"using cuprims_key_t = {NAN_LAST_KEY if is_float else key.cpp};\n"
+        + f"using cuprims_value_t = {value_t};\n"
+        + f"using cuprims_offset_t = {'int' if offset_size(begin) == 4 else 'long long'};\n"
+        + f"using cuprims_selector_t = {_SS}::policy_selector_from_types<cuprims_key_t, cuprims_value_t>;\n"
+        + "constexpr auto cuprims_policy = cuprims_selector_t{}(::cuda::compute_capability{"
+        + f"{arch // 10}, {arch % 10}" + "});\n"
+        + f"constexpr int cuprims_mid_items = {mid};\n"
+        + f"using cuprims_partition_selector_t = {_TWP}::policy_selector_from_types<{_INDEX}, "
+        + f"{_TWP}::per_partition_offset_t>;\n"
+        + "constexpr auto cuprims_partition_policy = cuprims_partition_selector_t{}(::cuda::compute_capability{"
+        + f"{arch // 10}, {arch % 10}" + "}).lookback;\n"
+        + selectors
+        # what the host packs: the tile state and the reverse iterator as one pointer each, the
+        # counting iterator as its 32-bit value, CUB's double buffer as two pointers
+        + f"static_assert(sizeof({_TILE_STATE}) == sizeof(void*) && sizeof(::cuda::std::reverse_iterator<{_INDEX}*>) "
+        + f"== sizeof(void*) && sizeof(::cuda::counting_iterator<{_INDEX}>) == 4 && sizeof({_INDEX}) == 4 && "
+        + f"sizeof({_CUB}::detail::device_double_buffer<cuprims_key_t>) == 16 && sizeof({_CONTEXT}) == 32, "
+        + "\"cuprims packs the partition's and sorts' parameters in these sizes\");\n"
+        + meta_export((
+            ("key_size", "sizeof(cuprims_key_t)"),
+            ("value_size", "0" if value is None else "sizeof(cuprims_value_t)"),
+            ("offset_size", "sizeof(cuprims_offset_t)"),
+            ("key_bits", "8 * sizeof(cuprims_key_t)"),
+            ("radix_bits", "cuprims_policy.large_segment.radix_bits"),
+            ("large_threads", "cuprims_policy.large_segment.threads_per_block"),
+            ("large_items", "cuprims_policy.large_segment.items_per_thread"),
+            ("mid_items", "cuprims_mid_items"),
+            ("medium_threads", "cuprims_policy.medium_segment.threads_per_block"),
+            ("medium_warp", "cuprims_policy.medium_segment.threads_per_warp"),
+            ("medium_items", "cuprims_policy.medium_segment.items_per_thread"),
+            ("small_threads", "cuprims_policy.small_segment.threads_per_block"),
+            ("small_warp", "cuprims_policy.small_segment.threads_per_warp"),
+            ("small_items", "cuprims_policy.small_segment.items_per_thread"),
+            ("partitioning_threshold", "cuprims_policy.partitioning_threshold"),
+            ("partition_threads", "cuprims_partition_policy.threads_per_block"),
+            ("partition_items", "cuprims_partition_policy.items_per_thread"),
+            ("tile_padding", f"{_TILE_STATE}::TILE_STATUS_PADDING"),
+            ("tile_word_bytes", f"sizeof(typename {_TILE_STATE}::TxnWord)"),
+        ))
+    )
+    sort_args = f"cuprims_selector_t, cuprims_key_t, cuprims_value_t, {p_begin}, {p_end}, cuprims_offset_t"
+    names = (
+        f"{_SS}::DeviceSegmentedSortFallbackKernel<{order}, {sort_args}>",
+        f"{_TWP}::DeviceThreeWayPartitionInitKernel<{_TILE_STATE}, {_INDEX}*>",
+        f"{_TWP}::DeviceThreeWayPartitionKernel<cuprims_partition_selector_t, ::cuda::counting_iterator<{_INDEX}>, "
+        f"{_INDEX}*, {_INDEX}*, ::cuda::std::reverse_iterator<{_INDEX}*>, {_INDEX}*, {_TILE_STATE}, "
+        f"cuprims_large_selector_t, cuprims_small_selector_t, {_TWP}::per_partition_offset_t, {_CONTEXT}>",
+        f"cuprims::segmented_sort::large_kernel<{order}, {sort_args}, cuprims_mid_items, false>",
+        f"cuprims::segmented_sort::small_kernel<{order}, {sort_args}>",
+        f"cuprims::segmented_sort::large_kernel<{order}, {sort_args}, cuprims_mid_items, true>",
+    )
+    # CUB's partition tuning and sub-warp sort headers have unannotated helpers that NVRTC 13.0
+    # takes as host code otherwise
+    return Source(text=text, name_expressions=names, extern_symbols=iterator_symbols,
+                  meta_fields=SEGMENTED_SORT_META, compile_options=(("device_as_default_execution_space", True),))

@@ -1,0 +1,92 @@
+"""Initial values given to algorithms: host values (their dtype, and whether it can stand
+for a value of the type an algorithm computes in) and one-element device arrays."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from cuprims._runtime import arrays as _arrays
+from cuprims._runtime.proxy import ProxyArray, ProxyValue
+from cuprims.errors import ArgumentError, ArgumentTypeError
+from cuprims.types import ValueType, value_type
+
+_HOST_SCALARS = (bool, int, float, complex, np.generic, np.ndarray)
+
+
+def host_value_dtype(value: Any) -> np.dtype | None:
+    """dtype of a host value: a ProxyValue, a gpu_struct value, a numpy scalar or array, or
+    a Python number (None for None)."""
+    if value is None:
+        return None
+    proxy = getattr(value, "_cuprims_proxy_dtype", None)
+    if proxy is not None:
+        return proxy
+    struct_dtype = getattr(type(value), "_cuprims_dtype", None)
+    if struct_dtype is not None:
+        return struct_dtype
+    dt = getattr(value, "dtype", None)
+    if isinstance(dt, np.dtype):
+        return dt
+    return np.asarray(value).dtype
+
+
+def check_host_value(dtype: np.dtype, accum: ValueType, argument: str) -> None:
+    """Raise ArgumentError unless a host value of ``dtype`` can be converted to ``accum``."""
+    if accum.is_struct or dtype.names is not None:
+        if dtype != accum.dtype:  # the output's own struct type, not merely one of its size
+            raise ArgumentError(argument, f"a value of the output's type {accum.dtype}", dtype)
+        return
+    if dtype.kind not in "biufc":
+        raise ArgumentError(argument, f"a value convertible to {accum.dtype}", dtype)
+    if dtype.kind == "c" and accum.kind != "c":
+        raise ArgumentError(argument, f"a real value for a {accum.dtype} output", dtype)
+    if not np.can_cast(dtype, accum.dtype, "same_kind"):
+        raise ArgumentError(argument, f"a value convertible to {accum.dtype} (numpy's same_kind rule)", dtype)
+
+
+def init_value_kind(value: Any) -> tuple[str, np.dtype | None]:
+    """("none" | "value" | "device", dtype) of an initial value: nothing, a host value, or a
+    one-element device array read when the kernel runs."""
+    if value is None:
+        return "none", None
+    if isinstance(value, ProxyArray):
+        return "device", value.dtype
+    if isinstance(value, ProxyValue):
+        return "value", value.dtype
+    struct_dtype = getattr(type(value), "_cuprims_dtype", None)
+    if struct_dtype is not None:
+        return "value", struct_dtype
+    if isinstance(value, _HOST_SCALARS):
+        dt = getattr(value, "dtype", None)
+        return "value", dt if isinstance(dt, np.dtype) else np.asarray(value).dtype
+    try:
+        return "device", _arrays.array_dtype(value, "init_value")
+    except ArgumentError:
+        raise ArgumentTypeError("init_value", "a host value (numpy scalar or array, gpu_struct value), a "
+                                "one-element device array, or None", value) from None
+
+
+def check_device_value(dtype: np.dtype, accum: ValueType, argument: str) -> None:
+    """A device-held value is read as ``accum`` itself: no conversion happens on the device."""
+    if dtype != accum.dtype and not (accum.is_struct and value_type(dtype, argument=argument).code == accum.code):
+        raise ArgumentError(argument, f"a one-element device array of the output's type {accum.dtype}",
+                            f"a device array of {dtype}")
+
+
+def device_value_pointer(x: Any, accum: ValueType, argument: str) -> int:
+    """The address of the one-element device array ``x`` holding an ``accum`` value."""
+    ptr, dt, size = _arrays.array_info(x, argument)
+    if dt != accum.dtype:
+        check_device_value(dt, accum, argument)
+    if size != 1:
+        raise ArgumentError(argument, "a device array of exactly one element", f"{size} elements")
+    if ptr & (accum.alignment - 1):
+        raise ArgumentError(argument, f"data aligned to {accum.alignment} bytes", hex(ptr))
+    return ptr
+
+
+def scalar_init_type(accum: ValueType, has_host_value: bool) -> type | None:
+    """The numpy scalar type whose values pass as initial values without conversion."""
+    return accum.dtype.type if has_host_value and not accum.is_struct else None
