@@ -18,6 +18,7 @@ sys.path.insert(0, str(HERE.parent / "src"))
 sys.path.insert(0, str(HERE / "_ext"))
 
 import cuprims  # noqa: E402
+import cuprims.typing  # noqa: E402
 
 project = "cuprims"
 author = "the cuprims authors"
@@ -37,11 +38,13 @@ root_doc = "index"
 exclude_patterns = ["_build"]
 templates_path: list[str] = []
 
-# Docstrings are Google style ("Args:", "Example::"); the signatures carry no types
-# (arguments are typed ``Any`` and the built objects' classes are internal).
+# Docstrings are Google style ("Args:", "Example::"). Signatures show their types by the
+# names of cuprims.typing (an alias stays its name, linked to its entry, rather than the
+# union it stands for).
 napoleon_google_docstring = True
 napoleon_numpy_docstring = False
-autodoc_typehints = "none"
+autodoc_typehints = "signature"
+autodoc_type_aliases = {name: f"cuprims.typing.{name}" for name in cuprims.typing.__all__}
 autodoc_member_order = "bysource"
 autodoc_default_options = {"exclude-members": "__init__, __new__"}
 

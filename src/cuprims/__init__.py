@@ -14,6 +14,8 @@ needs compiling.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from cuprims import errors
 from cuprims._base.version import VERSION
 from cuprims._caching import cache_info, clear_all_caches
@@ -54,10 +56,46 @@ _LAZY = {
     "binary_transform": "transform", "make_binary_transform": "transform", "make_unary_transform": "transform",
     "unary_transform": "transform",
     "serialize": None, "deserialize": None,
+    # the classes of the objects the make_* functions return
+    "Reduce": "reduce", "SegmentedReduce": "segmented_reduce", "Scan": "scan", "UnaryTransform": "transform",
+    "BinaryTransform": "transform", "LowerBound": "binary_search", "UpperBound": "binary_search",
+    "RadixSort": "radix_sort", "MergeSort": "merge_sort", "SegmentedSort": "segmented_sort", "Select": "select",
+    "ThreeWayPartition": "three_way_partition", "UniqueByKey": "unique_by_key", "HistogramEven": "histogram",
 }
 
 
-def __getattr__(name: str):
+if TYPE_CHECKING:   # the lazy names' objects, for type checkers (at run time __getattr__ loads them)
+    from cuprims._serialization import deserialize, serialize
+    from cuprims.algorithms.binary_search import (
+        LowerBound,
+        UpperBound,
+        lower_bound,
+        make_lower_bound,
+        make_upper_bound,
+        upper_bound,
+    )
+    from cuprims.algorithms.histogram import HistogramEven, histogram_even, make_histogram_even
+    from cuprims.algorithms.merge_sort import MergeSort, make_merge_sort, merge_sort
+    from cuprims.algorithms.radix_sort import RadixSort, make_radix_sort, radix_sort
+    from cuprims.algorithms.reduce import Reduce, make_reduce_into, reduce_into
+    from cuprims.algorithms.scan import Scan, exclusive_scan, inclusive_scan, make_exclusive_scan, make_inclusive_scan
+    from cuprims.algorithms.segmented_reduce import SegmentedReduce, make_segmented_reduce, segmented_reduce
+    from cuprims.algorithms.segmented_sort import SegmentedSort, make_segmented_sort, segmented_sort
+    from cuprims.algorithms.select import Select, make_select, select
+    from cuprims.algorithms.sort_common import DoubleBuffer
+    from cuprims.algorithms.three_way_partition import ThreeWayPartition, make_three_way_partition, three_way_partition
+    from cuprims.algorithms.transform import (
+        BinaryTransform,
+        UnaryTransform,
+        binary_transform,
+        make_binary_transform,
+        make_unary_transform,
+        unary_transform,
+    )
+    from cuprims.algorithms.unique_by_key import UniqueByKey, make_unique_by_key, unique_by_key
+
+
+def __getattr__(name: str) -> Any:
     if name == "coop":     # a subpackage: importing it imports neither numba nor CUDA
         import importlib
 
@@ -90,6 +128,8 @@ __all__ = [
     "make_unique_by_key", "unique_by_key", "make_three_way_partition", "three_way_partition",
     "make_select", "select",
     "make_histogram_even", "histogram_even",
+    "Reduce", "SegmentedReduce", "Scan", "UnaryTransform", "BinaryTransform", "LowerBound", "UpperBound",
+    "RadixSort", "MergeSort", "SegmentedSort", "Select", "ThreeWayPartition", "UniqueByKey", "HistogramEven",
     "CacheModifiedInputIterator", "ConstantIterator", "CountingIterator", "DiscardIterator", "PermutationIterator",
     "ReverseIterator", "ShuffleIterator", "TransformIterator", "TransformOutputIterator", "ZipIterator",
     "coop",

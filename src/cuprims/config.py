@@ -161,7 +161,7 @@ _KIND_NAMES = {bool: "a bool (True or False)", int: "an int", float: "a number",
 class _Setting:
     """One typed setting backed by an environment variable."""
 
-    def __init__(self, env: str, parse: Callable[[str | None], Any], kind: type,
+    def __init__(self, env: str, parse: Callable[[str | None], Any], kind: type[Any],
                  fallback: Callable[[], Any] | None = None, optional: bool = False):
         self.env, self.parse, self.kind, self.fallback, self.optional = env, parse, kind, fallback, optional
         self.name = ""
@@ -196,11 +196,12 @@ class _Setting:
             from cuprims.errors import ArgumentTypeError
 
             raise ArgumentTypeError(f"settings.{self.name}", _KIND_NAMES[self.kind], value)
-        if self.kind is int and (isinstance(value, bool) or value < 1):  # bool is an int subclass
+        # (bool is an int subclass)
+        if self.kind is int and isinstance(value, int) and (isinstance(value, bool) or value < 1):
             from cuprims.errors import ArgumentError
 
             raise ArgumentError(f"settings.{self.name}", "an int >= 1", value)
-        if self.kind is float and not 0 < value < math.inf:
+        if self.kind is float and isinstance(value, float) and not 0 < value < math.inf:
             from cuprims.errors import ArgumentError
 
             raise ArgumentError(f"settings.{self.name}", "a finite number > 0", value)

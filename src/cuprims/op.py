@@ -373,7 +373,7 @@ def check_result(arg_types: Sequence[Any], result_type: Any, result: np.dtype | 
                                   argument=argument, context=context)
 
 
-_op_recipe_cached = None   # bound on first use (keeps `import cuprims` light)
+_op_recipe_cached: Any = None   # bound on first use (keeps `import cuprims` light)
 # (recipe, name, direct, argument) -> OpSpec: recipes hold digests and capture descriptions, no user objects
 _PYTHON_SPECS: dict[Any, OpSpec] = {}
 

@@ -37,12 +37,12 @@ from __future__ import annotations
 
 import keyword
 import sys
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
 from cuprims.errors import ArgumentError
-from cuprims.types import check_struct, shown_fields
+from cuprims.types import check_struct, shown_fields, struct_fields
 
 # Attribute names every struct class uses itself; fields may not take them.
 _RESERVED = frozenset({"dtype"})
@@ -50,6 +50,8 @@ _RESERVED = frozenset({"dtype"})
 
 class GpuStructType(type):
     """Metaclass of every class :func:`gpu_struct` returns (lets numba recognise them)."""
+
+    _cuprims_dtype: np.dtype
 
     def __repr__(cls) -> str:
         """The class, its fields and their types, its size: ``<gpu_struct Pixel(r: int32,
@@ -61,12 +63,13 @@ class StructBase:
     """Behaviour shared by all gpu_struct classes (the fields come from the subclass)."""
 
     __slots__ = ("_cuprims_data",)
+    _cuprims_data: np.ndarray  # the value: a 0-d array of the struct's dtype
     _cuprims_dtype: np.dtype
     _cuprims_fields: dict[str, Any]  # field name -> nested struct class, or its dtype
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         cls = type(self)
-        names = cls._cuprims_dtype.names
+        names = cls._cuprims_dtype.names or ()
         if len(args) > len(names):
             raise ArgumentError("args", f"at most {len(names)} field values for {cls.__name__}{_field_list(cls)}",
                                 args)
@@ -99,7 +102,7 @@ class StructBase:
             return data.astype(dtype)
         return data.copy() if copy else data
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         """The field values in order (nested structs as instances), like a named tuple."""
         data = self._cuprims_data
         for name, ftype in type(self)._cuprims_fields.items():
@@ -123,11 +126,11 @@ class StructBase:
             return _values(self) == _plain(np.asarray(other).reshape(())[()].item())
         return NotImplemented
 
-    __hash__ = None  # mutable (fields can be assigned)
+    __hash__ = None  # type: ignore[assignment]  # mutable (fields can be assigned)
 
     def __repr__(self) -> str:
         cls = type(self)
-        parts = [f"{n}={_short(getattr(self, n))}" for n in cls._cuprims_dtype.names]
+        parts = [f"{n}={_short(getattr(self, n))}" for n in cls._cuprims_dtype.names or ()]
         return f"{cls.__name__}({', '.join(parts)})"
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -137,7 +140,7 @@ class StructBase:
         else:
             raise AttributeError(f"{type(self).__name__} has no field {name!r}")
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, tuple[np.ndarray]]:
         # copy.copy/deepcopy work always; pickle needs the class importable by name
         return (type(self)._from_data, (self._cuprims_data.copy(),))
 
@@ -181,7 +184,7 @@ def _to_assignable(value: Any) -> Any:
 
 
 def _assign(data: np.ndarray, name: str, field_type: Any, value: Any) -> None:
-    target_dt = data.dtype.fields[name][0]
+    target_dt = data.dtype.fields[name][0]  # type: ignore[index]  # a struct dtype: it has fields
     try:
         if isinstance(field_type, type) and issubclass(field_type, StructBase):
             if isinstance(value, StructBase):
@@ -251,9 +254,10 @@ def _aligned(dt: np.dtype, field: str) -> np.dtype:
         return dt
     if not dt.names:
         raise ArgumentError("field_dict", f"a struct with at least one field (field {field!r})", dt)
-    for n in dt.names:
+    fields = struct_fields(dt)
+    for n, _, _ in fields:
         _check_name(n)
-    return np.dtype([(n, _aligned(dt.fields[n][0], n)) for n in dt.names], align=True)
+    return np.dtype([(n, _aligned(field, n)) for n, field, _ in fields], align=True)
 
 
 def _field_type(spec: Any, field: str) -> tuple[Any, np.dtype]:
@@ -317,7 +321,7 @@ def _fields_of(field_dict: Any) -> tuple[list[tuple[str, Any]], str | None]:
     if isinstance(field_dict, np.dtype):
         if field_dict.names is None:
             raise ArgumentError("field_dict", "a structured dtype (with named fields)", field_dict)
-        return [(n, field_dict.fields[n][0]) for n in field_dict.names], None
+        return [(n, field) for n, field, _ in struct_fields(field_dict)], None
     if isinstance(field_dict, type):
         anns = _annotations(field_dict)
         if not anns:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -75,12 +75,18 @@ class ValueType:
 _cache: dict[Any, ValueType] = {}
 
 
+def struct_fields(dt: np.dtype) -> list[tuple[str, np.dtype, int]]:
+    """(name, dtype, byte offset) of each field of a struct dtype, in order (none for a scalar)."""
+    fields: Mapping[str, tuple[Any, ...]] = dt.fields or {}
+    return [(name, fields[name][0], fields[name][1]) for name in dt.names or ()]
+
+
 def _struct_alignment(dt: np.dtype) -> int:
     if dt.names is None:
         if dt.subdtype is not None:
             return _struct_alignment(dt.subdtype[0])
         return dt.alignment
-    return max([_struct_alignment(dt.fields[n][0]) for n in dt.names] + [1])
+    return max([_struct_alignment(field) for _, field, _ in struct_fields(dt)] + [1])
 
 
 def struct_code(dt: np.dtype) -> str:
@@ -104,10 +110,7 @@ def check_struct(dt: np.dtype, argument: str) -> None:
             if node.itemsize == 0:
                 raise ArgumentError(argument, "fields of non-zero size", f"a zero-length array field in {node}")
             continue
-        if node.names is None:
-            continue
-        for name in node.names:
-            field = node.fields[name][0]
+        for name, field, _ in struct_fields(node):
             if field.itemsize == 0:
                 raise ArgumentError(argument, "fields of non-zero size", f"field {name!r} of {field}")
             stack.append((field, depth + 1))
@@ -185,12 +188,12 @@ def struct_decls(vt: ValueType) -> list[tuple[str, str]]:
     memory); a layout C++ cannot state (a misaligned field) falls back to bytes."""
     out: list[tuple[str, str]] = []
     dt = vt.dtype
-    members, offset, pad = [], 0, 0
-    for k, name in enumerate(dt.names):
-        field, field_offset = dt.fields[name][0], dt.fields[name][1]
+    members: list[str] = []
+    offset, pad, typed = 0, 0, True
+    for k, (_, field, field_offset) in enumerate(struct_fields(dt)):
         spelled = _field_cpp(field)
         if spelled is None or field_offset < offset or field_offset % spelled[2]:
-            members = None
+            typed = False
             break
         if spelled[0].startswith("cuprims_struct_"):
             for nested in struct_decls(value_type(field.subdtype[0] if field.subdtype else field, argument="field")):
@@ -202,9 +205,9 @@ def struct_decls(vt: ValueType) -> list[tuple[str, str]]:
         cpp, count, _ = spelled
         members.append(f"{cpp} f{k}[{count}];" if field.subdtype is not None or count > 1 else f"{cpp} f{k};")
         offset = field_offset + field.itemsize
-    if members is not None and offset < vt.size:
+    if typed and offset < vt.size:
         members.append(f"unsigned char pad{pad}[{vt.size - offset}];")
-    body = " ".join(members) if members else f"unsigned char bytes[{vt.size}];"
+    body = " ".join(members) if typed and members else f"unsigned char bytes[{vt.size}];"
     out.append((vt.cpp, f"struct __align__({vt.alignment}) {vt.cpp} {{ {body} }};\n"
                         f"static_assert(sizeof({vt.cpp}) == {vt.size} && alignof({vt.cpp}) == {vt.alignment});"))
     return out
@@ -213,7 +216,7 @@ def struct_decls(vt: ValueType) -> list[tuple[str, str]]:
 def _layout_of(dt: np.dtype) -> Any:
     if dt.names is None:
         return (dt.str if dt.subdtype is None else (_layout_of(dt.subdtype[0]), dt.subdtype[1]))
-    return (dt.itemsize, tuple((_layout_of(dt.fields[n][0]), dt.fields[n][1]) for n in dt.names))
+    return (dt.itemsize, tuple((_layout_of(field), offset) for _, field, offset in struct_fields(dt)))
 
 
 def same_layout(a: np.dtype, b: np.dtype) -> bool:
@@ -259,7 +262,7 @@ def _scalar_array(value: Any, vt: ValueType, argument: str) -> np.ndarray:
                 and not (kind == "i" and target.kind == "u"):
             raise ArgumentError(argument, f"a value convertible to {target} (numpy's same_kind rule)", value)
         if kind == "i" and target.kind in "iu":
-            _check_range(value, target, argument)
+            _check_range(value, target, argument)  # type: ignore[arg-type]  # kind "i": an int
         return np.asarray(value).astype(target) if kind != "i" or target.kind not in "iu" \
             else np.asarray(value, dtype=target)
     try:
@@ -285,8 +288,7 @@ def shown_fields(dt: np.dtype) -> str:
     """A struct dtype's fields for people: ``(r: int32, g: float32)`` (nested structs show
     their own fields, arrays their shape)."""
     parts = []
-    for name in dt.names:
-        field = dt.fields[name][0]
+    for name, field, _ in struct_fields(dt):
         if field.subdtype is not None:
             base, shape = field.subdtype
             parts.append(f"{name}: {shown_dtype(base)}[{', '.join(map(str, shape))}]")

@@ -15,9 +15,9 @@ import cuprims
 from cuprims import OpKind, ProxyArray, ProxyValue, TransformIterator
 from cuprims._operators.captures import captured_state
 from cuprims._operators.recipe import callable_recipe, op_recipe
-from cuprims.algorithms.binary_search.api import _LowerBound
-from cuprims.algorithms.reduce.api import _Reduce
-from cuprims.algorithms.transform.api import _BinaryTransform, _UnaryTransform
+from cuprims.algorithms.binary_search.api import LowerBound
+from cuprims.algorithms.reduce.api import Reduce
+from cuprims.algorithms.transform.api import BinaryTransform, UnaryTransform
 from cuprims.errors import ArgumentError, OperatorCompileError
 from cuprims.op import op_spec as _op_spec
 from cpu_helpers import ARCH, check_kernel_params, counters, delta
@@ -161,7 +161,7 @@ def test_reduce_call_packs_the_current_arrays(monkeypatch):
 
     reducer = _reduce(op)
     seen = []
-    monkeypatch.setattr(_Reduce, "_execute", lambda self, temp, stream, one_shot, args, raw: seen.append(args))
+    monkeypatch.setattr(Reduce, "_execute", lambda self, temp, stream, one_shot, args, raw: seen.append(args))
     d_in, d_out = FakeDeviceArray(0xA000, 100), FakeDeviceArray(0xB000, 1)
     reducer(temp_storage=None, d_in=d_in, d_out=d_out, num_items=100, op=op, h_init=np.float32(0))
     w = FakeDeviceArray(0x2000, 16)  # noqa: F841 - the closure reads the new value
@@ -334,7 +334,7 @@ def test_unary_transform_call_packs_the_current_array(monkeypatch):
         return v * w[1]
 
     transform = _unary(op)
-    seen = _record_calls(monkeypatch, _UnaryTransform)
+    seen = _record_calls(monkeypatch, UnaryTransform)
     x, y = FakeDeviceArray(0xA000, 100), FakeDeviceArray(0xB000, 100)
     transform(d_in=x, d_out=y, op=op, num_items=100)
     w = FakeDeviceArray(0x2000, 16)  # noqa: F841 - the closure reads the new value
@@ -350,7 +350,7 @@ def test_binary_transform_call_packs_the_current_array(monkeypatch):
     table = FakeDeviceArray(0x3000, (2, 3), "<f8")
     op = _shifted_by(table)
     transform = _binary(op)
-    seen = _record_calls(monkeypatch, _BinaryTransform)
+    seen = _record_calls(monkeypatch, BinaryTransform)
     a, b, y = FakeDeviceArray(0xA000, 10), FakeDeviceArray(0xB000, 10, "<i4"), FakeDeviceArray(0xC000, 10, "<f8")
     transform(d_in1=a, d_in2=b, d_out=y, op=op, num_items=10)
     op.__closure__[0].cell_contents = FakeDeviceArray(0x4000, (5, 7), "<f8")
@@ -371,7 +371,7 @@ def test_lower_bound_call_packs_the_current_array(monkeypatch):
         return keys[a] < keys[b]
 
     search = _lower(comp)
-    seen = _record_calls(monkeypatch, _LowerBound)
+    seen = _record_calls(monkeypatch, LowerBound)
     data, values, out = (FakeDeviceArray(0xA000, 10, "<i4"), FakeDeviceArray(0xB000, 4, "<i4"),
                          FakeDeviceArray(0xC000, 4, "<i8"))
     search(d_data=data, num_items=10, d_values=values, num_values=4, d_out=out, comp=comp)
@@ -394,8 +394,8 @@ def test_transform_and_search_keep_no_captured_array_alive(monkeypatch):
         return w[a] < w[b]
 
     transform, search = _unary(op), _lower(comp)
-    monkeypatch.setattr(_UnaryTransform, "_execute", lambda *args: None)
-    monkeypatch.setattr(_LowerBound, "_execute", lambda *args: None)
+    monkeypatch.setattr(UnaryTransform, "_execute", lambda *args: None)
+    monkeypatch.setattr(LowerBound, "_execute", lambda *args: None)
     transform(d_in=FakeDeviceArray(0xA000, 4), d_out=FakeDeviceArray(0xB000, 4), op=op, num_items=4)
     i4 = FakeDeviceArray(0xA000, 4, "<i4")
     search(d_data=i4, num_items=4, d_values=i4, num_values=4, d_out=FakeDeviceArray(0xB000, 4, "<i8"), comp=comp)
@@ -432,7 +432,7 @@ def test_nothing_keeps_the_captured_array_alive(monkeypatch):
         return a + b + w[0]
 
     reducer = _reduce(op)
-    monkeypatch.setattr(_Reduce, "_execute", lambda *args: None)
+    monkeypatch.setattr(Reduce, "_execute", lambda *args: None)
     reducer(temp_storage=None, d_in=FakeDeviceArray(0xA000, 4), d_out=FakeDeviceArray(0xB000, 1), num_items=4,
             op=op, h_init=np.float32(0))
     it = TransformIterator(ProxyArray(np.float32), lambda v: v * w[1])
@@ -453,7 +453,7 @@ def test_a_captured_array_of_another_dtype_is_named(monkeypatch):
         return a + b + w[0]
 
     reducer = _reduce(op)
-    monkeypatch.setattr(_Reduce, "_execute", lambda *args: None)
+    monkeypatch.setattr(Reduce, "_execute", lambda *args: None)
     w = FakeDeviceArray(0x1000, 8, "<f8")
     with pytest.raises(ArgumentError) as info:
         reducer(temp_storage=None, d_in=FakeDeviceArray(0xA000, 4), d_out=FakeDeviceArray(0xB000, 1),

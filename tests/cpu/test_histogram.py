@@ -321,7 +321,7 @@ def fake(monkeypatch):
         dev.launch(kernel, grid, block, stream, params, pdl=True)
         return True
 
-    monkeypatch.setattr(hist_mod._Histogram, "_builds_of", builds_of)
+    monkeypatch.setattr(hist_mod.HistogramEven, "_builds_of", builds_of)
     monkeypatch.setattr(driver, "ParamPack", FakePack)
     monkeypatch.setattr(driver, "current_device", lambda: 0)
     monkeypatch.setattr(driver, "compute_capability", lambda device: (9, 0))
@@ -332,7 +332,7 @@ def fake(monkeypatch):
     monkeypatch.setattr(driver, "free_async", lambda ptr, stream: mem.free(ptr))
 
     def make(samples, counter=np.int32, num_levels=257, lower=np.int32(0), upper=np.int32(256), n=1000, **meta):
-        monkeypatch.setattr(hist_mod._Histogram, "_fake_overrides", meta, raising=False)
+        monkeypatch.setattr(hist_mod.HistogramEven, "_fake_overrides", meta, raising=False)
         return _make(samples if not isinstance(samples, type) else P(samples), counter, num_levels, lower, upper, n)
 
     make.mem, make.dev, make.allocations = mem, dev, allocations

@@ -289,14 +289,14 @@ def test_radix_sort_still_takes_no_iterators():
 def test_signature_is_keyword_only():
     import inspect
 
-    for fn in (make_merge_sort, merge_sort, ms._MergeSort.__call__):
+    for fn in (make_merge_sort, merge_sort, ms.MergeSort.__call__):
         params = [p for p in inspect.signature(fn).parameters.values() if p.name != "self"]
         assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in params), fn
     assert list(inspect.signature(make_merge_sort).parameters) == [
         "d_in_keys", "d_in_values", "d_out_keys", "d_out_values", "op", "compute_capability"]
     assert list(inspect.signature(merge_sort).parameters) == [
         "d_in_keys", "d_in_values", "d_out_keys", "d_out_values", "num_items", "op", "stream"]
-    assert list(inspect.signature(ms._MergeSort.__call__).parameters)[1:] == [
+    assert list(inspect.signature(ms.MergeSort.__call__).parameters)[1:] == [
         "temp_storage", "d_in_keys", "d_in_values", "d_out_keys", "d_out_values", "num_items", "op", "stream"]
 
 
@@ -424,7 +424,7 @@ def fake_merge(monkeypatch):
                         value_size=0 if value_dt is None else np.dtype(value_dt).itemsize,
                         offset_size=8 if wide else 4, threads=threads, items=items, block_sort_vsmem=vsmem,
                         merge_vsmem=vsmem // 2, partition_threads=256)
-        monkeypatch.setattr(ms._MergeSort, "_builds_of", lambda self, variant: FakeBuilds(meta(bool(variant))))
+        monkeypatch.setattr(ms.MergeSort, "_builds_of", lambda self, variant: FakeBuilds(meta(bool(variant))))
         py_op = op if emulate is None else emulate
         if isinstance(py_op, OpKind):
             py_op = {OpKind.LESS: lambda a, b: a < b, OpKind.GREATER: lambda a, b: a > b}[py_op]
@@ -569,7 +569,7 @@ def test_fake_device_call_argument_errors(fake_merge):
 def test_raw_comparator_state_travels_by_value(fake_merge):
     op = RawOp(ltoir=stub_ltoir("my_cmp", 4), name="my_cmp", state=b"\1\2\3\4\5", state_alignment=4)
     obj, dev = fake_merge(np.int32, None, OpKind.LESS)  # device emulation uses LESS
-    raw_obj = ms._MergeSort(ms._describe(ProxyArray(np.int32), None, ProxyArray(np.int32), None, op), 90, (op,))
+    raw_obj = ms.MergeSort(ms._describe(ProxyArray(np.int32), None, ProxyArray(np.int32), None, op), 90, (op,))
     assert functor_size(raw_obj.desc.op) == 8
     keys = np.arange(30, dtype=np.int32)[::-1].copy()
     kin = FakeArray(fake_merge.mem, keys)

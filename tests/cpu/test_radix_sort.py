@@ -191,7 +191,7 @@ def test_order_spellings():
 def test_signature_is_keyword_only():
     import inspect
 
-    for fn in (make_radix_sort, radix_sort, rs._RadixSort.__call__):
+    for fn in (make_radix_sort, radix_sort, rs.RadixSort.__call__):
         params = [p for p in inspect.signature(fn).parameters.values() if p.name != "self"]
         assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in params), fn
     assert list(inspect.signature(make_radix_sort).parameters) == [
@@ -389,7 +389,7 @@ def fake_radix(monkeypatch):
         dev.radix_bits = meta.get("radix_bits", 8)
         metas = {w: _fake_meta(key_dt, value_dt, w, meta) for w in (False, True)}
         dev.tile = metas[False]["onesweep_threads"] * metas[False]["onesweep_items"]
-        monkeypatch.setattr(rs._RadixSort, "_builds_of",
+        monkeypatch.setattr(rs.RadixSort, "_builds_of",
                             lambda self, variant: FakeBuilds(metas[bool(variant)], RADIX_ROLES))
         state["dev"] = dev
         if portion is not None:

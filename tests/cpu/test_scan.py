@@ -215,7 +215,7 @@ def test_signatures_match_the_api_target():
                                      ("num_items", True), ("stream", False)]
     assert shape(exclusive_scan) == [("d_in", True), ("d_out", True), ("op", True), ("init_value", True),
                                      ("num_items", True), ("stream", False)]
-    call = inspect.signature(scan_mod._Scan.__call__)
+    call = inspect.signature(scan_mod.Scan.__call__)
     assert list(call.parameters)[0] == "self"
     assert shape(call.replace(parameters=list(call.parameters.values())[1:])) == [("temp_storage", True), ("d_in", True), ("d_out", True),
                                               ("op", True), ("init_value", True), ("num_items", True),

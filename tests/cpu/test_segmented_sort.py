@@ -122,7 +122,7 @@ def test_sm80_and_cubs_tiers_only(shared_cache):
     import dataclasses
 
     desc = dataclasses.replace(make(i4).desc, mid_items=0)
-    plain = ss._SegmentedSort._make(desc, 90, (None, None, None))
+    plain = ss.SegmentedSort._make(desc, 90, (None, None, None))
     assert plain._builds.result(90).meta["mid_items"] == 0
     check_kernel_params(plain, 90)
 
@@ -202,7 +202,7 @@ def test_build_argument_errors(kwargs, argument):
 
 
 def test_signatures_are_keyword_only_and_exported():
-    for fn in (cuprims.make_segmented_sort, cuprims.segmented_sort, ss._SegmentedSort.__call__):
+    for fn in (cuprims.make_segmented_sort, cuprims.segmented_sort, ss.SegmentedSort.__call__):
         params = [p for p in inspect.signature(fn).parameters.values() if p.name != "self"]
         assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in params), fn
     assert list(inspect.signature(cuprims.make_segmented_sort).parameters) == [
@@ -211,7 +211,7 @@ def test_signatures_are_keyword_only_and_exported():
     assert list(inspect.signature(cuprims.segmented_sort).parameters) == [
         "d_in_keys", "d_out_keys", "d_in_values", "d_out_values", "num_items", "num_segments", "start_offsets_in",
         "end_offsets_in", "order", "stream"]
-    assert list(inspect.signature(ss._SegmentedSort.__call__).parameters)[1:] == [
+    assert list(inspect.signature(ss.SegmentedSort.__call__).parameters)[1:] == [
         "temp_storage", "d_in_keys", "d_out_keys", "d_in_values", "d_out_values", "num_items", "num_segments",
         "start_offsets_in", "end_offsets_in", "stream"]
     assert "make_segmented_sort" in cuprims.__all__ and "segmented_sort" in cuprims.__all__

@@ -209,7 +209,7 @@ def fake(monkeypatch):
     def make(key, value=None, order=ASC, offsets=np.int32, double_buffer=False, **meta_over):
         meta = _meta(key, value, offsets, **meta_over)
         dev = state["dev"] = FakeSegmentedDevice(mem, key, value, offsets, order is DESC, meta)
-        monkeypatch.setattr(ss._SegmentedSort, "_builds_of", lambda self, variant: FakeBuilds(meta, ROLES))
+        monkeypatch.setattr(ss.SegmentedSort, "_builds_of", lambda self, variant: FakeBuilds(meta, ROLES))
         ph = _Placeholder
         if double_buffer:
             kw = dict(d_in_keys=DoubleBuffer(ph(key), ph(key)),

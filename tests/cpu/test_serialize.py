@@ -199,7 +199,7 @@ BAD = {
     "another cuprims build": lambda b: _edited(b, lambda h: h["contract"].update(own="0" * 24)),
     "unknown algorithm": lambda b: _edited(b, lambda h: h.update(algorithm="os.system")),
     "description of another algorithm": lambda b: _edited(b, lambda h: h.update(
-        algorithm="cuprims.algorithms.select.api._Select")),
+        algorithm="cuprims.algorithms.select.api.Select")),
     "unknown description class": lambda b: _edited(b, lambda h: h["description"].update(c="Popen")),
     "unknown record tag": lambda b: _edited(b, lambda h: h["description"]["v"].update(op={"t": "eval", "v": 1})),
     "field the class has not": lambda b: _edited(b, lambda h: h["description"]["v"].update(extra=1)),

@@ -65,7 +65,7 @@ def test_golden_and_parameters(shared_cache):
 
 
 def test_variants_and_their_parameters():
-    desc = ubk._UniqueByKey._described(ubk._describe, P(i4), P(f4), P(i4), P(f4), P(i8), OpKind.EQUAL_TO)
+    desc = ubk.UniqueByKey._described(ubk._describe, P(i4), P(f4), P(i4), P(f4), P(i8), OpKind.EQUAL_TO)
     assert not desc.wide_offsets and desc.variant(0) is desc and desc.variant(1).wide_offsets
     narrow, wide = desc.kernel_params()[1], desc.variant(1).kernel_params()[1]
     assert narrow[7:] == ("i32", "i32") and wide[7:] == ("i64", "i32", "ptr") and narrow[:7] == wide[:7]

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cuprims.types import ValueType
+from cuprims.types import ValueType, struct_fields
 
 # Struct values larger than this are held as described above. nvJitLink's CPU time for
 # a reduction over int8 fields (sm_90, ahead of time, the 2-core CPU machine with other
@@ -67,7 +67,7 @@ def _pieces(dt: np.dtype) -> int:
         return _pieces(base) * int(np.prod(shape))
     if dt.names is None:
         return 1
-    return sum(_pieces(dt.fields[n][0]) for n in dt.names)
+    return sum(_pieces(field) for _, field, _ in struct_fields(dt))
 
 
 def accumulator(vt: ValueType) -> Accumulator:

@@ -133,7 +133,7 @@ def _free_gaps(maps: list[tuple[int, int, str, str]], above: int) -> list[tuple[
 def _decoys(gaps: list[tuple[int, int]], decoy: int) -> list[tuple[int, int]]:
     """:data:`DECOYS` ranges of ``decoy`` bytes, carved from the lowest gaps, each with a
     :data:`GUARD` on both sides (so that no two decoys merge into one larger gap)."""
-    out = []
+    out: list[tuple[int, int]] = []
     for lo, hi in gaps:
         while len(out) < DECOYS and hi - lo >= GUARD + decoy + GUARD:
             out.append((lo + GUARD, lo + GUARD + decoy))

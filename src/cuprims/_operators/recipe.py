@@ -170,7 +170,7 @@ class _Walker:
         co = fn.__code__
         globs = fn.__globals__
         names = all_names(co)
-        closure = ()
+        closure: tuple[Any, ...] = ()
         if fn.__closure__:
             cells = []
             for i, (name, cell) in enumerate(zip(co.co_freevars, fn.__closure__)):

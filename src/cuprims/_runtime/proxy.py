@@ -7,10 +7,11 @@ from typing import Any
 import numpy as np
 
 from cuprims.types import value_type
+from cuprims.typing import DTypeLike
 
 
 class _Proxy:
-    def __init__(self, dtype: Any):
+    def __init__(self, dtype: DTypeLike):
         self._cuprims_proxy_dtype = value_type(dtype, argument="dtype").dtype
 
     @property
@@ -37,7 +38,7 @@ class ProxyArray(_Proxy):
                                            compute_capability=90)
     """
 
-    def __init__(self, dtype: Any, ndim: int = 1):
+    def __init__(self, dtype: DTypeLike, ndim: int = 1):
         super().__init__(dtype)
         if not isinstance(ndim, int) or isinstance(ndim, bool) or ndim < 0:
             from cuprims.errors import ArgumentError

@@ -38,7 +38,7 @@ class FrozenBuilds(Builds):
                         f"device {device}, sm_{arch}")
 
 
-def frozen_object(cls: type, desc: Any, results: dict[int, dict[int, Any]]) -> Any:
+def frozen_object(cls: Any, desc: Any, results: dict[int, dict[int, Any]]) -> Any:
     """An object of algorithm class ``cls`` for ``desc`` whose builds are ``results``
     (variant -> arch -> (BuildResult, kernel name expressions))."""
     obj = cls.__new__(cls)

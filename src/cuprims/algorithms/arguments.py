@@ -19,7 +19,7 @@ import functools
 import inspect
 import re
 import sys
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
@@ -31,6 +31,21 @@ from cuprims.op import op_spec
 from cuprims.types import ValueType, value_type
 
 POINTER = "pointer"
+
+if TYPE_CHECKING:
+    from typing import ParamSpec, Protocol, TypeVar
+
+    _P = ParamSpec("_P")
+    _R = TypeVar("_R", covariant=True)
+
+    class KeywordChecked(Protocol[_P, _R]):
+        """A :func:`keyword_checked` function: called as the function it wraps, which it
+        keeps as ``__wrapped__`` (what a one-shot function calls, its keywords checked)."""
+
+        @property
+        def __wrapped__(self) -> Callable[_P, _R]: ...
+
+        def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R: ...
 
 
 @frozen
@@ -57,6 +72,10 @@ class ArgKind:
     unit_state_size: int = 0
     unit_state_alignment: int = 1
     unit: Any = dataclasses.field(default=None, compare=False, repr=False)
+    if TYPE_CHECKING:  # set by __post_init__, not fields
+        _dtype: np.dtype = dataclasses.field(init=False, compare=False, repr=False)
+        _mask: int = dataclasses.field(init=False, compare=False, repr=False)
+        _is_pointer: bool = dataclasses.field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         # read on every call: kept as plain attributes
@@ -269,7 +288,7 @@ def signature(x: Any) -> Any:
     return signer(x)
 
 
-def keyword_checked(fn: Callable) -> Callable:
+def keyword_checked(fn: Callable[_P, _R]) -> KeywordChecked[_P, _R]:
     """``fn`` with call-binding mistakes (an unknown or missing keyword, positional
     arguments) raised as ArgumentTypeError naming the argument, instead of a bare TypeError;
     an unknown keyword is reported before a missing one (``d_inn=`` names ``d_inn`` and
@@ -279,7 +298,7 @@ def keyword_checked(fn: Callable) -> Callable:
     sig = inspect.signature(fn)
 
     @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         try:
             return fn(*args, **kwargs)
         except TypeError as exc:

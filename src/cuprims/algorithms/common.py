@@ -16,6 +16,7 @@ from cuprims._build.results import BuildResult, OpInput
 from cuprims._compile.source import Source
 from cuprims._runtime import driver
 from cuprims.errors import ArgumentError, NoDeviceError
+from cuprims.typing import ComputeCapabilityLike
 
 
 def parse_compute_capability(cc: Any, argument: str = "compute_capability") -> list[int] | None:
@@ -187,7 +188,7 @@ class CompiledAlgorithm:
         """The architectures this object holds compiled code for (e.g. [90])."""
         return self._inspected_builds().archs
 
-    def cubin(self, compute_capability: Any = None) -> bytes:
+    def cubin(self, compute_capability: ComputeCapabilityLike | None = None) -> bytes:
         """The compiled code for one architecture (the first built if not given)."""
         return self._inspected_builds().cubin(compute_capability)
 

@@ -73,6 +73,7 @@ class LookbackPlan(Plan):
     per tile, read from the build's exported metadata."""
 
     __slots__ = ("init", "sweep", "threads", "tile_items", "padding", "word_bytes", "device", "partition_params")
+    partition_params: Any  # a select's parameter block for a partitioned sweep (set by the select's plan)
 
     def __init__(self, loaded: Loaded):
         meta = loaded.meta

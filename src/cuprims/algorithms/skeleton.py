@@ -24,9 +24,10 @@ stream-ordered allocation for one-shot calls).
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
 
-from cuprims._base.frozen import frozen
+# a Description subclass is a frozen dataclass with a cached hash
+from cuprims._base.frozen import frozen as description
 from cuprims._build.results import OpInput
 from cuprims._compile.source import Source
 from cuprims._runtime import driver
@@ -47,10 +48,13 @@ from cuprims.config import settings
 from cuprims.errors import ArgumentError, CudaError
 from cuprims.op import OpSpec
 
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+_D = TypeVar("_D", bound="Description")
+
 # Descriptions remembered per algorithm class (by argument signatures) before starting afresh.
 _MAX_DESCRIPTIONS = 512
-
-description = frozen  # a Description subclass is a frozen dataclass with a cached hash
 
 
 class Description:
@@ -82,7 +86,7 @@ class Description:
         """The algorithm's own operator (``op``; a search's ``comp``), if it has one."""
         return getattr(self, "op", None)
 
-    def variant(self, index: int) -> "Description":
+    def variant(self, index: int) -> Self:
         """Description of build variant ``index`` (0 is this one; e.g. 1: 64-bit offsets)."""
         if index:
             raise IndexError(index)
@@ -128,8 +132,8 @@ class Algorithm(CompiledAlgorithm):
     _object_cache: PerThreadCache
     _state = b"\0"  # the functor parameter of an operator without state (with state: packed per call)
     _frozen = False  # made by cuprims.deserialize: it holds the builds it will ever have
-    _descriptions: dict[tuple, Description]
-    _interned: dict[Description, Description]
+    _descriptions: dict[tuple, Any]  # Description subclasses, as describe() made them
+    _interned: dict[Any, Any]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -161,7 +165,7 @@ class Algorithm(CompiledAlgorithm):
 
     # -- construction ---------------------------------------------------------------
     @classmethod
-    def _described(cls, describe: Callable[..., Description], *args: Any) -> Description:
+    def _described(cls, describe: Callable[..., _D], *args: Any) -> _D:
         """``describe(*args)``, remembered by the arguments' signatures: a one-shot call
         with the types of an earlier one skips the checks that call passed. Equal
         descriptions reached from different argument types (arrays, DoubleBuffers,
@@ -181,7 +185,7 @@ class Algorithm(CompiledAlgorithm):
         return desc
 
     @classmethod
-    def _make(cls, desc: Description, compute_capability: Any, raw: Sequence[Any]) -> Any:
+    def _make(cls, desc: Description, compute_capability: Any, raw: Sequence[Any]) -> Self:
         """The object for ``desc`` from this thread's cache, or a new one (built now).
 
         ``raw``: the call's operator, then its iterator arguments (see :meth:`_objects`)."""

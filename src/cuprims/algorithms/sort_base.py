@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -21,6 +21,9 @@ from cuprims.algorithms.sort_source import carrier_alignment
 from cuprims.errors import ArgumentError, ArgumentTypeError
 from cuprims.iterators.base import IteratorBase, check_direction
 from cuprims.types import ValueType, same_layout, value_type
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 # Problems up to this many items run on kernels built with 32-bit offsets (faster index
 # arithmetic, and CUB's tunings for 4-byte offsets); larger ones on build variant 1 with
@@ -52,9 +55,9 @@ class SortDescription(Description):
     def offset_kind(self) -> str:
         return "i64" if self.wide_offsets else "i32"  # type: ignore[attr-defined]
 
-    def variant(self, index: int) -> "SortDescription":
+    def variant(self, index: int) -> Self:
         if index == 1:
-            return dataclasses.replace(self, wide_offsets=True)  # type: ignore[type-var]
+            return dataclasses.replace(self, wide_offsets=True)  # type: ignore[call-arg]  # a subclass's field
         return super().variant(index)
 
 
@@ -66,6 +69,12 @@ class SortCall:
 
     __slots__ = ("k_in", "k_out", "v_in", "v_out", "n", "overwrite", "begin", "end", "state", "layout", "flips",
                  "segments")
+    # set by the sort that needs them
+    begin: Any
+    end: Any
+    state: Any
+    layout: Any
+    segments: int
 
     def __init__(self, k_in: Any, k_out: int, v_in: Any, v_out: int, n: int, overwrite: bool):
         self.k_in, self.k_out, self.v_in, self.v_out, self.n, self.overwrite = k_in, k_out, v_in, v_out, n, overwrite
@@ -221,16 +230,17 @@ class SortAlgorithm(Algorithm):
         if has_values != (desc.d_in_values is not None):
             if has_values:
                 raise ArgumentError("d_in_values", "None (this sorter was built for keys only)", d_in_values)
-            raise ArgumentError("d_in_values", f"values of {desc.value.dtype} (this sorter was built for "
-                                "key-value pairs)", None)
+            raise ArgumentError("d_in_values",
+                                f"values of {desc.value.dtype} "  # type: ignore[union-attr]  # built with values
+                                "(this sorter was built for key-value pairs)", None)
         db = self._double_buffers and isinstance(d_in_keys, DoubleBuffer)
         k_in, k_out = self._pair(desc.d_in_keys, desc.d_out_keys, d_in_keys, d_out_keys, n, "keys", db)
         call = SortCall(k_in, k_out, 0, 0, n, db)
         if has_values:
             if self._double_buffers:
                 self._check_value_form(d_in_values, db)
-            call.v_in, call.v_out = self._pair(desc.d_in_values, desc.d_out_values, d_in_values, d_out_values, n,
-                                               "values", db)
+            call.v_in, call.v_out = self._pair(desc.d_in_values, desc.d_out_values,  # type: ignore[arg-type]
+                                               d_in_values, d_out_values, n, "values", db)
             key_bytes, value_bytes = n * self._key_size, n * self._value_size
             for a, b in ((k_in, call.v_out), (k_out, call.v_in), (k_out, call.v_out)):
                 # (an input iterator's state is no memory range)

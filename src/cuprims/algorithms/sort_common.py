@@ -13,6 +13,7 @@ from cuprims.algorithms.arguments import signature
 from cuprims.enums import SortOrder
 from cuprims.errors import ArgumentError, CudaError
 from cuprims.types import ValueType, value_type
+from cuprims.typing import ArrayOrProxy
 
 __all__ = ["DoubleBuffer", "SortOrder"]
 
@@ -40,7 +41,7 @@ class DoubleBuffer:
 
     __slots__ = ("d_buffers", "selector")
 
-    def __init__(self, d_current: Any, d_alternate: Any):
+    def __init__(self, d_current: ArrayOrProxy, d_alternate: ArrayOrProxy):
         if d_current is None or d_alternate is None:
             raise ArgumentError("d_current" if d_current is None else "d_alternate", "a device array", None)
         self.d_buffers = [d_current, d_alternate]
@@ -52,11 +53,11 @@ class DoubleBuffer:
         halves = (signature(self.current()), signature(self.alternate()))
         return None if None in halves else (DoubleBuffer, halves)
 
-    def current(self) -> Any:
+    def current(self) -> ArrayOrProxy:
         """The buffer holding the data (the input before a sort, the result after)."""
         return self.d_buffers[self.selector]
 
-    def alternate(self) -> Any:
+    def alternate(self) -> ArrayOrProxy:
         """The other buffer."""
         return self.d_buffers[self.selector ^ 1]
 

@@ -87,6 +87,6 @@ def device_value_pointer(x: Any, accum: ValueType, argument: str) -> int:
     return ptr
 
 
-def scalar_init_type(accum: ValueType, has_host_value: bool) -> type | None:
+def scalar_init_type(accum: ValueType, has_host_value: bool) -> type[np.generic] | None:
     """The numpy scalar type whose values pass as initial values without conversion."""
     return accum.dtype.type if has_host_value and not accum.is_struct else None

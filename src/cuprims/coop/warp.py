@@ -78,8 +78,8 @@ def make_reduce(dtype: Any, binary_op: Any, threads_in_warp: int = 32, methods: 
     vt = element_type(dtype)
     spec = ProviderSpec("warp_reduce", vt, (_warp_size(threads_in_warp), 1, 1), 1, "",
                         combiner(binary_op, vt, "binary_op"))
-    return make_primitive("warp.reduce", spec, binary_op if spec.op.kind == "python" else None,
-                          entry_table(True, ("ptr", "ptr")), value_in_value_out(True))
+    op = binary_op if spec.op.kind == "python" else None  # type: ignore[union-attr]  # combiner() gave one
+    return make_primitive("warp.reduce", spec, op, entry_table(True, ("ptr", "ptr")), value_in_value_out(True))
 
 
 def make_sum(dtype: Any, threads_in_warp: int = 32) -> Any:
@@ -153,7 +153,7 @@ def _merge_sort(dtype: Any, value_dtype: Any, items_per_thread: int, compare_op:
     lanes = _warp_size(threads_in_warp)
     spec = ProviderSpec("warp_merge_sort", vt, (lanes, 1, 1), items_count(items_per_thread), "",
                         comparator(compare_op, vt, "compare_op"), values=values)
-    op = compare_op if spec.op.kind == "python" else None
+    op = compare_op if spec.op.kind == "python" else None  # type: ignore[union-attr]  # comparator() gave one
     if values is None:
         prim = make_primitive("warp.merge_sort_keys", spec, op, entry_table(True, ("ptr",), ("int", "ptr")),
                               sort_in_place())

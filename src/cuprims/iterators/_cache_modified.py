@@ -7,6 +7,7 @@ from typing import Any
 from cuprims.errors import ArgumentError
 from cuprims.iterators.base import IteratorCode, PointerIterator
 from cuprims.types import shown_dtype
+from cuprims.typing import ArrayOrProxy
 
 # modifier -> CUB's load modifier: PTX ld.global.cs (evict-first streaming), .cg (cache in
 # L2 only), ld.volatile
@@ -30,7 +31,7 @@ class CacheModifiedInputIterator(PointerIterator):
 
     __slots__ = ("_modifier",)
 
-    def __init__(self, array: Any, modifier: str = "stream"):
+    def __init__(self, array: ArrayOrProxy, modifier: str = "stream"):
         if modifier not in _MODIFIERS:
             raise ArgumentError("modifier", f"one of {sorted(_MODIFIERS)}", modifier)
         super().__init__(array, argument="array")

@@ -8,6 +8,7 @@ import numpy as np
 
 from cuprims.errors import ArgumentError
 from cuprims.iterators.base import ValueStateIterator
+from cuprims.struct import StructBase
 from cuprims.types import host_bytes, value_type
 
 
@@ -23,7 +24,7 @@ class ConstantIterator(ValueStateIterator):
     __slots__ = ()
     _kind = "constant"
 
-    def __init__(self, value: Any):
+    def __init__(self, value: np.generic | StructBase):
         super().__init__()
         data = getattr(value, "_cuprims_data", None)
         if data is not None:  # a gpu_struct instance

@@ -9,6 +9,7 @@ import numpy as np
 from cuprims._runtime import arrays as _arrays
 from cuprims.iterators.base import IteratorBase, IteratorCode, Member, StateWriter
 from cuprims.types import ValueType, shown_dtype, value_type
+from cuprims.typing import ArrayIteratorOrProxy
 
 
 class DiscardIterator(IteratorBase):
@@ -27,7 +28,7 @@ class DiscardIterator(IteratorBase):
 
     __slots__ = ("_vt",)
 
-    def __init__(self, reference_iterator: Any = None):
+    def __init__(self, reference_iterator: ArrayIteratorOrProxy | None = None):
         super().__init__()
         if reference_iterator is None:
             self._vt = value_type(np.uint8)

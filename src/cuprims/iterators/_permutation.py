@@ -16,6 +16,7 @@ from cuprims.iterators.base import (
     pack_member,
 )
 from cuprims.types import ValueType
+from cuprims.typing import ArrayIteratorOrProxy
 
 
 class PermutationIterator(IteratorBase):
@@ -33,7 +34,7 @@ class PermutationIterator(IteratorBase):
 
     __slots__ = ("_values", "_indices")
 
-    def __init__(self, values: Any, indices: Any):
+    def __init__(self, values: ArrayIteratorOrProxy, indices: ArrayIteratorOrProxy):
         super().__init__()
         self._values = as_iterator(values, "values")
         self._indices = as_input(indices, "indices")  # read as an input and as an output

@@ -14,6 +14,7 @@ from cuprims.iterators.base import (
     pack_member,
 )
 from cuprims.types import ValueType
+from cuprims.typing import ArrayIteratorOrProxy
 
 
 class ReverseIterator(IteratorBase):
@@ -30,7 +31,7 @@ class ReverseIterator(IteratorBase):
 
     __slots__ = ("_under",)
 
-    def __init__(self, underlying: Any):
+    def __init__(self, underlying: ArrayIteratorOrProxy):
         super().__init__()
         self._under = as_iterator(underlying, "underlying", from_end=True)
 

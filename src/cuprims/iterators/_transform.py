@@ -19,9 +19,10 @@ from cuprims.iterators.base import (
     emit_member,
     pack_member,
 )
-from cuprims.op import RawOp, op_spec, shown_operator
+from cuprims.op import OpSpec, RawOp, op_spec, shown_operator
 from cuprims.types import ValueType, shown_dtype
 from cuprims.types import value_type as make_value_type
+from cuprims.typing import ArrayIteratorOrProxy, DTypeLike, OperatorLike
 
 _inferred: dict[tuple[str, str], np.dtype] = {}
 
@@ -31,6 +32,10 @@ class _OperatorIterator(IteratorBase):
     between it and the algorithm (``_spec``, ``_op``), and the value type the algorithm sees."""
 
     __slots__ = ("_under", "_op", "_spec", "_vt")
+    _under: IteratorBase
+    _op: Any
+    _spec: OpSpec
+    _vt: ValueType
 
     @property
     def value_type(self) -> ValueType:
@@ -117,13 +122,14 @@ class TransformIterator(_OperatorIterator):
 
     __slots__ = ()
 
-    def __new__(cls, underlying: Any = None, transform_op: Any = None, value_type: Any = None,
-                is_input: bool = True) -> Any:
-        if not is_input:  # cuda.compute's spelling of a TransformOutputIterator
-            return TransformOutputIterator(underlying, transform_op, value_type)
+    def __new__(cls, underlying: ArrayIteratorOrProxy | None = None, transform_op: OperatorLike | None = None,
+                value_type: DTypeLike | None = None, is_input: bool = True) -> Any:
+        if not is_input:  # cuda.compute's spelling of a TransformOutputIterator (which refuses a None)
+            return TransformOutputIterator(underlying, transform_op, value_type)  # type: ignore[arg-type]
         return super().__new__(cls)
 
-    def __init__(self, underlying: Any, transform_op: Any, value_type: Any = None, is_input: bool = True):
+    def __init__(self, underlying: ArrayIteratorOrProxy, transform_op: OperatorLike,
+                 value_type: DTypeLike | None = None, is_input: bool = True):
         super().__init__()
         self._under = as_input(underlying, "underlying")
         self._spec = spec = op_spec(transform_op, argument="transform_op", bind_captures=True)
@@ -134,7 +140,7 @@ class TransformIterator(_OperatorIterator):
         elif spec.kind == "builtin":
             from cuprims._codegen.functors import builtin_result_type
 
-            self._vt = builtin_result_type(spec.builtin, (in_vt,))
+            self._vt = builtin_result_type(spec.builtin, (in_vt,))  # type: ignore[arg-type]  # a built-in's kind
         elif spec.kind == "python":
             self._vt = make_value_type(_infer(transform_op, spec, in_vt), argument="value_type")
         else:
@@ -190,7 +196,8 @@ class TransformOutputIterator(_OperatorIterator):
 
     __slots__ = ()
 
-    def __init__(self, underlying: Any, transform_op: Any, output_value_type: Any = None):
+    def __init__(self, underlying: ArrayIteratorOrProxy, transform_op: OperatorLike,
+                 output_value_type: DTypeLike | None = None):
         super().__init__()
         self._under = as_iterator(underlying, "underlying")
         if not self._under._writable():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -16,7 +16,8 @@ from cuprims.iterators.base import (
     emit_member,
     pack_member,
 )
-from cuprims.types import ValueType, value_type
+from cuprims.types import ValueType, struct_fields, value_type
+from cuprims.typing import ArrayIteratorOrProxy
 
 
 class ZipIterator(IteratorBase):
@@ -44,7 +45,7 @@ class ZipIterator(IteratorBase):
 
     __slots__ = ("_parts", "_vt", "_offsets")
 
-    def __init__(self, *args: Any):
+    def __init__(self, *args: ArrayIteratorOrProxy | Sequence[ArrayIteratorOrProxy]):
         super().__init__()
         if len(args) == 1 and isinstance(args[0], (list, tuple)):
             args = tuple(args[0])
@@ -54,7 +55,7 @@ class ZipIterator(IteratorBase):
         dt = np.dtype({"names": [f"v{k}" for k in range(len(args))],
                        "formats": [p.value_type.dtype for p in self._parts]}, align=True)
         self._vt = value_type(dt, argument="args")
-        self._offsets = tuple(dt.fields[f"v{k}"][1] for k in range(len(args)))
+        self._offsets = tuple(offset for _, _, offset in struct_fields(dt))
 
     @property
     def value_type(self) -> ValueType:

@@ -365,6 +365,8 @@ class ValueStateIterator(IteratorBase):
     subclasses set ``_vt``, ``_value`` (the value's bytes), ``_kind`` and ``_body``."""
 
     __slots__ = ("_vt", "_value")
+    _vt: ValueType
+    _value: bytes
     _kind = ""
     _value_name = "value"   # the constructor's name for the value
 

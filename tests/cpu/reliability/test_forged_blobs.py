@@ -226,7 +226,7 @@ FORGERIES: dict[str, tuple[str, str, Callable]] = {
     "algorithm outside cuprims": ("reduce", "algorithm", set_to("algorithm", value="os.system")),
     "algorithm a list": ("reduce", "algorithm", set_to("algorithm", value=["cuprims"])),
     "algorithm of another description": ("reduce", "description",
-                                         set_to("algorithm", value="cuprims.algorithms.select.api._Select")),
+                                         set_to("algorithm", value="cuprims.algorithms.select.api.Select")),
     # -- the description
     "op record null": ("reduce", "description.op", describe(("op",), None)),
     "op kind unknown": ("reduce", "description.op.kind", description_field("op", "kind", value="eval")),

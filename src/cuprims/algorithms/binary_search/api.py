@@ -43,6 +43,15 @@ from cuprims.algorithms.binary_search.source import INDEX_CODES, binary_search_s
 from cuprims.algorithms.common import Loaded, check_num_items
 from cuprims.algorithms.skeleton import Algorithm, Description, Plan, description, functor_size, functor_state
 from cuprims.errors import ArgumentError
+from cuprims.typing import (
+    ArrayIteratorOrProxy,
+    ArrayOrIterator,
+    ArrayOrProxy,
+    ComputeCapabilityLike,
+    DeviceArrayLike,
+    OperatorLike,
+    StreamLike,
+)
 from cuprims.op import OpKind, OpSpec, op_spec
 
 _MAX_GRID = (1 << 31) - 1
@@ -179,19 +188,19 @@ class _BinarySearch(Algorithm):
         state = functor_state(desc.comp, comp, "comp") if desc.comp.state_size else self._state
         self._execute(None, s, True, (p_data, n, p_values, nv, p_out, state), (comp, d_values))
 
-    def __call__(self, *, d_data: Any, num_items: int, d_values: Any, num_values: int, d_out: Any,
-                 comp: Any = None, stream: Any = None) -> None:
+    def __call__(self, *, d_data: DeviceArrayLike, num_items: int, d_values: ArrayOrIterator, num_values: int,
+                 d_out: DeviceArrayLike, comp: OperatorLike | None = None, stream: StreamLike | None = None) -> None:
         """Search ``num_values`` values of ``d_values`` in ``d_data[:num_items]``, writing indices to ``d_out``."""
         self._run(d_data, num_items, d_values, num_values, d_out, comp, stream)
 
 
-class _LowerBound(_BinarySearch):
+class LowerBound(_BinarySearch):
     """Lower-bound search object: see :func:`make_lower_bound`."""
 
     _UPPER = 0
 
 
-class _UpperBound(_BinarySearch):
+class UpperBound(_BinarySearch):
     """Upper-bound search object: see :func:`make_upper_bound`."""
 
     _UPPER = 1
@@ -200,8 +209,9 @@ class _UpperBound(_BinarySearch):
 # ------------------------------------------------------------------- public functions
 
 @keyword_checked
-def make_lower_bound(*, d_data: Any, d_values: Any, d_out: Any, comp: Any = None,
-                     compute_capability: Any = None) -> _LowerBound:
+def make_lower_bound(*, d_data: ArrayOrProxy, d_values: ArrayIteratorOrProxy, d_out: ArrayOrProxy,
+                     comp: OperatorLike | None = None,
+                     compute_capability: ComputeCapabilityLike | None = None) -> LowerBound:
     """Build (or fetch from cache) a lower-bound search: for each value, the index of the
     first element of sorted ``d_data`` that is not less than it (``np.searchsorted(side="left")``).
 
@@ -225,13 +235,14 @@ def make_lower_bound(*, d_data: Any, d_values: Any, d_out: Any, comp: Any = None
         search(d_data=data, num_items=4, d_values=values, num_values=2, d_out=out, comp=None)
         assert out.tolist() == [1, 4]
     """
-    desc = _LowerBound._described(_describe, d_data, d_values, d_out, comp)
-    return _LowerBound._make(desc, compute_capability, (comp, d_values))
+    desc = LowerBound._described(_describe, d_data, d_values, d_out, comp)
+    return LowerBound._make(desc, compute_capability, (comp, d_values))
 
 
 @keyword_checked
-def make_upper_bound(*, d_data: Any, d_values: Any, d_out: Any, comp: Any = None,
-                     compute_capability: Any = None) -> _UpperBound:
+def make_upper_bound(*, d_data: ArrayOrProxy, d_values: ArrayIteratorOrProxy, d_out: ArrayOrProxy,
+                     comp: OperatorLike | None = None,
+                     compute_capability: ComputeCapabilityLike | None = None) -> UpperBound:
     """Build (or fetch from cache) an upper-bound search: for each value, the index of the
     first element of sorted ``d_data`` that is greater than it (``np.searchsorted(side="right")``).
 
@@ -247,13 +258,13 @@ def make_upper_bound(*, d_data: Any, d_values: Any, d_out: Any, comp: Any = None
         search(d_data=data, num_items=4, d_values=values, num_values=2, d_out=out, comp=None)
         assert out.tolist() == [3, 0]
     """
-    desc = _UpperBound._described(_describe, d_data, d_values, d_out, comp)
-    return _UpperBound._make(desc, compute_capability, (comp, d_values))
+    desc = UpperBound._described(_describe, d_data, d_values, d_out, comp)
+    return UpperBound._make(desc, compute_capability, (comp, d_values))
 
 
 @keyword_checked
-def lower_bound(*, d_data: Any, num_items: int, d_values: Any, num_values: int, d_out: Any, comp: Any = None,
-                stream: Any = None) -> None:
+def lower_bound(*, d_data: DeviceArrayLike, num_items: int, d_values: ArrayOrIterator, num_values: int,
+                d_out: DeviceArrayLike, comp: OperatorLike | None = None, stream: StreamLike | None = None) -> None:
     """For each of ``num_values`` values, write the index of the first element of the sorted
     ``d_data[:num_items]`` not less than it to ``d_out`` (on ``stream``).
 
@@ -270,8 +281,8 @@ def lower_bound(*, d_data: Any, num_items: int, d_values: Any, num_values: int, 
 
 
 @keyword_checked
-def upper_bound(*, d_data: Any, num_items: int, d_values: Any, num_values: int, d_out: Any, comp: Any = None,
-                stream: Any = None) -> None:
+def upper_bound(*, d_data: DeviceArrayLike, num_items: int, d_values: ArrayOrIterator, num_values: int,
+                d_out: DeviceArrayLike, comp: OperatorLike | None = None, stream: StreamLike | None = None) -> None:
     """For each of ``num_values`` values, write the index of the first element of the sorted
     ``d_data[:num_items]`` greater than it to ``d_out`` (on ``stream``).
 

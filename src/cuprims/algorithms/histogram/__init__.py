@@ -4,6 +4,6 @@ This folder is the algorithm's home: ``api`` (its public functions, description 
 dispatch), ``source`` (its CUDA C++ generator), ``bins`` and its kernel template ``cuprims_histogram.cuh``.
 """
 
-from cuprims.algorithms.histogram.api import histogram_even, make_histogram_even
+from cuprims.algorithms.histogram.api import HistogramEven, histogram_even, make_histogram_even
 
-__all__ = ["histogram_even", "make_histogram_even"]
+__all__ = ["HistogramEven", "histogram_even", "make_histogram_even"]

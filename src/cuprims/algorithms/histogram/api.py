@@ -30,7 +30,7 @@ counted in the last bin; temporary storage holds no privatized counters kept in 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -44,8 +44,19 @@ from cuprims.algorithms.skeleton import Algorithm, Description, Plan, descriptio
 from cuprims.algorithms.sort_common import align_base, temp_layout
 from cuprims.errors import ArgumentError
 from cuprims.types import ValueType, value_type
+from cuprims.typing import (
+    ArrayIteratorOrProxy,
+    ArrayOrIterator,
+    ArrayOrProxy,
+    ComputeCapabilityLike,
+    DeviceArrayLike,
+    StreamLike,
+)
 
-__all__ = ["make_histogram_even", "histogram_even"]
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+__all__ = ["HistogramEven", "make_histogram_even", "histogram_even"]
 
 _SMEM_BINS = 256  # cuprims::histogram::privatized_smem_bins (CUB's max_privatized_smem_bins), in the meta
 _NARROW_BYTES = (1 << 31) - 1  # CUB's 32-bit offsets: samples' bytes below INT_MAX
@@ -98,8 +109,9 @@ class HistogramDescription(Description):
             (self.d_samples.param, "i32", "i32", "ptr", "ptr", lv, lv, off, off, off, "i32", "ptr"),
         )
 
-    def variant(self, index: int) -> "HistogramDescription":
-        flips = {name: not getattr(self, name) for bit, name in enumerate(_VARIANT_FLAGS) if index >> bit & 1}
+    def variant(self, index: int) -> Self:
+        flips: dict[str, Any] = {name: not getattr(self, name) for bit, name in enumerate(_VARIANT_FLAGS)
+                                 if index >> bit & 1}
         return dataclasses.replace(self, **flips) if flips else self
 
 
@@ -143,8 +155,9 @@ def _variant_flags(samples: ValueType, n: int, bins: int) -> dict[str, bool]:
             "widened": not byte_path and widened_samples(samples.dtype, bins)}
 
 
-class _Histogram(Algorithm):
-    """An even-bin histogram built for fixed sample, counter and level types; call it to run.
+class HistogramEven(Algorithm):
+    """An even-bin histogram built for fixed sample, counter and level types (what
+    :func:`make_histogram_even` returns); call it to run.
 
     ``histogram(temp_storage=None, ...)`` returns the temporary bytes needed and launches
     nothing; ``histogram(temp_storage=buf, ...)`` zeroes ``d_histogram`` and counts into it
@@ -191,8 +204,10 @@ class _Histogram(Algorithm):
             launch(plan.sweep, grid, plan.threads, stream, plan.packs[1].pack(
                 p_samples, bins, per_block, p_histogram, privatized, upper, lower, n, 1, n, tiles, queue))
 
-    def __call__(self, *, temp_storage: Any, d_samples: Any, d_histogram: Any, h_num_output_levels: Any,
-                 h_lower_level: Any, h_upper_level: Any, num_samples: int, stream: Any = None) -> int | None:
+    def __call__(self, *, temp_storage: DeviceArrayLike | None, d_samples: ArrayOrIterator,
+                 d_histogram: DeviceArrayLike, h_num_output_levels: int | np.integer | np.ndarray,
+                 h_lower_level: float | np.number | np.ndarray, h_upper_level: float | np.number | np.ndarray,
+                 num_samples: int, stream: StreamLike | None = None) -> int | None:
         """Count ``num_samples`` samples into ``d_histogram`` (or, with ``temp_storage=None``,
         return the temporary bytes needed). The levels may differ from the build's, not
         their dtype."""
@@ -230,15 +245,17 @@ def _prepare(d_samples: Any, d_histogram: Any, levels: Any, lower: Any, upper: A
     n = check_num_items(num_samples, "num_samples")
     sample = _sample_kind(d_samples).value
     bins, lo, hi = _levels(sample.dtype, levels, lower, upper, names)
-    desc = _Histogram._described(_describe, d_samples, d_histogram, lo, *_variant_flags(sample, n, bins).values())
+    desc = HistogramEven._described(_describe, d_samples, d_histogram, lo, *_variant_flags(sample, n, bins).values())
     return desc, n, bins, lo, hi
 
 
 # ------------------------------------------------------------------- public functions
 
 @keyword_checked
-def make_histogram_even(*, d_samples: Any, d_histogram: Any, h_num_output_levels: Any, h_lower_level: Any,
-                        h_upper_level: Any, num_samples: int, compute_capability: Any = None) -> _Histogram:
+def make_histogram_even(*, d_samples: ArrayIteratorOrProxy, d_histogram: ArrayOrProxy,
+                        h_num_output_levels: int | np.integer | np.ndarray,
+                        h_lower_level: float | np.number | np.ndarray, h_upper_level: float | np.number | np.ndarray,
+                        num_samples: int, compute_capability: ComputeCapabilityLike | None = None) -> HistogramEven:
     """Build (or fetch from cache) an even-bin histogram of ``d_samples`` into ``d_histogram``.
 
     Args:
@@ -269,12 +286,13 @@ def make_histogram_even(*, d_samples: Any, d_histogram: Any, h_num_output_levels
                                        (desc.d_histogram, d_histogram, bins, "h_num_output_levels - 1")):
         if kind.is_pointer and getattr(x, "_cuprims_proxy_dtype", None) is None:
             kind.bind(x, count, count_name)  # a real array: long enough, in device memory
-    return _Histogram._make(desc, compute_capability, (None, d_samples))
+    return HistogramEven._make(desc, compute_capability, (None, d_samples))
 
 
 @keyword_checked
-def histogram_even(*, d_samples: Any, d_histogram: Any, num_output_levels: int, lower_level: Any,
-                   upper_level: Any, num_samples: int, stream: Any = None) -> None:
+def histogram_even(*, d_samples: ArrayOrIterator, d_histogram: DeviceArrayLike, num_output_levels: int,
+                   lower_level: float | np.number | np.ndarray, upper_level: float | np.number | np.ndarray,
+                   num_samples: int, stream: StreamLike | None = None) -> None:
     """Count ``num_samples`` samples into ``num_output_levels - 1`` even bins over
     ``[lower_level, upper_level)`` in ``d_histogram``, in one call.
 
@@ -295,4 +313,4 @@ def histogram_even(*, d_samples: Any, d_histogram: Any, num_output_levels: int, 
     desc, n, bins, lo, hi = _prepare(d_samples, d_histogram, num_output_levels, lower_level, upper_level,
                                      num_samples, _ONE_SHOT_NAMES)
     args = _bound(desc, d_samples, d_histogram, n, bins, lo, hi, _ONE_SHOT_NAMES)
-    _Histogram._make(desc, None, (None, d_samples))._execute(None, stream, True, args, (None, d_samples))
+    HistogramEven._make(desc, None, (None, d_samples))._execute(None, stream, True, args, (None, d_samples))

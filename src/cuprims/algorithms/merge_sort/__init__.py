@@ -4,6 +4,6 @@ This folder is the algorithm's home: ``api`` (its public functions, description 
 dispatch), ``source`` (its CUDA C++ generator).
 """
 
-from cuprims.algorithms.merge_sort.api import make_merge_sort, merge_sort
+from cuprims.algorithms.merge_sort.api import MergeSort, make_merge_sort, merge_sort
 
-__all__ = ["make_merge_sort", "merge_sort"]
+__all__ = ["MergeSort", "make_merge_sort", "merge_sort"]

@@ -47,10 +47,19 @@ from cuprims.algorithms.sort_base import NARROW_MAX_ITEMS, SortAlgorithm, SortCa
 from cuprims.algorithms.sort_common import align_base, temp_layout
 from cuprims.algorithms.sort_source import check_comparator_builtin
 from cuprims.op import OpSpec, op_spec
+from cuprims.typing import (
+    ArrayIteratorOrProxy,
+    ArrayOrIterator,
+    ArrayOrProxy,
+    ComputeCapabilityLike,
+    DeviceArrayLike,
+    OperatorLike,
+    StreamLike,
+)
 
 _TRUE, _FALSE = b"\1", b"\0"
 
-__all__ = ["make_merge_sort", "merge_sort"]
+__all__ = ["MergeSort", "make_merge_sort", "merge_sort"]
 
 
 @description
@@ -106,9 +115,13 @@ class _Plan(SortPlan):
         self.partition_threads = meta["partition_threads"]
 
 
-class _MergeSort(SortAlgorithm):
-    """A merge sort built for fixed key/value dtypes and comparator (called as
-    :class:`~.sort_base.SortAlgorithm` says)."""
+class MergeSort(SortAlgorithm):
+    """A stable merge sort built for fixed key/value dtypes and comparator (what
+    :func:`make_merge_sort` returns); call it to sort.
+
+    ``sorter(temp_storage=None, ...)`` returns the temporary bytes needed and launches
+    nothing; ``sorter(temp_storage=buf, ...)`` sorts on ``stream``.
+    """
 
     desc: MergeSortDescription
     _plan_class = _Plan
@@ -161,8 +174,9 @@ class _MergeSort(SortAlgorithm):
         return self._execute(temp_storage, stream, one_shot, call, (op, d_in_keys, d_in_values),
                              1 if n > NARROW_MAX_ITEMS else 0)
 
-    def __call__(self, *, temp_storage: Any, d_in_keys: Any, d_in_values: Any, d_out_keys: Any, d_out_values: Any,
-                 num_items: int, op: Any, stream: Any = None) -> int | None:
+    def __call__(self, *, temp_storage: DeviceArrayLike | None, d_in_keys: ArrayOrIterator,
+                 d_in_values: ArrayOrIterator | None, d_out_keys: DeviceArrayLike, d_out_values: DeviceArrayLike | None,
+                 num_items: int, op: OperatorLike, stream: StreamLike | None = None) -> int | None:
         """Sort (or, with ``temp_storage=None``, return the temporary bytes needed)."""
         return self._run(temp_storage, d_in_keys, d_in_values, d_out_keys, d_out_values, num_items, op, stream,
                          False)
@@ -173,14 +187,15 @@ class _MergeSort(SortAlgorithm):
 def _describe(d_in_keys: Any, d_in_values: Any, d_out_keys: Any, d_out_values: Any, op: Any) -> MergeSortDescription:
     """Check the build arguments and describe the sort (captured arrays are comparator state)."""
     spec = op_spec(op, bind_captures=True)
-    value_dt = _MergeSort._dtypes(d_in_keys, d_out_keys, d_in_values, d_out_values)[1]
-    kinds = _MergeSort._kinds(d_in_keys, d_out_keys, d_in_values, d_out_values, value_dt)
+    value_dt = MergeSort._dtypes(d_in_keys, d_out_keys, d_in_values, d_out_values)[1]
+    kinds = MergeSort._kinds(d_in_keys, d_out_keys, d_in_values, d_out_values, value_dt)
     return MergeSortDescription(*kinds, spec)
 
 
 @keyword_checked
-def make_merge_sort(*, d_in_keys: Any, d_in_values: Any = None, d_out_keys: Any, d_out_values: Any = None,
-                    op: Any, compute_capability: Any = None) -> _MergeSort:
+def make_merge_sort(*, d_in_keys: ArrayIteratorOrProxy, d_in_values: ArrayIteratorOrProxy | None = None,
+                    d_out_keys: ArrayOrProxy, d_out_values: ArrayOrProxy | None = None, op: OperatorLike,
+                    compute_capability: ComputeCapabilityLike | None = None) -> MergeSort:
     """Build (or fetch from cache) a stable merge sort of keys (and values) by ``op``.
 
     Args:
@@ -209,13 +224,14 @@ def make_merge_sort(*, d_in_keys: Any, d_in_values: Any = None, d_out_keys: Any,
         sorter(temp_storage=tmp, d_in_keys=keys, d_in_values=None, d_out_keys=keys,
                d_out_values=None, num_items=keys.size, op=lambda a, b: a < b)
     """
-    desc = _MergeSort._described(_describe, d_in_keys, d_in_values, d_out_keys, d_out_values, op)
-    return _MergeSort._make(desc, compute_capability, (op, d_in_keys, d_in_values))
+    desc = MergeSort._described(_describe, d_in_keys, d_in_values, d_out_keys, d_out_values, op)
+    return MergeSort._make(desc, compute_capability, (op, d_in_keys, d_in_values))
 
 
 @keyword_checked
-def merge_sort(*, d_in_keys: Any, d_in_values: Any = None, d_out_keys: Any, d_out_values: Any = None,
-               num_items: int, op: Any, stream: Any = None) -> None:
+def merge_sort(*, d_in_keys: ArrayOrIterator, d_in_values: ArrayOrIterator | None = None,
+               d_out_keys: DeviceArrayLike, d_out_values: DeviceArrayLike | None = None, num_items: int,
+               op: OperatorLike, stream: StreamLike | None = None) -> None:
     """Stable-sort ``num_items`` keys (and their values) by ``op``, in one call.
 
     Temporary storage is allocated and freed on ``stream`` (stream-ordered), so the call
@@ -230,6 +246,6 @@ def merge_sort(*, d_in_keys: Any, d_in_values: Any = None, d_out_keys: Any, d_ou
                            num_items=3, op=cuprims.OpKind.LESS)
         assert vals.tolist() == [10.0, 20.0, 30.0]
     """
-    obj = _MergeSort._make(_MergeSort._described(_describe, d_in_keys, d_in_values, d_out_keys, d_out_values, op),
-                           None, (op, d_in_keys, d_in_values))
+    obj = MergeSort._make(MergeSort._described(_describe, d_in_keys, d_in_values, d_out_keys, d_out_values, op),
+                          None, (op, d_in_keys, d_in_values))
     obj._run(None, d_in_keys, d_in_values, d_out_keys, d_out_values, num_items, op, stream, True)

@@ -79,7 +79,7 @@ def merge_sort_source(*, key: ValueType, value: ValueType | None, op: OpSpec, wi
     value_in_t = "cuprims_value_t*" if values_in is None else "cuprims_values_in_t"
     inputs = "" if keys_in is None else f"using cuprims_keys_in_t = {keys_in.cpp()};\n"
     if values_in is not None:
-        inputs += _values_as_bytes(values_in, value)
+        inputs += _values_as_bytes(values_in, value)  # type: ignore[arg-type]  # values come with their type
     agents = (f"cuprims_merge::merge_sort_vsmem_helper_t<cuprims_policy_getter_t, {key_in_t}, {value_in_t}, "
               "cuprims_key_t*, cuprims_value_t*, cuprims_offset_t, cuprims_compare_t, cuprims_key_t, cuprims_value_t>")
     text = (

@@ -4,6 +4,6 @@ This folder is the algorithm's home: ``api`` (its public functions, description 
 dispatch), ``source`` (its CUDA C++ generator).
 """
 
-from cuprims.algorithms.radix_sort.api import make_radix_sort, radix_sort
+from cuprims.algorithms.radix_sort.api import RadixSort, make_radix_sort, radix_sort
 
-__all__ = ["make_radix_sort", "radix_sort"]
+__all__ = ["RadixSort", "make_radix_sort", "radix_sort"]

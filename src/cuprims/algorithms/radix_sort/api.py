@@ -48,6 +48,7 @@ from cuprims.algorithms.sort_common import (
 from cuprims.algorithms.sort_source import check_radix_key
 from cuprims.config import settings
 from cuprims.enums import SortOrder
+from cuprims.typing import ArrayOrProxy, ComputeCapabilityLike, DeviceArrayLike, SortOrderLike, StreamLike
 
 # CUB's onesweep dispatch: portions of at most this many items (rounded down to whole
 # tiles), since the look-back flags use the top two bits of a 32-bit word.
@@ -58,7 +59,7 @@ _LOOKBACK_WORD = 4  # bytes of CUB's AtomicOffsetT (int); pinned by static_asser
 _DECOMPOSER = b"\0"  # CUB's identity decomposer: an empty struct passed by value
 _DESCENDING = SortOrder.DESCENDING
 
-__all__ = ["make_radix_sort", "radix_sort", "DoubleBuffer", "SortOrder"]
+__all__ = ["RadixSort", "make_radix_sort", "radix_sort", "DoubleBuffer", "SortOrder"]
 
 
 @description
@@ -113,8 +114,13 @@ class _Plan(SortPlan):
         self.memset = True
 
 
-class _RadixSort(SortAlgorithm):
-    """A radix sort built for fixed key and value dtypes and order; call it to run."""
+class RadixSort(SortAlgorithm):
+    """A radix sort built for fixed key and value dtypes and order (what
+    :func:`make_radix_sort` returns); call it to sort.
+
+    ``sorter(temp_storage=None, ...)`` returns the temporary bytes needed and launches
+    nothing; ``sorter(temp_storage=buf, ...)`` sorts on ``stream``.
+    """
 
     desc: RadixSortDescription
     _plan_class = _Plan
@@ -212,9 +218,10 @@ class _RadixSort(SortAlgorithm):
                 d_in_values.selector ^= 1
         return needed
 
-    def __call__(self, *, temp_storage: Any, d_in_keys: Any, d_out_keys: Any, d_in_values: Any,
-                 d_out_values: Any, num_items: int, begin_bit: int | None = None, end_bit: int | None = None,
-                 stream: Any = None) -> int | None:
+    def __call__(self, *, temp_storage: DeviceArrayLike | None, d_in_keys: DeviceArrayLike | DoubleBuffer,
+                 d_out_keys: DeviceArrayLike | None, d_in_values: DeviceArrayLike | DoubleBuffer | None,
+                 d_out_values: DeviceArrayLike | None, num_items: int, begin_bit: int | None = None,
+                 end_bit: int | None = None, stream: StreamLike | None = None) -> int | None:
         """Sort (or, with ``temp_storage=None``, return the temporary bytes needed).
 
         With a DoubleBuffer as ``d_in_keys`` the sorted keys are in ``d_in_keys.current()``
@@ -222,7 +229,7 @@ class _RadixSort(SortAlgorithm):
         return self._run(temp_storage, d_in_keys, d_out_keys, d_in_values, d_out_values, num_items, begin_bit,
                          end_bit, stream, False)
 
-    def cubin(self, compute_capability: Any = None, *, wide_offsets: bool = False) -> bytes:
+    def cubin(self, compute_capability: ComputeCapabilityLike | None = None, *, wide_offsets: bool = False) -> bytes:
         """The compiled code for one architecture (the first built if not given); with
         ``wide_offsets`` the 64-bit-offset variant used past 2^31 - 1 items (built on demand)."""
         if not wide_offsets:
@@ -239,14 +246,15 @@ def _describe(d_in_keys: Any, d_out_keys: Any, d_in_values: Any, d_out_values: A
               order: Any) -> RadixSortDescription:
     """Check the build arguments and describe the sort."""
     order = parse_order(order)
-    value_dt = _RadixSort._dtypes(d_in_keys, d_out_keys, d_in_values, d_out_values)[1]
-    kinds = _RadixSort._kinds(d_in_keys, d_out_keys, d_in_values, d_out_values, value_dt)
+    value_dt = RadixSort._dtypes(d_in_keys, d_out_keys, d_in_values, d_out_values)[1]
+    kinds = RadixSort._kinds(d_in_keys, d_out_keys, d_in_values, d_out_values, value_dt)
     return RadixSortDescription(*kinds, order)
 
 
 @keyword_checked
-def make_radix_sort(*, d_in_keys: Any, d_out_keys: Any, d_in_values: Any, d_out_values: Any, order: SortOrder,
-                    compute_capability: Any = None) -> _RadixSort:
+def make_radix_sort(*, d_in_keys: ArrayOrProxy | DoubleBuffer, d_out_keys: ArrayOrProxy | None,
+                    d_in_values: ArrayOrProxy | DoubleBuffer | None, d_out_values: ArrayOrProxy | None,
+                    order: SortOrderLike, compute_capability: ComputeCapabilityLike | None = None) -> RadixSort:
     """Build (or fetch from cache) a radix sort of keys (and values) in ``order``.
 
     Args:
@@ -271,14 +279,15 @@ def make_radix_sort(*, d_in_keys: Any, d_out_keys: Any, d_in_values: Any, d_out_
         sorter(temp_storage=tmp, d_in_keys=keys, d_out_keys=out, d_in_values=None,
                d_out_values=None, num_items=keys.size)
     """
-    desc = _RadixSort._described(_describe, d_in_keys, d_out_keys, d_in_values, d_out_values, order)
-    return _RadixSort._make(desc, compute_capability, ())
+    desc = RadixSort._described(_describe, d_in_keys, d_out_keys, d_in_values, d_out_values, order)
+    return RadixSort._make(desc, compute_capability, ())
 
 
 @keyword_checked
-def radix_sort(*, d_in_keys: Any, d_out_keys: Any, d_in_values: Any = None, d_out_values: Any = None,
-               num_items: int, order: SortOrder, begin_bit: int | None = None, end_bit: int | None = None,
-               stream: Any = None) -> None:
+def radix_sort(*, d_in_keys: DeviceArrayLike | DoubleBuffer, d_out_keys: DeviceArrayLike | None,
+               d_in_values: DeviceArrayLike | DoubleBuffer | None = None, d_out_values: DeviceArrayLike | None = None,
+               num_items: int, order: SortOrderLike, begin_bit: int | None = None, end_bit: int | None = None,
+               stream: StreamLike | None = None) -> None:
     """Sort ``num_items`` keys (and their values) by radix sort, in one call.
 
     Temporary storage is allocated and freed on ``stream`` (stream-ordered), so the call
@@ -295,6 +304,6 @@ def radix_sort(*, d_in_keys: Any, d_out_keys: Any, d_in_values: Any = None, d_ou
                            num_items=3, order=cuprims.SortOrder.ASCENDING)
         assert out_v.tolist() == [10, 20, 30]
     """
-    desc = _RadixSort._described(_describe, d_in_keys, d_out_keys, d_in_values, d_out_values, order)
-    obj = _RadixSort._make(desc, None, ())
+    desc = RadixSort._described(_describe, d_in_keys, d_out_keys, d_in_values, d_out_values, order)
+    obj = RadixSort._make(desc, None, ())
     obj._run(None, d_in_keys, d_out_keys, d_in_values, d_out_values, num_items, begin_bit, end_bit, stream, True)

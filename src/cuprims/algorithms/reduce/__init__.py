@@ -4,6 +4,6 @@ This folder is the algorithm's home: ``api`` (its public functions, description 
 dispatch), ``source`` (its CUDA C++ generator) and its kernel template ``cuprims_reduce.cuh``.
 """
 
-from cuprims.algorithms.reduce.api import make_reduce_into, reduce_into
+from cuprims.algorithms.reduce.api import Reduce, make_reduce_into, reduce_into
 
-__all__ = ["make_reduce_into", "reduce_into"]
+__all__ = ["Reduce", "make_reduce_into", "reduce_into"]

@@ -34,6 +34,17 @@ from cuprims.algorithms.values import check_host_value, host_value_dtype, scalar
 from cuprims.enums import Determinism
 from cuprims.errors import ArgumentError
 from cuprims.types import host_bytes
+from cuprims.typing import (
+    ArrayIteratorOrProxy,
+    ArrayOrIterator,
+    ComputeCapabilityLike,
+    DeterminismLike,
+    DeviceArrayLike,
+    HostValue,
+    HostValueOrProxy,
+    OperatorLike,
+    StreamLike,
+)
 
 # CUB launches this many blocks per SM-occupancy slot for reductions.
 _SUBSCRIPTION_FACTOR = 5
@@ -107,8 +118,9 @@ def _describe(d_in: Any, d_out: Any, op: Any, h_init: Any, determinism: Any) -> 
     return ReduceDescription(in_arg, out_arg, spec, init_dt is not None, det)
 
 
-class _Reduce(Algorithm):
-    """A reduction built for fixed types and operator; call it to run.
+class Reduce(Algorithm):
+    """A reduction built for fixed types and operator (what :func:`make_reduce_into`
+    returns); call it to run.
 
     ``reducer(temp_storage=None, ...)`` returns the temporary bytes needed and launches
     nothing; ``reducer(temp_storage=buf, ...)`` runs on ``stream``.
@@ -165,8 +177,9 @@ class _Reduce(Algorithm):
                 functor_state(desc.op, op) if self._stateful else self._state, self._init_bytes(h_init))
         return self._execute(temp_storage, stream, one_shot, args, (op, d_in, d_out))
 
-    def __call__(self, *, temp_storage: Any, d_in: Any, d_out: Any, num_items: int, op: Any = None,
-                 h_init: Any = None, stream: Any = None) -> int | None:
+    def __call__(self, *, temp_storage: DeviceArrayLike | None, d_in: ArrayOrIterator, d_out: ArrayOrIterator,
+                 num_items: int, op: OperatorLike | None = None, h_init: HostValue | None = None,
+                 stream: StreamLike | None = None) -> int | None:
         """Run the reduction (or, with ``temp_storage=None``, return the temporary bytes needed)."""
         return self._run(temp_storage, d_in, d_out, num_items, op, h_init, stream, False)
 
@@ -175,8 +188,9 @@ class _Reduce(Algorithm):
 
 
 @keyword_checked
-def make_reduce_into(*, d_in: Any, d_out: Any, op: Any, h_init: Any = None, compute_capability: Any = None,
-                     determinism: Any = Determinism.RUN_TO_RUN) -> _Reduce:
+def make_reduce_into(*, d_in: ArrayIteratorOrProxy, d_out: ArrayIteratorOrProxy, op: OperatorLike,
+                     h_init: HostValueOrProxy | None = None, compute_capability: ComputeCapabilityLike | None = None,
+                     determinism: DeterminismLike = Determinism.RUN_TO_RUN) -> Reduce:
     """Build (or fetch from cache) a reduction of ``d_in`` into ``d_out[0]``.
 
     Args:
@@ -198,13 +212,14 @@ def make_reduce_into(*, d_in: Any, d_out: Any, op: Any, h_init: Any = None, comp
                                h_init=np.float32(0)), np.uint8)
         reducer(temp_storage=tmp, d_in=x, d_out=out, num_items=x.size, h_init=np.float32(0))
     """
-    desc = _Reduce._described(_describe, d_in, d_out, op, h_init, determinism)
-    return _Reduce._make(desc, compute_capability, (op, d_in, d_out))
+    desc = Reduce._described(_describe, d_in, d_out, op, h_init, determinism)
+    return Reduce._make(desc, compute_capability, (op, d_in, d_out))
 
 
 @keyword_checked
-def reduce_into(*, d_in: Any, d_out: Any, num_items: int, op: Any, h_init: Any = None, stream: Any = None,
-                determinism: Any = Determinism.RUN_TO_RUN) -> None:
+def reduce_into(*, d_in: ArrayOrIterator, d_out: ArrayOrIterator, num_items: int, op: OperatorLike,
+                h_init: HostValue | None = None, stream: StreamLike | None = None,
+                determinism: DeterminismLike = Determinism.RUN_TO_RUN) -> None:
     """Reduce ``num_items`` items of ``d_in`` with ``op`` into ``d_out[0]``, in one call.
 
     Temporary storage is allocated and freed on ``stream`` (stream-ordered), so the

@@ -34,7 +34,7 @@ def reduce_source(*, in_type: ValueType, accum: ValueType, op: OpSpec, has_init:
     else:
         selector = base_selector % ""
     init_t = t if has_init else "cuprims::reduce::no_init"
-    overrides = {}
+    overrides: dict[str, object] = {}
     if accum.is_struct and d_in is not None and d_in.unit is not None:
         # CUB scales items per thread down by the accumulator's size (16-byte pairs: 4), but
         # an iterator's items (an argmax's Zip(x, Counting) loads 4 bytes) are not that

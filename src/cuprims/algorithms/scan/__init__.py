@@ -5,6 +5,6 @@ This folder is the algorithm's home: ``api`` (its public functions, description 
 dispatch), ``source`` (its CUDA C++ generator) and its kernel template ``cuprims_scan.cuh``.
 """
 
-from cuprims.algorithms.scan.api import exclusive_scan, inclusive_scan, make_exclusive_scan, make_inclusive_scan
+from cuprims.algorithms.scan.api import Scan, exclusive_scan, inclusive_scan, make_exclusive_scan, make_inclusive_scan
 
-__all__ = ["exclusive_scan", "inclusive_scan", "make_exclusive_scan", "make_inclusive_scan"]
+__all__ = ["Scan", "exclusive_scan", "inclusive_scan", "make_exclusive_scan", "make_inclusive_scan"]

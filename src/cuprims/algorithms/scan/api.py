@@ -39,6 +39,15 @@ from cuprims.algorithms.values import check_device_value, check_host_value, devi
 from cuprims.algorithms.values import init_value_kind as _init_info
 from cuprims.errors import ArgumentError, ArgumentTypeError
 from cuprims.types import host_bytes
+from cuprims.typing import (
+    ArrayIteratorOrProxy,
+    ArrayOrIterator,
+    ComputeCapabilityLike,
+    DeviceArrayLike,
+    InitValue,
+    OperatorLike,
+    StreamLike,
+)
 
 
 @description
@@ -92,20 +101,22 @@ def _describe(d_in: Any, d_out: Any, op: Any, init_value: Any, inclusive: bool) 
         raise ArgumentError("d_out", f"a complex output for {in_vt.dtype} input items (the imaginary part "
                             "would be lost)", accum.dtype)
     init_kind, init_dt = _init_info(init_value)
-    if init_kind == "none" and not inclusive:
-        raise ArgumentError("init_value", "an initial value (an exclusive scan's first output); a host value "
-                            "or a one-element device array", None)
-    if init_kind == "value":
+    if init_dt is None:  # init_kind "none"
+        if not inclusive:
+            raise ArgumentError("init_value", "an initial value (an exclusive scan's first output); a host value "
+                                "or a one-element device array", None)
+    elif init_kind == "value":
         check_host_value(init_dt, accum, "init_value")
-    elif init_kind == "device":
+    else:
         check_device_value(init_dt, accum, "init_value")
     spec = combiner_spec(op, accum)
     return ScanDescription(in_arg, out_arg, spec, init_kind, inclusive)
 
 
-class _Scan(Algorithm):
-    """A prefix scan built for fixed types, operator, init kind and direction; call it to
-    run (``temp_storage=None`` returns the temporary bytes needed and launches nothing)."""
+class Scan(Algorithm):
+    """A prefix scan built for fixed types, operator, init kind and direction (what
+    :func:`make_inclusive_scan` and :func:`make_exclusive_scan` return); call it to run
+    (``temp_storage=None`` returns the temporary bytes needed and launches nothing)."""
 
     desc: ScanDescription
 
@@ -169,8 +180,9 @@ class _Scan(Algorithm):
                 functor_state(desc.op, op) if desc.op.state_size else self._state, self._init_arg(init_value))
         return self._execute(temp_storage, stream, one_shot, args, (op, d_in, d_out))
 
-    def __call__(self, *, temp_storage: Any, d_in: Any, d_out: Any, op: Any, init_value: Any, num_items: int,
-                 stream: Any = None) -> int | None:
+    def __call__(self, *, temp_storage: DeviceArrayLike | None, d_in: ArrayOrIterator, d_out: ArrayOrIterator,
+                 op: OperatorLike, init_value: InitValue | None, num_items: int,
+                 stream: StreamLike | None = None) -> int | None:
         """Run the scan (or, with ``temp_storage=None``, return the temporary bytes needed).
 
         ``op`` is the operator the scan was built with (a RawOp's state is read again);
@@ -182,14 +194,16 @@ class _Scan(Algorithm):
 
 # ------------------------------------------------------------------- public functions
 
-def _make(d_in: Any, d_out: Any, op: Any, init_value: Any, inclusive: bool, compute_capability: Any) -> _Scan:
-    desc = _Scan._described(_describe, d_in, d_out, op, init_value, inclusive)
-    return _Scan._make(desc, compute_capability, (op, d_in, d_out))
+def _make(d_in: ArrayIteratorOrProxy, d_out: ArrayIteratorOrProxy, op: OperatorLike, init_value: InitValue | None,
+          inclusive: bool, compute_capability: ComputeCapabilityLike | None) -> Scan:
+    desc = Scan._described(_describe, d_in, d_out, op, init_value, inclusive)
+    return Scan._make(desc, compute_capability, (op, d_in, d_out))
 
 
 @keyword_checked
-def make_inclusive_scan(*, d_in: Any, d_out: Any, op: Any, init_value: Any = None,
-                        compute_capability: Any = None) -> _Scan:
+def make_inclusive_scan(*, d_in: ArrayIteratorOrProxy, d_out: ArrayIteratorOrProxy, op: OperatorLike,
+                        init_value: InitValue | None = None,
+                        compute_capability: ComputeCapabilityLike | None = None) -> Scan:
     """Build (or fetch from cache) an inclusive scan: ``d_out[i] = init ⊕ d_in[0] ⊕ ... ⊕ d_in[i]``.
 
     Args:
@@ -215,7 +229,8 @@ def make_inclusive_scan(*, d_in: Any, d_out: Any, op: Any, init_value: Any = Non
 
 
 @keyword_checked
-def make_exclusive_scan(*, d_in: Any, d_out: Any, op: Any, init_value: Any, compute_capability: Any = None) -> _Scan:
+def make_exclusive_scan(*, d_in: ArrayIteratorOrProxy, d_out: ArrayIteratorOrProxy, op: OperatorLike,
+                        init_value: InitValue, compute_capability: ComputeCapabilityLike | None = None) -> Scan:
     """Build (or fetch from cache) an exclusive scan: ``d_out[0] = init``,
     ``d_out[i] = init ⊕ d_in[0] ⊕ ... ⊕ d_in[i-1]``.
 
@@ -242,8 +257,8 @@ def make_exclusive_scan(*, d_in: Any, d_out: Any, op: Any, init_value: Any, comp
 
 
 @keyword_checked
-def inclusive_scan(*, d_in: Any, d_out: Any, op: Any, init_value: Any = None, num_items: int,
-                   stream: Any = None) -> None:
+def inclusive_scan(*, d_in: ArrayOrIterator, d_out: ArrayOrIterator, op: OperatorLike,
+                   init_value: InitValue | None = None, num_items: int, stream: StreamLike | None = None) -> None:
     """Inclusive scan of ``num_items`` items of ``d_in`` into ``d_out``, in one call.
 
     Temporary storage is allocated and freed on ``stream`` (stream-ordered), so the call
@@ -261,7 +276,8 @@ def inclusive_scan(*, d_in: Any, d_out: Any, op: Any, init_value: Any = None, nu
 
 
 @keyword_checked
-def exclusive_scan(*, d_in: Any, d_out: Any, op: Any, init_value: Any, num_items: int, stream: Any = None) -> None:
+def exclusive_scan(*, d_in: ArrayOrIterator, d_out: ArrayOrIterator, op: OperatorLike, init_value: InitValue,
+                   num_items: int, stream: StreamLike | None = None) -> None:
     """Exclusive scan of ``num_items`` items of ``d_in`` into ``d_out``, in one call.
 
     ``init_value`` may be a one-element device array, read by the kernel when it runs.

@@ -4,6 +4,6 @@ This folder is the algorithm's home: ``api`` (its public functions, description 
 dispatch), ``source`` (its CUDA C++ generator) and its kernel template ``cuprims_segmented_reduce.cuh``.
 """
 
-from cuprims.algorithms.segmented_reduce.api import make_segmented_reduce, segmented_reduce
+from cuprims.algorithms.segmented_reduce.api import SegmentedReduce, make_segmented_reduce, segmented_reduce
 
-__all__ = ["make_segmented_reduce", "segmented_reduce"]
+__all__ = ["SegmentedReduce", "make_segmented_reduce", "segmented_reduce"]

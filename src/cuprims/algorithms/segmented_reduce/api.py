@@ -35,8 +35,18 @@ from cuprims.algorithms.skeleton import (
 from cuprims.algorithms.values import check_host_value, host_value_dtype, scalar_init_type
 from cuprims.errors import ArgumentError
 from cuprims.types import host_bytes
+from cuprims.typing import (
+    ArrayIteratorOrProxy,
+    ArrayOrIterator,
+    ComputeCapabilityLike,
+    DeviceArrayLike,
+    HostValue,
+    HostValueOrProxy,
+    OperatorLike,
+    StreamLike,
+)
 
-__all__ = ["make_segmented_reduce", "segmented_reduce"]
+__all__ = ["SegmentedReduce", "make_segmented_reduce", "segmented_reduce"]
 
 _MAX_SEGMENTS = (1 << 31) - 1       # CUB's kernel counts segments in an int
 _SLICED_BELOW = 2                   # sliced dispatch while segments * this <= block slots
@@ -139,8 +149,9 @@ def _describe(d_in: Any, d_out: Any, start_offsets_in: Any, end_offsets_in: Any,
     return SegmentedReduceDescription(in_arg, out_arg, combiner_spec(op, accum), begin, end)
 
 
-class _SegmentedReduce(Algorithm):
-    """A segmented reduction built for fixed types and operator; call it to run.
+class SegmentedReduce(Algorithm):
+    """A segmented reduction built for fixed types and operator (what
+    :func:`make_segmented_reduce` returns); call it to run.
 
     ``reducer(temp_storage=None, ...)`` returns the temporary bytes needed and launches
     nothing; ``reducer(temp_storage=buf, ...)`` runs on ``stream``.
@@ -199,9 +210,10 @@ class _SegmentedReduce(Algorithm):
                 hint)
         return self._execute(temp_storage, stream, one_shot, args, (op, d_in, d_out, start_offsets_in, end_offsets_in))
 
-    def __call__(self, *, temp_storage: Any, d_in: Any, d_out: Any, num_segments: int, start_offsets_in: Any,
-                 end_offsets_in: Any, op: Any = None, h_init: Any, max_segment_size: int | None = None,
-                 stream: Any = None) -> int | None:
+    def __call__(self, *, temp_storage: DeviceArrayLike | None, d_in: ArrayOrIterator, d_out: ArrayOrIterator,
+                 num_segments: int, start_offsets_in: ArrayOrIterator, end_offsets_in: ArrayOrIterator,
+                 op: OperatorLike | None = None, h_init: HostValue, max_segment_size: int | None = None,
+                 stream: StreamLike | None = None) -> int | None:
         """Run the segmented reduction (or, with ``temp_storage=None``, return the temporary
         bytes needed). ``max_segment_size``: no segment is longer (a promise that lets
         short segments go to a thread or a warp each)."""
@@ -210,8 +222,10 @@ class _SegmentedReduce(Algorithm):
 
 
 @keyword_checked
-def make_segmented_reduce(*, d_in: Any, d_out: Any, start_offsets_in: Any, end_offsets_in: Any, op: Any, h_init: Any,
-                          compute_capability: Any = None) -> _SegmentedReduce:
+def make_segmented_reduce(*, d_in: ArrayIteratorOrProxy, d_out: ArrayIteratorOrProxy,
+                          start_offsets_in: ArrayIteratorOrProxy, end_offsets_in: ArrayIteratorOrProxy,
+                          op: OperatorLike, h_init: HostValueOrProxy,
+                          compute_capability: ComputeCapabilityLike | None = None) -> SegmentedReduce:
     """Build (or fetch from cache) a reduction of each segment of ``d_in`` into ``d_out``.
 
     Args:
@@ -237,13 +251,14 @@ def make_segmented_reduce(*, d_in: Any, d_out: Any, start_offsets_in: Any, end_o
         r(temp_storage=tmp, d_in=x, d_out=out, num_segments=3, start_offsets_in=starts, end_offsets_in=ends,
           h_init=np.float32(0))      # out == [6, 22, 38]
     """
-    desc = _SegmentedReduce._described(_describe, d_in, d_out, start_offsets_in, end_offsets_in, op, h_init)
-    return _SegmentedReduce._make(desc, compute_capability, (op, d_in, d_out, start_offsets_in, end_offsets_in))
+    desc = SegmentedReduce._described(_describe, d_in, d_out, start_offsets_in, end_offsets_in, op, h_init)
+    return SegmentedReduce._make(desc, compute_capability, (op, d_in, d_out, start_offsets_in, end_offsets_in))
 
 
 @keyword_checked
-def segmented_reduce(*, d_in: Any, d_out: Any, num_segments: int, start_offsets_in: Any, end_offsets_in: Any,
-                     op: Any, h_init: Any, max_segment_size: int | None = None, stream: Any = None) -> None:
+def segmented_reduce(*, d_in: ArrayOrIterator, d_out: ArrayOrIterator, num_segments: int,
+                     start_offsets_in: ArrayOrIterator, end_offsets_in: ArrayOrIterator, op: OperatorLike,
+                     h_init: HostValue, max_segment_size: int | None = None, stream: StreamLike | None = None) -> None:
     """Reduce ``num_segments`` segments of ``d_in`` into ``d_out``, in one call (temporary
     storage is allocated and freed on ``stream``).
 

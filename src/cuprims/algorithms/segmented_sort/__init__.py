@@ -4,6 +4,6 @@ This folder is the algorithm's home: ``api`` (its public functions, description 
 dispatch), ``source`` (its CUDA C++ generator), ``dispatch`` and its kernel template ``cuprims_segmented_sort.cuh``.
 """
 
-from cuprims.algorithms.segmented_sort.api import make_segmented_sort, segmented_sort
+from cuprims.algorithms.segmented_sort.api import SegmentedSort, make_segmented_sort, segmented_sort
 
-__all__ = ["make_segmented_sort", "segmented_sort"]
+__all__ = ["SegmentedSort", "make_segmented_sort", "segmented_sort"]

@@ -23,7 +23,7 @@ synchronises: see ``dispatch`` and ``algorithms/segmented_sort/cuprims_segmented
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cuprims._compile.source import Source
 from cuprims.algorithms.arguments import ArgKind, keyword_checked, segment_offsets
@@ -36,8 +36,20 @@ from cuprims.algorithms.sort_common import DoubleBuffer, parse_order
 from cuprims.algorithms.sort_source import check_radix_key
 from cuprims.enums import SortOrder
 from cuprims.errors import ArgumentError
+from cuprims.typing import (
+    ArrayIteratorOrProxy,
+    ArrayOrIterator,
+    ArrayOrProxy,
+    ComputeCapabilityLike,
+    DeviceArrayLike,
+    SortOrderLike,
+    StreamLike,
+)
 
-__all__ = ["make_segmented_sort", "segmented_sort"]
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+__all__ = ["SegmentedSort", "make_segmented_sort", "segmented_sort"]
 
 _MAX_SEGMENTS = (1 << 31) - 1  # CUB's kernels index segments in 32 bits (one partition)
 _DESCENDING = SortOrder.DESCENDING
@@ -57,7 +69,7 @@ class SegmentedSortDescription(SortDescription):
     def __post_init__(self) -> None:
         check_radix_key(self.key)
 
-    def variant(self, index: int) -> "Description":
+    def variant(self, index: int) -> Self:
         return Description.variant(self, index)  # one build: the offsets' type sets the kernels' width
 
     def source(self, arch: int) -> Source:
@@ -90,13 +102,14 @@ def _describe(d_in_keys: Any, d_out_keys: Any, d_in_values: Any, d_out_values: A
               end_offsets_in: Any, order: Any) -> SegmentedSortDescription:
     """Check the build arguments (before anything is compiled) and describe the sort."""
     order = parse_order(order)
-    value_dt = _SegmentedSort._dtypes(d_in_keys, d_out_keys, d_in_values, d_out_values)[1]
-    kinds = _SegmentedSort._kinds(d_in_keys, d_out_keys, d_in_values, d_out_values, value_dt)
+    value_dt = SegmentedSort._dtypes(d_in_keys, d_out_keys, d_in_values, d_out_values)[1]
+    kinds = SegmentedSort._kinds(d_in_keys, d_out_keys, d_in_values, d_out_values, value_dt)
     return SegmentedSortDescription(*kinds, *segment_offsets(start_offsets_in, end_offsets_in), order)
 
 
-class _SegmentedSort(SortAlgorithm):
-    """A segmented sort built for fixed key and value dtypes, offset kinds and order.
+class SegmentedSort(SortAlgorithm):
+    """A segmented sort built for fixed key and value dtypes, offset kinds and order (what
+    :func:`make_segmented_sort` returns); call it to sort.
 
     ``sorter(temp_storage=None, ...)`` returns the temporary bytes needed and launches
     nothing; ``sorter(temp_storage=buf, ...)`` sorts on ``stream``.
@@ -138,9 +151,11 @@ class _SegmentedSort(SortAlgorithm):
                 d_in_values.selector ^= 1
         return needed
 
-    def __call__(self, *, temp_storage: Any, d_in_keys: Any, d_out_keys: Any, d_in_values: Any, d_out_values: Any,
-                 num_items: int, num_segments: int, start_offsets_in: Any, end_offsets_in: Any,
-                 stream: Any = None) -> int | None:
+    def __call__(self, *, temp_storage: DeviceArrayLike | None, d_in_keys: DeviceArrayLike | DoubleBuffer,
+                 d_out_keys: DeviceArrayLike | None, d_in_values: DeviceArrayLike | DoubleBuffer | None,
+                 d_out_values: DeviceArrayLike | None, num_items: int, num_segments: int,
+                 start_offsets_in: ArrayOrIterator, end_offsets_in: ArrayOrIterator,
+                 stream: StreamLike | None = None) -> int | None:
         """Sort the segments (or, with ``temp_storage=None``, return the temporary bytes
         needed). With a DoubleBuffer as ``d_in_keys`` the sorted keys are in
         ``d_in_keys.current()`` afterwards (and the values in ``d_in_values.current()``)."""
@@ -149,9 +164,11 @@ class _SegmentedSort(SortAlgorithm):
 
 
 @keyword_checked
-def make_segmented_sort(*, d_in_keys: Any, d_out_keys: Any = None, d_in_values: Any = None, d_out_values: Any = None,
-                        start_offsets_in: Any, end_offsets_in: Any, order: SortOrder,
-                        compute_capability: Any = None) -> _SegmentedSort:
+def make_segmented_sort(*, d_in_keys: ArrayOrProxy | DoubleBuffer, d_out_keys: ArrayOrProxy | None = None,
+                        d_in_values: ArrayOrProxy | DoubleBuffer | None = None,
+                        d_out_values: ArrayOrProxy | None = None,
+                        start_offsets_in: ArrayIteratorOrProxy, end_offsets_in: ArrayIteratorOrProxy,
+                        order: SortOrderLike, compute_capability: ComputeCapabilityLike | None = None) -> SegmentedSort:
     """Build (or fetch from cache) a sort of each segment of keys (and values) in ``order``.
 
     Args:
@@ -178,15 +195,17 @@ def make_segmented_sort(*, d_in_keys: Any, d_out_keys: Any = None, d_in_values: 
         sorter(temp_storage=tmp, num_items=6, num_segments=2, **kw)
         assert out.get().tolist() == [1, 2, 3, 7, 8, 9]
     """
-    desc = _SegmentedSort._described(_describe, d_in_keys, d_out_keys, d_in_values, d_out_values, start_offsets_in,
-                                     end_offsets_in, order)
-    return _SegmentedSort._make(desc, compute_capability, (None, start_offsets_in, end_offsets_in))
+    desc = SegmentedSort._described(_describe, d_in_keys, d_out_keys, d_in_values, d_out_values, start_offsets_in,
+                                    end_offsets_in, order)
+    return SegmentedSort._make(desc, compute_capability, (None, start_offsets_in, end_offsets_in))
 
 
 @keyword_checked
-def segmented_sort(*, d_in_keys: Any, d_out_keys: Any = None, d_in_values: Any = None, d_out_values: Any = None,
-                   num_items: int, num_segments: int, start_offsets_in: Any, end_offsets_in: Any, order: SortOrder,
-                   stream: Any = None) -> None:
+def segmented_sort(*, d_in_keys: DeviceArrayLike | DoubleBuffer, d_out_keys: DeviceArrayLike | None = None,
+                   d_in_values: DeviceArrayLike | DoubleBuffer | None = None,
+                   d_out_values: DeviceArrayLike | None = None, num_items: int, num_segments: int,
+                   start_offsets_in: ArrayOrIterator, end_offsets_in: ArrayOrIterator, order: SortOrderLike,
+                   stream: StreamLike | None = None) -> None:
     """Sort ``num_segments`` segments of ``num_items`` keys (and their values), in one call.
 
     Temporary storage is allocated and freed on ``stream`` (stream-ordered), so the call
@@ -207,8 +226,8 @@ def segmented_sort(*, d_in_keys: Any, d_out_keys: Any = None, d_in_values: Any =
                                order=cuprims.SortOrder.DESCENDING)
         assert (out_k.reshape(4, 100)[:, :-1] >= out_k.reshape(4, 100)[:, 1:]).all()
     """
-    desc = _SegmentedSort._described(_describe, d_in_keys, d_out_keys, d_in_values, d_out_values, start_offsets_in,
-                                     end_offsets_in, order)
-    obj = _SegmentedSort._make(desc, None, (None, start_offsets_in, end_offsets_in))
+    desc = SegmentedSort._described(_describe, d_in_keys, d_out_keys, d_in_values, d_out_values, start_offsets_in,
+                                    end_offsets_in, order)
+    obj = SegmentedSort._make(desc, None, (None, start_offsets_in, end_offsets_in))
     obj._run(None, d_in_keys, d_out_keys, d_in_values, d_out_values, num_items, num_segments, start_offsets_in,
              end_offsets_in, stream, True)

@@ -4,6 +4,6 @@ This folder is the algorithm's home: ``api`` (its public functions, description 
 dispatch), ``source`` (its CUDA C++ generator) and its kernel template ``cuprims_select.cuh``.
 """
 
-from cuprims.algorithms.select.api import make_select, select
+from cuprims.algorithms.select.api import Select, make_select, select
 
-__all__ = ["make_select", "select"]
+__all__ = ["Select", "make_select", "select"]

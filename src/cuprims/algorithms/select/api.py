@@ -40,8 +40,17 @@ from cuprims.algorithms.lookback import (
 from cuprims.algorithms.select.source import PARTITION_CONTEXT, select_source
 from cuprims.algorithms.skeleton import Description, description, functor_size, functor_state
 from cuprims.op import OpSpec
+from cuprims.typing import (
+    ArrayIteratorOrProxy,
+    ArrayOrIterator,
+    ArrayOrProxy,
+    ComputeCapabilityLike,
+    DeviceArrayLike,
+    OperatorLike,
+    StreamLike,
+)
 
-__all__ = ["make_select", "select"]
+__all__ = ["Select", "make_select", "select"]
 
 _INIT_THREADS = 128
 _PARTITION_ITEMS = (1 << 31) - 1  # the agent counts within a partition in int
@@ -84,9 +93,10 @@ def _describe(d_in: Any, d_out: Any, d_num_selected_out: Any, cond: Any) -> Sele
                              count_output(d_num_selected_out, "d_num_selected_out"), predicate(cond, "cond"))
 
 
-class _Select(LookbackAlgorithm):
-    """A select built for fixed types and predicate. Called with ``temp_storage=None`` it
-    returns the temporary bytes it needs; with a buffer it compacts on ``stream``."""
+class Select(LookbackAlgorithm):
+    """A select built for fixed types and predicate (what :func:`make_select` returns).
+    Called with ``temp_storage=None`` it returns the temporary bytes it needs; with a
+    buffer it compacts on ``stream``."""
 
     desc: SelectDescription
 
@@ -123,15 +133,16 @@ class _Select(LookbackAlgorithm):
                 functor_state(d.op, cond, "cond"), n)
         return self._execute(temp_storage, stream, one_shot, args, (cond, d_in, d_out), int(n > _PARTITION_ITEMS))
 
-    def __call__(self, *, temp_storage: Any, d_in: Any, d_out: Any, d_num_selected_out: Any, cond: Any = None,
-                 num_items: int, stream: Any = None) -> int | None:
+    def __call__(self, *, temp_storage: DeviceArrayLike | None, d_in: ArrayOrIterator, d_out: ArrayOrIterator,
+                 d_num_selected_out: DeviceArrayLike, cond: OperatorLike | None = None, num_items: int,
+                 stream: StreamLike | None = None) -> int | None:
         """Run (or, with ``temp_storage=None``, return the temporary bytes needed)."""
         return self._run(temp_storage, d_in, d_out, d_num_selected_out, cond, num_items, stream, False)
 
 
 @keyword_checked
-def make_select(*, d_in: Any, d_out: Any, d_num_selected_out: Any, cond: Any,
-                compute_capability: Any = None) -> _Select:
+def make_select(*, d_in: ArrayIteratorOrProxy, d_out: ArrayIteratorOrProxy, d_num_selected_out: ArrayOrProxy,
+                cond: OperatorLike, compute_capability: ComputeCapabilityLike | None = None) -> Select:
     """Build (or fetch from cache) a select.
 
     Args:
@@ -149,12 +160,13 @@ def make_select(*, d_in: Any, d_out: Any, d_num_selected_out: Any, cond: Any,
         tmp = cp.empty(s(temp_storage=None, d_in=x, d_out=y, d_num_selected_out=count, num_items=10), np.uint8)
         s(temp_storage=tmp, d_in=x, d_out=y, d_num_selected_out=count, num_items=10)  # y[:5] == [0, 2, 4, 6, 8]
     """
-    desc = _Select._described(_describe, d_in, d_out, d_num_selected_out, cond)
-    return _Select._make(desc, compute_capability, (cond, d_in, d_out))
+    desc = Select._described(_describe, d_in, d_out, d_num_selected_out, cond)
+    return Select._make(desc, compute_capability, (cond, d_in, d_out))
 
 
 @keyword_checked
-def select(*, d_in: Any, d_out: Any, d_num_selected_out: Any, cond: Any, num_items: int, stream: Any = None) -> None:
+def select(*, d_in: ArrayOrIterator, d_out: ArrayOrIterator, d_num_selected_out: DeviceArrayLike, cond: OperatorLike,
+           num_items: int, stream: StreamLike | None = None) -> None:
     """Select in one call (temporary storage allocated and freed on ``stream``).
 
     Example::

@@ -4,6 +4,6 @@ This folder is the algorithm's home: ``api`` (its public functions, description 
 dispatch), ``source`` (its CUDA C++ generator).
 """
 
-from cuprims.algorithms.three_way_partition.api import make_three_way_partition, three_way_partition
+from cuprims.algorithms.three_way_partition.api import ThreeWayPartition, make_three_way_partition, three_way_partition
 
-__all__ = ["make_three_way_partition", "three_way_partition"]
+__all__ = ["ThreeWayPartition", "make_three_way_partition", "three_way_partition"]

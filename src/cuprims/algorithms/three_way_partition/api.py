@@ -40,8 +40,17 @@ from cuprims.algorithms.lookback import (
 from cuprims.algorithms.skeleton import Description, description, functor_size, functor_state
 from cuprims.algorithms.three_way_partition.source import three_way_partition_source
 from cuprims.op import OpSpec
+from cuprims.typing import (
+    ArrayIteratorOrProxy,
+    ArrayOrIterator,
+    ArrayOrProxy,
+    ComputeCapabilityLike,
+    DeviceArrayLike,
+    OperatorLike,
+    StreamLike,
+)
 
-__all__ = ["make_three_way_partition", "three_way_partition"]
+__all__ = ["ThreeWayPartition", "make_three_way_partition", "three_way_partition"]
 
 _INIT_THREADS = 256          # CUB's init block for this algorithm
 _PARTITION_ITEMS = (1 << 31) - 1   # CUB's per-partition offsets are int32
@@ -63,7 +72,7 @@ class ThreeWayPartitionDescription(Description):
 
     @property
     def operator(self) -> None:
-        return None  # two operators, both listed by _link (see _Partition._objects)
+        return None  # two operators, both listed by _link (see ThreeWayPartition._objects)
 
     def source(self, arch: int) -> Source:
         return three_way_partition_source(d_in=self.d_in, first=self.first, second=self.second,
@@ -87,15 +96,18 @@ class ThreeWayPartitionDescription(Description):
 def _describe(d_in: Any, first: Any, second: Any, unselected: Any, num_selected: Any, first_op: Any,
               second_op: Any) -> ThreeWayPartitionDescription:
     in_arg = describe(d_in, "d_in", iterators=True)
-    outs = [output_like(x, name, in_arg) for x, name in zip((first, second, unselected), _OUTPUTS)]
+    first_out, second_out, unselected_out = (output_like(x, name, in_arg)
+                                             for x, name in zip((first, second, unselected), _OUTPUTS))
     count = count_output(num_selected, "d_num_selected_out", "a device array of two 32- or 64-bit integers")
-    return ThreeWayPartitionDescription(in_arg, *outs, count, predicate(first_op, "select_first_part_op"),
+    return ThreeWayPartitionDescription(in_arg, first_out, second_out, unselected_out, count,
+                                        predicate(first_op, "select_first_part_op"),
                                         predicate(second_op, "select_second_part_op"))
 
 
-class _Partition(LookbackAlgorithm):
-    """A three-way partition for fixed item types and predicates: ``temp_storage=None``
-    asks for the bytes it needs, a buffer runs it on ``stream``."""
+class ThreeWayPartition(LookbackAlgorithm):
+    """A three-way partition for fixed item types and predicates (what
+    :func:`make_three_way_partition` returns): ``temp_storage=None`` asks for the bytes it
+    needs, a buffer runs it on ``stream``."""
 
     desc: ThreeWayPartitionDescription
 
@@ -128,18 +140,22 @@ class _Partition(LookbackAlgorithm):
         return self._execute(temp_storage, stream, one_shot, args, (first_op, second_op, d_in, first, second,
                                                                     unselected))
 
-    def __call__(self, *, temp_storage: Any, d_in: Any, d_first_part_out: Any, d_second_part_out: Any,
-                 d_unselected_out: Any, d_num_selected_out: Any, select_first_part_op: Any = None,
-                 select_second_part_op: Any = None, num_items: int, stream: Any = None) -> int | None:
+    def __call__(self, *, temp_storage: DeviceArrayLike | None, d_in: ArrayOrIterator,
+                 d_first_part_out: ArrayOrIterator, d_second_part_out: ArrayOrIterator,
+                 d_unselected_out: ArrayOrIterator, d_num_selected_out: DeviceArrayLike,
+                 select_first_part_op: OperatorLike | None = None, select_second_part_op: OperatorLike | None = None,
+                 num_items: int, stream: StreamLike | None = None) -> int | None:
         """Run (or, with ``temp_storage=None``, return the temporary bytes needed)."""
         return self._run(temp_storage, d_in, d_first_part_out, d_second_part_out, d_unselected_out,
                          d_num_selected_out, select_first_part_op, select_second_part_op, num_items, stream, False)
 
 
 @keyword_checked
-def make_three_way_partition(*, d_in: Any, d_first_part_out: Any, d_second_part_out: Any, d_unselected_out: Any,
-                             d_num_selected_out: Any, select_first_part_op: Any, select_second_part_op: Any,
-                             compute_capability: Any = None) -> _Partition:
+def make_three_way_partition(*, d_in: ArrayIteratorOrProxy, d_first_part_out: ArrayIteratorOrProxy,
+                             d_second_part_out: ArrayIteratorOrProxy, d_unselected_out: ArrayIteratorOrProxy,
+                             d_num_selected_out: ArrayOrProxy, select_first_part_op: OperatorLike,
+                             select_second_part_op: OperatorLike,
+                             compute_capability: ComputeCapabilityLike | None = None) -> ThreeWayPartition:
     """Build (or fetch from cache) a three-way partition.
 
     Args:
@@ -163,16 +179,17 @@ def make_three_way_partition(*, d_in: Any, d_first_part_out: Any, d_second_part_
         tmp = cp.empty(p(temp_storage=None, num_items=10, **kw), np.uint8)
         p(temp_storage=tmp, num_items=10, **kw)      # counts == [3, 3]
     """
-    desc = _Partition._described(_describe, d_in, d_first_part_out, d_second_part_out, d_unselected_out,
-                                 d_num_selected_out, select_first_part_op, select_second_part_op)
-    return _Partition._make(desc, compute_capability, (select_first_part_op, select_second_part_op, d_in,
-                                                       d_first_part_out, d_second_part_out, d_unselected_out))
+    desc = ThreeWayPartition._described(_describe, d_in, d_first_part_out, d_second_part_out, d_unselected_out,
+                                        d_num_selected_out, select_first_part_op, select_second_part_op)
+    return ThreeWayPartition._make(desc, compute_capability, (select_first_part_op, select_second_part_op, d_in,
+                                                              d_first_part_out, d_second_part_out, d_unselected_out))
 
 
 @keyword_checked
-def three_way_partition(*, d_in: Any, d_first_part_out: Any, d_second_part_out: Any, d_unselected_out: Any,
-                        d_num_selected_out: Any, select_first_part_op: Any, select_second_part_op: Any,
-                        num_items: int, stream: Any = None) -> None:
+def three_way_partition(*, d_in: ArrayOrIterator, d_first_part_out: ArrayOrIterator,
+                        d_second_part_out: ArrayOrIterator, d_unselected_out: ArrayOrIterator,
+                        d_num_selected_out: DeviceArrayLike, select_first_part_op: OperatorLike,
+                        select_second_part_op: OperatorLike, num_items: int, stream: StreamLike | None = None) -> None:
     """Three-way partition in one call (temporary storage allocated and freed on ``stream``).
 
     Example::

@@ -5,10 +5,13 @@ dispatch), ``source`` (its CUDA C++ generator) and its kernel template ``cuprims
 """
 
 from cuprims.algorithms.transform.api import (
+    BinaryTransform,
+    UnaryTransform,
     binary_transform,
     make_binary_transform,
     make_unary_transform,
     unary_transform,
 )
 
-__all__ = ["binary_transform", "make_binary_transform", "make_unary_transform", "unary_transform"]
+__all__ = ["BinaryTransform", "UnaryTransform", "binary_transform", "make_binary_transform", "make_unary_transform",
+           "unary_transform"]

@@ -44,6 +44,13 @@ from cuprims.algorithms.transform.source import (
 )
 from cuprims.errors import ArgumentError, CudaError
 from cuprims.op import OpSpec, op_spec
+from cuprims.typing import (
+    ArrayIteratorOrProxy,
+    ArrayOrIterator,
+    ComputeCapabilityLike,
+    OperatorLike,
+    StreamLike,
+)
 
 _MAX_GRID = (1 << 31) - 1
 _TRUE, _FALSE = b"\x01", b"\x00"
@@ -174,8 +181,9 @@ class _Transform(Algorithm):
         self._execute(None, s, True, (n, p_ins, p_out, state), (op,) + raw)
 
 
-class _UnaryTransform(_Transform):
-    """A unary transform built for fixed types and operator; call it to run.
+class UnaryTransform(_Transform):
+    """A unary transform built for fixed types and operator (what
+    :func:`make_unary_transform` returns); call it to run.
 
     ``transform(d_in=x, d_out=y, op=op, num_items=n, stream=s)`` writes
     ``y[i] = op(x[i])`` for ``i < n`` on ``stream``.
@@ -185,13 +193,15 @@ class _UnaryTransform(_Transform):
         n = check_num_items(num_items)
         self._launch(n, (self.desc.inputs[0].bind(d_in, n),), d_out, op, stream, (d_in, d_out))
 
-    def __call__(self, *, d_in: Any, d_out: Any, op: Any = None, num_items: int, stream: Any = None) -> None:
+    def __call__(self, *, d_in: ArrayOrIterator, d_out: ArrayOrIterator, op: OperatorLike | None = None,
+                 num_items: int, stream: StreamLike | None = None) -> None:
         """Run the transform on ``num_items`` items."""
         self._run(d_in, d_out, num_items, op, stream)
 
 
-class _BinaryTransform(_Transform):
-    """A binary transform built for fixed types and operator; call it to run.
+class BinaryTransform(_Transform):
+    """A binary transform built for fixed types and operator (what
+    :func:`make_binary_transform` returns); call it to run.
 
     ``transform(d_in1=a, d_in2=b, d_out=y, op=op, num_items=n, stream=s)`` writes
     ``y[i] = op(a[i], b[i])`` for ``i < n`` on ``stream``.
@@ -202,8 +212,8 @@ class _BinaryTransform(_Transform):
         in1, in2 = self.desc.inputs
         self._launch(n, (in1.bind(d_in1, n), in2.bind(d_in2, n)), d_out, op, stream, (d_in1, d_in2, d_out))
 
-    def __call__(self, *, d_in1: Any, d_in2: Any, d_out: Any, op: Any = None, num_items: int,
-                 stream: Any = None) -> None:
+    def __call__(self, *, d_in1: ArrayOrIterator, d_in2: ArrayOrIterator, d_out: ArrayOrIterator,
+                 op: OperatorLike | None = None, num_items: int, stream: StreamLike | None = None) -> None:
         """Run the transform on ``num_items`` items."""
         self._run(d_in1, d_in2, d_out, num_items, op, stream)
 
@@ -222,7 +232,8 @@ def _describe(d_out: Any, op: Any, *d_ins: Any) -> TransformDescription:
 # ------------------------------------------------------------------- public functions
 
 @keyword_checked
-def make_unary_transform(*, d_in: Any, d_out: Any, op: Any, compute_capability: Any = None) -> _UnaryTransform:
+def make_unary_transform(*, d_in: ArrayIteratorOrProxy, d_out: ArrayIteratorOrProxy, op: OperatorLike,
+                         compute_capability: ComputeCapabilityLike | None = None) -> UnaryTransform:
     """Build (or fetch from cache) a transform writing ``d_out[i] = op(d_in[i])``.
 
     Args:
@@ -241,13 +252,13 @@ def make_unary_transform(*, d_in: Any, d_out: Any, op: Any, compute_capability: 
         twice = cuprims.make_unary_transform(d_in=x, d_out=y, op=lambda v: v * 2 + 1)
         twice(d_in=x, d_out=y, op=lambda v: v * 2 + 1, num_items=x.size)
     """
-    desc = _UnaryTransform._described(_describe, d_out, op, d_in)
-    return _UnaryTransform._make(desc, compute_capability, (op, d_in, d_out))
+    desc = UnaryTransform._described(_describe, d_out, op, d_in)
+    return UnaryTransform._make(desc, compute_capability, (op, d_in, d_out))
 
 
 @keyword_checked
-def make_binary_transform(*, d_in1: Any, d_in2: Any, d_out: Any, op: Any,
-                          compute_capability: Any = None) -> _BinaryTransform:
+def make_binary_transform(*, d_in1: ArrayIteratorOrProxy, d_in2: ArrayIteratorOrProxy, d_out: ArrayIteratorOrProxy,
+                          op: OperatorLike, compute_capability: ComputeCapabilityLike | None = None) -> BinaryTransform:
     """Build (or fetch from cache) a transform writing ``d_out[i] = op(d_in1[i], d_in2[i])``.
 
     Args:
@@ -268,12 +279,13 @@ def make_binary_transform(*, d_in1: Any, d_in2: Any, d_out: Any, op: Any,
         less = cuprims.make_binary_transform(d_in1=a, d_in2=b, d_out=y, op=cuprims.OpKind.LESS)
         less(d_in1=a, d_in2=b, d_out=y, op=cuprims.OpKind.LESS, num_items=10)
     """
-    desc = _BinaryTransform._described(_describe, d_out, op, d_in1, d_in2)
-    return _BinaryTransform._make(desc, compute_capability, (op, d_in1, d_in2, d_out))
+    desc = BinaryTransform._described(_describe, d_out, op, d_in1, d_in2)
+    return BinaryTransform._make(desc, compute_capability, (op, d_in1, d_in2, d_out))
 
 
 @keyword_checked
-def unary_transform(*, d_in: Any, d_out: Any, op: Any, num_items: int, stream: Any = None) -> None:
+def unary_transform(*, d_in: ArrayOrIterator, d_out: ArrayOrIterator, op: OperatorLike, num_items: int,
+                    stream: StreamLike | None = None) -> None:
     """Write ``d_out[i] = op(d_in[i])`` for ``i < num_items``, in one call (on ``stream``).
 
     Example::
@@ -287,7 +299,8 @@ def unary_transform(*, d_in: Any, d_out: Any, op: Any, num_items: int, stream: A
 
 
 @keyword_checked
-def binary_transform(*, d_in1: Any, d_in2: Any, d_out: Any, op: Any, num_items: int, stream: Any = None) -> None:
+def binary_transform(*, d_in1: ArrayOrIterator, d_in2: ArrayOrIterator, d_out: ArrayOrIterator, op: OperatorLike,
+                     num_items: int, stream: StreamLike | None = None) -> None:
     """Write ``d_out[i] = op(d_in1[i], d_in2[i])`` for ``i < num_items``, in one call (on ``stream``).
 
     Example::

@@ -4,6 +4,6 @@ This folder is the algorithm's home: ``api`` (its public functions, description 
 dispatch), ``source`` (its CUDA C++ generator) and its kernel template ``cuprims_unique.cuh``.
 """
 
-from cuprims.algorithms.unique_by_key.api import make_unique_by_key, unique_by_key
+from cuprims.algorithms.unique_by_key.api import UniqueByKey, make_unique_by_key, unique_by_key
 
-__all__ = ["make_unique_by_key", "unique_by_key"]
+__all__ = ["UniqueByKey", "make_unique_by_key", "unique_by_key"]

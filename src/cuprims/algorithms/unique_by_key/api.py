@@ -21,7 +21,7 @@ one a call needs made when it first comes (build variants, as the sorts have the
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cuprims._build.results import OpInput
 from cuprims._codegen.common import op_symbol
@@ -34,8 +34,20 @@ from cuprims.algorithms.lookback import REGION_ALIGN, LookbackPlan, count_output
 from cuprims.algorithms.skeleton import Algorithm, Description, description, functor_size, functor_state
 from cuprims.algorithms.unique_by_key.source import unique_by_key_source
 from cuprims.op import OpSpec, op_spec
+from cuprims.typing import (
+    ArrayIteratorOrProxy,
+    ArrayOrIterator,
+    ArrayOrProxy,
+    ComputeCapabilityLike,
+    DeviceArrayLike,
+    OperatorLike,
+    StreamLike,
+)
 
-__all__ = ["make_unique_by_key", "unique_by_key"]
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+__all__ = ["UniqueByKey", "make_unique_by_key", "unique_by_key"]
 
 _INIT_THREADS = 128          # the init kernel's block (one thread per tile state), as CUB launches it
 # The most items cuprims' kernel (variant 0, 32-bit offsets) takes; more go to CUB's (variant 1).
@@ -60,7 +72,7 @@ class UniqueByKeyDescription(Description):
                                     values_out=self.items_out, num_selected=self.num_selected, op=self.op, arch=arch,
                                     wide_offsets=self.wide_offsets)
 
-    def variant(self, index: int) -> "UniqueByKeyDescription":
+    def variant(self, index: int) -> Self:
         if index == 1:
             return dataclasses.replace(self, wide_offsets=not self.wide_offsets)
         return super().variant(index)
@@ -115,8 +127,9 @@ def _describe(d_in_keys: Any, d_in_items: Any, d_out_keys: Any, d_out_items: Any
     return UniqueByKeyDescription(keys_in, items_in, keys_out, items_out, count, spec)
 
 
-class _UniqueByKey(Algorithm):
-    """A unique-by-key built for fixed types and operator; call it to run.
+class UniqueByKey(Algorithm):
+    """A unique-by-key built for fixed types and operator (what :func:`make_unique_by_key`
+    returns); call it to run.
 
     ``obj(temp_storage=None, ...)`` returns the temporary bytes needed and launches
     nothing; ``obj(temp_storage=buf, ...)`` runs on ``stream``.
@@ -165,16 +178,20 @@ class _UniqueByKey(Algorithm):
         return self._execute(temp_storage, stream, one_shot, args,
                              (op, d_in_keys, d_in_items, d_out_keys, d_out_items), variant)
 
-    def __call__(self, *, temp_storage: Any, d_in_keys: Any, d_in_items: Any, d_out_keys: Any, d_out_items: Any,
-                 d_out_num_selected: Any, op: Any = None, num_items: int, stream: Any = None) -> int | None:
+    def __call__(self, *, temp_storage: DeviceArrayLike | None, d_in_keys: ArrayOrIterator,
+                 d_in_items: ArrayOrIterator, d_out_keys: ArrayOrIterator, d_out_items: ArrayOrIterator,
+                 d_out_num_selected: DeviceArrayLike, op: OperatorLike | None = None, num_items: int,
+                 stream: StreamLike | None = None) -> int | None:
         """Run (or, with ``temp_storage=None``, return the temporary bytes needed)."""
         return self._run(temp_storage, d_in_keys, d_in_items, d_out_keys, d_out_items, d_out_num_selected, op,
                          num_items, stream, False)
 
 
 @keyword_checked
-def make_unique_by_key(*, d_in_keys: Any, d_in_items: Any, d_out_keys: Any, d_out_items: Any,
-                       d_out_num_selected: Any, op: Any, compute_capability: Any = None) -> _UniqueByKey:
+def make_unique_by_key(*, d_in_keys: ArrayIteratorOrProxy, d_in_items: ArrayIteratorOrProxy,
+                       d_out_keys: ArrayIteratorOrProxy, d_out_items: ArrayIteratorOrProxy,
+                       d_out_num_selected: ArrayOrProxy, op: OperatorLike,
+                       compute_capability: ComputeCapabilityLike | None = None) -> UniqueByKey:
     """Build (or fetch from cache) a unique-by-key.
 
     Args:
@@ -198,13 +215,14 @@ def make_unique_by_key(*, d_in_keys: Any, d_in_items: Any, d_out_keys: Any, d_ou
         u(temp_storage=tmp, d_in_keys=keys, d_in_items=items, d_out_keys=ko, d_out_items=io,
           d_out_num_selected=count, num_items=6)     # count == [3], ko[:3] == [1, 2, 3], io[:3] == [0, 2, 3]
     """
-    desc = _UniqueByKey._described(_describe, d_in_keys, d_in_items, d_out_keys, d_out_items, d_out_num_selected, op)
-    return _UniqueByKey._make(desc, compute_capability, (op, d_in_keys, d_in_items, d_out_keys, d_out_items))
+    desc = UniqueByKey._described(_describe, d_in_keys, d_in_items, d_out_keys, d_out_items, d_out_num_selected, op)
+    return UniqueByKey._make(desc, compute_capability, (op, d_in_keys, d_in_items, d_out_keys, d_out_items))
 
 
 @keyword_checked
-def unique_by_key(*, d_in_keys: Any, d_in_items: Any, d_out_keys: Any, d_out_items: Any, d_out_num_selected: Any,
-                  op: Any, num_items: int, stream: Any = None) -> None:
+def unique_by_key(*, d_in_keys: ArrayOrIterator, d_in_items: ArrayOrIterator, d_out_keys: ArrayOrIterator,
+                  d_out_items: ArrayOrIterator, d_out_num_selected: DeviceArrayLike, op: OperatorLike, num_items: int,
+                  stream: StreamLike | None = None) -> None:
     """Unique-by-key in one call (temporary storage allocated and freed on ``stream``).
 
     Example::
