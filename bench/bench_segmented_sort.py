@@ -31,7 +31,7 @@ def main() -> None:
 
     import cuprims
     from cuprims import CountingIterator, DoubleBuffer, SortOrder, TransformIterator
-    from cuprims.algorithms.segmented_sort.api import _SegmentedSort
+    from cuprims.algorithms.segmented_sort.api import SegmentedSort
 
     try:
         import cuda.compute as ccomp
@@ -46,7 +46,7 @@ def main() -> None:
                   end_offsets_in=ends)
         s = cuprims.make_segmented_sort(**kw, order=asc)
         if mid_items is not None:  # a tuning variant of the same sort (see SegmentedSortDescription)
-            s = _SegmentedSort._make(dataclasses.replace(s.desc, mid_items=mid_items), None, (None, starts, ends))
+            s = SegmentedSort._make(dataclasses.replace(s.desc, mid_items=mid_items), None, (None, starts, ends))
         call = dict(kw, num_items=keys.size, num_segments=ns)
         tmp = cp.empty(s(temp_storage=None, **call), np.uint8)
         return device_ms(lambda: s(temp_storage=tmp, **call), inner=5, repeats=9)

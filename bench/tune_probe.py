@@ -101,7 +101,7 @@ def main() -> None:
         try:
             desc = rs._describe(keys, out, vals if with_values else None, out_v if with_values else None,
                                 SortOrder.ASCENDING)
-            sorter = rs._RadixSort(desc, None, ())
+            sorter = rs.RadixSort(desc, None, ())
             if wide:  # build the 64-bit-offset variant now, while the overridden source is in place
                 sorter.cubin(wide_offsets=True)
             return sorter
@@ -189,7 +189,7 @@ def scan_probe(args, add, cp, np, ccomp, scan_mod, OpKind, functools) -> None:
         for overrides in policies:
             scan_mod.scan_source = functools.partial(original, policy_overrides=overrides)
             try:
-                obj = scan_mod._Scan(x, y, OpKind.PLUS, None, True, None)
+                obj = scan_mod.Scan(x, y, OpKind.PLUS, None, True, None)
             except Exception as exc:  # noqa: BLE001
                 print(dtype, overrides, "failed:", str(exc)[:600])
                 continue
