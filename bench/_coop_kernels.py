@@ -406,14 +406,14 @@ def aot_link(nk: NumbaKernel, arch: int = 90) -> bytes:
     from numba import cuda, types
 
     from cuprims._compile.link import link_cubin
-    from cuprims._operators.numba_ops import _target_capability
+    from cuprims._operators.numba_device import target_capability
 
     from cuprims import coop
 
     cc = (arch // 10, arch % 10)
     # callees are compiled for the target, not for a device; a single-phase kernel takes its
     # block shape from the target, there being no launch
-    with _target_capability(cc), coop.target(cc, block=nk.notes.get("block")):
+    with target_capability(cc), coop.target(cc, block=nk.notes.get("block")):
         codes, _ = cuda.compile_all(nk.kernel.py_func, types.void(*nk.argtypes), device=False, cc=cc,
                                     output="ltoir", abi="numba")
     extra = [bytes(c) if isinstance(c, bytes) else bytes(c.data) for c in codes[1:]]

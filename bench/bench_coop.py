@@ -365,9 +365,9 @@ if mode == "gpu":
 else:
     from numba import types
     from cuprims._compile.link import link_cubin
-    from cuprims._operators.numba_ops import _target_capability
+    from cuprims._operators.numba_device import target_capability
     f4a = types.Array(types.float32, 1, "C")
-    with _target_capability((9, 0)):
+    with target_capability((9, 0)):
         codes, _ = cuda.compile_all(kernel.py_func, types.void(f4a, f4a), device=False, cc=(9, 0),
                                     output="ltoir", abi="numba")
     link_cubin(bytes(codes[0]), [bytes(c) for c in codes[1:]] + [bytes(f.data) for f in files], 90)

@@ -34,9 +34,9 @@ def clear_all_caches(*, disk: bool = False) -> None:
     from cuprims.op import forget_python_specs
 
     forget_python_specs()
-    numba_ops = sys.modules.get("cuprims._operators.numba_ops")
-    if numba_ops is not None:
-        numba_ops.forget_compiled_operators()
+    numba_device = sys.modules.get("cuprims._operators.numba_device")
+    if numba_device is not None:
+        numba_device.forget_compiled_operators()
     # Per-thread caches of algorithm objects are emptied in every thread, and remembered
     # descriptions dropped.
     invalidate_wrapper_caches()
@@ -106,10 +106,10 @@ def cache_info() -> dict[str, Any]:
     """
     from cuprims._base import stats
     from cuprims._build import build
-    from cuprims._compile import pch
+    from cuprims._compile import pch_heap_state
 
     info: dict[str, Any] = stats.snapshot()
-    info["pch_heap"] = pch.heap_status() if config.settings.pch else "off (CUPRIMS_PCH=0)"
+    info["pch_heap"] = pch_heap_state.heap_status() if config.settings.pch else "off (CUPRIMS_PCH=0)"
     info["memory_entries"] = len(build.memory_cache())
     info["cache_dir"] = str(config.cache_dir())
     info["disk_enabled"] = config.disk_cache_enabled()

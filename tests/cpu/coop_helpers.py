@@ -12,9 +12,9 @@ def link_kernel(kernel: Any, argtypes: Sequence[Any], prims: Sequence[Any], *, w
     from numba import cuda, types
 
     from cuprims._compile.link import link_cubin
-    from cuprims._operators.numba_ops import _target_capability
+    from cuprims._operators.numba_device import target_capability
 
-    with _target_capability((9, 0)):   # callees are compiled for the target, not a device
+    with target_capability((9, 0)):   # callees are compiled for the target, not a device
         codes, _ = cuda.compile_all(kernel.py_func, types.void(*argtypes), device=False, cc=(9, 0),
                                     output="ltoir", abi="numba")
     extra = [bytes(c) if isinstance(c, bytes) else bytes(c.data) for c in codes[1:]]
@@ -54,9 +54,9 @@ def linked_ptx(kernel: Any, argtypes: Sequence[Any], prims: Sequence[Any]) -> st
     from cuda.core import Linker, LinkerOptions, ObjectCode
     from numba import cuda, types
 
-    from cuprims._operators.numba_ops import _target_capability
+    from cuprims._operators.numba_device import target_capability
 
-    with _target_capability((9, 0)):
+    with target_capability((9, 0)):
         codes, _ = cuda.compile_all(kernel.py_func, types.void(*argtypes), device=False, cc=(9, 0),
                                     output="ltoir", abi="numba")
     objs = [ObjectCode.from_ltoir(bytes(codes[0]), name="kernel")]
@@ -76,9 +76,9 @@ def style2_ptx(kernel: Any, argtypes: Sequence[Any]) -> str:
     from cuda.core import Linker, LinkerOptions, ObjectCode
     from numba import cuda, types
 
-    from cuprims._operators.numba_ops import _target_capability
+    from cuprims._operators.numba_device import target_capability
 
-    with _target_capability((9, 0)):
+    with target_capability((9, 0)):
         codes, _ = cuda.compile_all(kernel.py_func, types.void(*argtypes), device=False, cc=(9, 0),
                                     output="ltoir", abi="numba")
     objs = [ObjectCode.from_ltoir(bytes(codes[0]), name="kernel")]

@@ -115,9 +115,9 @@ def test_style2_struct_load_without_oob_default_is_not_compiled_to_a_trap():
         coop.load(warp, x, data, algorithm="transpose", valid_items=n)
         coop.store(warp, y, data, algorithm="transpose", valid_items=n)
 
-    from cuprims._operators.numba_ops import _target_capability
+    from cuprims._operators.numba_device import target_capability
 
-    with coop.target(block=64), _target_capability((9, 0)):
+    with coop.target(block=64), target_capability((9, 0)):
         ptx, _ = cuda.compile_ptx(kernel.py_func, (types.Array(record, 1, "C"), types.Array(record, 1, "C"),
                                                    types.int32), cc=(9, 0))
     body = ptx[ptx.index(".entry"):]

@@ -73,12 +73,12 @@ def test_a_built_objects_call_names_a_misspelt_keyword():
 
 
 def test_no_gpu_gives_its_advice_once(monkeypatch):
-    from cuprims._runtime import driver
+    from cuprims._runtime import libcuda
 
     def no_driver():
         raise NoDeviceError("no CUDA driver: libcuda.so.1 could not be loaded (test)")
 
-    monkeypatch.setattr(driver, "_libcuda", no_driver)
+    monkeypatch.setattr(libcuda, "load", no_driver)
     P, V = cuprims.ProxyArray, cuprims.ProxyValue
     with pytest.raises(NoDeviceError) as info:
         cuprims.make_reduce_into(d_in=P(np.float32), d_out=P(np.float32), op=cuprims.OpKind.PLUS,

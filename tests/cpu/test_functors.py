@@ -1,4 +1,4 @@
-"""Built-in operators (``_codegen/functors.py``): every OpKind documented once, one comparator
+"""Built-in operators (``_codegen/builtin_ops.py``): every OpKind documented once, one comparator
 text for every algorithm that sorts or searches, NaN order in the comparator role against
 IEEE comparisons in the element-wise role."""
 
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from cuprims import OpKind
-from cuprims._codegen import functors
+from cuprims._codegen import builtin_ops
 from cuprims.algorithms.binary_search.source import binary_search_source
 from cuprims.algorithms.merge_sort.source import merge_sort_source
 from cuprims.algorithms.transform.source import transform_source
@@ -27,7 +27,7 @@ def vt(code):
 
 
 def test_every_operator_has_its_meaning_documented():
-    table = functors.__doc__.split("Meaning of each OpKind")[1]
+    table = builtin_ops.__doc__.split("Meaning of each OpKind")[1]
     for kind in OPERATORS:
         assert re.search(rf"\b{kind.name}\b", table), kind
 
@@ -43,7 +43,7 @@ def test_merge_sort_and_binary_search_share_one_comparator(kind, code):
     merge = merge_sort_source(key=vt(code), value=None, op=spec, wide_offsets=False, arch=90).text
     search = binary_search_source(data=vt(code), out=vt("i8"), op=spec, arch=90).text
     body = _comparator_body(merge)
-    assert body == _comparator_body(search) == f"return {functors.comparator_expr(kind, vt(code))};"
+    assert body == _comparator_body(search) == f"return {builtin_ops.comparator_expr(kind, vt(code))};"
     if code[0] == "f":
         assert ("__hisnan" if code == "f2" else "!=") in body
     else:
@@ -69,8 +69,8 @@ def test_less_comparator_is_numpys_sort_order(code):
     GREATER gives its reverse, NaNs first; both are strict weak orders."""
     keys = np.array([np.nan, 1.0, -np.inf, -0.0, np.inf, -np.nan, 0.0, -2.5, np.nan, 3.0], dtype=code)
     values = [float(x) for x in keys]
-    less = _as_python(functors.comparator_expr(OpKind.LESS, vt(code)))
-    greater = _as_python(functors.comparator_expr(OpKind.GREATER, vt(code)))
+    less = _as_python(builtin_ops.comparator_expr(OpKind.LESS, vt(code)))
+    greater = _as_python(builtin_ops.comparator_expr(OpKind.GREATER, vt(code)))
 
     def ordered(before):
         return np.array(sorted(values, key=functools.cmp_to_key(
@@ -90,7 +90,7 @@ def test_less_comparator_is_numpys_sort_order(code):
 
 def test_combiner_rejects_comparators_and_comparator_rejects_combiners():
     with pytest.raises(Exception, match="comparator"):
-        functors.check_binary_builtin(op_spec(OpKind.LESS), vt("f4"))
+        builtin_ops.check_binary_builtin(op_spec(OpKind.LESS), vt("f4"))
     with pytest.raises(Exception, match="strict weak order") as info:
-        functors.check_comparator_builtin(op_spec(OpKind.PLUS), vt("f4"), "comp")
+        builtin_ops.check_comparator_builtin(op_spec(OpKind.PLUS), vt("f4"), "comp")
     assert info.value.argument == "comp"

@@ -183,7 +183,7 @@ def test_each_rule_catches_a_forged_violation(package_copy, forged, expected):
     line = {
         "upward:": "from cuprims._build.build import build_key\n",
         "between homes:": "from cuprims.algorithms.reduce.source import reduce_source\n",
-        "private:": "from cuprims._runtime.driver import _lib\n",
+        "private:": "from cuprims._runtime.pools import _pools\n",
         "circle:": "def _late():\n    from cuprims._runtime import streams\n",
     }[expected]
     path = package_copy / forged

@@ -18,7 +18,7 @@ import pytest
 import cuprims
 from cuprims import OpKind, ProxyArray, ProxyValue
 from cuprims._runtime import arrays as _arrays, devices as _devices, streams as _streams
-from cuprims._runtime import driver
+from cuprims._runtime import device_queries, driver, libcuda
 from cuprims.errors import ArgumentError, DeviceMismatchError
 from cpu_helpers import FakeArray, FakeMemory, FakePack, counters, delta
 
@@ -332,11 +332,11 @@ def test_with_one_device_nothing_is_checked_and_calls_skip_the_device_lookup(sha
 
 
 def test_device_count_without_a_driver_is_zero(monkeypatch):
-    monkeypatch.setattr(driver, "_device_count", None)
+    monkeypatch.setattr(device_queries, "_device_count", None)
 
     def no_driver():
         raise cuprims.errors.NoDeviceError("no CUDA driver found")
 
-    monkeypatch.setattr(driver, "_libcuda", no_driver)
+    monkeypatch.setattr(libcuda, "load", no_driver)
     assert driver.device_count() == 0
     assert driver.pointer_device(1 << 36) is None

@@ -241,7 +241,8 @@ def test_a_process_keeps_its_unpacked_pchs_within_a_memory_budget(families, copy
     assert (got["pch_loads"], got["pch_hits"], got["pch_builds"], got["memory_files"]) == (2, 3, 0, 2), got
     tight = copy_of(root)
     shutil.rmtree(tight / "v2" / "cubin")
-    got = _build(tight, *sequence, pre="import cuprims._compile.pch as _pch\n_pch.RESIDENT_BYTES = 1\n")
+    got = _build(tight, *sequence,
+                 pre="import cuprims._compile.pch_resident as _resident\n_resident.RESIDENT_BYTES = 1\n")
     assert (got["pch_loads"], got["pch_hits"], got["pch_builds"], got["memory_files"]) == (3, 3, 0, 1), got
     assert got["disk_corrupt_discarded"] == 0 and len(_pch_files(tight)) == 6
 
@@ -490,7 +491,7 @@ _COOP_BUILD = """
     from numba import cuda, types
     from cuprims import coop
     from cuprims._compile.link import link_cubin
-    from cuprims._operators.numba_ops import _target_capability
+    from cuprims._operators.numba_device import target_capability
     threads = int(sys.argv[1])
     with coop.target((9, 0)):
         block_sum = coop.block.make_sum(numba.float32, threads)
@@ -500,7 +501,7 @@ _COOP_BUILD = """
             if cuda.threadIdx.x == 0:
                 out[0] = s
         f4a = types.Array(types.float32, 1, "C")
-        with _target_capability((9, 0)):
+        with target_capability((9, 0)):
             codes, _ = cuda.compile_all(kernel, types.void(f4a, f4a), device=False, cc=(9, 0), output="ltoir",
                                         abi="numba")
         cubin = link_cubin(bytes(codes[0]), [bytes(c) for c in codes[1:]] + [bytes(f.data) for f in block_sum.files],

@@ -19,6 +19,7 @@ import pytest
 import cuprims
 from cuprims import OpKind, ProxyArray, ProxyValue
 from cuprims._runtime import driver
+from cuprims._runtime import launch as launch_module
 from cuprims.algorithms.scan.source import SCAN_META_FIELDS, scan_source
 from cuprims.algorithms.scan import api as scan_mod
 from cuprims.algorithms.scan.api import exclusive_scan, inclusive_scan, make_exclusive_scan, make_inclusive_scan
@@ -430,7 +431,8 @@ def test_pdl_config_is_built_without_a_gpu():
 
 def test_pdl_launch_falls_back_to_plain_launches(monkeypatch):
     calls = []
-    monkeypatch.setattr(driver, "launch", lambda *args: calls.append(args))
+    # the fallback is the plain launch of launch_pdl's own module (driver only re-exports both)
+    monkeypatch.setattr(launch_module, "launch", lambda *args: calls.append(args))
     # the bindings reject the arguments: a plain launch instead, reported to the caller
     assert driver.launch_pdl("not a kernel handle", 3, 128, 0, 0x1000) is False
     assert calls == [("not a kernel handle", 3, 128, 0, 0x1000)]

@@ -11,13 +11,13 @@ cp = pytest.importorskip("cupy")
 
 import cuprims  # noqa: E402
 from cuprims import SortOrder  # noqa: E402
-from cuprims._runtime import driver  # noqa: E402
+from cuprims._runtime import pools  # noqa: E402
 
 
 def _reserved(device: int = 0) -> int:
     from cuda.bindings import driver as drv
 
-    pool = driver._pools.get(device)
+    pool = pools._pools.get(device)
     assert pool, "no cuprims pool on this device"
     err, value = drv.cuMemPoolGetAttribute(drv.CUmemoryPool(pool),
                                            drv.CUmemPool_attribute.CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)

@@ -1,5 +1,6 @@
 """Generating CUDA C++ that every algorithm shares: the preamble, functor and iterator parts,
-metadata export and tuning helpers (``common``), functors for built-in and user operators
+metadata export and tuning helpers (``common``), what each built-in operator means in C++
+and which a role accepts (``builtin_ops``), functors for built-in and user operators
 (``functors``), accumulator types (``accumulators``). Each algorithm's own generator lives
 in its home under ``cuprims.algorithms``.
 

@@ -1,5 +1,7 @@
-"""Operators: Python callables compiled by numba-cuda to LTO-IR (``numba_ops``, with user structs
-in ``numba_structs``), small Python expressions written as C++ (``py_expr``), the recipe
+"""Operators: Python callables compiled by numba-cuda to LTO-IR (``numba_ops``; numba made
+ready in ``numba_device``, captured arrays as state in ``numba_state``, user structs in
+``numba_structs`` with ``numba_struct_layout`` and ``numba_struct_lowering``), small Python
+expressions written as C++ (``py_expr``), the recipe
 walk that keys an operator by what it computes (``recipe``), arrays and values a stateful
 operator captures (``captures``), and the probe of raw LTO-IR operators (``raw_probe``).
 The public face is ``cuprims.op``.

@@ -57,7 +57,7 @@ from cuprims._base.schema import (
 from cuprims._build.results import KERNELS, META, NAME_EXPRESSION, checked_result
 from cuprims._compile.elfmeta import param_layout, sections
 from cuprims._compile.source import Source
-from cuprims._runtime.driver import param_size
+from cuprims._runtime.params import param_size
 from cuprims._serialization.codec import decode, encode
 from cuprims.errors import ArgumentTypeError, BlobError
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from cuprims._build.results import OpInput
+from cuprims._codegen.builtin_ops import check_binary_builtin
 from cuprims._codegen.common import op_symbol
-from cuprims._codegen.functors import check_binary_builtin
 from cuprims._operators.captures import captured_state
 from cuprims.errors import ArgumentError
 from cuprims.op import OpSpec, RawOp, op_spec

@@ -21,7 +21,7 @@ Types:
   keys as items of the key type, values copied bit for bit into their opaque carrier
   (:func:`_values_as_bytes`). A sort of arrays generates the text it always did.
 
-Merge sort's built-in comparators are those of :mod:`.functors` (the ones binary search
+Merge sort's built-in comparators are those of :mod:`.builtin_ops` (the ones binary search
 uses too): LESS is ascending with NaN after every number (numpy's ``np.sort`` order), a
 strict weak order also when keys are NaN (plain ``a < b`` is not, and gave an arbitrary
 order), GREATER its reverse (NaN first).
@@ -29,7 +29,7 @@ order), GREATER its reverse (NaN first).
 
 from __future__ import annotations
 
-from cuprims._codegen import functors
+from cuprims._codegen import builtin_ops
 from cuprims.errors import ArgumentError
 from cuprims.op import OpSpec
 from cuprims.types import ValueType
@@ -161,7 +161,7 @@ def nan_last_radix_traits(key: ValueType) -> str:
 
 def check_comparator_builtin(op: OpSpec, key: ValueType, argument: str = "op") -> None:
     """Raise ArgumentError unless built-in ``op`` orders ``key`` keys (LESS or GREATER; see
-    :func:`.functors.check_comparator_builtin`)."""
-    functors.check_comparator_builtin(op, key, argument)
+    :func:`.builtin_ops.check_comparator_builtin`)."""
+    builtin_ops.check_comparator_builtin(op, key, argument)
 
 

@@ -138,7 +138,7 @@ class TransformIterator(_OperatorIterator):
         if value_type is not None:
             self._vt = make_value_type(value_type, argument="value_type")
         elif spec.kind == "builtin":
-            from cuprims._codegen.functors import builtin_result_type
+            from cuprims._codegen.builtin_ops import builtin_result_type
 
             self._vt = builtin_result_type(spec.builtin, (in_vt,))  # type: ignore[arg-type]  # a built-in's kind
         elif spec.kind == "python":
@@ -146,7 +146,7 @@ class TransformIterator(_OperatorIterator):
         else:
             raise ArgumentError("value_type", "the result dtype (a RawOp's result type cannot be inferred)", None)
         if spec.kind == "builtin":
-            from cuprims._codegen.functors import check_transform_builtin
+            from cuprims._codegen.builtin_ops import check_transform_builtin
 
             check_transform_builtin(spec, (in_vt,), self._vt, argument="transform_op")
 
@@ -209,7 +209,7 @@ class TransformOutputIterator(_OperatorIterator):
         self._vt = (make_value_type(output_value_type, argument="output_value_type")
                     if output_value_type is not None else self._under.value_type)
         if spec.kind == "builtin":
-            from cuprims._codegen.functors import check_transform_builtin
+            from cuprims._codegen.builtin_ops import check_transform_builtin
 
             check_transform_builtin(spec, (self._vt,), self._under.value_type, argument="transform_op")
 

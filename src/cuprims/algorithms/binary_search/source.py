@@ -17,7 +17,7 @@ The comparator is a strict weak order ``comp(a, b) -> bool`` ("a goes before b")
 
 from __future__ import annotations
 
-from cuprims._codegen import functors
+from cuprims._codegen import builtin_ops, functors
 from cuprims._codegen.common import meta_export, op_symbol, preamble
 from cuprims._compile.source import Source
 from cuprims.iterators.units import IteratorUnit
@@ -31,8 +31,8 @@ INDEX_CODES = ("i4", "i8", "u4", "u8")
 
 def check_comparator_builtin(op: OpSpec, data: ValueType, argument: str = "comp") -> None:
     """Raise ArgumentError unless built-in ``op`` is a strict weak order on ``data`` (LESS
-    or GREATER; see :func:`.functors.check_comparator_builtin`)."""
-    functors.check_comparator_builtin(op, data, argument)
+    or GREATER; see :func:`.builtin_ops.check_comparator_builtin`)."""
+    builtin_ops.check_comparator_builtin(op, data, argument)
 
 
 def binary_search_source(*, data: ValueType, out: ValueType, op: OpSpec, arch: int,

@@ -70,6 +70,83 @@ def _key_order(key: ValueType) -> str:
     )
 
 
+def _selectors(p_begin: str, p_end: str, size: int) -> str:
+    """The large- and small-segment predicates of the partition, their size pinned."""
+    selectors = ""
+    for name, large in (("cuprims_large_selector_t", "true"), ("cuprims_small_selector_t", "false")):
+        selectors += (f"using {name} = cuprims::segmented_sort::segment_group<cuprims_selector_t, cuprims_offset_t, "
+                      f"{p_begin}, {p_end}, {large}>;\n"
+                      f"static_assert(sizeof({name}) == {size}, "
+                      "\"cuprims packs the partition's predicates so\");\n")
+    return selectors
+
+
+def _policies(arch: int, mid_items: int | None) -> str:
+    """The sorts' and the partition's tuning for ``arch``, and the middle tier's items."""
+    mid = ("cuprims::segmented_sort::mid_tier_items(cuprims_policy.large_segment.threads_per_block, "
+           "cuprims_policy.large_segment.items_per_thread)") if mid_items is None else str(int(mid_items))
+    return (
+        f"using cuprims_selector_t = {_SS}::policy_selector_from_types<cuprims_key_t, cuprims_value_t>;\n"
+        + "constexpr auto cuprims_policy = cuprims_selector_t{}(::cuda::compute_capability{"
+        + f"{arch // 10}, {arch % 10}" + "});\n"
+        + f"constexpr int cuprims_mid_items = {mid};\n"
+        + f"using cuprims_partition_selector_t = {_TWP}::policy_selector_from_types<{_INDEX}, "
+        + f"{_TWP}::per_partition_offset_t>;\n"
+        + "constexpr auto cuprims_partition_policy = cuprims_partition_selector_t{}(::cuda::compute_capability{"
+        + f"{arch // 10}, {arch % 10}" + "}).lookback;\n"
+    )
+
+
+# what the host packs: the tile state and the reverse iterator as one pointer each, the
+# counting iterator as its 32-bit value, CUB's double buffer as two pointers
+_PACKED_SIZES = (
+    f"static_assert(sizeof({_TILE_STATE}) == sizeof(void*) && sizeof(::cuda::std::reverse_iterator<{_INDEX}*>) "
+    + f"== sizeof(void*) && sizeof(::cuda::counting_iterator<{_INDEX}>) == 4 && sizeof({_INDEX}) == 4 && "
+    + f"sizeof({_CUB}::detail::device_double_buffer<cuprims_key_t>) == 16 && sizeof({_CONTEXT}) == 32, "
+    + "\"cuprims packs the partition's and sorts' parameters in these sizes\");\n"
+)
+
+
+def _meta(value: ValueType | None) -> str:
+    """The exported facts the host reads back (:data:`SEGMENTED_SORT_META`, in order)."""
+    return meta_export((
+        ("key_size", "sizeof(cuprims_key_t)"),
+        ("value_size", "0" if value is None else "sizeof(cuprims_value_t)"),
+        ("offset_size", "sizeof(cuprims_offset_t)"),
+        ("key_bits", "8 * sizeof(cuprims_key_t)"),
+        ("radix_bits", "cuprims_policy.large_segment.radix_bits"),
+        ("large_threads", "cuprims_policy.large_segment.threads_per_block"),
+        ("large_items", "cuprims_policy.large_segment.items_per_thread"),
+        ("mid_items", "cuprims_mid_items"),
+        ("medium_threads", "cuprims_policy.medium_segment.threads_per_block"),
+        ("medium_warp", "cuprims_policy.medium_segment.threads_per_warp"),
+        ("medium_items", "cuprims_policy.medium_segment.items_per_thread"),
+        ("small_threads", "cuprims_policy.small_segment.threads_per_block"),
+        ("small_warp", "cuprims_policy.small_segment.threads_per_warp"),
+        ("small_items", "cuprims_policy.small_segment.items_per_thread"),
+        ("partitioning_threshold", "cuprims_policy.partitioning_threshold"),
+        ("partition_threads", "cuprims_partition_policy.threads_per_block"),
+        ("partition_items", "cuprims_partition_policy.items_per_thread"),
+        ("tile_padding", f"{_TILE_STATE}::TILE_STATUS_PADDING"),
+        ("tile_word_bytes", f"sizeof(typename {_TILE_STATE}::TxnWord)"),
+    ))
+
+
+def _kernel_names(order: str, p_begin: str, p_end: str) -> tuple[str, ...]:
+    """The six kernels' name expressions, in the order :func:`segmented_sort_source` gives."""
+    sort_args = f"cuprims_selector_t, cuprims_key_t, cuprims_value_t, {p_begin}, {p_end}, cuprims_offset_t"
+    return (
+        f"{_SS}::DeviceSegmentedSortFallbackKernel<{order}, {sort_args}>",
+        f"{_TWP}::DeviceThreeWayPartitionInitKernel<{_TILE_STATE}, {_INDEX}*>",
+        f"{_TWP}::DeviceThreeWayPartitionKernel<cuprims_partition_selector_t, ::cuda::counting_iterator<{_INDEX}>, "
+        f"{_INDEX}*, {_INDEX}*, ::cuda::std::reverse_iterator<{_INDEX}*>, {_INDEX}*, {_TILE_STATE}, "
+        f"cuprims_large_selector_t, cuprims_small_selector_t, {_TWP}::per_partition_offset_t, {_CONTEXT}>",
+        f"cuprims::segmented_sort::large_kernel<{order}, {sort_args}, cuprims_mid_items, false>",
+        f"cuprims::segmented_sort::small_kernel<{order}, {sort_args}>",
+        f"cuprims::segmented_sort::large_kernel<{order}, {sort_args}, cuprims_mid_items, true>",
+    )
+
+
 def segmented_sort_source(*, key: ValueType, value: ValueType | None, descending: bool, begin: Any, end: Any,
                           arch: int, mid_items: int | None = None) -> Source:
     """Source for sorting the segments [begin[i], end[i]) of ``key`` keys (and ``value``
@@ -89,15 +166,6 @@ def segmented_sort_source(*, key: ValueType, value: ValueType | None, descending
     is_float = key.kind == "f"
     order = f"cub::SortOrder::{'Descending' if descending else 'Ascending'}"
     p_begin, p_end = arg_param(begin), arg_param(end)
-    sel_size = selector_layout(begin, end)[1]
-    mid = ("cuprims::segmented_sort::mid_tier_items(cuprims_policy.large_segment.threads_per_block, "
-           "cuprims_policy.large_segment.items_per_thread)") if mid_items is None else str(int(mid_items))
-    selectors = ""
-    for name, large in (("cuprims_large_selector_t", "true"), ("cuprims_small_selector_t", "false")):
-        selectors += (f"using {name} = cuprims::segmented_sort::segment_group<cuprims_selector_t, cuprims_offset_t, "
-                      f"{p_begin}, {p_end}, {large}>;\n"
-                      f"static_assert(sizeof({name}) == {sel_size}, "
-                      "\"cuprims packs the partition's predicates so\");\n")
     text = (
         preamble((key, begin.value) + iterator_types, arch)
         + "#include <segmented_sort/cuprims_segmented_sort.cuh>\n"
@@ -107,55 +175,12 @@ def segmented_sort_source(*, key: ValueType, value: ValueType | None, descending
         + f"using cuprims_key_t = {NAN_LAST_KEY if is_float else key.cpp};\n"
         + f"using cuprims_value_t = {value_t};\n"
         + f"using cuprims_offset_t = {'int' if offset_size(begin) == 4 else 'long long'};\n"
-        + f"using cuprims_selector_t = {_SS}::policy_selector_from_types<cuprims_key_t, cuprims_value_t>;\n"
-        + "constexpr auto cuprims_policy = cuprims_selector_t{}(::cuda::compute_capability{"
-        + f"{arch // 10}, {arch % 10}" + "});\n"
-        + f"constexpr int cuprims_mid_items = {mid};\n"
-        + f"using cuprims_partition_selector_t = {_TWP}::policy_selector_from_types<{_INDEX}, "
-        + f"{_TWP}::per_partition_offset_t>;\n"
-        + "constexpr auto cuprims_partition_policy = cuprims_partition_selector_t{}(::cuda::compute_capability{"
-        + f"{arch // 10}, {arch % 10}" + "}).lookback;\n"
-        + selectors
-        # what the host packs: the tile state and the reverse iterator as one pointer each, the
-        # counting iterator as its 32-bit value, CUB's double buffer as two pointers
-        + f"static_assert(sizeof({_TILE_STATE}) == sizeof(void*) && sizeof(::cuda::std::reverse_iterator<{_INDEX}*>) "
-        + f"== sizeof(void*) && sizeof(::cuda::counting_iterator<{_INDEX}>) == 4 && sizeof({_INDEX}) == 4 && "
-        + f"sizeof({_CUB}::detail::device_double_buffer<cuprims_key_t>) == 16 && sizeof({_CONTEXT}) == 32, "
-        + "\"cuprims packs the partition's and sorts' parameters in these sizes\");\n"
-        + meta_export((
-            ("key_size", "sizeof(cuprims_key_t)"),
-            ("value_size", "0" if value is None else "sizeof(cuprims_value_t)"),
-            ("offset_size", "sizeof(cuprims_offset_t)"),
-            ("key_bits", "8 * sizeof(cuprims_key_t)"),
-            ("radix_bits", "cuprims_policy.large_segment.radix_bits"),
-            ("large_threads", "cuprims_policy.large_segment.threads_per_block"),
-            ("large_items", "cuprims_policy.large_segment.items_per_thread"),
-            ("mid_items", "cuprims_mid_items"),
-            ("medium_threads", "cuprims_policy.medium_segment.threads_per_block"),
-            ("medium_warp", "cuprims_policy.medium_segment.threads_per_warp"),
-            ("medium_items", "cuprims_policy.medium_segment.items_per_thread"),
-            ("small_threads", "cuprims_policy.small_segment.threads_per_block"),
-            ("small_warp", "cuprims_policy.small_segment.threads_per_warp"),
-            ("small_items", "cuprims_policy.small_segment.items_per_thread"),
-            ("partitioning_threshold", "cuprims_policy.partitioning_threshold"),
-            ("partition_threads", "cuprims_partition_policy.threads_per_block"),
-            ("partition_items", "cuprims_partition_policy.items_per_thread"),
-            ("tile_padding", f"{_TILE_STATE}::TILE_STATUS_PADDING"),
-            ("tile_word_bytes", f"sizeof(typename {_TILE_STATE}::TxnWord)"),
-        ))
-    )
-    sort_args = f"cuprims_selector_t, cuprims_key_t, cuprims_value_t, {p_begin}, {p_end}, cuprims_offset_t"
-    names = (
-        f"{_SS}::DeviceSegmentedSortFallbackKernel<{order}, {sort_args}>",
-        f"{_TWP}::DeviceThreeWayPartitionInitKernel<{_TILE_STATE}, {_INDEX}*>",
-        f"{_TWP}::DeviceThreeWayPartitionKernel<cuprims_partition_selector_t, ::cuda::counting_iterator<{_INDEX}>, "
-        f"{_INDEX}*, {_INDEX}*, ::cuda::std::reverse_iterator<{_INDEX}*>, {_INDEX}*, {_TILE_STATE}, "
-        f"cuprims_large_selector_t, cuprims_small_selector_t, {_TWP}::per_partition_offset_t, {_CONTEXT}>",
-        f"cuprims::segmented_sort::large_kernel<{order}, {sort_args}, cuprims_mid_items, false>",
-        f"cuprims::segmented_sort::small_kernel<{order}, {sort_args}>",
-        f"cuprims::segmented_sort::large_kernel<{order}, {sort_args}, cuprims_mid_items, true>",
+        + _policies(arch, mid_items)
+        + _selectors(p_begin, p_end, selector_layout(begin, end)[1])
+        + _PACKED_SIZES
+        + _meta(value)
     )
     # CUB's partition tuning and sub-warp sort headers have unannotated helpers that NVRTC 13.0
     # takes as host code otherwise
-    return Source(text=text, name_expressions=names, extern_symbols=iterator_symbols,
+    return Source(text=text, name_expressions=_kernel_names(order, p_begin, p_end), extern_symbols=iterator_symbols,
                   meta_fields=SEGMENTED_SORT_META, compile_options=(("device_as_default_execution_space", True),))

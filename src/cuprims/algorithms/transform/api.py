@@ -6,7 +6,7 @@ argument); ``unary_transform`` / ``binary_transform`` do both in one call.
 
 The result of ``op`` is converted to ``d_out``'s type, so inputs and output may have
 different types (``int8`` in, ``float32`` out); inputs and output may be iterators. Built-in
-operators follow :mod:`cuprims._codegen.functors` (binary ones compute in numpy's common type
+operators follow :mod:`cuprims._codegen.builtin_ops` (binary ones compute in numpy's common type
 of the inputs, comparisons give ``bool``). Device code is CUB's own transform kernel; its
 host dispatch (CUB's ``dispatch_transform.cuh``) is ours, driven by the exported policy:
 

@@ -5,8 +5,9 @@ this module writes the operator functor, the kernel's name expression and the ex
 facts the host dispatch reads back (``cuprims_meta``).
 
 Built-in operators (``OpKind``) are used in their element-wise role (see
-:mod:`.functors`, which writes the functor and checks, in :func:`check_transform_builtin`,
-that the operator is defined on the types before any code is generated):
+:mod:`.builtin_ops`, which checks, in :func:`check_transform_builtin`, that the operator
+is defined on the types before any code is generated, and :mod:`.functors`, which writes
+the functor):
 
 * unary ones (NEGATE, IDENTITY, BIT_NOT, LOGICAL_NOT) compute in the input's type;
 * binary ones compute in the *common type* of the two inputs (numpy's
@@ -25,8 +26,9 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+from cuprims._codegen.builtin_ops import check_transform_builtin, common_type  # noqa: F401 (used by the host)
 from cuprims._codegen.common import iterator_parts, meta_export, op_symbol, preamble
-from cuprims._codegen.functors import check_transform_builtin, common_type, transform_functor  # noqa: F401 (used by the host)
+from cuprims._codegen.functors import transform_functor
 from cuprims._compile.source import Source
 from cuprims.op import OpSpec
 from cuprims.types import ValueType

@@ -24,8 +24,8 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from cuprims._build.results import OpInput
+from cuprims._codegen.builtin_ops import check_equality_builtin
 from cuprims._codegen.common import op_symbol
-from cuprims._codegen.functors import check_equality_builtin
 from cuprims._compile.source import Source
 from cuprims._runtime import driver
 from cuprims.algorithms.arguments import ArgKind, describe, keyword_checked
