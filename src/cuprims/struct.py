@@ -26,11 +26,8 @@ field order (nested tuples for nested structs), or a value built by calling the 
     def brighter(a, b):
         return Pixel(a.r + b.r, max(a.g, b.g))
 
-Every field is converted to its declared type when the result is stored. Instances
-made on the host may be used in operators too (as constants captured by the function).
-
-This module does not import numba; device support lives in
-``cuprims._operators.numba_structs`` and is loaded with the operator compiler.
+Every field is converted to its declared type when stored; host instances work in operators
+too. Device support (``cuprims._operators.numba_structs``) loads with the operator compiler.
 """
 
 from __future__ import annotations
