@@ -58,3 +58,13 @@ def numba_ops(monkeypatch):
     """Every Python operator compiled by numba and linked, small expressions too (the
     path a test of numba's stages or of linked-operator code means to exercise)."""
     monkeypatch.setenv("CUPRIMS_DIRECT_OPS", "0")
+
+
+@pytest.fixture
+def sm90(shared_cache):
+    """coop primitives built for sm_90 (no device to ask) over the session-wide disk cache; a
+    coop test file takes it for all its tests with ``pytestmark = pytest.mark.usefixtures("sm90")``."""
+    from cuprims import coop
+
+    with coop.target((9, 0)):
+        yield

@@ -122,7 +122,7 @@ def cold_build_ratio(tmp_path: Path, runs: int = 2) -> float:
     return min(builds) / reference
 
 
-@pytest.mark.slow
+@pytest.mark.timing
 def test_a_cold_reduce_build_is_not_slower_than_the_committed_figure(tmp_path):
     committed = json.loads(BASELINE.read_text())
     ratio = cold_build_ratio(tmp_path)

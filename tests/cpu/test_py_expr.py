@@ -594,7 +594,16 @@ PTX_CASES = {
 }
 
 
-@pytest.mark.parametrize("name", PTX_CASES)
+# CI compares one case of each operator class on each type family (contraction in float32 and
+# into float64, float and integer division, min/max across families, comparisons, the
+# ternary, negation of a float and abs of an integer, Python's floor division, integer
+# overflow, each algorithm that is not a transform); the rest runs with --run-slow.
+PTX_BEYOND_CI = {"fma of products", "poly f8", "float and int", "max f4", "min f8 f4", "max literal", "neg i1",
+                 "abs f8"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in PTX_BEYOND_CI else n
+                                  for n in PTX_CASES])
 def test_linked_ptx_computes_as_numbas(monkeypatch, name):
     direct = _linked_ptx(monkeypatch, PTX_CASES[name], True)
     linked = _linked_ptx(monkeypatch, PTX_CASES[name], False)

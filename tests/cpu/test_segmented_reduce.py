@@ -1,6 +1,6 @@
 """Segmented reduce on the CPU: ahead-of-time sm_90 builds (arrays and iterator offsets),
-goldens, the kernels' parameters against the cubin, the host dispatch, and bad arguments
-named before anything is compiled."""
+goldens, the kernels' parameters against the cubin, and the host dispatch (bad arguments:
+tests/cpu/reliability/test_bad_arguments.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import cuprims
 from cpu_helpers import check_golden, check_kernel_params, counters, delta, render_source
 from cuprims import CountingIterator, OpKind, ProxyArray as P, ProxyValue as V, TransformIterator
 from cuprims.algorithms.segmented_reduce.api import cub_grid, slices_for, warp_grid
-from cuprims.errors import ArgumentError
 
 f4, i4, i8 = np.float32, np.int32, np.int64
 
@@ -64,25 +63,6 @@ def test_struct_values_and_uint32_offsets(shared_cache):
     obj = _make(d_in=P(pair.dtype), d_out=P(pair.dtype), start_offsets_in=P(np.uint32), end_offsets_in=P(np.uint32),
                 op=widest, h_init=pair(np.inf, -np.inf))
     check_kernel_params(obj, 90)
-
-
-@pytest.mark.parametrize("over, argument", [
-    (dict(start_offsets_in=P(f4)), "start_offsets_in"),
-    (dict(end_offsets_in=P(i4)), "end_offsets_in"),
-    (dict(start_offsets_in=P(np.int16), end_offsets_in=P(np.int16)), "start_offsets_in"),
-    (dict(h_init=None), "h_init"),
-    (dict(h_init=3.5, d_out=P(i4), d_in=P(i4)), "h_init"),
-    (dict(d_in=P(np.complex64)), "d_out"),
-    (dict(d_out=np.zeros(4, f4)), "d_out"),
-    (dict(op=OpKind.LESS), "op"),
-    (dict(compute_capability=55), "compute_capability"),
-])
-def test_bad_arguments_are_named_before_any_compile(over, argument):
-    before = counters()
-    with pytest.raises(ArgumentError) as info:
-        _make(**over)
-    assert info.value.argument == argument, str(info.value)
-    assert delta(before) == {"numba_compiles": 0, "nvrtc_compiles": 0, "links": 0}
 
 
 PLAN = SimpleNamespace(tile_items=4096, small_tile=16, small_segments=256, medium_tile=512, medium_segments=8,

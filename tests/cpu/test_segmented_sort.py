@@ -162,26 +162,6 @@ def test_source_kernels_and_offset_types():
 
 # ----------------------------------------------------------------------- argument errors
 
-@pytest.mark.parametrize("over,argument", [
-    (dict(key=np.complex64), "d_in_keys"),
-    (dict(key=STRUCT), "d_in_keys"),
-    (dict(offsets=np.float32), "start_offsets_in"),
-    (dict(offsets=np.int16), "start_offsets_in"),
-    (dict(order="sideways"), "order"),
-    (dict(compute_capability=55), "compute_capability"),
-])
-def test_bad_build_arguments_are_named_before_any_compile(over, argument):
-    kw = dict(key=i4, offsets=i4, order=ASC, cc=90)
-    kw.update(over)
-    if "compute_capability" in over:
-        kw["cc"] = kw.pop("compute_capability")
-    before = counters()
-    with pytest.raises(ArgumentError) as info:
-        make(kw.pop("key"), **kw)
-    assert info.value.argument == argument, str(info.value)
-    assert delta(before) == {"numba_compiles": 0, "nvrtc_compiles": 0, "links": 0}
-
-
 @pytest.mark.parametrize("kwargs,argument", [
     (dict(d_in_keys=P(i4)), "d_out_keys"),
     (dict(d_in_keys=P(i4), d_out_keys=P(i8)), "d_out_keys"),

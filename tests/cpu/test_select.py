@@ -1,17 +1,14 @@
 """Select on the CPU: ahead-of-time sm_90 builds (arrays, iterators, an output iterator, a
-captured array), a golden, the kernels' parameters against the cubin, and bad arguments
-named before any compile."""
+captured array), a golden, and the kernels' parameters against the cubin (bad arguments:
+tests/cpu/reliability/test_bad_arguments.py)."""
 
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 import cuprims
-from cpu_helpers import (check_golden, check_kernel_params, counters, delta, kernel_param_sizes, pack_sizes,
-                         render_source)
-from cuprims import CountingIterator, OpKind, ProxyArray as P, TransformOutputIterator
-from cuprims.errors import ArgumentError
+from cpu_helpers import check_golden, check_kernel_params, kernel_param_sizes, pack_sizes, render_source
+from cuprims import CountingIterator, ProxyArray as P, TransformOutputIterator
 
 i4, i8, f4 = np.int32, np.int64, np.float32
 
@@ -58,19 +55,3 @@ def test_iterator_input_output_iterator_and_a_captured_array(shared_cache):
     check_kernel_params(obj, 90)
     assert obj.desc.op.state_size > 0
 
-
-@pytest.mark.parametrize("over, argument", [
-    (dict(cond=OpKind.LESS), "cond"),
-    (dict(cond=None), "cond"),
-    (dict(d_out=P(f4)), "d_out"),
-    (dict(d_num_selected_out=P(f4)), "d_num_selected_out"),
-    (dict(d_num_selected_out=CountingIterator(i8(0))), "d_num_selected_out"),
-    (dict(d_in=np.zeros(3, i4)), "d_in"),
-    (dict(compute_capability=55), "compute_capability"),
-])
-def test_bad_arguments_are_named_before_any_compile(over, argument):
-    before = counters()
-    with pytest.raises(ArgumentError) as info:
-        _make(**over)
-    assert info.value.argument == argument, str(info.value)
-    assert delta(before) == {"numba_compiles": 0, "nvrtc_compiles": 0, "links": 0}

@@ -1,19 +1,17 @@
 """Three-way partition on the CPU: ahead-of-time sm_90 builds (arrays, iterators, a
 DiscardIterator output, captured arrays), a golden, the kernels' parameters against the
-cubin, the storage size, and bad arguments named before any compile."""
+cubin, and the storage size (bad arguments: tests/cpu/reliability/test_bad_arguments.py)."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
 import numpy as np
-import pytest
 
 import cuprims
-from cpu_helpers import check_golden, check_kernel_params, counters, delta, render_source
-from cuprims import CountingIterator, DiscardIterator, OpKind, ProxyArray as P
+from cpu_helpers import check_golden, check_kernel_params, render_source
+from cuprims import CountingIterator, DiscardIterator, ProxyArray as P
 from cuprims.algorithms.lookback import tile_storage
-from cuprims.errors import ArgumentError
 
 i4, i8, f4 = np.int32, np.int64, np.float32
 
@@ -43,24 +41,6 @@ def test_iterators_discard_and_captured_arrays(shared_cache):
                 select_first_part_op=first, select_second_part_op=lambda v: v % 2 == 0)
     check_kernel_params(obj, 90)
     assert obj.desc.first_op.state_size > 0 and obj.desc.second_op.state_size == 0
-
-
-@pytest.mark.parametrize("over, argument", [
-    (dict(select_first_part_op=OpKind.LESS), "select_first_part_op"),
-    (dict(select_second_part_op=42), "select_second_part_op"),
-    (dict(d_first_part_out=P(f4)), "d_first_part_out"),
-    (dict(d_unselected_out=P(i8)), "d_unselected_out"),
-    (dict(d_num_selected_out=P(f4)), "d_num_selected_out"),
-    (dict(d_num_selected_out=CountingIterator(i8(0))), "d_num_selected_out"),
-    (dict(d_in=np.zeros(3, i4)), "d_in"),
-    (dict(compute_capability=51), "compute_capability"),
-])
-def test_bad_arguments_are_named_before_any_compile(over, argument):
-    before = counters()
-    with pytest.raises(ArgumentError) as info:
-        _make(**over)
-    assert info.value.argument == argument, str(info.value)
-    assert delta(before) == {"numba_compiles": 0, "nvrtc_compiles": 0, "links": 0}
 
 
 def test_storage_bytes():

@@ -1,7 +1,8 @@
 """Unique-by-key on the CPU: ahead-of-time sm_90 builds of both variants (cuprims' kernel up to
 2^31 - 1 items, CUB's beyond) for several types, iterators, Python/raw equalities, DiscardIterator
 outputs; goldens, kernel parameters against the cubin, the temporary-storage layout, the dispatch
-on a fake device (kernels emulated in numpy), the variant at 2^31 - 1 and 2^31, bad arguments."""
+on a fake device (kernels emulated in numpy), the variant at 2^31 - 1 and 2^31, struct keys'
+need of a Python equality (the other bad arguments: tests/cpu/reliability/test_bad_arguments.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ import numpy as np
 import pytest
 
 import cuprims
-from cpu_helpers import (FakeArray, FakeMemory, FakePack, check_golden, check_kernel_params, counters, delta,
-                         kernel_param_sizes, pack_sizes, render_source)
+from cpu_helpers import (FakeArray, FakeMemory, FakePack, check_golden, check_kernel_params, kernel_param_sizes,
+                         pack_sizes, render_source)
 from cuprims import CountingIterator, DiscardIterator, OpKind, ProxyArray as P, TransformIterator
 from cuprims import TransformOutputIterator
 from cuprims._runtime import driver
@@ -124,25 +125,6 @@ def test_a_raw_equality_with_state_in_both_variants():
         src = d.source(90)
         assert src.extern_symbols == ("my_raw_eq",) and "unsigned char bytes[12]" in src.text
         assert d.kernel_params()[1][6] == functor_size(raw) > 1
-
-
-@pytest.mark.parametrize("over, argument", [
-    (dict(d_out_num_selected=P(f4)), "d_out_num_selected"),
-    (dict(d_out_num_selected=P(np.int16)), "d_out_num_selected"),
-    (dict(d_out_num_selected=CountingIterator(i8(0))), "d_out_num_selected"),
-    (dict(d_out_keys=P(i8)), "d_out_keys"),
-    (dict(d_out_items=P(np.float64)), "d_out_items"),
-    (dict(op=OpKind.LESS), "op"),
-    (dict(op=OpKind.EQUAL_TO, d_in_keys=P(cuprims.gpu_struct({"q": i4}).dtype)), "d_out_keys"),
-    (dict(d_in_keys=np.zeros(4, i4)), "d_in_keys"),
-    (dict(compute_capability=199), "compute_capability"),
-])
-def test_bad_arguments_are_named_before_any_compile(over, argument):
-    before = counters()
-    with pytest.raises(ArgumentError) as info:
-        _make(**over)
-    assert info.value.argument == argument, str(info.value)
-    assert delta(before) == {"numba_compiles": 0, "nvrtc_compiles": 0, "links": 0}
 
 
 def test_struct_keys_need_a_python_equality():

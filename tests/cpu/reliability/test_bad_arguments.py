@@ -1,6 +1,7 @@
 """The bad-argument matrix: every algorithm's builder, given one bad argument at a time,
-raises an exception under CuprimsError that names that argument, before any compiler
-runs (a build would be visible in cache_info()), and never a bare Python exception.
+raises an ArgumentError (under CuprimsError) whose ``argument`` is that argument, before
+any compiler runs (a build would be visible in cache_info()), and never a bare Python
+exception.
 
 An algorithm joins the matrix by one declaration in ``ALGORITHMS``: its builder, good
 build-time arguments (placeholders for an ahead-of-time sm_90 build), which of them are
@@ -8,9 +9,11 @@ device arrays, which take iterators, and which is its operator or initial value.
 
 ``_cases()`` derives the bad values of each: for every device-array argument, things
 that are not device arrays (a host array, a ProxyValue, ...) and iterators of the wrong
-direction (output-only iterators for an input, read-only ones for an output); for the
-operator, values no recipe or compile can take (a list that contains itself, an integer
-beyond 64 bits, values nested too deep).
+direction (output-only iterators for an input, read-only ones for an output), or any
+iterator, one of the argument's own dtype too, where it takes none; for the operator,
+values no recipe or compile can take (a list that contains itself, an integer beyond 64
+bits, values nested too deep). ``extra`` adds an algorithm's own rules (dtypes that must
+agree, counts and levels out of range, arrays too short).
 
 Bad operators (the operator matrix, ``_operator_cases``): each operator argument is
 declared with its role (``operators``: a predicate, comparator or equality returns a
@@ -37,7 +40,7 @@ import cuprims
 from cuprims import (CacheModifiedInputIterator, ConstantIterator, CountingIterator, DiscardIterator, OpKind,
                      ProxyArray, ProxyValue, RawOp, ReverseIterator, SortOrder, TransformIterator,
                      TransformOutputIterator)
-from cuprims.errors import CuprimsError, OperatorCompileError, OperatorResultError
+from cuprims.errors import ArgumentError, OperatorCompileError, OperatorResultError
 
 P, V = ProxyArray, ProxyValue
 f4, i4, i8 = np.float32, np.int32, np.int64
@@ -98,6 +101,62 @@ def _above_six(v):
     return v > 6
 
 
+class _FakeDeviceArray:
+    """Device memory of ``n`` items (float32 unless ``typestr`` says otherwise) as far as the
+    checks of a build or a call can tell (never launched on)."""
+
+    def __init__(self, n: int, typestr: str = "<f4"):
+        self.__cuda_array_interface__ = {"data": (0x7F0000000000, False), "shape": (n,), "typestr": typestr,
+                                         "version": 3, "strides": None}
+
+
+_u4 = np.uint32
+_PADDED = np.dtype([("a", np.int32), ("b", np.float64), ("c", np.int8)], align=True)   # a numpy struct, not gpu_struct
+# histogram_even's levels against its samples' type: each case one rule of the levels' checks
+HISTOGRAM_LEVELS = {
+    "float levels count": (dict(h_num_output_levels=np.array([2.5])), "h_num_output_levels"),
+    "bool levels count": (dict(h_num_output_levels=True), "h_num_output_levels"),
+    "lower equals upper": (dict(h_lower_level=np.array([5], i4), h_upper_level=np.array([5], i4)), "h_lower_level"),
+    "level a string": (dict(h_lower_level="zero"), "h_lower_level"),
+    "level empty": (dict(h_lower_level=np.zeros(0, i4)), "h_lower_level"),
+    "level complex": (dict(h_lower_level=np.complex64(0), h_upper_level=np.complex64(1)), "h_lower_level"),
+    "negative level, unsigned samples": (dict(d_samples=P(_u4), h_lower_level=np.array([-1], i4)), "h_lower_level"),
+    "int8 range over int8": (dict(d_samples=P(np.int8), h_lower_level=np.array([-100], np.int8),
+                                  h_upper_level=np.array([100], np.int8)), "h_upper_level"),
+    "int8 bins over int8": (dict(d_samples=P(np.int8), h_num_output_levels=np.array([201], i4),
+                                 h_lower_level=np.array([0], np.int8), h_upper_level=np.array([100], np.int8)),
+                            "h_num_output_levels"),
+    "int32 full range": (dict(d_samples=P(i4), h_lower_level=np.array([-(1 << 31)], i4),
+                              h_upper_level=np.array([(1 << 31) - 1], i4)), "h_upper_level"),
+    "int64 product overflow": (dict(d_samples=P(i8), h_num_output_levels=np.array([9], i4),
+                                    h_lower_level=np.array([0], i8), h_upper_level=np.array([1 << 62], i8)),
+                               "h_upper_level"),
+    "nan level": (dict(d_samples=P(f4), h_lower_level=np.array([np.nan], f4), h_upper_level=np.array([1], f4)),
+                  "h_lower_level"),
+    "infinite level": (dict(d_samples=P(f4), h_lower_level=np.array([0], f4), h_upper_level=np.array([np.inf], f4)),
+                       "h_upper_level"),
+    "width overflows float32": (dict(d_samples=P(f4), h_lower_level=np.array([-3e38], f4),
+                                     h_upper_level=np.array([3e38], f4)), "h_upper_level"),
+    "bins overflow float16": (dict(d_samples=P(np.float16), h_num_output_levels=np.array([2001], i4),
+                                   h_lower_level=np.array([0], np.float16),
+                                   h_upper_level=np.array([0.01], np.float16)), "h_upper_level"),
+    "float16 beyond 2048 bins": (dict(d_samples=P(np.float16), h_num_output_levels=np.array([2050], i4),
+                                      h_lower_level=np.array([0], np.float16),
+                                      h_upper_level=np.array([1000], np.float16)), "h_num_output_levels"),
+    "float32 beyond 2^24 bins": (dict(d_samples=P(f4), h_num_output_levels=np.array([(1 << 24) + 2], i4),
+                                      h_lower_level=np.array([0], f4), h_upper_level=np.array([1], f4)),
+                                 "h_num_output_levels"),
+}
+# histogram_even's samples and counters: types it cannot count and device arrays too short for 1000
+# samples and 256 bins
+HISTOGRAM_ARRAYS = {
+    "int16 counters": (dict(d_histogram=P(np.int16)), "d_histogram"),
+    "counters too short": (dict(d_histogram=_FakeDeviceArray(255, "<i4")), "d_histogram"),
+    "bool samples": (dict(d_samples=P(np.bool_)), "d_samples"),
+    "struct samples": (dict(d_samples=P(cuprims.gpu_struct({"a": i4}))), "d_samples"),
+    "samples too short": (dict(d_samples=_FakeDeviceArray(999, "|u1")), "d_samples"),
+}
+
 ALGORITHMS: dict[str, Algo] = {
     "reduce": Algo(cuprims.make_reduce_into, dict(d_in=P(i4), d_out=P(i4), op=OpKind.PLUS, h_init=V(i4)),
                    ("d_in", "d_out"), op="op", init="h_init", init_type=i4,
@@ -111,7 +170,12 @@ ALGORITHMS: dict[str, Algo] = {
                              init_type=i4, operators={"op": "combiner"}, iterator_input="d_in",
                              extra={"float offsets": (dict(start_offsets_in=P(f4)), "start_offsets_in"),
                                     "offsets of two types": (dict(end_offsets_in=P(np.int32)), "end_offsets_in"),
-                                    "no init": (dict(h_init=None), "h_init")}),
+                                    "16-bit offsets": (dict(start_offsets_in=P(np.int16),
+                                                            end_offsets_in=P(np.int16)), "start_offsets_in"),
+                                    "no init": (dict(h_init=None), "h_init"),
+                                    "complex to real": (dict(d_in=P(np.complex64), d_out=P(f4), h_init=V(f4)),
+                                                        "d_out"),
+                                    "an ordering, not a combiner": (dict(op=OpKind.LESS), "op")}),
     "unique_by_key": Algo(cuprims.make_unique_by_key,
                           dict(d_in_keys=P(i4), d_in_items=P(f4), d_out_keys=P(i4), d_out_items=P(f4),
                                d_out_num_selected=P(i8), op=OpKind.EQUAL_TO),
@@ -119,6 +183,11 @@ ALGORITHMS: dict[str, Algo] = {
                           no_iterators=("d_out_num_selected",), op="op", operators={"op": "equality"},
                           iterator_input="d_in_keys",
                           extra={"a float count": (dict(d_out_num_selected=P(f4)), "d_out_num_selected"),
+                                 "a 16-bit count": (dict(d_out_num_selected=P(np.int16)), "d_out_num_selected"),
+                                 "keys out of another dtype": (dict(d_out_keys=P(i8)), "d_out_keys"),
+                                 "items out of another dtype": (dict(d_out_items=P(np.float64)), "d_out_items"),
+                                 "struct keys into int32 keys": (
+                                     dict(d_in_keys=P(cuprims.gpu_struct({"q": i4}).dtype)), "d_out_keys"),
                                  "an ordering, not an equality": (dict(op=OpKind.LESS), "op")}),
     "three_way_partition": Algo(cuprims.make_three_way_partition,
                                 dict(d_in=P(i4), d_first_part_out=P(i4), d_second_part_out=P(i4),
@@ -130,11 +199,24 @@ ALGORITHMS: dict[str, Algo] = {
                                 operators={"select_first_part_op": "predicate", "select_second_part_op": "predicate"},
                                 iterator_input="d_in",
                                 extra={"a built-in predicate": (dict(select_second_part_op=OpKind.LESS),
-                                                                "select_second_part_op")}),
+                                                                "select_second_part_op"),
+                                       "a built-in first predicate": (dict(select_first_part_op=OpKind.LESS),
+                                                                      "select_first_part_op"),
+                                       "a second predicate not callable": (dict(select_second_part_op=42),
+                                                                           "select_second_part_op"),
+                                       "first part of another dtype": (dict(d_first_part_out=P(f4)),
+                                                                       "d_first_part_out"),
+                                       "unselected of another dtype": (dict(d_unselected_out=P(i8)),
+                                                                       "d_unselected_out"),
+                                       "a float count": (dict(d_num_selected_out=P(f4)), "d_num_selected_out")}),
     "select": Algo(cuprims.make_select, dict(d_in=P(i4), d_out=P(i4), d_num_selected_out=P(i8), cond=_below_three),
                    ("d_in", "d_out", "d_num_selected_out"), no_iterators=("d_num_selected_out",), op="cond",
                    operators={"cond": "predicate"}, iterator_input="d_in", iterator_output="d_out",
-                   extra={"a built-in predicate": (dict(cond=OpKind.EQUAL_TO), "cond")}),
+                   extra={"a built-in predicate": (dict(cond=OpKind.EQUAL_TO), "cond"),
+                          "a built-in ordering": (dict(cond=OpKind.LESS), "cond"),
+                          "no predicate": (dict(cond=None), "cond"),
+                          "output of another dtype": (dict(d_out=P(f4)), "d_out"),
+                          "a float count": (dict(d_num_selected_out=P(f4)), "d_num_selected_out")}),
     "inclusive_scan": Algo(cuprims.make_inclusive_scan, dict(d_in=P(i4), d_out=P(i4), op=OpKind.PLUS),
                            ("d_in", "d_out"), op="op", operators={"op": "combiner"}, iterator_input="d_in",
                            iterator_output="d_out"),
@@ -179,7 +261,10 @@ ALGORITHMS: dict[str, Algo] = {
                            extra={"order": (dict(order="sideways"), "order"),
                                   "complex keys": (dict(d_in_keys=P(np.complex64), d_out_keys=P(np.complex64)),
                                                    "d_in_keys"),
+                                  "struct keys": (dict(d_in_keys=P(_PADDED), d_out_keys=P(_PADDED)), "d_in_keys"),
                                   "float offsets": (dict(start_offsets_in=P(f4)), "start_offsets_in"),
+                                  "float offsets at both ends": (dict(start_offsets_in=P(f4), end_offsets_in=P(f4)),
+                                                                 "start_offsets_in"),
                                   "16-bit offsets": (dict(start_offsets_in=P(np.int16), end_offsets_in=P(np.int16)),
                                                      "start_offsets_in"),
                                   "offsets of two types": (dict(end_offsets_in=P(i4)), "end_offsets_in"),
@@ -211,7 +296,9 @@ ALGORITHMS: dict[str, Algo] = {
                                   "negative count": (dict(num_samples=-1), "num_samples"),
                                   # the kernels' offsets are 64-bit: a count past them is refused, not wrapped
                                   "count past 64-bit offsets": (dict(num_samples=2 ** 80), "num_samples"),
-                                  "count of 2**63": (dict(num_samples=2 ** 63), "num_samples")}),
+                                  "count of 2**63": (dict(num_samples=2 ** 63), "num_samples"),
+                                  "float count": (dict(num_samples=1.5), "num_samples"),
+                                  **HISTOGRAM_LEVELS, **HISTOGRAM_ARRAYS}),
 }
 
 
@@ -248,6 +335,8 @@ def _cases() -> list[tuple[str, str, dict[str, Any], str]]:
             out.append((name, f"{arg}: a numpy scalar", {arg: np.zeros(1, good.dtype)[0]}, arg))
             if arg in a.no_iterators:
                 out.append((name, f"{arg}: an iterator", {arg: CountingIterator(np.int32(0))}, arg))
+                own = np.zeros(1, good.dtype)[0]
+                out.append((name, f"{arg}: an iterator of its dtype", {arg: CountingIterator(own)}, arg))
             else:
                 for case, it in _wrong_direction(good, _written(arg)).items():
                     out.append((name, f"{arg}: {case}", {arg: it}, arg))
@@ -321,11 +410,9 @@ def test_bad_argument_is_named_before_any_compile(algo, case, overrides, argumen
     a = ALGORITHMS[algo]
     kwargs = {**a.good, "compute_capability": 90, **overrides}
     before = cuprims.cache_info()
-    with pytest.raises(CuprimsError) as info:
+    with pytest.raises(ArgumentError) as info:
         a.builder(**kwargs)
-    err = info.value
-    named = getattr(err, "argument", None)
-    assert named == argument or (named is None and argument in str(err)), (case, named, str(err))
+    assert info.value.argument == argument, (case, info.value.argument, str(info.value))
     after = cuprims.cache_info()
     for counter in ("numba_compiles", "nvrtc_compiles", "links"):
         assert after[counter] == before[counter], (case, counter)
@@ -581,14 +668,6 @@ def test_a_built_object_refuses_a_count_past_64_bit_offsets(cache):
         obj(temp_storage=None, d_in=_FakeDeviceArray(8), d_out=_FakeDeviceArray(1), num_items=2 ** 80,
             h_init=np.float32(0))
     assert info.value.argument == "num_items"
-
-
-class _FakeDeviceArray:
-    """Float32 device memory as far as the checks of a call can tell (never launched on)."""
-
-    def __init__(self, n: int):
-        self.__cuda_array_interface__ = {"data": (0x7F0000000000, False), "shape": (n,), "typestr": "<f4",
-                                         "version": 3, "strides": None}
 
 
 @pytest.mark.parametrize("value,dtype", [(2 ** 70, i8), (-1, np.uint8), (np.int64(1 << 40), i4), (1e10, i4),

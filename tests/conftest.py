@@ -1,0 +1,36 @@
+"""The ``slow`` switch of the whole suite.
+
+CI (``bash scripts/test``) runs a representative subset of the CPU suite's largest
+matrices: one case per kind, dtype family or operator class. The rest of each matrix is
+marked ``slow`` and runs with ``--run-slow`` or ``CUPRIMS_RUN_SLOW=1`` (the nightly-style
+command in scripts/test's header). Tests under tests/gpu run whether marked or not: the
+GPU run is the full-matrix run.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+_GPU_TESTS = Path(__file__).resolve().parent / "gpu"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--run-slow", action="store_true", default=False,
+                     help="also run the tests marked slow (the full matrices; CUPRIMS_RUN_SLOW=1 does the same)")
+
+
+def run_slow(config: pytest.Config) -> bool:
+    """Whether this run takes the tests marked ``slow`` everywhere, not only under tests/gpu."""
+    return config.getoption("--run-slow") or os.environ.get("CUPRIMS_RUN_SLOW", "") not in ("", "0")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if run_slow(config):
+        return
+    skip = pytest.mark.skip(reason="slow: a case beyond CI's subset (--run-slow or CUPRIMS_RUN_SLOW=1 runs it)")
+    for item in items:
+        if item.get_closest_marker("slow") is not None and _GPU_TESTS not in Path(str(item.fspath)).parents:
+            item.add_marker(skip)
