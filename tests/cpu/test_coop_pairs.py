@@ -14,7 +14,8 @@ from numba.cuda.np.numpy_support import from_dtype  # noqa: E402
 
 from cuprims import OpKind, coop  # noqa: E402
 from cuprims._base import stats  # noqa: E402
-from cuprims.coop import _build, _kernel_unit  # noqa: E402
+from cuprims.coop import _build  # noqa: E402
+from cuprims.coop._style2 import kernel_unit as _kernel_unit  # noqa: E402
 from cuprims.coop._codegen import provider_text  # noqa: E402
 from cuprims.errors import ArgumentError, CoopError, LinkError  # noqa: E402
 
@@ -241,7 +242,7 @@ def test_pairs_keys_differ_from_keys_only_and_by_value_type():
 def test_under_aligned_values_are_copied_into_aligned_locals(key, value):
     # numba's local arrays of complex and structs may be less aligned than the C++ type:
     # the values (as the keys, where theirs is such a type) arrive as void* and are copied
-    from cuprims.coop._factory import comparator
+    from cuprims.coop._arguments import comparator
     from cuprims.coop._spec import ProviderSpec, element_type
 
     kvt, vvt = element_type(key), element_type(value)

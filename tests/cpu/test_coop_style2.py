@@ -12,7 +12,8 @@ from numba import cuda, types  # noqa: E402
 
 from cuprims import coop  # noqa: E402
 from cuprims._base import stats  # noqa: E402
-from cuprims.coop import _build, _kernel_unit  # noqa: E402
+from cuprims.coop import _build  # noqa: E402
+from cuprims.coop._style2 import kernel_unit as _kernel_unit  # noqa: E402
 
 from coop_helpers import kernel_sections, link_kernel, shared_bytes, style2_ptx  # noqa: E402
 

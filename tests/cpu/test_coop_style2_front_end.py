@@ -12,7 +12,7 @@ numba = pytest.importorskip("numba")
 from numba import cuda, types  # noqa: E402
 
 from cuprims import coop  # noqa: E402
-from cuprims.coop import _kernel_unit  # noqa: E402
+from cuprims.coop._style2 import kernel_unit as _kernel_unit  # noqa: E402
 from cuprims.errors import ArgumentError, CoopError  # noqa: E402
 
 from coop_helpers import link_kernel  # noqa: E402

@@ -12,7 +12,7 @@ from numba import cuda, types  # noqa: E402
 
 from cuprims import coop  # noqa: E402
 from cuprims._base import stats  # noqa: E402
-from cuprims.coop import _kernel_unit  # noqa: E402
+from cuprims.coop._style2 import kernel_unit as _kernel_unit  # noqa: E402
 from cuprims.errors import ArgumentError, LinkError  # noqa: E402
 
 from coop_helpers import link_kernel, linked_ptx, shared_bytes, style2_ptx  # noqa: E402

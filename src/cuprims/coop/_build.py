@@ -35,7 +35,8 @@ from cuprims._cache.entries import MAX_BLOBS
 from cuprims._cache.memory import SingleFlightLRU
 from cuprims._compile.nvrtc import BASE_OPTIONS, compile_to_ltoir, write_source
 from cuprims._compile.toolchain import toolchain_fingerprint
-from cuprims.coop._codegen import SORT_KINDS, meta_fields, meta_symbol, unit_source
+from cuprims.coop._codegen import meta_fields, meta_symbol, unit_source
+from cuprims.coop._records import record
 from cuprims.coop._spec import ProviderSpec
 
 ENTRY_KIND = "coop"
@@ -120,7 +121,7 @@ def _operator_ltoirs(specs: Sequence[ProviderSpec], arch: int, objs: dict[str, A
                                               (arch // 10, arch % 10), op_name=op.name)
                 else:
                     # a comparator writes a flag byte (result type None), a combiner a value
-                    result = None if sp.kind in SORT_KINDS else sp.vt
+                    result = None if record(sp.kind).compares else sp.vt
                     codes += compile_python_op(objs[symbol], (sp.vt, sp.vt), result, symbol,
                                                (arch // 10, arch % 10), op_name=op.name)
     return codes

@@ -1,5 +1,5 @@
 """Registers Style 2 with numba-cuda: the typeof hooks and data models of its types, and
-the two rewrites (:mod:`._rewrite` before type inference, :mod:`._kernel_unit` after).
+the two rewrites (:mod:`._style2.rewrite` before type inference, :mod:`._style2.kernel_unit` after).
 
 It must run before numba-cuda starts compiling a kernel that uses Style 2 (rewrites are
 read when a compilation's rewrite pass begins). It runs when any Style 2 name
@@ -18,22 +18,23 @@ from __future__ import annotations
 
 from typing import Any
 
-_NAMES = ("this_block", "this_warp", "ThreadData", "load", "store", "exchange", "sum", "reduce", "inclusive_sum",
-          "exclusive_sum", "inclusive_scan", "exclusive_scan", "merge_sort_keys", "radix_sort_keys",
-          "merge_sort_pairs", "radix_sort_pairs")
+from cuprims.coop._records import CALLS
+
+# the groups, ThreadData, then each primitive's calls (the reference's order)
+_NAMES = ("this_block", "this_warp", "ThreadData", *CALLS)
 
 
 def init() -> None:
     """Register Style 2 (idempotent; imports numba.cuda)."""
-    from cuprims.coop import _kernel_unit, _rewrite  # noqa: F401  (registration happens on import)
+    from cuprims.coop._style2 import kernel_unit, rewrite  # noqa: F401  (registration happens on import)
 
 
 def names() -> dict[str, Any]:
     """Every public Style 2 name -> its object (registers Style 2 first)."""
     init()
-    from cuprims.coop import _groups, _single_phase, _thread_data
+    from cuprims.coop._style2 import calls, groups, thread_data
 
-    found = {"this_block": _groups.this_block, "this_warp": _groups.this_warp,
-             "ThreadData": _thread_data.ThreadData, **_single_phase.PRIMITIVES}
+    found = {"this_block": groups.this_block, "this_warp": groups.this_warp, "ThreadData": thread_data.ThreadData,
+             **calls.STUBS}
     assert set(found) == set(_NAMES)
     return found

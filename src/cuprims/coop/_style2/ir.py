@@ -4,6 +4,7 @@ The rewrite runs before type inference and before SSA, so a variable may have se
 definitions; everything here gives up (returns ``MISSING``/None) rather than guess
 when a value is not defined exactly once. New statements keep ``func_ir._definitions``
 up to date, which later passes (inlining, constant inference) read.
+:class:`WholeFunction` is the shape of Style 2's two rewrites: once over all blocks.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any, Iterator
 
 from numba.cuda.core import ir
 from numba.cuda.core.analysis import compute_cfg_from_blocks
+from numba.cuda.core.rewrites import Rewrite
 
 MISSING = object()
 
@@ -164,3 +166,22 @@ def drop_if_unused(func_ir: Any, var: Any) -> None:
         body[:] = [s for s in body if s is not stmt and not (isinstance(s, ir.Del) and s.value == name)]
         func_ir._definitions.pop(name, None)
         pending += inputs
+
+
+class WholeFunction(Rewrite):
+    """A rewrite that runs :meth:`once` over the whole function, at its first ``match``
+    (numba calls ``match`` per block; these rewrites need all blocks at once) and never
+    asks numba to ``apply`` anything."""
+
+    def __init__(self, state: Any):
+        super().__init__(state)
+        self._state, self._done = state, False
+
+    def match(self, func_ir: Any, block: Any, typemap: Any, calltypes: Any) -> bool:
+        if not self._done:
+            self._done = True
+            self.once(self._state, func_ir)
+        return False
+
+    def once(self, state: Any, func_ir: Any) -> None:
+        raise NotImplementedError

@@ -1,6 +1,6 @@
 """``coop.this_block()`` and ``coop.this_warp()``: the groups Style 2 calls take first.
 
-The block shape is never written by the user. The front-end rewrite (:mod:`._rewrite`)
+The block shape is never written by the user. The front-end rewrite (:mod:`.rewrite`)
 replaces ``this_block()`` with ``_block_group(x, y, z)`` (literal ints), the shape found
 by :func:`block_shape`:
 
@@ -36,8 +36,8 @@ from typing import Any
 from numba import types
 from numba.cuda.extending import intrinsic
 
-from cuprims.coop._nbtypes import BlockGroupType, Stub, WarpGroupType
 from cuprims.coop._spec import block_dims
+from cuprims.coop._style2.nbtypes import BlockGroupType, Stub, WarpGroupType
 from cuprims.coop._target import current_block
 from cuprims.errors import CoopError
 
@@ -47,7 +47,7 @@ WARP_THREADS = 32
 @Stub
 def this_block():
     """The calling thread's block, as the first argument of block-wide calls
-    (``coop.load(block, ...)``); its shape is the launch's (see :mod:`cuprims.coop._groups`).
+    (``coop.load(block, ...)``); its shape is the launch's (see :mod:`cuprims.coop._style2.groups`).
 
     Example::
 

@@ -1,7 +1,7 @@
 """``coop.ThreadData(n)``: a thread's ``n`` items, whose element type is inferred from use.
 
 numba must type a value where it is created, and ``ThreadData(4)`` names no type. The
-front-end rewrite (:mod:`._rewrite`) therefore rewrites the creation before type
+front-end rewrite (:mod:`.rewrite`) therefore rewrites the creation before type
 inference:
 
 * ``ThreadData(n, dtype=t)`` -> ``_local_array(n, <t>)``;
@@ -36,10 +36,10 @@ from numba.cuda.core import ir
 from numba.cuda.extending import intrinsic
 from numba.cuda.np.numpy_support import as_dtype, from_dtype
 
-from cuprims.coop import _ir
-from cuprims.coop._nbtypes import StaticType, Stub, ThreadDataType
 from cuprims.coop._numba import emit_trap
 from cuprims.coop._spec import element_type
+from cuprims.coop._style2 import ir as _ir
+from cuprims.coop._style2.nbtypes import StaticType, Stub, ThreadDataType
 from cuprims.errors import ArgumentError, CoopError
 from cuprims.types import ValueType
 
@@ -48,7 +48,7 @@ from cuprims.types import ValueType
 def ThreadData(items_per_thread, /, *, dtype=None):  # noqa: N802  (a type-like name, as in the interface)
     """A thread's ``items_per_thread`` items (a local array; ``items_per_thread`` a
     compile-time constant), of ``dtype`` or, without it, of the element type of the
-    array the first ``coop.load`` into it reads (see :mod:`cuprims.coop._thread_data`).
+    array the first ``coop.load`` into it reads (see :mod:`cuprims.coop._style2.thread_data`).
 
     Example::
 
@@ -172,7 +172,7 @@ def witness(func_ir: Any, dom: _ir.Dominance, var: Any, block: Any, stmt: Any) -
 def rewrite_creation(func_ir: Any, block: Any, stmt: Any, count: int, dtype: Any, witnesses: list,
                      dom: _ir.Dominance) -> None:
     """Rewrite one ``ThreadData(count[, dtype=])`` statement (see the module)."""
-    from cuprims.coop._nbtypes import Static
+    from cuprims.coop._style2.nbtypes import Static
 
     count_var = _ir.const_var(func_ir, block, stmt, count)
     if dtype is not _ir.MISSING:

@@ -3,7 +3,8 @@
 The group (``coop.this_block()`` or ``coop.this_warp()``) comes first, then the data
 operands, positional-only; options are keyword-only. These functions are the
 documentation and the signatures the front-end rewrite binds a kernel's call against
-(:mod:`._rewrite`): their bodies never run. ``ROLES`` says what each parameter is:
+(:mod:`.rewrite`): their bodies never run. The primitive's record (``_records/``) says
+what each parameter is (its call's ``roles``):
 
 * ``operand``: a value of the kernel (an array, a ``ThreadData``, a scalar);
 * ``runtime``: an option the kernel computes (``valid_items``, ``oob_default``, bits);
@@ -42,7 +43,7 @@ Example::
 
 from __future__ import annotations
 
-from cuprims.coop._nbtypes import Stub
+from cuprims.coop._style2.nbtypes import Stub
 
 # pylint: disable=unused-argument  (the bodies are documentation only)
 
@@ -227,35 +228,5 @@ def merge_sort_pairs(group, keys, values, /, *, compare_op, valid_items=None, oo
     """
 
 
-PRIMITIVES = {stub.__name__: stub for stub in (load, store, exchange, sum, reduce, inclusive_sum, exclusive_sum,
-                                                inclusive_scan, exclusive_scan, radix_sort_keys, merge_sort_keys,
-                                                radix_sort_pairs, merge_sort_pairs)}
-
-ROLES = {
-    "load": dict(src="operand", items="operand", algorithm="static", valid_items="runtime", oob_default="runtime"),
-    "store": dict(dst="operand", items="operand", algorithm="static", valid_items="runtime"),
-    "exchange": dict(items="operand", out="operand", block_exchange_type="static", warp_time_slicing="static"),
-    "sum": dict(value="operand", algorithm="static", valid_items="runtime"),
-    "reduce": dict(value="operand", binary_op="static", algorithm="static", valid_items="runtime"),
-    "inclusive_sum": dict(items="operand", out="operand", algorithm="static", prefix_op="static",
-                          prefix_state="runtime"),
-    "exclusive_sum": dict(items="operand", out="operand", algorithm="static", prefix_op="static",
-                          prefix_state="runtime"),
-    "inclusive_scan": dict(items="operand", out="operand", scan_op="static", initial_value="static",
-                           algorithm="static", prefix_op="static", prefix_state="runtime"),
-    "exclusive_scan": dict(items="operand", out="operand", scan_op="static", initial_value="static",
-                           algorithm="static", prefix_op="static", prefix_state="runtime"),
-    "radix_sort_keys": dict(keys="operand", descending="static", begin_bit="runtime", end_bit="runtime"),
-    "merge_sort_keys": dict(keys="operand", compare_op="static", valid_items="runtime", oob_default="runtime"),
-    "radix_sort_pairs": dict(keys="operand", values="operand", descending="static", begin_bit="runtime",
-                             end_bit="runtime"),
-    "merge_sort_pairs": dict(keys="operand", values="operand", compare_op="static", valid_items="runtime",
-                             oob_default="runtime"),
-}
-for _roles in ROLES.values():
-    _roles["temp_storage"] = "runtime"       # every call's last parameter (see the module)
-
-# which operand of a call gives which ThreadData its element type: (ThreadData, witness), best first
-WITNESSES = {"load": [("items", "src")], "store": [("items", "dst")], "exchange": [("out", "items")],
-             "inclusive_sum": [("out", "items")], "exclusive_sum": [("out", "items")],
-             "inclusive_scan": [("out", "items")], "exclusive_scan": [("out", "items")]}
+# every Style 2 call of this module: name -> stub (each served by a record's Call of that name)
+STUBS = {name: stub for name, stub in list(globals().items()) if isinstance(stub, Stub)}

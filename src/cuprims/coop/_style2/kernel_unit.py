@@ -2,7 +2,7 @@
 
 An after-inference rewrite runs once per compiled function (kernel or device function),
 when every call in it is typed and before any is lowered. It collects the provider of
-each ``_coop_call`` (from the calls' signatures: :func:`._plans.plan_call`) and builds
+each ``_coop_call`` (from the calls' signatures: :func:`.plans.plan_call`) and builds
 them with one ``build_unit(specs, arch)`` call (cached in memory and on disk as Style 1's
 units are; the key is the unit's whole source, so the same set of calls compiles once).
 ``arch`` is the compute capability numba compiles the function for.
@@ -32,13 +32,15 @@ from __future__ import annotations
 from typing import Any
 
 from numba.cuda.core import ir
-from numba.cuda.core.rewrites import Rewrite, register_rewrite
+from numba.cuda.core.rewrites import register_rewrite
 
 from cuprims.coop._build import UnitBuild, build_unit
-from cuprims.coop._nbtypes import StaticType
 from cuprims.coop._numba import link_files
-from cuprims.coop._plans import OPERAND_SLOTS, CallOptions, Plan, plan_call
 from cuprims.coop._spec import ProviderSpec
+from cuprims.coop._style2.ir import WholeFunction
+from cuprims.coop._style2.nbtypes import StaticType
+from cuprims.coop._style2.operands import CallOptions, Plan
+from cuprims.coop._style2.plans import OPERAND_SLOTS, plan_call
 from cuprims.coop._target import current_arch
 
 _units: dict[ProviderSpec, list] = {}          # spec -> link inputs of the latest unit holding it
@@ -117,17 +119,10 @@ def layout_for(plan: Plan) -> tuple[int, int]:
 
 
 @register_rewrite("after-inference")
-class OneUnitPerFunction(Rewrite):
+class OneUnitPerFunction(WholeFunction):
     """Builds the function's providers in one unit; changes no IR."""
 
-    def __init__(self, state: Any):
-        super().__init__(state)
-        self._state, self._done = state, False
-
-    def match(self, func_ir: Any, block: Any, typemap: Any, calltypes: Any) -> bool:
-        if not self._done:
-            self._done = True
-            plans = function_plans(self._state)
-            if plans:
-                _build(plans, _arch(self._state))
-        return False
+    def once(self, state: Any, func_ir: Any) -> None:
+        plans = function_plans(state)
+        if plans:
+            _build(plans, _arch(state))

@@ -1,17 +1,17 @@
 """The Style 2 front end: a before-inference rewrite of every function numba-cuda compiles.
 
-For each call of a :class:`~._nbtypes.Stub` in the function's IR:
+For each call of a :class:`~.nbtypes.Stub` in the function's IR:
 
 * ``coop.this_block()`` -> ``_block_group(x, y, z)`` with the launch's block shape
-  (:func:`._groups.block_shape`); ``coop.this_warp()`` -> ``_warp_group(32)``;
+  (:func:`.groups.block_shape`); ``coop.this_warp()`` -> ``_warp_group(32)``;
 * ``coop.load(block, src, items, algorithm=..., valid_items=n)`` and the other calls:
   bound against the stub's Python signature (so positional-only operands and
   keyword-only options follow Python's own rules and messages), compile-time options
-  resolved to constants and packed in one :class:`~._plans.CallOptions`, then
+  resolved to constants and packed in one :class:`~.operands.CallOptions`, then
   ``_coop_call(<options>, block, src, items, n, None)``: operands and runtime options
-  in the stub's order, ``None`` where left out (:mod:`._lowering` types and lowers it);
+  in the stub's order, ``None`` where left out (:mod:`.lowering` types and lowers it);
 * ``coop.ThreadData(n[, dtype=])`` -> a typed local array; without ``dtype`` the type
-  comes from a witness such as the source of a load into it (:mod:`._thread_data`).
+  comes from a witness such as the source of a load into it (:mod:`.thread_data`).
 
 Definitions left unused (an operator global, the stub's load) are removed: numba types
 every statement, and it cannot type a plain Python function.
@@ -31,19 +31,17 @@ from collections import defaultdict
 from typing import Any
 
 from numba.cuda.core import ir
-from numba.cuda.core.rewrites import Rewrite, register_rewrite
+from numba.cuda.core.rewrites import register_rewrite
 
-from cuprims.coop import _ir
-from cuprims.coop._groups import WARP_THREADS, _block_group, _warp_group, block_shape
-from cuprims.coop._lowering import _coop_call
-from cuprims.coop._nbtypes import Static, Stub
-from cuprims.coop._plans import OPERAND_SLOTS, CallOptions
-from cuprims.coop._single_phase import PRIMITIVES, ROLES, WITNESSES
-from cuprims.coop._thread_data import rewrite_creation
+from cuprims.coop._records import CALLS, STATIC
+from cuprims.coop._style2 import ir as _ir
+from cuprims.coop._style2.groups import WARP_THREADS, _block_group, _warp_group, block_shape
+from cuprims.coop._style2.lowering import _coop_call
+from cuprims.coop._style2.nbtypes import Static, Stub
+from cuprims.coop._style2.operands import CallOptions
+from cuprims.coop._style2.plans import OPERAND_SLOTS
+from cuprims.coop._style2.thread_data import rewrite_creation
 from cuprims.errors import CoopError
-
-_SLOTS = OPERAND_SLOTS
-_WITNESS_RANK = {"load": 0, "store": 1}
 
 
 def _root(func_ir: Any, var: Any) -> str:
@@ -121,12 +119,12 @@ class _FrontEnd:
 
     def primitive(self, order: int, block: Any, stmt: Any, name: str, where: str, stub: Stub,
                   args: dict[str, Any]) -> None:
-        roles = ROLES[name]
+        call = CALLS[name]
         statics: dict[str, Any] = {}
         slots: list[Any] = []
         for param in list(stub.signature.parameters.values())[1:]:
             given = param.name in args
-            if roles[param.name] == "static":
+            if call.roles[param.name] == STATIC:
                 if given:
                     statics[param.name] = self.constant(name, where, param.name, args[param.name])
                     self.consumed.append(args[param.name])
@@ -135,11 +133,10 @@ class _FrontEnd:
                     statics[param.name] = param.default
             else:
                 slots.append(args[param.name] if given else None)
-        slots += [None] * (_SLOTS - len(slots))
-        for thread_data, source in WITNESSES.get(name, ()):
+        slots += [None] * (OPERAND_SLOTS - len(slots))
+        for thread_data, source in call.witnesses:
             if thread_data in args and source in args:
-                rank = _WITNESS_RANK.get(name, 2)
-                self.witnesses[_root(self.func_ir, args[thread_data])].append((rank, order, args[source]))
+                self.witnesses[_root(self.func_ir, args[thread_data])].append((call.rank, order, args[source]))
         options = CallOptions(name, statics, where)
         f = self.func_ir
         operands = [v if v is not None else _ir.const_var(f, block, stmt, None) for v in slots]
@@ -149,19 +146,9 @@ class _FrontEnd:
 
 
 @register_rewrite("before-inference")
-class SinglePhaseCalls(Rewrite):
+class SinglePhaseCalls(_ir.WholeFunction):
     """Runs :class:`_FrontEnd` once over the whole function (all blocks at once: a
     ``ThreadData``'s creation and the load that types it may be in different blocks)."""
 
-    def __init__(self, state: Any):
-        super().__init__(state)
-        self._state, self._done = state, False
-
-    def match(self, func_ir: Any, block: Any, typemap: Any, calltypes: Any) -> bool:
-        if not self._done:
-            self._done = True
-            _FrontEnd(self._state, func_ir).run()
-        return False
-
-
-assert set(PRIMITIVES) == set(ROLES)
+    def once(self, state: Any, func_ir: Any) -> None:
+        _FrontEnd(state, func_ir).run()

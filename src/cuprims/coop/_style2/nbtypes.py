@@ -1,7 +1,7 @@
 """The numba types of Style 2 (single-phase calls), and how numba sees our host objects.
 
 * :class:`Stub` is what ``coop.load``, ``coop.this_block``... are on the host. Their
-  calls never run: the front-end rewrite (:mod:`._rewrite`) replaces each call in a
+  calls never run: the front-end rewrite (:mod:`.rewrite`) replaces each call in a
   kernel before type inference. numba still types every global a kernel names, so a
   stub is typeable (:class:`StubType`); calling one that was not rewritten is a clear
   error instead of numba's "untyped global".

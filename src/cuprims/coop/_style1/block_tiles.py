@@ -1,6 +1,6 @@
 """Block factories that rearrange a tile: radix and merge sorts of keys and of key-value
 pairs, and exchanges between arrangements (re-exported by :mod:`cuprims.coop.block`;
-block.py holds the rest).
+``block.py`` beside this module holds the rest).
 
 A thread's ``items`` are a local array of ``items_per_thread``. In the *blocked*
 arrangement thread ``t`` holds tile positions ``t * n .. t * n + n - 1``; in the
@@ -10,43 +10,13 @@ warp-striped arrangement is striped within each warp's own ``32 * n`` positions.
 
 from __future__ import annotations
 
-import enum
 from typing import Any
 
-from cuprims.coop._factory import (
-    arrays_in_out,
-    comparator,
-    dispatch,
-    entry_table,
-    make_primitive,
-    no_methods,
-    sort_in_place,
-    sort_pairs_in_place,
-)
+from cuprims.coop._arguments import block_exchange_kind, comparator, no_methods, python_callable
 from cuprims.coop._spec import ProviderSpec, block_dims, element_type, items_count
+from cuprims.coop._style1.factory import make_primitive
 from cuprims.errors import ArgumentError
 from cuprims.types import ValueType
-
-__all__ = ["BlockExchangeType", "make_exchange", "make_merge_sort_keys", "make_merge_sort_pairs",
-           "make_radix_sort_keys", "make_radix_sort_keys_descending", "make_radix_sort_pairs",
-           "make_radix_sort_pairs_descending"]
-
-
-class BlockExchangeType(enum.Enum):
-    """Which rearrangement :func:`make_exchange` performs (the value is CUB's method)."""
-
-    StripedToBlocked = "StripedToBlocked"
-    BlockedToStriped = "BlockedToStriped"
-    WarpStripedToBlocked = "WarpStripedToBlocked"
-    BlockedToWarpStriped = "BlockedToWarpStriped"
-
-
-def _exchange_type(value: Any) -> BlockExchangeType:
-    if isinstance(value, BlockExchangeType):
-        return value
-    if isinstance(value, str) and value in BlockExchangeType.__members__:
-        return BlockExchangeType[value]
-    raise ArgumentError("block_exchange_type", "a coop.block.BlockExchangeType", value)
 
 
 def make_exchange(block_exchange_type: Any, dtype: Any, threads_per_block: Any, items_per_thread: int,
@@ -62,7 +32,7 @@ def make_exchange(block_exchange_type: Any, dtype: Any, threads_per_block: Any, 
         # in the kernel: to_blocked(items, items)
     """
     no_methods(methods)
-    kind = _exchange_type(block_exchange_type)
+    kind = block_exchange_kind(block_exchange_type)
     if not isinstance(warp_time_slicing, bool):
         raise ArgumentError("warp_time_slicing", "a bool", warp_time_slicing)
     dims = block_dims(threads_per_block)
@@ -72,8 +42,7 @@ def make_exchange(block_exchange_type: Any, dtype: Any, threads_per_block: Any, 
                             threads_per_block)
     spec = ProviderSpec("exchange", element_type(dtype), dims, items_count(items_per_thread),
                         "timesliced" if warp_time_slicing else "", mode=kind.value)
-    return make_primitive(f"block.exchange.{kind.name}", spec, None, entry_table(False, ("ptr", "ptr")),
-                          arrays_in_out())
+    return make_primitive(f"block.exchange.{kind.name}", spec)
 
 
 def radix_key_type(dtype: Any) -> ValueType:
@@ -94,15 +63,7 @@ def _radix_sort(dtype: Any, threads_per_block: Any, items_per_thread: int, mode:
     values = None if value_dtype is None else element_type(value_dtype, "value_dtype")
     spec = ProviderSpec("radix_sort", vt, block_dims(threads_per_block), items_count(items_per_thread), "",
                         mode=mode, values=values)
-    if values is None:
-        source = ("def prim(keys, begin_bit=0, end_bit=-1, temp_storage=None):\n"
-                  + dispatch("ext", "__span(keys, ITEMS), i32(begin_bit), i32(end_bit)", None))
-        return make_primitive(f"block.radix_sort_keys_{mode}", spec, None,
-                              entry_table(False, ("ptr", "int", "int")), source)
-    source = ("def prim(keys, values, begin_bit=0, end_bit=-1, temp_storage=None):\n"
-              + dispatch("ext", "__span(keys, ITEMS), __span(values, ITEMS), i32(begin_bit), i32(end_bit)", None))
-    return make_primitive(f"block.radix_sort_pairs_{mode}", spec, None,
-                          entry_table(False, ("ptr", "vptr", "int", "int")), source)
+    return make_primitive(f"block.radix_sort_{'keys' if values is None else 'pairs'}_{mode}", spec)
 
 
 def make_radix_sort_keys(dtype: Any, threads_per_block: Any, items_per_thread: int) -> Any:
@@ -198,8 +159,7 @@ def make_merge_sort_pairs(dtype: Any, value_dtype: Any, threads_per_block: Any, 
     """
     no_methods(methods)
     spec = _merge_sort_spec(dtype, threads_per_block, items_per_thread, compare_op, value_dtype)
-    return make_primitive("block.merge_sort_pairs", spec, compare_op if spec.op.kind == "python" else None,
-                          entry_table(True, ("ptr", "vptr"), ("int", "ptr")), sort_pairs_in_place())
+    return make_primitive("block.merge_sort_pairs", spec, python_callable(spec.op, compare_op))
 
 
 def make_merge_sort_keys(dtype: Any, threads_per_block: Any, items_per_thread: int, compare_op: Any,
@@ -231,5 +191,4 @@ def make_merge_sort_keys(dtype: Any, threads_per_block: Any, items_per_thread: i
     """
     no_methods(methods)
     spec = _merge_sort_spec(dtype, threads_per_block, items_per_thread, compare_op)
-    return make_primitive("block.merge_sort_keys", spec, compare_op if spec.op.kind == "python" else None,
-                          entry_table(True, ("ptr",), ("int", "ptr")), sort_in_place())
+    return make_primitive("block.merge_sort_keys", spec, python_callable(spec.op, compare_op))

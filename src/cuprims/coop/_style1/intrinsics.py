@@ -1,0 +1,124 @@
+"""Style 1's bounds: intrinsics a device function calls before it hands CUB a pointer.
+
+A Style 1 call hands CUB bare pointers, so each array is checked first (a trap, not a
+read or write past its end): :func:`span` (a tile, a thread's items),
+:func:`temp_storage_pointer` (the caller's storage against the provider's TempStorage) and, at typing time,
+:func:`oob_check` (a partial sort needs its ``oob_default``).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from cuprims._operators.numba_ops import import_numba
+from cuprims.coop._numba import trap_if
+
+_oob_fn = None
+
+
+def _short_or_strided(context, builder, aryty, ary, need):
+    """``i1``: ``ary`` (of numba type ``aryty``) holds fewer than ``need`` elements, or not
+    in C order. A C- or F-layout array has no stride check (numba knows it is contiguous);
+    a dimension of one element may have any stride."""
+    _, types, _ = import_numba()
+    from numba.cuda import cgutils
+
+    intp = context.get_value_type(types.intp)
+    bad = builder.icmp_signed("<", ary.nitems, need)
+    if aryty.layout not in ("C", "F") and aryty.ndim:
+        shape = cgutils.unpack_tuple(builder, ary.shape, aryty.ndim)
+        strides = cgutils.unpack_tuple(builder, ary.strides, aryty.ndim)
+        expected = ary.itemsize
+        for dim in reversed(range(aryty.ndim)):
+            off = builder.and_(builder.icmp_signed("!=", strides[dim], expected),
+                               builder.icmp_signed(">", shape[dim], intp(1)))
+            bad = builder.or_(bad, off)
+            expected = builder.mul(expected, shape[dim])
+    return bad
+
+
+_span_fn = None
+
+
+def span():
+    """An intrinsic ``(array, count) -> pointer to its first element`` that traps (``trap;``)
+    unless the array holds at least ``count`` elements in C order: a Style 1 call hands CUB
+    a bare pointer, so a tile longer than ``src``, a thread array shorter than the
+    primitive's items or a strided view would otherwise be read or written past its end.
+    With constant shapes (local arrays) the whole check folds away."""
+    global _span_fn
+    if _span_fn is None:
+        _, types, _ = import_numba()
+        from numba.cuda.extending import intrinsic
+
+        @intrinsic
+        def cuprims_coop_span(typingctx, arr, count):
+            if not isinstance(arr, types.Array) or not isinstance(count, types.Integer):
+                return None
+
+            def codegen(context, builder, sig, args):
+                ary = context.make_array(sig.args[0])(context, builder, args[0])
+                need = context.cast(builder, args[1], sig.args[1], types.intp)
+                trap_if(builder, _short_or_strided(context, builder, sig.args[0], ary, need))
+                return ary.data
+
+            return types.CPointer(arr.dtype)(arr, count), codegen
+
+        _span_fn = cuprims_coop_span
+    return _span_fn
+
+
+def temp_storage_pointer(layout: Callable[[], tuple[int, int]]):
+    """An intrinsic ``(temp_storage) -> uint8 pointer`` that traps unless the caller's
+    storage (a uint8 array) holds the provider's TempStorage: ``layout()`` gives its bytes
+    and alignment. ``layout`` is asked when a call that passes ``temp_storage`` is typed
+    (it waits for a build still running: a call without storage never asks, so its
+    provider still builds beside numba's compile of the kernel)."""
+    _, types, _ = import_numba()
+    from numba.cuda.extending import intrinsic
+
+    @intrinsic
+    def cuprims_coop_temp(typingctx, arr):
+        if not (isinstance(arr, types.Array) and arr.dtype == types.uint8):
+            return None
+        nbytes, align = layout()
+
+        def codegen(context, builder, sig, args):
+            ary = context.make_array(sig.args[0])(context, builder, args[0])
+            intp = context.get_value_type(types.intp)
+            bad = _short_or_strided(context, builder, sig.args[0], ary, intp(nbytes))
+            address = builder.ptrtoint(ary.data, intp)
+            bad = builder.or_(bad, builder.icmp_unsigned("!=", builder.urem(address, intp(align)), intp(0)))
+            trap_if(builder, bad)
+            return ary.data
+
+        return types.CPointer(types.uint8)(arr), codegen
+
+    return cuprims_coop_temp
+
+
+def oob_check():
+    """An intrinsic ``(num_valid, oob_default) -> None`` that fails typing when a partial
+    sort is asked for without ``oob_default``: CUB's merge sort pads the tile past
+    ``num_valid`` with that key, which must be ordered after every valid key, and only the
+    caller knows one. ``num_valid`` left out is typed as the literal -1 (the full tile)."""
+    global _oob_fn
+    if _oob_fn is None:
+        _, types, _ = import_numba()
+        from numba.core.errors import TypingError
+        from numba.cuda.extending import intrinsic
+
+        @intrinsic
+        def cuprims_coop_oob_given(typingctx, num_valid, oob_default):
+            left_out = getattr(num_valid, "literal_value", None)
+            if isinstance(oob_default, types.NoneType) and not (isinstance(left_out, int) and left_out < 0):
+                raise TypingError("a sort given num_valid needs oob_default too: a key ordered after every "
+                                  "valid key (CUB's merge sort pads the tile past num_valid with it)")
+
+            def codegen(context, builder, sig, args):
+                return context.get_dummy_value()
+
+            return types.none(num_valid, oob_default), codegen
+
+        _oob_fn = cuprims_coop_oob_given
+    return _oob_fn

@@ -1,0 +1,140 @@
+"""What a Style 1 factory returns: a :class:`Primitive`, wrapping a numba-cuda device
+function (exec'd from its record's text, as :mod:`cuprims._operators.numba_ops` builds
+its wrappers) that calls the provider; numba inlines it into the user's kernel.
+
+The link inputs are *not* given to ``declare_device``: they travel as the primitive's
+``files`` for ``@cuda.jit(link=...)`` (:func:`~cuprims.coop._numba.link_files`; a
+provider still building is a :func:`pending_files` input, read when numba links).
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from typing import Any
+
+from cuprims._operators.numba_ops import import_numba
+from cuprims.coop._numba import addr, link_files, state_pointer
+from cuprims.coop._style1.intrinsics import oob_check, span
+
+_pending: dict[int, list] = {}
+
+
+def pending_files(symbol: str, unit: Future) -> list:
+    """The link input of a unit still being built: a ``numba.cuda.LTOIR`` whose bytes are
+    the unit's LTO-IR, waited for when numba reads them (at the kernel's link). The same
+    object for the same build, as :func:`link_files` gives."""
+    files = _pending.get(id(unit))
+    if files is None:
+        cuda, _, _ = import_numba()
+
+        class PendingLTOIR(cuda.LTOIR):
+            @property
+            def data(self) -> bytes:
+                from cuprims.coop._build import result_of
+
+                return result_of(unit).ltoir
+
+        if len(_pending) >= 4096:
+            _pending.clear()
+        files = _pending[id(unit)] = [PendingLTOIR(b"", name=f"{symbol}_0.ltoir")]
+    return list(files)
+
+
+def device_function(name: str, source: str, namespace: dict[str, Any]):
+    """Exec ``source`` (defining ``name``) and make it a numba device function."""
+    cuda, _, _ = import_numba()
+    ns = {"cuda": cuda, "__addr": addr(), "__span": span(), "__oob_given": oob_check(), "__state": state_pointer(),
+          **namespace}
+    exec(compile(source, f"<cuprims coop {name}>", "exec"), ns)
+    from numba import types
+
+    if isinstance(namespace.get("T"), types.Record):
+        # a record is returned as a pointer to its bytes, which would live in this function's
+        # local array: once LLVM inlines the function that slot is dead after the call and is
+        # reused by the next one. Inlined at numba's IR level instead, the array is the
+        # caller's own, alive as long as the caller's frame.
+        return cuda.jit(device=True, inline="always")(ns[name])
+    return cuda.jit(device=True, forceinline=True)(ns[name])
+
+
+class Primitive:
+    """A cooperative primitive, called inside a ``@cuda.jit`` kernel.
+
+    ``files`` are its link inputs (``@cuda.jit(link=prim.files)``); ``temp_storage_bytes``
+    and ``temp_storage_alignment`` (CUB's alignment, at least 8 as numba requires) describe
+    the TempStorage a caller may pass instead of the primitive's own shared memory:
+    ``temp_storage=cuda.shared.array(nbytes, numba.uint8, alignment=align)``.
+    """
+
+    def __init__(self, name: str, device: Any, unit: Any, spec: Any):
+        self.name = name
+        self.spec = spec
+        self._device = device
+        self._unit = unit          # a coop._build.UnitBuild, or a Future of one (build_unit_soon)
+
+    def _built(self) -> Any:
+        unit = self._unit
+        if isinstance(unit, Future):
+            from cuprims.coop._build import result_of
+
+            unit = self._unit = result_of(unit)    # a failed build raises its error here
+        return unit
+
+    @property
+    def files(self) -> list:
+        unit = self._unit
+        if isinstance(unit, Future) and not unit.done():
+            # one LTO-IR (the providers: no Python functions), read when numba links
+            return pending_files(self.spec.symbol, unit)
+        return link_files(self.spec.symbol, self._built().codes)
+
+    @property
+    def temp_storage_bytes(self) -> int:
+        return self._built().temp[self.spec.symbol][0]
+
+    @property
+    def temp_storage_alignment(self) -> int:
+        # numba's shared arrays take alignments that are multiples of the pointer size only
+        return max(8, self._built().temp[self.spec.symbol][1])
+
+    @property
+    def _numba_type_(self):
+        # numba types a global by this attribute: the kernel then calls our device function
+        return self._device._numba_type_
+
+    # numba's IR inliner takes any global with these two (a dispatcher's) for a function to
+    # inline; only the record-typed primitives' device functions ask for it (device_function)
+    @property
+    def targetoptions(self) -> dict:
+        if self._device.targetoptions.get("inline") != "always":
+            raise AttributeError("targetoptions")
+        return self._device.targetoptions
+
+    @property
+    def py_func(self) -> Any:
+        if self._device.targetoptions.get("inline") != "always":
+            raise AttributeError("py_func")
+        return self._device.py_func
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(f"{self.name} is a cooperative primitive: call it inside a @cuda.jit kernel "
+                        "linked with its .files")
+
+    def __repr__(self) -> str:
+        """The primitive, its item type, block or warp shape, items per thread and choices:
+        ``<cuprims.coop block.sum: float32, block (128, 1, 1), 1 item per thread,
+        algorithm=warp_reductions, op=OpKind.PLUS>``."""
+        from cuprims.op import shown_operator
+        from cuprims.types import shown_dtype
+
+        spec = self.spec
+        shape = f"warp of {spec.dims[0]}" if self.name.startswith("warp.") else f"block {spec.dims}"
+        parts = [shown_dtype(spec.vt.dtype), shape, f"{spec.items} item{'s' if spec.items != 1 else ''} per thread"]
+        if spec.values is not None:
+            parts.append(f"values {shown_dtype(spec.values.dtype)}")
+        parts += [f"{label}={value}" for label, value in (("algorithm", spec.algorithm), ("mode", spec.mode))
+                  if value]
+        for label, op in (("op", spec.op), ("prefix_op", spec.prefix)):
+            if op is not None:
+                parts.append(f"{label}={shown_operator(op)}")
+        return f"<cuprims.coop {self.name}: {', '.join(parts)}>"
