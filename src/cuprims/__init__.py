@@ -22,18 +22,9 @@ from cuprims._caching import cache_info, clear_all_caches
 from cuprims._runtime.proxy import ProxyArray, ProxyValue
 from cuprims.config import settings
 from cuprims.enums import Determinism, SortOrder
-from cuprims.iterators import (
-    CacheModifiedInputIterator,
-    ConstantIterator,
-    CountingIterator,
-    DiscardIterator,
-    PermutationIterator,
-    ReverseIterator,
-    ShuffleIterator,
-    TransformIterator,
-    TransformOutputIterator,
-    ZipIterator,
-)
+from cuprims.iterators import (CacheModifiedInputIterator, ConstantIterator, CountingIterator, DiscardIterator,
+                               PermutationIterator, ReverseIterator, ShuffleIterator, TransformIterator,
+                               TransformOutputIterator, ZipIterator)
 from cuprims.op import OpKind, RawOp
 from cuprims.struct import gpu_struct
 
@@ -66,14 +57,8 @@ _LAZY = {
 
 if TYPE_CHECKING:   # the lazy names' objects, for type checkers (at run time __getattr__ loads them)
     from cuprims._serialization import deserialize, serialize
-    from cuprims.algorithms.binary_search import (
-        LowerBound,
-        UpperBound,
-        lower_bound,
-        make_lower_bound,
-        make_upper_bound,
-        upper_bound,
-    )
+    from cuprims.algorithms.binary_search import (LowerBound, UpperBound, lower_bound, make_lower_bound,
+                                                  make_upper_bound, upper_bound)
     from cuprims.algorithms.histogram import HistogramEven, histogram_even, make_histogram_even
     from cuprims.algorithms.merge_sort import MergeSort, make_merge_sort, merge_sort
     from cuprims.algorithms.radix_sort import RadixSort, make_radix_sort, radix_sort
@@ -84,14 +69,8 @@ if TYPE_CHECKING:   # the lazy names' objects, for type checkers (at run time __
     from cuprims.algorithms.select import Select, make_select, select
     from cuprims.algorithms.sort_common import DoubleBuffer
     from cuprims.algorithms.three_way_partition import ThreeWayPartition, make_three_way_partition, three_way_partition
-    from cuprims.algorithms.transform import (
-        BinaryTransform,
-        UnaryTransform,
-        binary_transform,
-        make_binary_transform,
-        make_unary_transform,
-        unary_transform,
-    )
+    from cuprims.algorithms.transform import (BinaryTransform, UnaryTransform, binary_transform, make_binary_transform,
+                                              make_unary_transform, unary_transform)
     from cuprims.algorithms.unique_by_key import UniqueByKey, make_unique_by_key, unique_by_key
 
 

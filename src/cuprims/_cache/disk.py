@@ -53,21 +53,9 @@ from typing import Any, Callable, Iterator
 
 from cuprims._base import stats
 from cuprims._cache.entries import MAX_ENTRY_BYTES, decode_entry, encode_entry
-from cuprims._cache.files import (
-    RejectedFile,
-    UnsafeDirectory,
-    first_time,
-    logger,
-    mark_usable,
-    open_dir,
-    open_lock_file,
-    open_private_dir,
-    read_regular_file,
-    recorded_problem,
-    remove_if_same,
-    report_unusable,
-    write_file_atomic,
-)
+from cuprims._cache.files import (RejectedFile, UnsafeDirectory, first_time, logger, mark_usable, open_dir,
+                                  open_lock_file, open_private_dir, read_regular_file, recorded_problem, remove_if_same,
+                                  report_unusable, write_file_atomic)
 from cuprims._cache.lifecycle import KEY, KIND, LOCKS, USES, Lifecycle
 from cuprims._cache.walk import Walk
 from cuprims.config import DEFAULT_LOCK_TIMEOUT

@@ -40,16 +40,8 @@ import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from cuprims._cache.files import (
-    RejectedFile,
-    ident_of,
-    is_temp_name,
-    logger,
-    open_lock_file,
-    read_regular_file,
-    remove_if_same,
-    write_file_atomic,
-)
+from cuprims._cache.files import (RejectedFile, ident_of, is_temp_name, logger, open_lock_file, read_regular_file,
+                                  remove_if_same, write_file_atomic)
 from cuprims._cache.walk import Walk
 
 USES = "uses"

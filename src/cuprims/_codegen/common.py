@@ -49,6 +49,25 @@ def preamble(value_types: tuple[ValueType, ...], arch: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+def unit_head(value_types: tuple[ValueType, ...], arch: int, headers: tuple[str, ...],
+              iterator_text: str = "") -> str:
+    """The opening every algorithm unit shares: the :func:`preamble`, the kernel ``headers``
+    (paths under the include roots), then the iterator header and ``iterator_text`` when the
+    arguments hold iterators, and one blank line."""
+    includes = "".join(f"#include <{h}>\n" for h in headers)
+    iterators = "#include <cuprims_iterator.cuh>\n" + iterator_text if iterator_text else ""
+    return preamble(value_types, arch) + includes + iterators + "\n"
+
+
+def combiner_head(value_types: tuple[ValueType, ...], arch: int, header: str, iterator_text: str,
+                  declarations: str, selector: str, overrides: Mapping[str, Any] | None) -> str:
+    """The opening of a unit whose kernel folds with an accumulator (reduce, scan): the
+    :func:`unit_head`, the accumulator's and operator's ``declarations``, then CUB's policy
+    selector (see :func:`tuned_selector`)."""
+    return (unit_head(value_types, arch, (header,), iterator_text) + declarations + "\n"
+            + tuned_selector(selector, overrides))
+
+
 def op_symbol(op: OpSpec, default: str) -> str:
     """The device symbol the kernel calls: a RawOp's own name, else ``default`` (the name our
     numba wrapper is compiled under)."""

@@ -49,17 +49,8 @@ from typing import Any, Mapping
 
 from cuprims._cache.disk import DiskCache
 from cuprims._cache.entries import PCH_KIND, decode_entry, encode_entry
-from cuprims._cache.files import (
-    TEMP_SUFFIX,
-    RejectedFile,
-    UnsafeDirectory,
-    ident_of,
-    logger,
-    open_regular_file,
-    read_regular_file,
-    remove_if_same,
-    write_file_atomic,
-)
+from cuprims._cache.files import (TEMP_SUFFIX, RejectedFile, UnsafeDirectory, ident_of, logger, open_regular_file,
+                                  read_regular_file, remove_if_same, write_file_atomic)
 from cuprims._cache.lifecycle import SIDECAR
 from cuprims._compile import pch_codec
 

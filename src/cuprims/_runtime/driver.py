@@ -18,18 +18,9 @@ default streams, every module's :func:`.libcuda.load`): replace those in their o
 
 from __future__ import annotations
 
-from cuprims._runtime.device_queries import (
-    ATTRIBUTE_L2_CACHE_SIZE,
-    ATTRIBUTE_MULTIPROCESSOR_COUNT,
-    SHARED_MEMORY,
-    compute_capability,
-    current_device,
-    device_attribute,
-    device_count,
-    pointer_device,
-    sm_count,
-    stream_device,
-)
+from cuprims._runtime.device_queries import (ATTRIBUTE_L2_CACHE_SIZE, ATTRIBUTE_MULTIPROCESSOR_COUNT, SHARED_MEMORY,
+                                             compute_capability, current_device, device_attribute, device_count,
+                                             pointer_device, sm_count, stream_device)
 from cuprims._runtime.launch import launch, launch_pdl
 from cuprims._runtime.libcuda import check, error_name
 from cuprims._runtime.modules import Module

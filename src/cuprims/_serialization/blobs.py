@@ -38,22 +38,8 @@ import struct
 import sys
 from typing import Any, NamedTuple
 
-from cuprims._base.schema import (
-    AnyJson,
-    Checked,
-    Fields,
-    Int,
-    ListOf,
-    Pair,
-    Same,
-    SchemaError,
-    Scope,
-    Str,
-    child,
-    shown,
-    unique_keys,
-    validate,
-)
+from cuprims._base.schema import (AnyJson, Checked, Fields, Int, ListOf, Pair, Same, SchemaError, Scope, Str, child,
+                                  shown, unique_keys, validate)
 from cuprims._build.results import KERNELS, META, NAME_EXPRESSION, checked_result
 from cuprims._compile.elfmeta import param_layout, sections
 from cuprims._compile.source import Source

@@ -275,6 +275,14 @@ class SortAlgorithm(Algorithm):
                                 f"DoubleBuffer({what}, scratch) as {kind_in.name})", "an overlapping array")
         return p_in, p_out
 
+    @staticmethod
+    def _follow_flips(call: SortCall, d_in_keys: Any, d_in_values: Any) -> None:
+        """After a sort that ended in the alternate buffers, point the caller's DoubleBuffers there."""
+        if call.flips & 1 and isinstance(d_in_keys, DoubleBuffer):
+            d_in_keys.selector ^= 1
+            if isinstance(d_in_values, DoubleBuffer):
+                d_in_values.selector ^= 1
+
 
 def bit_range(begin_bit: Any, end_bit: Any, key: ValueType) -> tuple[int, int]:
     """The key bits a radix sort compares, ``[begin_bit, end_bit)`` (None: from 0, to the end)."""

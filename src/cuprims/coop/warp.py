@@ -21,16 +21,8 @@ Example::
 from __future__ import annotations
 
 from cuprims.coop._arguments import WarpExchangeType
-from cuprims.coop._style1.warp import (
-    make_exchange,
-    make_exclusive_sum,
-    make_load,
-    make_merge_sort_keys,
-    make_merge_sort_pairs,
-    make_reduce,
-    make_store,
-    make_sum,
-)
+from cuprims.coop._style1.warp import (make_exchange, make_exclusive_sum, make_load, make_merge_sort_keys,
+                                       make_merge_sort_pairs, make_reduce, make_store, make_sum)
 
 __all__ = ["make_reduce", "make_sum", "make_exclusive_sum", "make_merge_sort_keys", "make_merge_sort_pairs",
            "make_load", "make_store", "make_exchange", "WarpExchangeType"]

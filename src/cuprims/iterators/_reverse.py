@@ -4,15 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from cuprims.iterators.base import (
-    IteratorBase,
-    IteratorCode,
-    Member,
-    StateWriter,
-    as_iterator,
-    emit_member,
-    pack_member,
-)
+from cuprims.iterators.base import (IteratorBase, IteratorCode, Member, StateWriter, as_iterator, emit_member,
+                                    pack_member)
 from cuprims.types import ValueType
 from cuprims.typing import ArrayIteratorOrProxy
 

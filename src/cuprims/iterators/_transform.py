@@ -8,17 +8,8 @@ from typing import Any
 import numpy as np
 
 from cuprims.errors import ArgumentError
-from cuprims.iterators.base import (
-    IteratorBase,
-    IteratorCode,
-    LinkedOp,
-    Member,
-    StateWriter,
-    as_input,
-    as_iterator,
-    emit_member,
-    pack_member,
-)
+from cuprims.iterators.base import (IteratorBase, IteratorCode, LinkedOp, Member, StateWriter, as_input, as_iterator,
+                                    emit_member, pack_member)
 from cuprims.op import OpSpec, RawOp, op_spec, shown_operator
 from cuprims.types import ValueType, shown_dtype
 from cuprims.types import value_type as make_value_type

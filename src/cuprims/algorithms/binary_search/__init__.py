@@ -5,13 +5,7 @@ This folder is the algorithm's home: ``api`` (its public functions, description 
 dispatch), ``source`` (its CUDA C++ generator) and its kernel template ``cuprims_binary_search.cuh``.
 """
 
-from cuprims.algorithms.binary_search.api import (
-    LowerBound,
-    UpperBound,
-    lower_bound,
-    make_lower_bound,
-    make_upper_bound,
-    upper_bound,
-)
+from cuprims.algorithms.binary_search.api import (LowerBound, UpperBound, lower_bound, make_lower_bound,
+                                                  make_upper_bound, upper_bound)
 
 __all__ = ["LowerBound", "UpperBound", "lower_bound", "make_lower_bound", "make_upper_bound", "upper_bound"]

@@ -43,15 +43,8 @@ from cuprims.algorithms.binary_search.source import INDEX_CODES, binary_search_s
 from cuprims.algorithms.common import Loaded, check_num_items
 from cuprims.algorithms.skeleton import Algorithm, Description, Plan, description, functor_size, functor_state
 from cuprims.errors import ArgumentError
-from cuprims.typing import (
-    ArrayIteratorOrProxy,
-    ArrayOrIterator,
-    ArrayOrProxy,
-    ComputeCapabilityLike,
-    DeviceArrayLike,
-    OperatorLike,
-    StreamLike,
-)
+from cuprims.typing import (ArrayIteratorOrProxy, ArrayOrIterator, ArrayOrProxy, ComputeCapabilityLike, DeviceArrayLike,
+                            OperatorLike, StreamLike)
 from cuprims.op import OpKind, OpSpec, op_spec
 
 _MAX_GRID = (1 << 31) - 1

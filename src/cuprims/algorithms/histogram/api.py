@@ -44,14 +44,8 @@ from cuprims.algorithms.skeleton import Algorithm, Description, Plan, descriptio
 from cuprims.algorithms.sort_common import align_base, temp_layout
 from cuprims.errors import ArgumentError
 from cuprims.types import ValueType, value_type
-from cuprims.typing import (
-    ArrayIteratorOrProxy,
-    ArrayOrIterator,
-    ArrayOrProxy,
-    ComputeCapabilityLike,
-    DeviceArrayLike,
-    StreamLike,
-)
+from cuprims.typing import (ArrayIteratorOrProxy, ArrayOrIterator, ArrayOrProxy, ComputeCapabilityLike, DeviceArrayLike,
+                            StreamLike)
 
 if TYPE_CHECKING:
     from typing_extensions import Self

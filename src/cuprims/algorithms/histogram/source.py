@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cuprims._codegen.common import iterator_parts, meta_export, preamble
+from cuprims._codegen.common import iterator_parts, meta_export, unit_head
 from cuprims._compile.source import Source
 from cuprims.types import ValueType
 
@@ -62,9 +62,7 @@ def histogram_source(*, d_samples: Any, counter: ValueType, level: ValueType, by
     privatized, output = (("cuprims_pass_thru_t", "cuprims_scale_t") if byte_path
                           else ("cuprims_scale_t", "cuprims::histogram::bin_index_pass_thru"))
     text = (
-        preamble((sample, counter, level) + iterator_types, arch)
-        + "#include <histogram/cuprims_histogram.cuh>\n"
-        + ("#include <cuprims_iterator.cuh>\n" + iterator_text if iterator_text else "") + "\n"
+        unit_head((sample, counter, level) + iterator_types, arch, ("histogram/cuprims_histogram.cuh",), iterator_text)
         + f"using cuprims_selector_t = {_NS}::policy_selector_from_types<{s}, {c}, 1, 1, true>;\n"
         + "constexpr auto cuprims_policy = cuprims_selector_t{}(::cuda::compute_capability{"
         + f"{arch // 10}, {arch % 10}" + "});\n"

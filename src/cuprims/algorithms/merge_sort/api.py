@@ -47,15 +47,8 @@ from cuprims.algorithms.sort_base import NARROW_MAX_ITEMS, SortAlgorithm, SortCa
 from cuprims.algorithms.sort_common import align_base, temp_layout
 from cuprims.algorithms.sort_source import check_comparator_builtin
 from cuprims.op import OpSpec, op_spec
-from cuprims.typing import (
-    ArrayIteratorOrProxy,
-    ArrayOrIterator,
-    ArrayOrProxy,
-    ComputeCapabilityLike,
-    DeviceArrayLike,
-    OperatorLike,
-    StreamLike,
-)
+from cuprims.typing import (ArrayIteratorOrProxy, ArrayOrIterator, ArrayOrProxy, ComputeCapabilityLike, DeviceArrayLike,
+                            OperatorLike, StreamLike)
 
 _TRUE, _FALSE = b"\1", b"\0"
 
@@ -116,11 +109,9 @@ class _Plan(SortPlan):
 
 
 class MergeSort(SortAlgorithm):
-    """A stable merge sort built for fixed key/value dtypes and comparator (what
-    :func:`make_merge_sort` returns); call it to sort.
-
-    ``sorter(temp_storage=None, ...)`` returns the temporary bytes needed and launches
-    nothing; ``sorter(temp_storage=buf, ...)`` sorts on ``stream``.
+    """A stable merge sort by a comparator, for fixed key and value dtypes (what
+    :func:`make_merge_sort` returns): ``temp_storage=None`` yields the scratch size, a
+    buffer sorts ``num_items`` keys (and values) on ``stream``.
     """
 
     desc: MergeSortDescription

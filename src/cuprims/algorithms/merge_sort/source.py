@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from cuprims._codegen import functors
-from cuprims._codegen.common import iterator_parts, meta_export, op_symbol, preamble
+from cuprims._codegen.common import iterator_parts, meta_export, op_symbol, unit_head
 from cuprims._compile.source import Source
 from cuprims.algorithms.sort_source import CUB, bytes_type, check_comparator_builtin
 from cuprims.op import OpSpec
@@ -83,9 +83,7 @@ def merge_sort_source(*, key: ValueType, value: ValueType | None, op: OpSpec, wi
     agents = (f"cuprims_merge::merge_sort_vsmem_helper_t<cuprims_policy_getter_t, {key_in_t}, {value_in_t}, "
               "cuprims_key_t*, cuprims_value_t*, cuprims_offset_t, cuprims_compare_t, cuprims_key_t, cuprims_value_t>")
     text = (
-        preamble((key,) + iterator_types, arch)
-        + "#include <cub/device/dispatch/kernels/kernel_merge_sort.cuh>\n"
-        + ("#include <cuprims_iterator.cuh>\n" + iterator_text if iterator_text else "") + "\n"
+        unit_head((key,) + iterator_types, arch, ("cub/device/dispatch/kernels/kernel_merge_sort.cuh",), iterator_text)
         + value_decl
         + functor
         + f"using cuprims_key_t = {key.cpp};\n"

@@ -37,14 +37,8 @@ from cuprims.algorithms.common import Loaded, check_num_items, parse_compute_cap
 from cuprims.algorithms.radix_sort.source import radix_sort_source
 from cuprims.algorithms.skeleton import description
 from cuprims.algorithms.sort_base import NARROW_MAX_ITEMS, SortAlgorithm, SortCall, SortDescription, SortPlan, bit_range
-from cuprims.algorithms.sort_common import (
-    DoubleBuffer,
-    align_base,
-    memcpy_async,
-    parse_order,
-    temp_layout,
-    zero_words_async,
-)
+from cuprims.algorithms.sort_common import (DoubleBuffer, align_base, memcpy_async, parse_order, temp_layout,
+                                            zero_words_async)
 from cuprims.algorithms.sort_source import check_radix_key
 from cuprims.config import settings
 from cuprims.enums import SortOrder
@@ -115,11 +109,10 @@ class _Plan(SortPlan):
 
 
 class RadixSort(SortAlgorithm):
-    """A radix sort built for fixed key and value dtypes and order (what
-    :func:`make_radix_sort` returns); call it to sort.
+    """A radix sort for one key dtype, value dtype and order, from :func:`make_radix_sort`.
 
-    ``sorter(temp_storage=None, ...)`` returns the temporary bytes needed and launches
-    nothing; ``sorter(temp_storage=buf, ...)`` sorts on ``stream``.
+    Call it once with ``temp_storage=None`` for the temporary bytes, then with a buffer
+    of that size to sort on ``stream`` (keys in ``[begin_bit, end_bit)`` only, when given).
     """
 
     desc: RadixSortDescription
@@ -212,10 +205,7 @@ class RadixSort(SortAlgorithm):
                     memcpy_async(call.v_out, call.v_in, n * self._value_size, s)
             return None
         needed = self._execute(temp_storage, stream, one_shot, call, (), 1 if n > NARROW_MAX_ITEMS else 0)
-        if call.flips & 1 and isinstance(d_in_keys, DoubleBuffer):
-            d_in_keys.selector ^= 1
-            if isinstance(d_in_values, DoubleBuffer):
-                d_in_values.selector ^= 1
+        self._follow_flips(call, d_in_keys, d_in_values)
         return needed
 
     def __call__(self, *, temp_storage: DeviceArrayLike | None, d_in_keys: DeviceArrayLike | DoubleBuffer,

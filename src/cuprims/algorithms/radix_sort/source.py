@@ -7,17 +7,10 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from cuprims._codegen.common import meta_export, preamble, tuned_selector
+from cuprims._codegen.common import meta_export, tuned_selector, unit_head
 from cuprims._compile.source import Source
-from cuprims.algorithms.sort_source import (
-    CUB,
-    NAN_LAST_KEY,
-    RADIX_META,
-    bytes_type,
-    check_radix_key,
-    nan_last_radix_traits,
-    radix_tuning,
-)
+from cuprims.algorithms.sort_source import (CUB, NAN_LAST_KEY, RADIX_META, bytes_type, check_radix_key,
+                                            nan_last_radix_traits, radix_tuning)
 from cuprims.types import ValueType
 
 
@@ -46,8 +39,7 @@ def radix_sort_source(*, key: ValueType, value: ValueType | None, descending: bo
     # the policy is still CUB's for the real type
     sorted_key = NAN_LAST_KEY if key.kind == "f" else "cuprims_key_t"
     text = (
-        preamble((key,), arch)
-        + "#include <cub/device/dispatch/kernels/kernel_radix_sort.cuh>\n\n"
+        unit_head((key,), arch, ("cub/device/dispatch/kernels/kernel_radix_sort.cuh",))
         + value_decl
         + (nan_last_radix_traits(key) if key.kind == "f" else "")
         + f"using cuprims_key_t = {key.cpp};\n"

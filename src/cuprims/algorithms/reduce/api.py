@@ -21,30 +21,14 @@ from cuprims.algorithms.arguments import describe, keyword_checked
 from cuprims.algorithms.common import Loaded, check_num_items
 from cuprims.algorithms.operators import combined_input
 from cuprims.algorithms.reduce.source import reduce_source
-from cuprims.algorithms.skeleton import (
-    Algorithm,
-    CombinerDescription,
-    Plan,
-    combiner_spec,
-    description,
-    functor_size,
-    functor_state,
-)
+from cuprims.algorithms.skeleton import (Algorithm, CombinerDescription, Plan, combiner_spec, description, functor_size,
+                                         functor_state)
 from cuprims.algorithms.values import check_host_value, host_value_dtype, scalar_init_type
 from cuprims.enums import Determinism
 from cuprims.errors import ArgumentError
 from cuprims.types import host_bytes
-from cuprims.typing import (
-    ArrayIteratorOrProxy,
-    ArrayOrIterator,
-    ComputeCapabilityLike,
-    DeterminismLike,
-    DeviceArrayLike,
-    HostValue,
-    HostValueOrProxy,
-    OperatorLike,
-    StreamLike,
-)
+from cuprims.typing import (ArrayIteratorOrProxy, ArrayOrIterator, ComputeCapabilityLike, DeterminismLike,
+                            DeviceArrayLike, HostValue, HostValueOrProxy, OperatorLike, StreamLike)
 
 # CUB launches this many blocks per SM-occupancy slot for reductions.
 _SUBSCRIPTION_FACTOR = 5
@@ -120,10 +104,8 @@ def _describe(d_in: Any, d_out: Any, op: Any, h_init: Any, determinism: Any) -> 
 
 class Reduce(Algorithm):
     """A reduction built for fixed types and operator (what :func:`make_reduce_into`
-    returns); call it to run.
-
-    ``reducer(temp_storage=None, ...)`` returns the temporary bytes needed and launches
-    nothing; ``reducer(temp_storage=buf, ...)`` runs on ``stream``.
+    returns). ``reducer(temp_storage=None, ...)`` only sizes the temporary storage;
+    given a buffer, it writes ``op``'s fold of ``d_in`` and ``h_init`` to ``d_out[0]``.
     """
 
     desc: ReduceDescription

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from cuprims._codegen.accumulators import accumulator
-from cuprims._codegen.common import iterator_parts, meta_export, op_symbol, preamble, tuned_selector
+from cuprims._codegen.common import combiner_head, iterator_parts, meta_export, op_symbol
 from cuprims._codegen.functors import binary_functor
 from cuprims._compile.source import Source
 from cuprims.op import OpSpec
@@ -49,12 +49,8 @@ def reduce_source(*, in_type: ValueType, accum: ValueType, op: OpSpec, has_init:
         # takes a quarter longer over such a reduction (see .accumulators).
         overrides = {f"{tile}.load_modifier": "CUB_NS_QUALIFIER::LOAD_DEFAULT" for tile in ("multi_tile", "single_tile")}
     text = (
-        preamble((in_type, accum) + iterator_types, arch)
-        + "#include <reduce/cuprims_reduce.cuh>\n"
-        + ("#include <cuprims_iterator.cuh>\n" + iterator_text if iterator_text else "") + "\n"
-        + acc.decl
-        + functor
-        + "\n" + tuned_selector(selector, overrides)
+        combiner_head((in_type, accum) + iterator_types, arch, "reduce/cuprims_reduce.cuh", iterator_text,
+                      acc.decl + functor, selector, overrides)
         + "constexpr auto cuprims_policy = cuprims_selector_t{}(::cuda::compute_capability{"
         + f"{arch // 10}, {arch % 10}" + "});\n"
         + meta_export((

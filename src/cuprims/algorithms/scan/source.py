@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from cuprims._codegen.accumulators import accumulator
-from cuprims._codegen.common import iterator_parts, meta_export, op_symbol, preamble, tuned_selector
+from cuprims._codegen.common import combiner_head, iterator_parts, meta_export, op_symbol
 from cuprims._codegen.functors import binary_functor
 from cuprims._compile.source import Source
 from cuprims.op import OpSpec
@@ -76,12 +76,8 @@ def scan_source(*, in_type: ValueType, accum: ValueType, op: OpSpec, init_kind: 
     init_t = {"none": "cuprims::scan::no_init", "value": t, "device": f"cuprims::scan::device_init<{t}>"}[init_kind]
     layout = f"cuprims::scan::tile_layout<{a}>"
     text = (
-        preamble((in_type, accum) + iterator_types, arch)
-        + "#include <scan/cuprims_scan.cuh>\n"
-        + ("#include <cuprims_iterator.cuh>\n" + iterator_text if iterator_text else "") + "\n"
-        + acc.decl
-        + functor
-        + "\n" + tuned_selector(selector, policy_overrides)
+        combiner_head((in_type, accum) + iterator_types, arch, "scan/cuprims_scan.cuh", iterator_text,
+                      acc.decl + functor, selector, policy_overrides)
         + "constexpr auto cuprims_policy = cuprims::scan::lookback_policy<cuprims_selector_t>("
         + f"::cuda::compute_capability{{{arch // 10}, {arch % 10}}});\n"
         + "static_assert(cuprims_selector_t{}(::cuda::compute_capability{"

@@ -23,28 +23,13 @@ from cuprims.algorithms.arguments import ArgKind, describe, keyword_checked, seg
 from cuprims.algorithms.common import Loaded, check_num_items
 from cuprims.algorithms.operators import combined_input
 from cuprims.algorithms.segmented_reduce.source import segmented_reduce_source
-from cuprims.algorithms.skeleton import (
-    Algorithm,
-    CombinerDescription,
-    Plan,
-    combiner_spec,
-    description,
-    functor_size,
-    functor_state,
-)
+from cuprims.algorithms.skeleton import (Algorithm, CombinerDescription, Plan, combiner_spec, description, functor_size,
+                                         functor_state)
 from cuprims.algorithms.values import check_host_value, host_value_dtype, scalar_init_type
 from cuprims.errors import ArgumentError
 from cuprims.types import host_bytes
-from cuprims.typing import (
-    ArrayIteratorOrProxy,
-    ArrayOrIterator,
-    ComputeCapabilityLike,
-    DeviceArrayLike,
-    HostValue,
-    HostValueOrProxy,
-    OperatorLike,
-    StreamLike,
-)
+from cuprims.typing import (ArrayIteratorOrProxy, ArrayOrIterator, ComputeCapabilityLike, DeviceArrayLike, HostValue,
+                            HostValueOrProxy, OperatorLike, StreamLike)
 
 __all__ = ["SegmentedReduce", "make_segmented_reduce", "segmented_reduce"]
 
@@ -150,11 +135,10 @@ def _describe(d_in: Any, d_out: Any, start_offsets_in: Any, end_offsets_in: Any,
 
 
 class SegmentedReduce(Algorithm):
-    """A segmented reduction built for fixed types and operator (what
-    :func:`make_segmented_reduce` returns); call it to run.
-
-    ``reducer(temp_storage=None, ...)`` returns the temporary bytes needed and launches
-    nothing; ``reducer(temp_storage=buf, ...)`` runs on ``stream``.
+    """One reduction per segment, built for fixed types and operator by
+    :func:`make_segmented_reduce`: ``d_out[s]`` receives the fold of
+    ``d_in[start_offsets_in[s]:end_offsets_in[s]]`` and ``h_init``. As every object
+    here, a call with ``temp_storage=None`` returns the bytes it needs instead.
     """
 
     desc: SegmentedReduceDescription

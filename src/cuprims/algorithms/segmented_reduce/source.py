@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cuprims._codegen.common import arg_param, iterator_parts, meta_export, op_symbol, preamble
+from cuprims._codegen.common import arg_param, iterator_parts, meta_export, op_symbol, unit_head
 from cuprims._codegen.functors import binary_functor
 from cuprims._compile.source import Source
 from cuprims.op import OpSpec
@@ -26,9 +26,8 @@ def segmented_reduce_source(*, d_in: Any, d_out: Any, begin: Any, end: Any, accu
     t, offset = accum.cpp, begin.value.cpp
     selector = f"CUB_NS_QUALIFIER::detail::segmented_reduce::policy_selector_from_types<{t}, {offset}, cuprims_op_t>"
     text = (
-        preamble((d_in.value, accum, begin.value) + iterator_types, arch)
-        + "#include <segmented_reduce/cuprims_segmented_reduce.cuh>\n"
-        + ("#include <cuprims_iterator.cuh>\n" + iterator_text if iterator_text else "") + "\n"
+        unit_head((d_in.value, accum, begin.value) + iterator_types, arch,
+                  ("segmented_reduce/cuprims_segmented_reduce.cuh",), iterator_text)
         + functor
         + f"\nusing cuprims_selector_t = {selector};\n"
         + "constexpr auto cuprims_policy = cuprims_selector_t{}(::cuda::compute_capability{"

@@ -36,15 +36,8 @@ from cuprims.algorithms.sort_common import DoubleBuffer, parse_order
 from cuprims.algorithms.sort_source import check_radix_key
 from cuprims.enums import SortOrder
 from cuprims.errors import ArgumentError
-from cuprims.typing import (
-    ArrayIteratorOrProxy,
-    ArrayOrIterator,
-    ArrayOrProxy,
-    ComputeCapabilityLike,
-    DeviceArrayLike,
-    SortOrderLike,
-    StreamLike,
-)
+from cuprims.typing import (ArrayIteratorOrProxy, ArrayOrIterator, ArrayOrProxy, ComputeCapabilityLike, DeviceArrayLike,
+                            SortOrderLike, StreamLike)
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -108,11 +101,9 @@ def _describe(d_in_keys: Any, d_out_keys: Any, d_in_values: Any, d_out_values: A
 
 
 class SegmentedSort(SortAlgorithm):
-    """A segmented sort built for fixed key and value dtypes, offset kinds and order (what
-    :func:`make_segmented_sort` returns); call it to sort.
-
-    ``sorter(temp_storage=None, ...)`` returns the temporary bytes needed and launches
-    nothing; ``sorter(temp_storage=buf, ...)`` sorts on ``stream``.
+    """Sorts each segment ``[start_offsets_in[s], end_offsets_in[s])`` of the keys on its own;
+    from :func:`make_segmented_sort`, for fixed key and value dtypes, offset kinds and order.
+    ``temp_storage=None`` gives the temporary bytes; a buffer sorts on ``stream``.
     """
 
     desc: SegmentedSortDescription
@@ -145,10 +136,7 @@ class SegmentedSort(SortAlgorithm):
         if n == 0 or ns == 0:  # nothing to sort (CUB returns before touching any buffer, selector included)
             return 1 if temp_storage is None and not one_shot else None
         needed = self._execute(temp_storage, stream, one_shot, call, (None, start_offsets_in, end_offsets_in))
-        if call.flips & 1 and isinstance(d_in_keys, DoubleBuffer):
-            d_in_keys.selector ^= 1
-            if isinstance(d_in_values, DoubleBuffer):
-                d_in_values.selector ^= 1
+        self._follow_flips(call, d_in_keys, d_in_values)
         return needed
 
     def __call__(self, *, temp_storage: DeviceArrayLike | None, d_in_keys: DeviceArrayLike | DoubleBuffer,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cuprims._codegen.common import arg_param, iterator_parts, meta_export, preamble
+from cuprims._codegen.common import arg_param, iterator_parts, meta_export, unit_head
 from cuprims._compile.source import Source
 from cuprims.algorithms.sort_source import FLOAT_BITS, NAN_LAST_KEY, bytes_type, check_radix_key, nan_last_radix_traits
 from cuprims.types import ValueType
@@ -167,9 +167,8 @@ def segmented_sort_source(*, key: ValueType, value: ValueType | None, descending
     order = f"cub::SortOrder::{'Descending' if descending else 'Ascending'}"
     p_begin, p_end = arg_param(begin), arg_param(end)
     text = (
-        preamble((key, begin.value) + iterator_types, arch)
-        + "#include <segmented_sort/cuprims_segmented_sort.cuh>\n"
-        + ("#include <cuprims_iterator.cuh>\n" + iterator_text if iterator_text else "") + "\n"
+        unit_head((key, begin.value) + iterator_types, arch,
+                  ("segmented_sort/cuprims_segmented_sort.cuh",), iterator_text)
         + value_decl
         + (nan_last_radix_traits(key) + _key_order(key) if is_float else "")
         + f"using cuprims_key_t = {NAN_LAST_KEY if is_float else key.cpp};\n"

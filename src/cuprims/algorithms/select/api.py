@@ -26,29 +26,13 @@ from cuprims._compile.source import Source
 from cuprims._runtime import driver
 from cuprims.algorithms.arguments import ArgKind, describe, keyword_checked
 from cuprims.algorithms.common import Loaded, check_num_items
-from cuprims.algorithms.lookback import (
-    LookbackAlgorithm,
-    LookbackPlan,
-    count_output,
-    output_like,
-    partitioned_temp_bytes,
-    partitions,
-    predicate,
-    ready_tiles,
-    tile_storage,
-)
+from cuprims.algorithms.lookback import (LookbackAlgorithm, LookbackPlan, count_output, output_like,
+                                         partitioned_temp_bytes, partitions, predicate, ready_tiles, tile_storage)
 from cuprims.algorithms.select.source import PARTITION_CONTEXT, select_source
 from cuprims.algorithms.skeleton import Description, description, functor_size, functor_state
 from cuprims.op import OpSpec
-from cuprims.typing import (
-    ArrayIteratorOrProxy,
-    ArrayOrIterator,
-    ArrayOrProxy,
-    ComputeCapabilityLike,
-    DeviceArrayLike,
-    OperatorLike,
-    StreamLike,
-)
+from cuprims.typing import (ArrayIteratorOrProxy, ArrayOrIterator, ArrayOrProxy, ComputeCapabilityLike, DeviceArrayLike,
+                            OperatorLike, StreamLike)
 
 __all__ = ["Select", "make_select", "select"]
 

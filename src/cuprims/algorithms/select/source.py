@@ -6,7 +6,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from cuprims._codegen.common import arg_param, iterator_parts, lookback_meta, op_symbol, preamble
+from cuprims._codegen.common import arg_param, iterator_parts, lookback_meta, op_symbol, unit_head
 from cuprims._codegen.functors import predicate_functor
 from cuprims._compile.source import Source
 from cuprims.op import OpSpec
@@ -29,9 +29,7 @@ def select_source(*, d_in: Any, d_out: Any, num_selected: Any, op: OpSpec, arch:
     iterator_text, iterator_types, iterator_symbols = iterator_parts((d_in, d_out))
     p_in, p_out, p_count = arg_param(d_in), arg_param(d_out, output=True), f"{num_selected.value.cpp}*"
     text = (
-        preamble((vt, num_selected.value) + iterator_types, arch)
-        + "#include <select/cuprims_select.cuh>\n"
-        + ("#include <cuprims_iterator.cuh>\n" + iterator_text if iterator_text else "") + "\n"
+        unit_head((vt, num_selected.value) + iterator_types, arch, ("select/cuprims_select.cuh",), iterator_text)
         + functor
         + f"\nusing cuprims_selector_t = CUB_NS_QUALIFIER::detail::select::policy_selector_from_types<{p_in}, "
         + f"CUB_NS_QUALIFIER::NullType*, {p_out}, int, CUB_NS_QUALIFIER::SelectImpl::Select>;\n"

@@ -25,30 +25,13 @@ from cuprims._compile.source import Source
 from cuprims._runtime import driver
 from cuprims.algorithms.arguments import ArgKind, describe, keyword_checked, linked_objects
 from cuprims.algorithms.common import check_num_items
-from cuprims.algorithms.lookback import (
-    CONTEXT_SIZE,
-    LookbackAlgorithm,
-    LookbackPlan,
-    context_bytes,
-    count_output,
-    output_like,
-    partitioned_temp_bytes,
-    partitions,
-    predicate,
-    ready_tiles,
-)
+from cuprims.algorithms.lookback import (CONTEXT_SIZE, LookbackAlgorithm, LookbackPlan, context_bytes, count_output,
+                                         output_like, partitioned_temp_bytes, partitions, predicate, ready_tiles)
 from cuprims.algorithms.skeleton import Description, description, functor_size, functor_state
 from cuprims.algorithms.three_way_partition.source import three_way_partition_source
 from cuprims.op import OpSpec
-from cuprims.typing import (
-    ArrayIteratorOrProxy,
-    ArrayOrIterator,
-    ArrayOrProxy,
-    ComputeCapabilityLike,
-    DeviceArrayLike,
-    OperatorLike,
-    StreamLike,
-)
+from cuprims.typing import (ArrayIteratorOrProxy, ArrayOrIterator, ArrayOrProxy, ComputeCapabilityLike, DeviceArrayLike,
+                            OperatorLike, StreamLike)
 
 __all__ = ["ThreeWayPartition", "make_three_way_partition", "three_way_partition"]
 

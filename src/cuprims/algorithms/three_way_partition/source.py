@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cuprims._codegen.common import arg_param, iterator_parts, lookback_meta, op_symbol, preamble
+from cuprims._codegen.common import arg_param, iterator_parts, lookback_meta, op_symbol, unit_head
 from cuprims._codegen.functors import predicate_functor
 from cuprims._compile.source import Source
 from cuprims.algorithms.lookback import CONTEXT_SIZE
@@ -26,9 +26,8 @@ def three_way_partition_source(*, d_in: Any, first: Any, second: Any, unselected
     p_in, p_count = arg_param(d_in), f"{num_selected.value.cpp}*"
     p_outs = ", ".join(arg_param(a, output=True) for a in (first, second, unselected))
     text = (
-        preamble((vt, num_selected.value) + iterator_types, arch)
-        + "#include <cub/device/dispatch/kernels/kernel_three_way_partition.cuh>\n"
-        + ("#include <cuprims_iterator.cuh>\n" + iterator_text if iterator_text else "") + "\n"
+        unit_head((vt, num_selected.value) + iterator_types, arch,
+                  ("cub/device/dispatch/kernels/kernel_three_way_partition.cuh",), iterator_text)
         + f1 + f2
         + "\nusing cuprims_selector_t = CUB_NS_QUALIFIER::detail::three_way_partition::policy_selector_from_types<"
         + f"{vt.cpp}, CUB_NS_QUALIFIER::detail::three_way_partition::per_partition_offset_t>;\n"

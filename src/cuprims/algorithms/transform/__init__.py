@@ -4,14 +4,8 @@ This folder is the algorithm's home: ``api`` (its public functions, description 
 dispatch), ``source`` (its CUDA C++ generator) and its kernel template ``cuprims_transform.cuh``.
 """
 
-from cuprims.algorithms.transform.api import (
-    BinaryTransform,
-    UnaryTransform,
-    binary_transform,
-    make_binary_transform,
-    make_unary_transform,
-    unary_transform,
-)
+from cuprims.algorithms.transform.api import (BinaryTransform, UnaryTransform, binary_transform, make_binary_transform,
+                                              make_unary_transform, unary_transform)
 
 __all__ = ["BinaryTransform", "UnaryTransform", "binary_transform", "make_binary_transform", "make_unary_transform",
            "unary_transform"]

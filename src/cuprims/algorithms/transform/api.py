@@ -33,24 +33,11 @@ from cuprims._runtime.streams import stream_handle
 from cuprims.algorithms.arguments import ArgKind, describe, keyword_checked
 from cuprims.algorithms.common import Loaded, check_num_items
 from cuprims.algorithms.skeleton import Algorithm, Description, Plan, description, functor_size, functor_state
-from cuprims.algorithms.transform.source import (
-    ALGO_LDGSTS,
-    ALGO_UBLKCP,
-    ALGO_VECTORIZED,
-    INPUT_ARG,
-    check_transform_builtin,
-    input_arg_size,
-    transform_source,
-)
+from cuprims.algorithms.transform.source import (ALGO_LDGSTS, ALGO_UBLKCP, ALGO_VECTORIZED, INPUT_ARG,
+                                                 check_transform_builtin, input_arg_size, transform_source)
 from cuprims.errors import ArgumentError, CudaError
 from cuprims.op import OpSpec, op_spec
-from cuprims.typing import (
-    ArrayIteratorOrProxy,
-    ArrayOrIterator,
-    ComputeCapabilityLike,
-    OperatorLike,
-    StreamLike,
-)
+from cuprims.typing import ArrayIteratorOrProxy, ArrayOrIterator, ComputeCapabilityLike, OperatorLike, StreamLike
 
 _MAX_GRID = (1 << 31) - 1
 _TRUE, _FALSE = b"\x01", b"\x00"

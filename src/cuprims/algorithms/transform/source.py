@@ -27,7 +27,7 @@ import struct
 from typing import Any
 
 from cuprims._codegen.builtin_ops import check_transform_builtin, common_type  # noqa: F401 (used by the host)
-from cuprims._codegen.common import iterator_parts, meta_export, op_symbol, preamble
+from cuprims._codegen.common import iterator_parts, meta_export, op_symbol, unit_head
 from cuprims._codegen.functors import transform_functor
 from cuprims._compile.source import Source
 from cuprims.op import OpSpec
@@ -72,9 +72,7 @@ def transform_source(*, inputs: tuple[ValueType, ...], out: ValueType, op: OpSpe
     selector = ("CUB_NS_QUALIFIER::detail::transform::policy_selector_from_types<false, true, "
                 f"::cuda::std::tuple<{in_ptrs}>, {out_t}>")
     text = (
-        preamble(tuple(inputs) + (out,) + iterator_types, arch)
-        + "#include <transform/cuprims_transform.cuh>\n"
-        + ("#include <cuprims_iterator.cuh>\n" + iterator_text if iterator_text else "") + "\n"
+        unit_head(tuple(inputs) + (out,) + iterator_types, arch, ("transform/cuprims_transform.cuh",), iterator_text)
         + functor
         + f"\nusing cuprims_selector_t = {selector};\n"
         + f"using cuprims_facts_t = cuprims::transform::facts<cuprims_selector_t, {arch // 10}, {arch % 10}, "

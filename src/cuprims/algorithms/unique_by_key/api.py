@@ -34,15 +34,8 @@ from cuprims.algorithms.lookback import REGION_ALIGN, LookbackPlan, count_output
 from cuprims.algorithms.skeleton import Algorithm, Description, description, functor_size, functor_state
 from cuprims.algorithms.unique_by_key.source import unique_by_key_source
 from cuprims.op import OpSpec, op_spec
-from cuprims.typing import (
-    ArrayIteratorOrProxy,
-    ArrayOrIterator,
-    ArrayOrProxy,
-    ComputeCapabilityLike,
-    DeviceArrayLike,
-    OperatorLike,
-    StreamLike,
-)
+from cuprims.typing import (ArrayIteratorOrProxy, ArrayOrIterator, ArrayOrProxy, ComputeCapabilityLike, DeviceArrayLike,
+                            OperatorLike, StreamLike)
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -128,11 +121,10 @@ def _describe(d_in_keys: Any, d_in_items: Any, d_out_keys: Any, d_out_items: Any
 
 
 class UniqueByKey(Algorithm):
-    """A unique-by-key built for fixed types and operator (what :func:`make_unique_by_key`
-    returns); call it to run.
-
-    ``obj(temp_storage=None, ...)`` returns the temporary bytes needed and launches
-    nothing; ``obj(temp_storage=buf, ...)`` runs on ``stream``.
+    """Keeps the first key (and its item) of each run of equal keys; built for fixed
+    types and operator by :func:`make_unique_by_key`. With ``temp_storage=None`` the
+    call returns the bytes it needs, with a buffer it writes the kept pairs and their
+    count (``d_out_num_selected[0]``) on ``stream``.
     """
 
     desc: UniqueByKeyDescription
@@ -189,8 +181,8 @@ class UniqueByKey(Algorithm):
 
 @keyword_checked
 def make_unique_by_key(*, d_in_keys: ArrayIteratorOrProxy, d_in_items: ArrayIteratorOrProxy,
-                       d_out_keys: ArrayIteratorOrProxy, d_out_items: ArrayIteratorOrProxy,
-                       d_out_num_selected: ArrayOrProxy, op: OperatorLike,
+                       d_out_keys: ArrayIteratorOrProxy, d_out_items: ArrayIteratorOrProxy, op: OperatorLike,
+                       d_out_num_selected: ArrayOrProxy,
                        compute_capability: ComputeCapabilityLike | None = None) -> UniqueByKey:
     """Build (or fetch from cache) a unique-by-key.
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cuprims._codegen.common import arg_param, iterator_parts, meta_export, op_symbol, preamble
+from cuprims._codegen.common import arg_param, iterator_parts, meta_export, op_symbol, unit_head
 from cuprims._codegen.functors import equality_functor
 from cuprims._compile.source import Source
 from cuprims.op import OpSpec
@@ -23,8 +23,7 @@ from cuprims.op import OpSpec
 UNIQUE_META = ("threads", "items", "vsmem_per_block", "tile_padding", "tile_word_bytes")
 _WIDE_TILE_STATE = "CUB_NS_QUALIFIER::ScanTileState<long long>"
 _TILE_STATE = "CUB_NS_QUALIFIER::ScanTileState<int>"
-_WIDE_INCLUDES = ("#include <cub/device/dispatch/kernels/kernel_unique_by_key.cuh>\n"
-                  "#include <cub/device/dispatch/kernels/kernel_scan.cuh>\n")
+_WIDE_HEADERS = ("cub/device/dispatch/kernels/kernel_unique_by_key.cuh", "cub/device/dispatch/kernels/kernel_scan.cuh")
 
 
 def unique_by_key_source(*, keys_in: Any, values_in: Any, keys_out: Any, values_out: Any, num_selected: Any,
@@ -35,9 +34,8 @@ def unique_by_key_source(*, keys_in: Any, values_in: Any, keys_out: Any, values_
     iterator_text, iterator_types, iterator_symbols = iterator_parts((keys_in, values_in, keys_out, values_out))
     params = (arg_param(keys_in), arg_param(values_in), arg_param(keys_out, output=True),
               arg_param(values_out, output=True), f"{num_selected.value.cpp}*")
-    includes = _WIDE_INCLUDES if wide_offsets else "#include <unique_by_key/cuprims_unique.cuh>\n"
-    head = (preamble((key, value, num_selected.value) + iterator_types, arch) + includes
-            + ("#include <cuprims_iterator.cuh>\n" + iterator_text if iterator_text else "") + "\n" + functor)
+    headers = _WIDE_HEADERS if wide_offsets else ("unique_by_key/cuprims_unique.cuh",)
+    head = unit_head((key, value, num_selected.value) + iterator_types, arch, headers, iterator_text) + functor
     text, names, options = (_wide if wide_offsets else _narrow)(head, key, value, params, arch)
     return Source(text=text, name_expressions=names, extern_symbols=externs + iterator_symbols,
                   meta_fields=UNIQUE_META, compile_options=options)

@@ -15,14 +15,8 @@ from typing import Any
 from cuprims.coop._records._abi import Entry, Param, copied, count, items_ref, thread_in, thread_out
 from cuprims.coop._records._base import WARP_MOVE_STORAGE_BUDGET, Call, Record, roles
 from cuprims.coop._records._texts import OOB, TOUCHED, dispatch
-from cuprims.coop._spec import (
-    LOAD_ALGORITHMS,
-    STORE_ALGORITHMS,
-    WARP_LOAD_ALGORITHMS,
-    WARP_STORE_ALGORITHMS,
-    ProviderSpec,
-    algorithm_of,
-)
+from cuprims.coop._spec import (LOAD_ALGORITHMS, STORE_ALGORITHMS, WARP_LOAD_ALGORITHMS, WARP_STORE_ALGORITHMS,
+                                ProviderSpec, algorithm_of)
 
 
 def _load_entries(spec: ProviderSpec, s: str) -> list[Entry]:

@@ -8,17 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from cuprims.coop._arguments import combiner, no_methods, prefix_callback, python_callable, value_bytes
-from cuprims.coop._spec import (
-    LOAD_ALGORITHMS,
-    REDUCE_ALGORITHMS,
-    SCAN_ALGORITHMS,
-    STORE_ALGORITHMS,
-    ProviderSpec,
-    algorithm_of,
-    block_dims,
-    element_type,
-    items_count,
-)
+from cuprims.coop._spec import (LOAD_ALGORITHMS, REDUCE_ALGORITHMS, SCAN_ALGORITHMS, STORE_ALGORITHMS, ProviderSpec,
+                                algorithm_of, block_dims, element_type, items_count)
 from cuprims.coop._style1.factory import make_primitive
 from cuprims.errors import ArgumentError
 from cuprims.op import OpKind, op_spec

@@ -7,14 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from cuprims.coop._arguments import combiner, comparator, no_methods, python_callable, warp_exchange_kind
-from cuprims.coop._spec import (
-    WARP_LOAD_ALGORITHMS,
-    WARP_STORE_ALGORITHMS,
-    ProviderSpec,
-    algorithm_of,
-    element_type,
-    items_count,
-)
+from cuprims.coop._spec import (WARP_LOAD_ALGORITHMS, WARP_STORE_ALGORITHMS, ProviderSpec, algorithm_of, element_type,
+                                items_count)
 from cuprims.coop._style1.factory import make_primitive
 from cuprims.errors import ArgumentError
 from cuprims.op import OpKind, op_spec
