@@ -89,8 +89,9 @@ def _fields(case) -> tuple:
 
 
 # Every GPU test, and every variant that selects other primitives (a group, a scan mode, an
-# exchange direction, a load/store algorithm, a bounds case), compiles in CI; variants in dtype
-# alone are _beyond_ci where the dtype family meets the same primitives in another CI case.
+# exchange direction, a load/store algorithm, a bounds case), is listed; variants in dtype
+# alone are _beyond_ci where the dtype family meets the same primitives in another case.
+# CI compiles the first case of each test (_first_of_each_test), the rest with --run-slow.
 CASES = [
     ("test_coop_block_gpu", "test_load_and_sum_partial_tiles", dict(shape=(64, 2, 2), items=3)),
     ("test_coop_block_gpu", "test_sum_every_int_and_float", dict(dtype=np.uint16)),
@@ -218,6 +219,24 @@ CASES = [
     ("test_coop_warp_exchange_gpu", "test_style2_warp_exchange", dict(mode="StripedToBlocked", shape=(64, 2, 2))),
     ("test_coop_warp_exchange_gpu", "test_style2_warp_exchange", dict(mode="BlockedToStriped", shape=(128,))),
 ]
+
+
+def _first_of_each_test(cases: list) -> list:
+    """CI compiles each GPU test once (its first case); the test's other variants (other
+    groups, modes, algorithms, dtypes) run with the slow tests, and all of them on the GPU."""
+    seen, out = set(), []
+    for case in cases:
+        key = _fields(case)[:2]
+        if hasattr(case, "marks") or key not in seen:
+            out.append(case)
+        else:
+            out.append(_beyond_ci(case))
+        if not hasattr(case, "marks"):
+            seen.add(key)
+    return out
+
+
+CASES = _first_of_each_test(CASES)
 SUBPROCESS = {"test_coop_style2_launch_gpu": {"test_in_range_counts_run", "test_out_of_range_counts_trap"},
               "test_coop_style1_bounds_gpu": {"test_a_call_past_its_arrays_traps"}}
 

@@ -564,9 +564,19 @@ def test_every_operator_argument_gets_the_operator_cases():
     assert {c[0] for c in OPERATOR_CASES} == {n for n, a in ALGORITHMS.items() if a.operators or a.iterator_input}
 
 
-@pytest.mark.parametrize("path", ["direct", "numba"])
-@pytest.mark.parametrize("algo,case,overrides,argument,error,text", OPERATOR_CASES,
-                         ids=[f"{c[0]}-{c[1]}" for c in OPERATOR_CASES])
+# The numba path of every case runs with the slow tests; CI takes it for one algorithm of
+# each operator role (a combiner, a predicate, a comparator, a search's comparator, an
+# iterator's operator) and the direct path for all.
+NUMBA_PATH_IN_CI = frozenset({"reduce", "select", "merge_sort", "lower_bound", "unary_transform"})
+
+
+def _paths(cases: list) -> list:
+    return [pytest.param(path, *c, id=f"{path}-{c[0]}-{c[1]}",
+                         marks=() if path == "direct" or c[0] in NUMBA_PATH_IN_CI else pytest.mark.slow)
+            for c in cases for path in ("direct", "numba")]
+
+
+@pytest.mark.parametrize("path,algo,case,overrides,argument,error,text", _paths(OPERATOR_CASES))
 def test_bad_operator_is_named(request, shared_cache, path, algo, case, overrides, argument, error, text):
     """Built through small expressions translated to C++ ("direct") and through numba
     alone (CUPRIMS_DIRECT_OPS=0): either way the build refuses the operator, naming the
