@@ -19,8 +19,8 @@ from cuprims._base import stats
 
 # Precompiled headers stay within each process in this suite (session fixtures and the
 # processes tests start included): every test's fresh cache directory would otherwise get
-# a PCH per header prefix (~15 MB packed, and ~0.2 s to pack), copied along with prebuilt caches. tests/cpu/test_pch_disk.py
-# turns them on in its own processes.
+# a PCH per header prefix (~15 MB packed, and ~0.2 s to pack), copied along with prebuilt caches.
+# tests/cpu/compile/test_pch_disk.py turns them on in its own processes.
 os.environ.setdefault("CUPRIMS_PCH_DISK", "0")
 
 _ENV_VARS = ("CUPRIMS_CACHE_DIR", "CUPRIMS_DISK_CACHE", "CUPRIMS_DUMP_DIR", "CUPRIMS_MEMORY_CACHE",
