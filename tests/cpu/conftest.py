@@ -4,6 +4,11 @@ in-memory caches, so a test never passes because an earlier one warmed a cache.
 Tests that only need *some* build (not a cold one) ask for ``shared_cache``: it points
 CUPRIMS_CACHE_DIR at one directory kept for the whole session, so NVRTC work done by one
 test is read back from disk by the next (in-memory caches are still emptied per test).
+
+The subfolders mirror src/cuprims (algorithms/, coop/, compile/, cache/, ...; project/ for
+the repository as a whole, reliability/ for the cross-cutting matrices). pytest's import
+mode puts this folder on sys.path when it loads this file, so every subfolder imports
+cpu_helpers by name, and the fixtures here serve every subfolder (none keeps a copy).
 """
 
 from __future__ import annotations

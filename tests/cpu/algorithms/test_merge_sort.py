@@ -33,8 +33,8 @@ from cuprims.op import OpSpec, op_spec
 from cuprims.types import value_type
 from cpu_helpers import check_golden, counters, delta, render_source, stub_ltoir
 from test_radix_sort import ELF, FakeArray, FakeMemory, FakePack, check_param_layout
+from twins import KEY_STRUCT, struct_less
 
-KEY_STRUCT = np.dtype([("a", np.int32), ("b", np.float32)], align=True)
 TAGGED = np.dtype([("tag", np.int16), ("index", np.int32)], align=True)  # the layout of Zip(int16, int32)
 P = ProxyArray
 i2, i4, i8, f4 = np.int16, np.int32, np.int64, np.float32
@@ -44,10 +44,6 @@ SCALE = ProxyArray(np.float32)  # a device array the comparator below captures (
 
 def less(a, b):
     return a < b
-
-
-def struct_less(x, y):
-    return x.a < y.a or (x.a == y.a and x.b > y.b)
 
 
 def scaled_less(a, b):

@@ -2,7 +2,7 @@
 after +inf ascending, first descending) from ``codegen_sort.nan_last_radix_traits``.
 
 Three checks that together stand for a GPU run: the numpy model of the kernels' words
-(``test_radix_sort.ordered_bits``, which the fake device sorts by) gives numpy's order;
+(``twins.ordered_bits``, which the fake device sorts by) gives numpy's order;
 the generated C++ traits compute exactly those words (static_asserts compiled by NVRTC);
 and sorters over float16/32/64 keys compile and link for sm_90 with the kernel parameters
 the host packs. ``tests/gpu/algorithms/test_nan_order_gpu.py`` runs them.
@@ -19,7 +19,8 @@ from cuprims._codegen.common import preamble
 from cuprims.algorithms.sort_source import NAN_LAST_KEY, nan_last_radix_traits
 from cuprims.algorithms.radix_sort.source import radix_sort_source
 from cuprims.types import value_type
-from test_radix_sort import ELF, _radix, check_param_layout, ordered_bits, sorted_keys
+from test_radix_sort import ELF, _radix, check_param_layout
+from twins import ordered_bits, sorted_keys
 
 FLOATS = ["float16", "float32", "float64"]
 

@@ -26,6 +26,7 @@ from cuprims.algorithms.sort_common import DoubleBuffer
 from cuprims.errors import ArgumentError
 from cuprims.types import value_type
 from cpu_helpers import FakeArray, FakeMemory, FakePack, check_golden, kernel_param_sizes, pack_sizes, render_source
+from twins import STRUCT, ordered_bits, random_keys, sorted_keys  # the radix order's model, test_radix_sort_gpu's too
 
 ELF = b"\x7fELF"
 
@@ -51,9 +52,6 @@ def _radix(key, value=None, order=SortOrder.ASCENDING, cc=90, double_buffer=Fals
                            d_in_values=None if value is None else ProxyArray(value),
                            d_out_values=None if value is None else ProxyArray(value), order=order,
                            compute_capability=cc)
-
-
-STRUCT = np.dtype([("a", np.int32), ("b", np.float64), ("c", np.int8)], align=True)
 
 
 def test_keys_only_build_sm90(shared_cache):
@@ -224,36 +222,6 @@ def test_temp_layout_matches_cub_alias_temporaries():
 # allocation), and each CUB kernel is emulated by what it computes. A wrong pointer,
 # pass order, temporary-storage size or buffer choice in the host code shows up as a
 # wrong result or a failed check, without a GPU.
-
-def ordered_bits(keys: np.ndarray, descending: bool) -> np.ndarray:
-    """The words the radix kernels order keys by: CUB's twiddled bits (floating-point keys
-    through ``codegen_sort.nan_last_radix_traits``: every NaN ~0, -inf 0), -0.0 as +0.0,
-    complemented when descending."""
-    dt = keys.dtype
-    nbits = dt.itemsize * 8
-    ut = np.dtype(f"u{dt.itemsize}")
-    u = keys.view(ut).astype(np.uint64)
-    high = np.uint64(1) << np.uint64(nbits - 1)
-    full = np.uint64((1 << nbits) - 1)
-    if dt.kind == "i":
-        u = u ^ high
-    elif dt.kind == "f":
-        inf = np.uint64(np.array(np.inf, dt).view(ut))
-        neg = (u & high) != 0
-        twiddled = np.where(neg, u ^ full, u ^ high)
-        u = np.where((u & ~high) > inf, full, np.where(u == (inf | high), np.uint64(0), twiddled))
-        u = np.where(u == (high - np.uint64(1)), high, u)  # -0.0 sorts as +0.0
-    if descending:
-        u = u ^ full
-    return u
-
-
-def sorted_keys(keys: np.ndarray) -> np.ndarray:
-    """Keys as a radix sort writes them: a floating-point NaN comes out as the quiet NaN."""
-    if keys.dtype.kind != "f":
-        return keys
-    return np.where(np.isnan(keys), np.array(np.nan, keys.dtype), keys)
-
 
 def digits_of(bits: np.ndarray, bit: int, nbits: int) -> np.ndarray:
     d = (bits >> np.uint64(bit)) & np.uint64((1 << nbits) - 1)
@@ -436,21 +404,6 @@ def fake_radix(monkeypatch):
     make.mem = mem
     make.allocations = allocations
     return make
-
-
-def random_keys(dt, n, rng):
-    dt = np.dtype(dt)
-    if dt.kind == "b":
-        return rng.random(n) < 0.5
-    if dt.kind in "iu":
-        info = np.iinfo(dt)
-        return rng.integers(info.min, info.max, n, endpoint=True, dtype=dt)
-    bits = rng.integers(0, 1 << (8 * dt.itemsize), n, dtype=np.uint64).astype(f"u{dt.itemsize}")
-    x = bits.view(dt).copy()  # every pattern: NaNs of both signs, infinities, subnormals, -0.0
-    specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, 1.0, -1.0], dtype=dt)
-    x[:min(n, specials.size)] = specials[:min(n, specials.size)]
-    rng.shuffle(x)
-    return x
 
 
 def reference(keys, values, descending, b=0, e=None):

@@ -28,7 +28,8 @@ from cuprims.algorithms.segmented_sort import api as ss
 from cuprims.errors import ArgumentError, ArgumentTypeError
 from cuprims.types import value_type
 from test_radix_nan_order import special_keys
-from test_radix_sort import ELF, STRUCT, ordered_bits
+from test_radix_sort import ELF
+from twins import STRUCT, ordered_bits
 
 ASC, DESC = SortOrder.ASCENDING, SortOrder.DESCENDING
 i4, i8 = np.int32, np.int64

@@ -26,7 +26,8 @@ from cuprims.algorithms.lookback import SINGLE_PARTITION
 from cuprims.algorithms.segmented_sort import dispatch as dispatch_mod
 from cuprims.algorithms.segmented_sort import api as ss
 from cuprims.errors import ArgumentError
-from test_radix_sort import STRUCT, FakeBuilds, _Placeholder, ordered_bits, random_keys, sorted_keys
+from test_radix_sort import FakeBuilds, _Placeholder
+from twins import STRUCT, ordered_bits, random_keys, sorted_keys
 
 ASC, DESC = SortOrder.ASCENDING, SortOrder.DESCENDING
 ROLES = ("fallback", "init", "partition", "big", "small", "mid")

@@ -9,12 +9,9 @@ import numpy as np
 import cuprims
 from cpu_helpers import check_golden, check_kernel_params, kernel_param_sizes, pack_sizes, render_source
 from cuprims import CountingIterator, ProxyArray as P, TransformOutputIterator
+from twins import _even
 
 i4, i8, f4 = np.int32, np.int64, np.float32
-
-
-def _even(v):
-    return v % 2 == 0
 
 
 def _make(**over):

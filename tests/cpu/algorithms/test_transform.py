@@ -14,7 +14,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import cuprims
 from cuprims import OpKind, ProxyArray
 from cuprims.algorithms.transform import source as cgt
 from cuprims._compile.source import Source
@@ -27,10 +26,9 @@ from cuprims.op import OpSpec, op_spec
 from cuprims.types import value_type
 from cpu_helpers import counters, delta
 from cpu_helpers import FakeDeviceArray, check_golden, kernel_param_sizes, pack_sizes, render_source
+from twins import Pixel
 
 ELF = b"\x7fELF"
-
-Pixel = cuprims.gpu_struct({"r": np.int32, "g": np.float32}, name="Pixel")
 
 
 def vt(x):

@@ -12,12 +12,10 @@ from cuprims import coop  # noqa: E402
 from cuprims.errors import ArgumentError, LinkError  # noqa: E402
 
 from coop_helpers import kernel_sections, link_kernel, linked_ptx, shared_bytes  # noqa: E402
+from twins import PAIR, bigger, block_scan_kernel, struct_argmax_kernel  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def sm90(shared_cache):
-    with coop.target((9, 0)):
-        yield
+pytestmark = pytest.mark.usefixtures("sm90")     # coop primitives built for sm_90 (tests/cpu/conftest.py)
 
 
 def _kernel_text_sections(cubin: bytes) -> list[str]:
@@ -94,27 +92,7 @@ def test_load_scan_store_pipeline(items):
     load = coop.block.make_load(numba.int32, dims, items, algorithm="warp_transpose")
     scan = coop.block.make_inclusive_sum(numba.int32, dims, items)
     store = coop.block.make_store(numba.int32, dims, items, algorithm="striped")
-    tile = 128 * items
-
-    if items == 1:   # one item: scan(value) -> value
-        @cuda.jit(link=load.files + scan.files + store.files)
-        def kernel(x, y, n):
-            base = cuda.blockIdx.x * tile
-            items_ = cuda.local.array(1, numba.int32)
-            valid = min(tile, n - base)
-            load(x[base:], items_, valid, 0)
-            items_[0] = scan(items_[0])
-            store(y[base:], items_, valid)
-    else:            # more: scan(in, out), here in place
-        @cuda.jit(link=load.files + scan.files + store.files)
-        def kernel(x, y, n):
-            base = cuda.blockIdx.x * tile
-            items_ = cuda.local.array(items, numba.int32)
-            valid = min(tile, n - base)
-            load(x[base:], items_, valid, 0)
-            scan(items_, items_)
-            store(y[base:], items_, valid)
-
+    kernel, _ = block_scan_kernel(dims, items, "int32", load, scan, store)   # test_coop_block_gpu's scans
     cubin = link_kernel(kernel, (types.int32[::1], types.int32[::1], types.int64), [load, scan, store])
     assert len(_kernel_text_sections(cubin)) == 1
 
@@ -154,9 +132,6 @@ def test_arguments_are_checked_before_any_compile():
 
 
 def test_providers_and_python_operator_inline_into_the_kernel():
-    def bigger(a, b):
-        return a if a > b else b
-
     red = coop.block.make_reduce(numba.float32, 128, bigger)
     load = coop.block.make_load(numba.float32, 128, 4, algorithm="vectorize")
 
@@ -191,9 +166,6 @@ def test_other_scalars_compile_and_link(name):
 
 
 def test_equal_primitives_share_link_inputs():
-    def bigger(a, b):
-        return a if a > b else b
-
     r1 = coop.block.make_reduce(numba.float32, 128, bigger)
     r2 = coop.block.make_reduce(numba.float32, 128, bigger)
     assert [id(f) for f in r1.files] == [id(f) for f in r2.files]   # numba's set links them once
@@ -210,31 +182,10 @@ def test_equal_primitives_share_link_inputs():
 
 
 def test_struct_reduce_and_scan_with_python_operators():
-    import numpy as np
     from numba.cuda.np.numpy_support import from_dtype
 
-    pair = np.dtype([("v", np.float32), ("i", np.int32)], align=True)
-
-    def argmax(a, b):
-        return a if a.v >= b.v else b
-
-    red = coop.block.make_reduce(pair, (32, 4), argmax)
-    scan = coop.block.make_inclusive_scan(pair, (32, 4), argmax, 2)
-    rec = from_dtype(pair)
-
-    @cuda.jit(link=red.files + scan.files)
-    def kernel(x, y, out):
-        t = cuda.threadIdx.x + 32 * cuda.threadIdx.y
-        r = red(x[2 * t])
-        items = cuda.local.array(2, rec)
-        items[0] = x[2 * t]
-        items[1] = x[2 * t + 1]
-        scan(items, items)
-        y[2 * t] = items[0]
-        y[2 * t + 1] = items[1]
-        if t == 0:
-            out[0] = r
-
+    red, scan, kernel = struct_argmax_kernel()      # the kernel test_coop_block_gpu runs
+    rec = from_dtype(PAIR)
     assert red.temp_storage_bytes >= 8
     link_kernel(kernel, (rec[::1], rec[::1], rec[::1]), [red, scan])
 

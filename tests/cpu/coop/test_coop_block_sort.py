@@ -14,16 +14,14 @@ from cuprims.coop import _build  # noqa: E402
 from cuprims.errors import ArgumentError, LinkError  # noqa: E402
 
 from coop_helpers import kernel_sections, link_kernel, linked_ptx, shared_bytes  # noqa: E402
+from twins import PAIR  # noqa: E402
 
 KEY_TYPES = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16", "float32",
              "float64"]
 EXCHANGES = ["StripedToBlocked", "BlockedToStriped", "WarpStripedToBlocked", "BlockedToWarpStriped"]
 
 
-@pytest.fixture(autouse=True)
-def sm90(shared_cache):
-    with coop.target((9, 0)):
-        yield
+pytestmark = pytest.mark.usefixtures("sm90")     # coop primitives built for sm_90 (tests/cpu/conftest.py)
 
 
 def _sort_kernel(sort, nb, dims, items):
@@ -167,12 +165,10 @@ def test_exchange_any_type(dtype):
 
 
 def test_exchange_of_structs():
-    import numpy as np
     from numba.cuda.np.numpy_support import from_dtype
 
-    pair = np.dtype([("v", np.float32), ("i", np.int32)], align=True)
-    ex = coop.block.make_exchange("BlockedToStriped", pair, 64, 3)
-    rec = from_dtype(pair)
+    ex = coop.block.make_exchange("BlockedToStriped", PAIR, 64, 3)
+    rec = from_dtype(PAIR)
 
     @cuda.jit(link=ex.files)
     def kernel(x):

@@ -27,12 +27,9 @@ from numba import cuda  # noqa: E402
 from cuprims import OpKind, coop  # noqa: E402
 
 from coop_helpers import link_kernel  # noqa: E402
+from twins import PAIR, VALUE, WIDE  # noqa: E402  (the GPU tests' struct types: equal dtypes, the same element type)
 
 GPU_TESTS = Path(__file__).resolve().parents[2] / "gpu" / "coop"
-_VALUE = np.dtype([("i", np.int32), ("w", np.float32)], align=True)    # test_coop_pairs_gpu's struct value
-# the struct dtypes of test_coop_types_gpu and test_coop_warp_load_store_gpu (equal dtypes: the same element type)
-PAIR = np.dtype([("v", np.float32), ("i", np.int32)], align=True)
-WIDE = np.dtype([("a", np.float64), ("b", np.int16), ("c", np.complex64)], align=True)
 
 
 class _Launched(Exception):
@@ -143,7 +140,7 @@ CASES = [
     ("test_coop_style2_launch_gpu", "run_count_case", dict(case="in_range_storage")),
     ("test_coop_pairs_gpu", "test_block_radix_sort_pairs_shapes_and_items",
      dict(shape=(64, 2, 2), items=3, descending=True)),
-    ("test_coop_pairs_gpu", "test_block_radix_sort_pairs_types", dict(key=np.float32, value=_VALUE, descending=False)),
+    ("test_coop_pairs_gpu", "test_block_radix_sort_pairs_types", dict(key=np.float32, value=VALUE, descending=False)),
     _beyond_ci(("test_coop_pairs_gpu", "test_block_radix_sort_pairs_types",
                 dict(key=np.float16, value=np.int64, descending=True))),
     ("test_coop_pairs_gpu", "test_block_radix_sort_pairs_bit_range_and_callers_storage", dict(shape=(32, 4))),

@@ -20,24 +20,14 @@ from cuprims.errors import ArgumentError, LinkError  # noqa: E402
 
 from coop_helpers import link_kernel, linked_ptx, shared_bytes  # noqa: E402
 from cpu_helpers import stub_ltoir  # noqa: E402
+from twins import _by_k, _less  # noqa: E402
 
 KEY_TYPES = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16", "float32",
              "float64", "boolean"]
 PAIR = np.dtype([("k", np.float32), ("i", np.int32)], align=True)
 
 
-@pytest.fixture(autouse=True)
-def sm90(shared_cache):
-    with coop.target((9, 0)):
-        yield
-
-
-def _less(a, b):
-    return a < b
-
-
-def _by_k(a, b):
-    return a.k < b.k
+pytestmark = pytest.mark.usefixtures("sm90")     # coop primitives built for sm_90 (tests/cpu/conftest.py)
 
 
 def _kernel(sort, nb, threads, items, partial=False):

@@ -20,68 +20,29 @@ from cuprims.coop._codegen import provider_text  # noqa: E402
 from cuprims.errors import ArgumentError, CoopError, LinkError  # noqa: E402
 
 from coop_helpers import link_kernel, linked_ptx, shared_bytes  # noqa: E402
+from twins import VALUE, _by_k, _less, block_pairs_kernel  # noqa: E402
 
-VALUE = np.dtype([("i", np.int32), ("w", np.float32)], align=True)   # a struct value type
 KEY = np.dtype([("k", np.int16), ("i", np.int32)], align=True)
 
 
-@pytest.fixture(autouse=True)
-def sm90(shared_cache):
-    with coop.target((9, 0)):
-        yield
-
-
-def _less(a, b):
-    return a < b
-
-
-def _by_k(a, b):
-    return a.k < b.k
+pytestmark = pytest.mark.usefixtures("sm90")     # coop primitives built for sm_90 (tests/cpu/conftest.py)
 
 
 def _nb(dtype):
     return from_dtype(np.dtype(dtype)) if not isinstance(dtype, types.Type) else dtype
 
 
-def _pairs_kernel(sort, knb, vnb, threads, items, call):
-    """Thread t sorts the pairs t * items ... of (x, v); ``call``: 0 the whole tile, 1 with
-    bits or a count (radix: bits [4, 12); merge: the first n, oob after them), 2 the
-    caller's storage, 3 a count and the caller's storage (merge only)."""
-    nbytes, align = sort.temp_storage_bytes, sort.temp_storage_alignment
-    radix = sort.spec.kind == "radix_sort"
-
-    @cuda.jit(link=sort.files)
-    def kernel(x, v, n, oob):
-        t = cuda.threadIdx.x
-        temp = cuda.shared.array(nbytes, numba.uint8, alignment=align)
-        keys = cuda.local.array(items, knb)
-        values = cuda.local.array(items, vnb)
-        for i in range(items):
-            keys[i] = x[t * items + i]
-            values[i] = v[t * items + i]
-        if call == 0:
-            sort(keys, values)
-        elif call == 1:
-            if radix:
-                sort(keys, values, 4, 12)
-            else:
-                sort(keys, values, n, oob[0])
-        elif call == 2:
-            sort(keys, values, temp_storage=temp)
-        elif not radix:
-            sort(keys, values, n, oob[0], temp)
-        for i in range(items):
-            x[t * items + i] = keys[i]
-            v[t * items + i] = values[i]
-
-    return kernel
+def _pairs_args(knb, vnb):
+    return knb[::1], vnb[::1], types.int32[::1], knb[::1]
 
 
-def _link_pairs(sort, key_dtype, value_dtype, threads, items, calls=(0, 1, 2, 3)):
+def _link_pairs(sort, key_dtype, value_dtype, shape, items, calls=(0, 1, 2, 3)):
+    """The kernels test_coop_pairs_gpu sorts by, one per call (``mode`` 0: the whole tile, 1:
+    radix bits or a merge's count, 2: the caller's storage, 3: a count and the caller's
+    storage), linked: a warp's sort in a block of one logical warp."""
     knb, vnb = _nb(key_dtype), _nb(value_dtype)
-    args = (knb[::1], vnb[::1], types.int32, knb[::1])
-    cubins = [link_kernel(_pairs_kernel(sort, knb, vnb, threads, items, c), args, [sort]) for c in calls]
-    return cubins
+    return [link_kernel(block_pairs_kernel(sort, shape, items, knb, vnb, c)[0], _pairs_args(knb, vnb), [sort])
+            for c in calls]
 
 
 # ---------------------------------------------------------------- Style 1: block radix sort of pairs
@@ -95,33 +56,19 @@ def test_block_radix_sort_pairs_types_link_and_need_their_files(key, value, desc
     value = getattr(types, value) if isinstance(value, str) else value
     sort = make(getattr(types, key), value, (32, 4), 3)
     assert sort.spec.values is not None and sort.spec.mode == ("descending" if descending else "ascending")
-    own, bits, theirs = _link_pairs(sort, getattr(types, key), value, 128, 3, calls=(0, 1, 2))
+    own, bits, theirs = _link_pairs(sort, getattr(types, key), value, (128,), 3, calls=(0, 1, 2))
     assert shared_bytes(own) >= sort.temp_storage_bytes > 1
     knb, vnb = getattr(types, key), _nb(value)
     with pytest.raises(LinkError, match=sort.spec.symbol):
-        link_kernel(_pairs_kernel(sort, knb, vnb, 128, 3, 0), (knb[::1], vnb[::1], types.int32, knb[::1]), [sort],
+        link_kernel(block_pairs_kernel(sort, (128,), 3, knb, vnb, 0)[0], _pairs_args(knb, vnb), [sort],
                     with_files=False)
 
 
 @pytest.mark.parametrize("dims,items", [((128,), 1), ((32, 4), 7), ((64, 2, 2), 4)])
 def test_block_radix_sort_pairs_shapes(dims, items):
     sort = coop.block.make_radix_sort_pairs(numba.uint32, numba.int32, dims, items)
-    dx, dy, _ = tuple(dims) + (1,) * (3 - len(dims))
-
-    @cuda.jit(link=sort.files)
-    def kernel(x, v):
-        t = cuda.threadIdx.x + dx * (cuda.threadIdx.y + dy * cuda.threadIdx.z)
-        keys = cuda.local.array(items, numba.uint32)
-        values = cuda.local.array(items, numba.int32)
-        for i in range(items):
-            keys[i] = x[t * items + i]
-            values[i] = v[t * items + i]
-        sort(keys, values)
-        for i in range(items):
-            x[t * items + i] = keys[i]
-            v[t * items + i] = values[i]
-
-    link_kernel(kernel, (types.uint32[::1], types.int32[::1]), [sort])
+    kernel, _ = block_pairs_kernel(sort, dims, items, numba.uint32, numba.int32, 0)
+    link_kernel(kernel, _pairs_args(numba.uint32, numba.int32), [sort])
 
 
 def test_radix_pairs_storage_holds_the_values_exchange():
@@ -142,7 +89,7 @@ def test_block_merge_sort_pairs_types_full_partial_and_callers_storage(key, valu
     key = getattr(types, key) if isinstance(key, str) else key
     value = getattr(types, value) if isinstance(value, str) else value
     sort = coop.block.make_merge_sort_pairs(key, value, (32, 4), 3, op)
-    own, partial, theirs, both = _link_pairs(sort, key, value, 128, 3)
+    own, partial, theirs, both = _link_pairs(sort, key, value, (128,), 3)
     assert shared_bytes(own) >= sort.temp_storage_bytes > 1
     # the caller's storage only (each kernel also has 1 KiB of the system's shared memory)
     assert sort.temp_storage_bytes <= shared_bytes(theirs) < shared_bytes(own) + sort.temp_storage_bytes
@@ -151,14 +98,14 @@ def test_block_merge_sort_pairs_types_full_partial_and_callers_storage(key, valu
 @pytest.mark.parametrize("dims,items", [((128,), 1), ((32, 4), 5), ((64, 2, 2), 8), ((1,), 3)])
 def test_block_merge_sort_pairs_shapes(dims, items):
     sort = coop.block.make_merge_sort_pairs(numba.float32, VALUE, dims, items, _less)
-    _link_pairs(sort, numba.float32, VALUE, int(np.prod(dims)), items, calls=(0, 3))
+    _link_pairs(sort, numba.float32, VALUE, dims, items, calls=(0, 3))
 
 
 @pytest.mark.parametrize("lanes", [1, 2, 8, 16, 32])
 def test_warp_merge_sort_pairs_logical_warps(lanes):
     sort = coop.warp.make_merge_sort_pairs(numba.int16, numba.float64, 3, _less, threads_in_warp=lanes)
     assert sort.own_storage_warps == min(1024 // lanes, max(1, 32 * 1024 // sort.temp_storage_bytes))
-    own, partial, theirs, both = _link_pairs(sort, numba.int16, numba.float64, lanes, 3)
+    own, partial, theirs, both = _link_pairs(sort, numba.int16, numba.float64, (lanes,), 3)
     if lanes > 1:
         assert shared_bytes(own) >= sort.own_storage_warps * sort.temp_storage_bytes
 
@@ -166,8 +113,8 @@ def test_warp_merge_sort_pairs_logical_warps(lanes):
 def test_warp_merge_sort_pairs_of_structs_inline():
     sort = coop.warp.make_merge_sort_pairs(KEY, VALUE, 4, _by_k, threads_in_warp=16)
     knb, vnb = _nb(KEY), _nb(VALUE)
-    kernel = _pairs_kernel(sort, knb, vnb, 16, 4, 1)
-    args = (knb[::1], vnb[::1], types.int32, knb[::1])
+    kernel, _ = block_pairs_kernel(sort, (16,), 4, knb, vnb, 1)
+    args = _pairs_args(knb, vnb)
     assert not [line for line in linked_ptx(kernel, args, [sort]).splitlines() if "call" in line.split("//")[0]]
 
 

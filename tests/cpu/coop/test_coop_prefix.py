@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
 import pytest
 
 numba = pytest.importorskip("numba")
@@ -24,44 +23,13 @@ from cuprims.errors import ArgumentError, CoopError, OperatorCompileError  # noq
 from cuprims.op import op_spec  # noqa: E402
 
 from coop_helpers import link_kernel, linked_ptx, style2_ptx  # noqa: E402
+from twins import PAIR, argmax, bigger, running_argmax, running_max, running_total  # noqa: E402
 
-PAIR = np.dtype([("v", np.float32), ("i", np.int32)], align=True)
 REC = numba.from_dtype(PAIR)
 I32 = types.int32[::1]
 
 
-@pytest.fixture(autouse=True)
-def sm90(shared_cache):
-    with coop.target((9, 0)):
-        yield
-
-
-def running_total(state, aggregate):
-    old = state[0]
-    state[0] = old + aggregate
-    return old
-
-
-def running_max(state, aggregate):
-    old = state[0]
-    if aggregate > old:
-        state[0] = aggregate
-    return old
-
-
-def bigger(a, b):
-    return a if a > b else b
-
-
-def argmax(a, b):
-    return a if a.v >= b.v else b
-
-
-def running_argmax(state, aggregate):
-    old = (state[0].v, state[0].i)     # a record read from an array is a view: copy its fields
-    if aggregate.v > state[0].v:
-        state[0] = aggregate
-    return old
+pytestmark = pytest.mark.usefixtures("sm90")     # coop primitives built for sm_90 (tests/cpu/conftest.py)
 
 
 def _no_calls(ptx):

@@ -4,7 +4,6 @@ link inputs numba's compilation collected itself: no ``link=``, no ``.files``.""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 numba = pytest.importorskip("numba")
@@ -16,14 +15,10 @@ from cuprims.coop import _build  # noqa: E402
 from cuprims.coop._style2 import kernel_unit as _kernel_unit  # noqa: E402
 
 from coop_helpers import kernel_sections, link_kernel, shared_bytes, style2_ptx  # noqa: E402
+from twins import PAIR, argmax, bigger, style2_sum_scan_kernel  # noqa: E402
 
-PAIR = np.dtype([("v", np.float32), ("i", np.int32)], align=True)
 
-
-@pytest.fixture(autouse=True)
-def sm90(shared_cache):
-    with coop.target((9, 0)):
-        yield
+pytestmark = pytest.mark.usefixtures("sm90")     # coop primitives built for sm_90 (tests/cpu/conftest.py)
 
 
 def _link(kernel, argtypes, block):
@@ -41,20 +36,7 @@ def _unit_specs():
 @pytest.mark.parametrize("shape", [(128,), (32, 4), (64, 2, 2)])
 @pytest.mark.parametrize("items", [1, 4, 16])
 def test_load_reduce_scan_store_pipeline(shape, items):
-    @cuda.jit
-    def kernel(x, y, out, n):
-        block = coop.this_block()
-        data = coop.ThreadData(items)                  # int32, from x
-        tile = items * cuda.blockDim.x * cuda.blockDim.y * cuda.blockDim.z
-        base = cuda.blockIdx.x * tile
-        valid = min(tile, n - base)
-        coop.load(block, x[base:], data, valid_items=valid, oob_default=0)
-        total = coop.sum(block, data)
-        coop.inclusive_sum(block, data)
-        coop.store(block, y[base:], data, valid_items=valid)
-        if cuda.threadIdx.x + cuda.threadIdx.y + cuda.threadIdx.z == 0:
-            out[cuda.blockIdx.x] = total
-
+    kernel = style2_sum_scan_kernel(items)           # test_coop_style2_gpu's, int32 here
     cubin = _link(kernel, (types.int32[::1], types.int32[::1], types.int32[::1], types.int64), shape)
     dims = tuple(shape) + (1,) * (3 - len(shape))
     assert {sp.kind for sp in _unit_specs() if sp.dims == dims and sp.items == items} >= {"load", "reduce", "scan",
@@ -108,9 +90,6 @@ def test_block_operators_exchange_and_sorts():
 
 
 def test_struct_with_python_operator():
-    def argmax(a, b):
-        return a if a.v >= b.v else b
-
     rec = numba.from_dtype(PAIR)
 
     @cuda.jit
@@ -187,9 +166,6 @@ def test_group_passed_to_a_device_function():
 
 
 def test_one_python_operator_in_the_kernels_unit_and_a_device_functions():
-    def bigger(a, b):
-        return a if a > b else b
-
     @cuda.jit(device=True)
     def block_max(block, v):                 # its own unit, holding the kernel's provider too
         return coop.reduce(block, v, binary_op=bigger)

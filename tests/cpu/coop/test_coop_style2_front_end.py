@@ -20,10 +20,7 @@ from coop_helpers import link_kernel  # noqa: E402
 I32 = types.int32[::1]
 
 
-@pytest.fixture(autouse=True)
-def sm90(shared_cache):
-    with coop.target((9, 0)):
-        yield
+pytestmark = pytest.mark.usefixtures("sm90")     # coop primitives built for sm_90 (tests/cpu/conftest.py)
 
 
 def _compile(fn, argtypes=(I32, I32), block=128):

@@ -19,14 +19,10 @@ from cuprims.coop._spec import ProviderSpec, element_type  # noqa: E402
 from cuprims.op import op_spec  # noqa: E402
 
 from coop_helpers import link_kernel, linked_ptx  # noqa: E402
+from twins import PAIR, argmax  # noqa: E402
 
-PAIR = np.dtype([("v", np.float32), ("i", np.int32)], align=True)
 
-
-@pytest.fixture(autouse=True)
-def sm90(shared_cache):
-    with coop.target((9, 0)):
-        yield
+pytestmark = pytest.mark.usefixtures("sm90")     # coop primitives built for sm_90 (tests/cpu/conftest.py)
 
 
 @pytest.mark.parametrize("name,expected", [("complex64", True), ("complex128", True), (PAIR, True),
@@ -128,9 +124,6 @@ def test_two_style1_struct_results_have_their_own_slots():
     # a record result is a pointer to its bytes: each call's must outlive the next call
     # (numba's IR inliner puts the primitive's local arrays in the kernel's own frame)
     record = numba.from_dtype(PAIR)
-
-    def argmax(a, b):
-        return a if a.v >= b.v else b
 
     reduce = coop.warp.make_reduce(PAIR, argmax, threads_in_warp=4)
     assert reduce.targetoptions["inline"] == "always" and reduce.py_func is not None

@@ -12,12 +12,10 @@ from cuprims import coop  # noqa: E402
 from cuprims.errors import ArgumentError, LinkError  # noqa: E402
 
 from coop_helpers import link_kernel, shared_bytes  # noqa: E402
+from twins import bigger  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def sm90(shared_cache):
-    with coop.target((9, 0)):
-        yield
+pytestmark = pytest.mark.usefixtures("sm90")     # coop primitives built for sm_90 (tests/cpu/conftest.py)
 
 
 @pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -40,9 +38,6 @@ def test_warp_sum_every_int_and_float(dtype):
 
 @pytest.mark.parametrize("lanes", [1, 4, 16, 32])
 def test_warp_reduce_logical_warps_and_python_operator(lanes):
-    def bigger(a, b):
-        return a if a > b else b
-
     warp_max = coop.warp.make_reduce(numba.float64, bigger, threads_in_warp=lanes)
 
     @cuda.jit(link=warp_max.files)

@@ -16,15 +16,10 @@ from cuprims.coop._style2 import kernel_unit as _kernel_unit  # noqa: E402
 from cuprims.errors import ArgumentError, LinkError  # noqa: E402
 
 from coop_helpers import link_kernel, linked_ptx, shared_bytes, style2_ptx  # noqa: E402
-
-ALGORITHMS = ["direct", "striped", "vectorize", "transpose"]
-PAIR = np.dtype([("v", np.float32), ("i", np.int32)], align=True)
+from twins import PAIR, WARP_IO_ALGORITHMS  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def sm90(shared_cache):
-    with coop.target((9, 0)):
-        yield
+pytestmark = pytest.mark.usefixtures("sm90")     # coop primitives built for sm_90 (tests/cpu/conftest.py)
 
 
 def _warp_kernel(load, store, nb, lanes, items, partial=False, caller_storage=False):
@@ -60,7 +55,7 @@ def _warp_kernel(load, store, nb, lanes, items, partial=False, caller_storage=Fa
     return kernel
 
 
-@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@pytest.mark.parametrize("algorithm", WARP_IO_ALGORITHMS)
 @pytest.mark.parametrize("lanes,items", [(32, 4), (8, 3), (1, 2)])
 def test_warp_load_store_algorithms_link_and_need_their_files(algorithm, lanes, items):
     load = coop.warp.make_load(numba.int32, items, algorithm, threads_in_warp=lanes)
@@ -122,7 +117,7 @@ def _link2(kernel, argtypes, block):
     return cubin
 
 
-@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@pytest.mark.parametrize("algorithm", WARP_IO_ALGORITHMS)
 def test_style2_warp_load_store(algorithm):
     @cuda.jit
     def kernel(x, y, n):

@@ -33,8 +33,8 @@ from cuprims.errors import ArgumentTypeError
 from cuprims.op import op_spec
 from cuprims.types import value_type
 from cpu_helpers import ARCH, check_golden, counters, delta, last_json, render_source, run_python
+from twins import NUMERIC
 
-NUMERIC = ("i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "f4", "f8")
 K = 3
 
 

@@ -17,12 +17,12 @@ import pytest
 import cuprims
 from cuprims import CountingIterator, OpKind, PermutationIterator, ReverseIterator, TransformIterator, ZipIterator
 from cuprims.algorithms.merge_sort.api import make_merge_sort, merge_sort
+from twins import KEY_STRUCT, struct_less
 
 cp = pytest.importorskip("cupy")
 
 SIZES = [0, 1, 31, 1000, (1 << 20) + 7]
 KEYS = ["int8", "uint16", "int32", "uint32", "int64", "float32", "float64"]
-KEY_STRUCT = np.dtype([("a", np.int32), ("b", np.float32)], align=True)
 BIG_VALUE = np.dtype([("x", np.float64, (6,)), ("tag", np.int32)], align=True)  # 56 bytes
 
 
@@ -32,10 +32,6 @@ def py_less(a, b):
 
 def py_greater(a, b):
     return a > b
-
-
-def struct_less(x, y):  # by a, then by b descending
-    return x.a < y.a or (x.a == y.a and x.b > y.b)
 
 
 class Structs:

@@ -16,6 +16,8 @@ import cuprims
 from cuprims import SortOrder
 from cuprims.algorithms.radix_sort.api import make_radix_sort, radix_sort
 from cuprims.algorithms.sort_common import DoubleBuffer
+from twins import STRUCT, ordered_bits, sorted_keys  # the radix order's model, test_radix_sort's too
+from twins import random_keys as _random_keys
 
 cp = pytest.importorskip("cupy")
 
@@ -23,41 +25,10 @@ KEYS = ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", 
         "float64"]
 ORDERS = [SortOrder.ASCENDING, SortOrder.DESCENDING]
 SMALL_SIZES = [0, 1, 31, 1000, (1 << 20) + 7]
-STRUCT = np.dtype([("a", np.int32), ("b", np.float64), ("c", np.int8)], align=True)
 VALUE_TYPES = ["int32", "float16", "bool", "complex128", STRUCT, "int64", "uint8"]
 
 
 # ------------------------------------------------------------------ reference
-
-def ordered_bits(keys: np.ndarray, descending: bool) -> np.ndarray:
-    """The radix kernels' order of keys as unsigned integers: CUB's twiddled bits (sign
-    flipped for positive floats, all bits for negative ones, sign flipped for signed
-    integers), but every floating-point NaN at the top and -inf at the bottom (numpy's
-    order; codegen_sort.nan_last_radix_traits), -0.0 equal to +0.0, complemented for
-    descending order. A stable sort on these is the kernels' result."""
-    dt = keys.dtype
-    nbits = dt.itemsize * 8
-    u = keys.view(f"u{dt.itemsize}").astype(np.uint64)
-    high = np.uint64(1) << np.uint64(nbits - 1)
-    full = np.uint64((1 << nbits) - 1)
-    if dt.kind == "i":
-        u = u ^ high
-    elif dt.kind == "f":
-        inf = np.uint64(np.array(np.inf, dt).view(f"u{dt.itemsize}"))
-        twiddled = np.where((u & high) != 0, u ^ full, u ^ high)
-        u = np.where((u & ~high) > inf, full, np.where(u == (inf | high), np.uint64(0), twiddled))
-        u = np.where(u == high - np.uint64(1), high, u)
-    if descending:
-        u = u ^ full
-    return u
-
-
-def sorted_keys(keys: np.ndarray) -> np.ndarray:
-    """Keys as the radix sort writes them: every floating-point NaN as the quiet NaN."""
-    if keys.dtype.kind != "f":
-        return keys
-    return np.where(np.isnan(keys), np.array(np.nan, keys.dtype), keys)
-
 
 def reference_order(keys: np.ndarray, descending: bool, begin_bit: int = 0, end_bit: int | None = None):
     end_bit = keys.dtype.itemsize * 8 if end_bit is None else end_bit
@@ -69,22 +40,8 @@ def reference_order(keys: np.ndarray, descending: bool, begin_bit: int = 0, end_
 
 
 def random_keys(dt, n: int, rng: np.random.Generator) -> np.ndarray:
-    dt = np.dtype(dt)
-    if dt.kind == "b":
-        return rng.random(n) < 0.5
-    if dt.kind in "iu":
-        info = np.iinfo(dt)
-        return rng.integers(info.min, info.max, n, endpoint=True, dtype=dt)
-    # random bit patterns: NaNs of both signs, infinities, subnormals, both zeros
-    x = rng.integers(0, 1 << (8 * dt.itemsize), n, dtype=np.uint64).astype(f"u{dt.itemsize}").view(dt).copy()
-    specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, 1.0, -1.0], dt)
-    k = min(n, specials.size)
-    x[:k] = specials[:k]
-    rng.shuffle(x)
-    if n > 100:  # plenty of ties too
-        x[: n // 4] = x[n // 2: n // 2 + n // 4]
-        rng.shuffle(x)
-    return x
+    """twins.random_keys, with many ties among the floats."""
+    return _random_keys(dt, n, rng, ties=True)
 
 
 def random_values(dt, n: int, rng: np.random.Generator) -> np.ndarray:

@@ -20,8 +20,9 @@ cp = pytest.importorskip("cupy")
 
 import cuprims  # noqa: E402
 from cuprims import CountingIterator, DoubleBuffer, SortOrder, TransformIterator  # noqa: E402
-from test_radix_sort_gpu import (KEYS, ORDERS, STRUCT, device_values, empty_like_values, host_of,  # noqa: E402
-                                 ordered_bits, permute, random_keys, random_values, same_bits)
+from test_radix_sort_gpu import (KEYS, ORDERS, device_values, empty_like_values, host_of, permute,  # noqa: E402
+                                 random_keys, random_values, same_bits)
+from twins import STRUCT, ordered_bits  # noqa: E402
 
 # around every boundary of the sm_90 policy for 4-byte keys (small sub-warp tile 18, medium
 # 112, middle tier 4096, CUB's tile 5888) and the scaled ones of other widths

@@ -11,10 +11,7 @@ cp = pytest.importorskip("cupy")
 
 import cuprims  # noqa: E402
 from cuprims import CountingIterator, TransformOutputIterator  # noqa: E402
-
-
-def _even(v):
-    return v % 2 == 0
+from twins import _even  # noqa: E402
 
 
 def _select(host: np.ndarray, cond, count_dtype=np.int64):

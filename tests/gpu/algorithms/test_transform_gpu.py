@@ -14,10 +14,9 @@ import cuprims
 from cuprims import OpKind, ProxyArray
 from cuprims.algorithms.transform.api import (binary_transform, make_binary_transform, make_unary_transform,
                                               unary_transform)
+from twins import Pixel
 
 cp = pytest.importorskip("cupy")
-
-Pixel = cuprims.gpu_struct({"r": np.int32, "g": np.float32}, name="Pixel")
 
 
 def affine(x):

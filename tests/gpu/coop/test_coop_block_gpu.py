@@ -14,17 +14,9 @@ numba = pytest.importorskip("numba")
 from numba import cuda  # noqa: E402
 
 from cuprims import coop  # noqa: E402
+from twins import PAIR, SHAPES, bigger, block_scan_kernel, dims_of, struct_argmax_kernel, threads_of  # noqa: E402
 
-SHAPES = [(128,), (32, 4), (64, 2, 2)]
 RNG = np.random.default_rng(11)
-
-
-def _dims(shape):
-    return tuple(shape) + (1,) * (3 - len(shape))
-
-
-def _threads(shape):
-    return int(np.prod(shape))
 
 
 def _values(n, dtype, lo=-50, hi=50):
@@ -45,8 +37,8 @@ def _tiles(x, tile, fill):
 
 
 def _sum_kernel(shape, items, dtype, load, block_sum):
-    dx, dy, _ = _dims(shape)
-    tile = _threads(shape) * items
+    dx, dy, _ = dims_of(shape)
+    tile = threads_of(shape) * items
     nb = numba.from_dtype(np.dtype(dtype))
     if items == 1:
         @cuda.jit(link=load.files + block_sum.files)
@@ -91,7 +83,7 @@ def _run_sum(shape, items, dtype, n):
 @pytest.mark.parametrize("items", range(1, 17))
 @pytest.mark.parametrize("shape", SHAPES)
 def test_load_and_sum_partial_tiles(shape, items):
-    tile = _threads(shape) * items
+    tile = threads_of(shape) * items
     _run_sum(shape, items, np.int32, 5 * tile - 7)   # four full tiles and one partial
 
 
@@ -101,35 +93,10 @@ def test_sum_every_int_and_float(dtype):
     _run_sum((32, 4), 4, dtype, 3 * 512 + 100)   # integer sums wrap as numpy's do
 
 
-def _scan_kernel(shape, items, dtype, load, scan, store):
-    dx, dy, _ = _dims(shape)
-    tile = _threads(shape) * items
-    nb = numba.from_dtype(np.dtype(dtype))
-    if items == 1:
-        @cuda.jit(link=load.files + scan.files + store.files)
-        def kernel(x, y, n):
-            base = cuda.blockIdx.x * tile
-            valid = min(tile, n - base)
-            buf = cuda.local.array(1, nb)
-            load(x[base:], buf, valid, 0)
-            buf[0] = scan(buf[0])
-            store(y[base:], buf, valid)
-    else:
-        @cuda.jit(link=load.files + scan.files + store.files)
-        def kernel(x, y, n):
-            base = cuda.blockIdx.x * tile
-            valid = min(tile, n - base)
-            buf = cuda.local.array(items, nb)
-            load(x[base:], buf, valid, 0)
-            scan(buf, buf)
-            store(y[base:], buf, valid)
-    return kernel, tile
-
-
 def _run_scan(shape, items, scan, expected_fn, dtype=np.int32, n=None):
     load = coop.block.make_load(dtype, shape, items)
     store = coop.block.make_store(dtype, shape, items)
-    kernel, tile = _scan_kernel(shape, items, dtype, load, scan, store)
+    kernel, tile = block_scan_kernel(shape, items, dtype, load, scan, store)
     n = 3 * tile - 5 if n is None else n
     x = _values(n, dtype)
     y = cuda.device_array(n, dtype=dtype)
@@ -170,11 +137,8 @@ def test_inclusive_scan_python_operator(items):
 
 @pytest.mark.parametrize("shape", SHAPES)
 def test_reduce_python_operator_num_valid_and_own_storage(shape):
-    def bigger(a, b):
-        return a if a > b else b
-
-    dx, dy, _ = _dims(shape)
-    threads = _threads(shape)
+    dx, dy, _ = dims_of(shape)
+    threads = threads_of(shape)
     red = coop.block.make_reduce(np.float32, shape, bigger)
     nbytes, align = red.temp_storage_bytes, red.temp_storage_alignment
 
@@ -252,35 +216,12 @@ def test_same_primitive_twice_in_one_kernel():
 
 
 def test_struct_argmax_reduce_and_scan():
-    from numba.cuda.np.numpy_support import from_dtype
-
-    pair = np.dtype([("v", np.float32), ("i", np.int32)], align=True)
-
-    def argmax(a, b):
-        return a if a.v >= b.v else b
-
-    red = coop.block.make_reduce(pair, (32, 4), argmax)
-    scan = coop.block.make_inclusive_scan(pair, (32, 4), argmax, 2)
-    rec = from_dtype(pair)
-
-    @cuda.jit(link=red.files + scan.files)
-    def kernel(x, y, out):
-        t = cuda.threadIdx.x + 32 * cuda.threadIdx.y
-        r = red(x[2 * t])
-        items = cuda.local.array(2, rec)
-        items[0] = x[2 * t]
-        items[1] = x[2 * t + 1]
-        scan(items, items)
-        y[2 * t] = items[0]
-        y[2 * t + 1] = items[1]
-        if t == 0:
-            out[0] = r
-
-    x = np.zeros(256, dtype=pair)
+    _, _, kernel = struct_argmax_kernel()      # PAIR by argmax: test_coop_block links it with no GPU
+    x = np.zeros(256, dtype=PAIR)
     x["v"] = RNG.permutation(256).astype(np.float32)     # distinct: one argmax
     x["i"] = np.arange(256)
-    y = cuda.device_array(256, dtype=pair)
-    out = cuda.device_array(1, dtype=pair)
+    y = cuda.device_array(256, dtype=PAIR)
+    out = cuda.device_array(1, dtype=PAIR)
     kernel[1, (32, 4)](cuda.to_device(x), y, out)
     evens = x[::2]
     assert out.copy_to_host()[0]["i"] == evens["i"][np.argmax(evens["v"])]

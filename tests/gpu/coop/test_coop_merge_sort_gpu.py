@@ -14,8 +14,8 @@ numba = pytest.importorskip("numba")
 from numba import cuda  # noqa: E402
 
 from cuprims import OpKind, coop  # noqa: E402
+from twins import SHAPES, _by_k, _greater, _less, dims_of, threads_of  # noqa: E402
 
-SHAPES = [(128,), (32, 4), (64, 2, 2)]
 ITEM_CASES = [((128,), n) for n in range(1, 17)] + [(s, n) for s in SHAPES[1:] for n in (1, 2, 5, 8, 16)]
 RNG = np.random.default_rng(31)
 KEY_TYPES = [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64, np.float16,
@@ -23,29 +23,9 @@ KEY_TYPES = [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int
 PAIR = np.dtype([("k", np.int8), ("i", np.int32)], align=True)
 
 
-def _less(a, b):
-    return a < b
-
-
-def _greater(a, b):
-    return a > b
-
-
 def _complex_less(a, b):
     # numpy's order of complex numbers: by real part, then imaginary part
     return a.real < b.real or (a.real == b.real and a.imag < b.imag)
-
-
-def _by_k(a, b):
-    return a.k < b.k
-
-
-def _dims(shape):
-    return tuple(shape) + (1,) * (3 - len(shape))
-
-
-def _threads(shape):
-    return int(np.prod(shape))
 
 
 def _keys(n, dtype):
@@ -77,8 +57,8 @@ def _last_key(dtype, descending=False):
 def _block_kernel(sort, shape, items, nb, own_storage=True):
     """Each block ``b`` sorts the first ``n[b]`` keys of its tile of ``x`` in place, with
     ``oob[0]`` after them (``n[b] < 0``: the whole tile)."""
-    dx, dy, _ = _dims(shape)
-    tile = _threads(shape) * items
+    dx, dy, _ = dims_of(shape)
+    tile = threads_of(shape) * items
     nbytes, align = sort.temp_storage_bytes, sort.temp_storage_alignment
 
     @cuda.jit(link=sort.files)
@@ -119,7 +99,7 @@ def _check_partial(got, tiles, counts, oob, order=np.sort):
 @pytest.mark.parametrize("shape,items", ITEM_CASES)
 def test_block_merge_sort_shapes_and_items(shape, items):
     sort = coop.block.make_merge_sort_keys(np.int32, shape, items, _less)
-    tile = _threads(shape) * items
+    tile = threads_of(shape) * items
     x = _keys(4 * tile, np.int32)
     got = _run_block(sort, shape, items, x)
     np.testing.assert_array_equal(got, np.sort(x.reshape(-1, tile), axis=1))
@@ -140,7 +120,7 @@ def test_block_merge_sort_every_type_full_and_partial(dtype):
 @pytest.mark.parametrize("dtype", [np.int16, np.float64])
 def test_block_merge_sort_descending(shape, dtype):
     sort = coop.block.make_merge_sort_keys(dtype, shape, 3, _greater)
-    tile = _threads(shape) * 3
+    tile = threads_of(shape) * 3
     x = _keys(3 * tile, dtype)
     tiles = x.reshape(-1, tile)
     np.testing.assert_array_equal(_run_block(sort, shape, 3, x), np.sort(tiles, axis=1)[:, ::-1])
@@ -165,7 +145,7 @@ def test_block_merge_sort_builtin_nan_infinities_and_zeros(dtype, op):
 @pytest.mark.parametrize("shape", SHAPES)
 def test_block_merge_sort_partial_tiles_and_callers_storage(shape):
     sort = coop.block.make_merge_sort_keys(np.uint32, shape, 5, "<")
-    tile = _threads(shape) * 5
+    tile = threads_of(shape) * 5
     counts = [0, 1, 2, 5, 6, 100, tile // 2 + 3, tile - 1, tile, tile + 1, 1 << 30]
     x = _keys(len(counts) * tile, np.uint32)
     tiles = x.reshape(-1, tile)
@@ -232,9 +212,9 @@ def test_block_merge_sort_twice_in_one_kernel():
 def _warp_kernel(sort, lanes, shape, items, nb, own_storage=True):
     """Each logical warp sorts its tile of ``x`` fully into ``x`` and its first ``n[w]``
     keys (``oob[0]`` after them) into ``y``."""
-    dx, dy, _ = _dims(shape)
+    dx, dy, _ = dims_of(shape)
     tile = lanes * items
-    warps = _threads(shape) // lanes
+    warps = threads_of(shape) // lanes
     nbytes, align = sort.temp_storage_bytes, sort.temp_storage_alignment
     total = warps * nbytes                          # a constant for the shared array's size
 
@@ -273,7 +253,7 @@ def _run_warp(sort, lanes, shape, items, x, counts, oob, own_storage=True):
 @pytest.mark.parametrize("shape", SHAPES)
 def test_warp_merge_sort_full_and_partial(lanes, shape):
     sort = coop.warp.make_merge_sort_keys(np.int32, 3, _less, threads_in_warp=lanes)
-    warps, tile = _threads(shape) // lanes, lanes * 3
+    warps, tile = threads_of(shape) // lanes, lanes * 3
     assert sort.own_storage_warps >= warps
     x = _keys(warps * tile, np.int32)
     counts = [w % (tile + 2) for w in range(warps)]     # 0 .. tile + 1

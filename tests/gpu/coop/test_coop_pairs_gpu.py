@@ -17,31 +17,10 @@ numba = pytest.importorskip("numba")
 from numba import cuda  # noqa: E402
 
 from cuprims import OpKind, coop  # noqa: E402
+from twins import SHAPES, VALUE, _by_k, _greater, _less, block_pairs_kernel, dims_of, threads_of  # noqa: E402
 
-SHAPES = [(128,), (32, 4), (64, 2, 2)]
 RNG = np.random.default_rng(41)
-VALUE = np.dtype([("i", np.int32), ("w", np.float32)], align=True)
 KEY = np.dtype([("k", np.int8), ("i", np.int32)], align=True)
-
-
-def _less(a, b):
-    return a < b
-
-
-def _greater(a, b):
-    return a > b
-
-
-def _by_k(a, b):
-    return a.k < b.k
-
-
-def _dims(shape):
-    return tuple(shape) + (1,) * (3 - len(shape))
-
-
-def _threads(shape):
-    return int(np.prod(shape))
 
 
 def _keys(n, dtype):
@@ -99,46 +78,9 @@ def _check(got_k, got_v, keys, values, descending=False, counts=None, oob=None):
 
 # ---------------------------------------------------------------- Style 1: block sorts
 
-def _block_kernel(sort, shape, items, knb, vnb, mode):
-    """Each block sorts its tile of (x, v). ``mode``: 0 the whole tile, 1 bits [0, 8)
-    (radix) or the first ``n[b]`` pairs with ``oob[0]`` after them (merge), 2 the caller's
-    storage, 3 a count and the caller's storage (merge)."""
-    dx, dy, _ = _dims(shape)
-    tile = _threads(shape) * items
-    nbytes, align = sort.temp_storage_bytes, sort.temp_storage_alignment
-    radix = sort.spec.kind == "radix_sort"
-
-    @cuda.jit(link=sort.files)
-    def kernel(x, v, n, oob):
-        t = cuda.threadIdx.x + dx * (cuda.threadIdx.y + dy * cuda.threadIdx.z)
-        base = cuda.blockIdx.x * tile + t * items           # blocked: thread t holds t * items...
-        temp = cuda.shared.array(nbytes, numba.uint8, alignment=align)
-        keys = cuda.local.array(items, knb)
-        values = cuda.local.array(items, vnb)
-        for i in range(items):
-            keys[i] = x[base + i]
-            values[i] = v[base + i]
-        if mode == 0:
-            sort(keys, values)
-        elif mode == 1:
-            if radix:
-                sort(keys, values, 0, 8)
-            else:
-                sort(keys, values, n[cuda.blockIdx.x], oob[0])
-        elif mode == 2:
-            sort(keys, values, temp_storage=temp)
-        elif not radix:
-            sort(keys, values, n[cuda.blockIdx.x], oob[0], temp)
-        for i in range(items):
-            x[base + i] = keys[i]
-            v[base + i] = values[i]
-
-    return kernel, tile
-
-
 def _run_block(sort, shape, items, keys, values, mode=0, counts=None, oob=None):
-    kernel, tile = _block_kernel(sort, shape, items, numba.from_dtype(keys.dtype), numba.from_dtype(values.dtype),
-                                 mode)
+    kernel, tile = block_pairs_kernel(sort, shape, items, numba.from_dtype(keys.dtype),
+                                      numba.from_dtype(values.dtype), mode)
     blocks = keys.size // tile
     n = np.full(blocks, tile, np.int32) if counts is None else np.asarray(counts, np.int32)
     o = np.zeros(1, keys.dtype) if oob is None else np.full(1, oob, keys.dtype)
@@ -153,7 +95,7 @@ def _run_block(sort, shape, items, keys, values, mode=0, counts=None, oob=None):
 def test_block_radix_sort_pairs_shapes_and_items(shape, items, descending):
     make = coop.block.make_radix_sort_pairs_descending if descending else coop.block.make_radix_sort_pairs
     sort = make(np.int16, np.int32, shape, items)
-    tile = _threads(shape) * items
+    tile = threads_of(shape) * items
     keys, values = _keys(3 * tile, np.int16), _values(3 * tile, np.int32)
     got_k, got_v = _run_block(sort, shape, items, keys, values)
     _check(got_k, got_v, keys.reshape(3, tile), values.reshape(3, tile), descending)
@@ -174,7 +116,7 @@ def test_block_radix_sort_pairs_types(key, value, descending):
 @pytest.mark.parametrize("shape", SHAPES)
 def test_block_radix_sort_pairs_bit_range_and_callers_storage(shape):
     sort = coop.block.make_radix_sort_pairs(np.uint32, VALUE, shape, 5)
-    tile = _threads(shape) * 5
+    tile = threads_of(shape) * 5
     keys = RNG.integers(0, 2**32, 2 * tile, dtype=np.uint32)
     values = _values(2 * tile, VALUE)
     got_k, got_v = _run_block(sort, shape, 5, keys, values, mode=1)         # bits [0, 8): stable on the rest
@@ -190,7 +132,7 @@ def test_block_radix_sort_pairs_bit_range_and_callers_storage(shape):
 @pytest.mark.parametrize("shape", SHAPES)
 def test_block_merge_sort_pairs_shapes_and_items(shape, items):
     sort = coop.block.make_merge_sort_pairs(np.int32, np.float64, shape, items, _less)
-    tile = _threads(shape) * items
+    tile = threads_of(shape) * items
     keys, values = _keys(3 * tile, np.int32), _values(3 * tile, np.float64)
     got_k, got_v = _run_block(sort, shape, items, keys, values)
     _check(got_k, got_v, keys.reshape(3, tile), values.reshape(3, tile))
@@ -199,7 +141,7 @@ def test_block_merge_sort_pairs_shapes_and_items(shape, items):
 @pytest.mark.parametrize("shape", SHAPES)
 def test_block_merge_sort_pairs_partial_tiles_and_callers_storage(shape):
     sort = coop.block.make_merge_sort_pairs(np.uint16, VALUE, shape, 3, "<")
-    tile = _threads(shape) * 3
+    tile = threads_of(shape) * 3
     counts = [0, 1, 2, 4, tile // 2 + 3, tile - 1, tile, tile + 5]
     keys, values = _keys(len(counts) * tile, np.uint16), _values(len(counts) * tile, VALUE)
     oob = np.uint16(0xFFFF)                  # after every key of _keys (at most 15 * 4095)
@@ -226,8 +168,8 @@ def test_block_merge_sort_pairs_types_and_comparators(key, value, op):
 
 def _warp_kernel(sort, lanes, shape, items, knb, vnb, own_storage=True):
     """Each logical warp sorts its tile of (x, v) fully and its tile of (y, w) up to n[warp]."""
-    dx, dy, _ = _dims(shape)
-    warps = _threads(shape) // lanes
+    dx, dy, _ = dims_of(shape)
+    warps = threads_of(shape) // lanes
     nbytes, align = sort.temp_storage_bytes, sort.temp_storage_alignment
     total = warps * nbytes
 
@@ -275,7 +217,7 @@ def _run_warp(sort, lanes, shape, items, keys, values, counts, oob, own_storage=
 @pytest.mark.parametrize("shape", SHAPES)
 def test_warp_merge_sort_pairs_full_and_partial(lanes, shape):
     sort = coop.warp.make_merge_sort_pairs(np.int32, np.int32, 3, _less, threads_in_warp=lanes)
-    warps, tile = _threads(shape) // lanes, lanes * 3
+    warps, tile = threads_of(shape) // lanes, lanes * 3
     keys, values = _keys(warps * tile, np.int32), _values(warps * tile, np.int32)
     counts = [w % (tile + 2) for w in range(warps)]
     oob = np.int32(2**31 - 1)
@@ -305,7 +247,7 @@ def test_warp_merge_sort_pairs_structs_descending_callers_storage(lanes):
 @pytest.mark.parametrize("shape", SHAPES)
 def test_style2_radix_sort_pairs_partial_tiles(shape, descending, caller_storage):
     items = 4
-    tile = _threads(shape) * items
+    tile = threads_of(shape) * items
     pad = -np.inf if descending else np.inf          # after every valid key: the tile's tail stays last
     twin = coop.block.make_radix_sort_pairs(np.float32, np.int32, shape, items)   # the storage's size
     nbytes, align = twin.temp_storage_bytes, twin.temp_storage_alignment
@@ -344,7 +286,7 @@ def test_style2_radix_sort_pairs_partial_tiles(shape, descending, caller_storage
 def test_style2_merge_sort_pairs_struct_values_partial_tiles(shape, group):
     items = 3
     warp = group == "warp"
-    tile = items * (32 if warp else _threads(shape))   # a warp's tile, or the block's
+    tile = items * (32 if warp else threads_of(shape))   # a warp's tile, or the block's
     big = np.int32(2**31 - 1)
 
     @cuda.jit
@@ -363,7 +305,7 @@ def test_style2_merge_sort_pairs_struct_values_partial_tiles(shape, group):
         coop.store(g, v[base:], values, valid_items=valid)
 
     blocks = 3
-    total = blocks * _threads(shape) * items
+    total = blocks * threads_of(shape) * items
     n = total - 50
     keys, values = np.zeros(total, np.int32), np.zeros(total, VALUE)
     keys[:n], values[:n] = _keys(n, np.int32), _values(n, VALUE)

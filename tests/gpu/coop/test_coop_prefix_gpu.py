@@ -17,16 +17,10 @@ numba = pytest.importorskip("numba")
 from numba import cuda  # noqa: E402
 
 from cuprims import coop  # noqa: E402
+from twins import PAIR, argmax, bigger, running_argmax, running_max, running_total, threads_of  # noqa: E402
 
 SHAPES = [(128,), (32, 4)]
 RNG = np.random.default_rng(21)
-PAIR = np.dtype([("v", np.float32), ("i", np.int32)], align=True)
-
-
-def running_total(state, aggregate):
-    old = state[0]
-    state[0] = old + aggregate
-    return old
 
 
 def counted_total(state, aggregate):
@@ -37,37 +31,11 @@ def counted_total(state, aggregate):
     return old
 
 
-def running_max(state, aggregate):
-    old = state[0]
-    if aggregate > old:
-        state[0] = aggregate
-    return old
-
-
-def bigger(a, b):
-    return a if a > b else b
-
-
-def argmax(a, b):
-    return a if a.v >= b.v else b
-
-
-def running_argmax(state, aggregate):
-    old = (state[0].v, state[0].i)     # a record read from an array is a view: copy its fields
-    if aggregate.v > state[0].v:
-        state[0] = aggregate
-    return old
-
-
-def _threads(shape):
-    return int(np.prod(shape))
-
-
 def _tile_kernel(scan, load, store, nb, shape, items, state_nb=None, state_len=1):
     """One block: y = the scan of all of x, ``tile`` items per call; thread t writes its
     final state to ``states[t]`` (every element of it)."""
     dx = shape[0]
-    tile = _threads(shape) * items
+    tile = threads_of(shape) * items
     state_nb = state_nb or nb
 
     if items == 1:
@@ -108,7 +76,7 @@ def _run(scan, dtype, shape, items, x, init, fill, state_dtype=None, state_len=1
     init_arr[:state_len] = init
     init_arr[state_len] = fill
     y = cuda.device_array(x.size, dtype=dtype)
-    states = cuda.device_array((_threads(shape), state_len), dtype=sdt)
+    states = cuda.device_array((threads_of(shape), state_len), dtype=sdt)
     kernel[1, shape](cuda.to_device(x), y, x.size, cuda.to_device(init_arr), states)
     return y.copy_to_host(), states.copy_to_host()
 
@@ -119,7 +87,7 @@ def _run(scan, dtype, shape, items, x, init, fill, state_dtype=None, state_len=1
 def test_running_sum_over_many_tiles(mode, shape, items):
     make = coop.block.make_inclusive_sum if mode == "inclusive" else coop.block.make_exclusive_sum
     scan = make(np.int32, shape, items, prefix_op=running_total)
-    n = 9 * _threads(shape) * items - 13          # eight full tiles and a partial one
+    n = 9 * threads_of(shape) * items - 13          # eight full tiles and a partial one
     x = RNG.integers(-50, 50, n).astype(np.int32)
     y, states = _run(scan, np.int32, shape, items, x, 5, 0)
     inclusive = 5 + np.cumsum(x, dtype=np.int32)
@@ -131,7 +99,7 @@ def test_running_sum_over_many_tiles(mode, shape, items):
 @pytest.mark.parametrize("shape", SHAPES)
 def test_make_scan_block_prefix_callback_op(shape):
     scan = coop.block.make_scan(np.int32, shape, 3, mode="exclusive", block_prefix_callback_op=running_total)
-    n = 4 * _threads(shape) * 3
+    n = 4 * threads_of(shape) * 3
     x = RNG.integers(0, 9, n).astype(np.int32)
     y, _ = _run(scan, np.int32, shape, 3, x, 0, 0)
     np.testing.assert_array_equal(y, np.concatenate([[0], np.cumsum(x, dtype=np.int32)[:-1]]))
@@ -153,7 +121,7 @@ def test_running_max_float64_python_operator(mode):
 @pytest.mark.parametrize("shape", SHAPES)
 def test_running_struct_argmax(shape):
     scan = coop.block.make_inclusive_scan(PAIR, shape, argmax, 2, prefix_op=running_argmax)
-    n = 7 * _threads(shape) * 2 - 3
+    n = 7 * threads_of(shape) * 2 - 3
     x = np.zeros(n, dtype=PAIR)
     x["v"] = RNG.permutation(n).astype(np.float32)      # distinct: one argmax per prefix
     x["i"] = np.arange(n)
@@ -181,7 +149,7 @@ def test_int64_state_for_int32_prefixes():
 def test_callback_runs_in_the_first_warp_only(shape):
     scan = coop.block.make_inclusive_sum(np.int32, shape, 2, prefix_op=counted_total)
     tiles = 6
-    n = tiles * _threads(shape) * 2
+    n = tiles * threads_of(shape) * 2
     x = RNG.integers(0, 100, n).astype(np.int32)
     y, states = _run(scan, np.int32, shape, 2, x, [0, 0], 0, state_len=2)
     np.testing.assert_array_equal(y, np.cumsum(x, dtype=np.int32))
@@ -220,7 +188,7 @@ def test_one_item_per_thread_and_callers_storage():
 
 @pytest.mark.parametrize("shape", SHAPES)
 def test_style2_running_scans(shape):
-    threads = _threads(shape)
+    threads = threads_of(shape)
     dx = shape[0]
     tile = 4 * threads
 

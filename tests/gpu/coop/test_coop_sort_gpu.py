@@ -15,19 +15,12 @@ numba = pytest.importorskip("numba")
 from numba import cuda  # noqa: E402
 
 from cuprims import coop  # noqa: E402
+from twins import dims_of, threads_of  # noqa: E402
 
 SHAPES = [(128,), (32, 4)]
 RNG = np.random.default_rng(23)
 KEY_TYPES = [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64, np.float16,
              np.float32, np.float64]
-
-
-def _dims(shape):
-    return tuple(shape) + (1,) * (3 - len(shape))
-
-
-def _threads(shape):
-    return int(np.prod(shape))
 
 
 def _keys(n, dtype):
@@ -39,8 +32,8 @@ def _keys(n, dtype):
 
 
 def _sort_kernel(sort, shape, items, dtype, begin_bit=0, end_bit=-1, own_storage=False):
-    dx, dy, _ = _dims(shape)
-    tile = _threads(shape) * items
+    dx, dy, _ = dims_of(shape)
+    tile = threads_of(shape) * items
     nb = numba.from_dtype(np.dtype(dtype))
     nbytes, align = sort.temp_storage_bytes, sort.temp_storage_alignment
 
@@ -74,7 +67,7 @@ def _run_sort(sort, shape, items, x, **kw):
 @pytest.mark.parametrize("dtype", KEY_TYPES)
 def test_radix_sort_keys_every_type(shape, dtype):
     items = 4
-    tile = _threads(shape) * items
+    tile = threads_of(shape) * items
     sort = coop.block.make_radix_sort_keys(dtype, shape, items)
     x = _keys(5 * tile, dtype)
     got = _run_sort(sort, shape, items, x)
@@ -93,7 +86,7 @@ def test_radix_sort_1024_key_tiles_256_threads_and_items(items):
 @pytest.mark.parametrize("dtype", [np.int16, np.uint32, np.int64, np.float64])
 def test_radix_sort_keys_descending(shape, dtype):
     sort = coop.block.make_radix_sort_keys_descending(dtype, shape, 4)
-    tile = _threads(shape) * 4
+    tile = threads_of(shape) * 4
     x = _keys(3 * tile, dtype)
     got = _run_sort(sort, shape, 4, x)
     np.testing.assert_array_equal(got, np.sort(x.reshape(-1, tile), axis=1)[:, ::-1])
@@ -148,8 +141,8 @@ def _positions(kind, threads, items):
                                   "BlockedToWarpStriped"])
 @pytest.mark.parametrize("shape", SHAPES)
 def test_exchange(shape, kind, sliced):
-    dx, dy, _ = _dims(shape)
-    threads, items = _threads(shape), 5
+    dx, dy, _ = dims_of(shape)
+    threads, items = threads_of(shape), 5
     ex = coop.block.make_exchange(getattr(coop.block.BlockExchangeType, kind), np.int32, shape, items,
                                   warp_time_slicing=sliced)
 

@@ -16,13 +16,9 @@ numba = pytest.importorskip("numba")
 from numba import cuda  # noqa: E402
 
 from cuprims import coop  # noqa: E402
+from twins import PAIR, SHAPES, argmax, style2_sum_scan_kernel, threads_of  # noqa: E402
 
-SHAPES = [(128,), (32, 4), (64, 2, 2)]
 RNG = np.random.default_rng(21)
-
-
-def _threads(shape):
-    return int(np.prod(shape))
 
 
 def _values(n, dtype, lo=-50, hi=50):
@@ -44,33 +40,15 @@ def _tiles(x, tile, fill):
     return padded.reshape(-1, tile)
 
 
-def _sum_scan_kernel(items):
-    @cuda.jit
-    def kernel(x, y, totals, n):
-        block = coop.this_block()
-        data = coop.ThreadData(items)                     # x's element type
-        t = cuda.threadIdx.x + cuda.blockDim.x * (cuda.threadIdx.y + cuda.blockDim.y * cuda.threadIdx.z)
-        tile = items * cuda.blockDim.x * cuda.blockDim.y * cuda.blockDim.z
-        base = cuda.blockIdx.x * tile
-        valid = min(tile, n - base)
-        coop.load(block, x[base:], data, valid_items=valid, oob_default=0)
-        total = coop.sum(block, data)
-        coop.inclusive_sum(block, data)
-        coop.store(block, y[base:], data, valid_items=valid)
-        if t == 0:
-            totals[cuda.blockIdx.x] = total
-    return kernel
-
-
 @pytest.mark.parametrize("items", [1, 2, 3, 4, 7, 8, 16])
 @pytest.mark.parametrize("shape", SHAPES)
 def test_load_sum_scan_store_partial_tiles(shape, items):
-    tile = _threads(shape) * items
+    tile = threads_of(shape) * items
     n = 5 * tile - 7                                      # four full tiles and one partial
     x = _values(n, np.int32)
     y = cuda.to_device(np.full(n + 8, 7, dtype=np.int32))   # past n must stay untouched
     totals = cuda.device_array(5, dtype=np.int32)
-    _sum_scan_kernel(items)[5, shape](cuda.to_device(x), y, totals, n)
+    style2_sum_scan_kernel(items)[5, shape](cuda.to_device(x), y, totals, n)
     tiles = _tiles(x, tile, 0)
     np.testing.assert_array_equal(totals.copy_to_host(), tiles.sum(axis=1, dtype=np.int32))
     got = y.copy_to_host()
@@ -157,11 +135,6 @@ def test_scans(which, items):
 
 
 def test_struct_argmax_python_operator():
-    pair = np.dtype([("v", np.float32), ("i", np.int32)], align=True)
-
-    def argmax(a, b):
-        return a if a.v >= b.v else b
-
     @cuda.jit
     def kernel(x, y, out):
         block = coop.this_block()
@@ -173,10 +146,10 @@ def test_struct_argmax_python_operator():
         if cuda.threadIdx.x == 0 and cuda.threadIdx.y == 0:
             out[0] = best
 
-    x = np.zeros(256, dtype=pair)
+    x = np.zeros(256, dtype=PAIR)
     x["v"] = RNG.permutation(256).astype(np.float32)
     x["i"] = np.arange(256)
-    y, out = cuda.device_array(256, dtype=pair), cuda.device_array(1, dtype=pair)
+    y, out = cuda.device_array(256, dtype=PAIR), cuda.device_array(1, dtype=PAIR)
     kernel[1, (32, 4)](cuda.to_device(x), y, out)
     assert out.copy_to_host()[0]["i"] == np.argmax(x["v"])
     got = y.copy_to_host()
@@ -187,7 +160,7 @@ def test_struct_argmax_python_operator():
 @pytest.mark.parametrize("shape", SHAPES)
 def test_exchange_and_reduce_operator(shape):
     items = 4
-    tile = _threads(shape) * items
+    tile = threads_of(shape) * items
 
     @cuda.jit
     def kernel(x, y, peaks):

@@ -23,10 +23,9 @@ numba = pytest.importorskip("numba")
 from numba import cuda  # noqa: E402
 
 from cuprims import coop  # noqa: E402
+from twins import PAIR, WIDE, bigger, dims_of, threads_of  # noqa: E402
 
 SCALARS = [np.float16, np.complex64, np.complex128, np.bool_]
-PAIR = np.dtype([("v", np.float32), ("i", np.int32)], align=True)
-WIDE = np.dtype([("a", np.float64), ("b", np.int16), ("c", np.complex64)], align=True)   # padded, 8-aligned
 STRUCTS = [PAIR, WIDE]
 RNG = np.random.default_rng(23)
 
@@ -53,14 +52,6 @@ def _values(n, dtype, p_true=0.002):
     return x
 
 
-def _threads(shape):
-    return int(np.prod(shape))
-
-
-def _dims(shape):
-    return tuple(shape) + (1,) * (3 - len(shape))
-
-
 def _fill(dtype):
     """A padding value that is not among _values (to see where loads pad)."""
     dtype = np.dtype(dtype)
@@ -76,17 +67,13 @@ def _add(a, b):
     return a + b
 
 
-def _bigger(a, b):
-    return a if a > b else b
-
-
 def _differ(a, b):
     return a != b
 
 
 # per scalar type: a Python reduction operator and its numpy counterpart (reduce, accumulate)
 PY_OPS = {
-    "float16": (_bigger, np.maximum.reduce, np.maximum.accumulate),
+    "float16": (bigger, np.maximum.reduce, np.maximum.accumulate),
     "complex64": (_add, np.add.reduce, np.cumsum),
     "complex128": (_add, np.add.reduce, np.cumsum),
     "bool": (_differ, np.logical_xor.reduce, np.logical_xor.accumulate),   # parity: order-independent
@@ -110,8 +97,8 @@ def test_block_sum_and_reduce(dtype, shape, items):
     name = np.dtype(dtype).name
     op, reduce_np, _ = PY_OPS[name]
     nb = numba.from_dtype(np.dtype(dtype))
-    dx, dy, _ = _dims(shape)
-    tile = _threads(shape) * items
+    dx, dy, _ = dims_of(shape)
+    tile = threads_of(shape) * items
     load = coop.block.make_load(dtype, shape, items)
     block_sum = coop.block.make_sum(dtype, shape, items)
     block_red = coop.block.make_reduce(dtype, shape, op, items)

@@ -18,10 +18,9 @@ numba = pytest.importorskip("numba")
 from numba import cuda  # noqa: E402
 
 from cuprims import coop  # noqa: E402
+from twins import PAIR, SHAPES  # noqa: E402
 
-SHAPES = [(128,), (32, 4), (64, 2, 2)]
 RNG = np.random.default_rng(71)
-PAIR = np.dtype([("v", np.float32), ("i", np.int32)], align=True)
 
 
 def _values(n, dtype):

@@ -11,6 +11,7 @@ numba = pytest.importorskip("numba")
 from numba import cuda  # noqa: E402
 
 from cuprims import coop  # noqa: E402
+from twins import bigger  # noqa: E402
 
 RNG = np.random.default_rng(12)
 
@@ -67,9 +68,6 @@ def test_warp_sum_every_int_and_float(dtype):
 
 @pytest.mark.parametrize("lanes", [32, 8, 2])
 def test_warp_reduce_python_operator(lanes):
-    def bigger(a, b):
-        return a if a > b else b
-
     prim = coop.warp.make_reduce(np.float64, bigger, threads_in_warp=lanes)
     groups, got = _run(prim, lanes, (128,), np.float64, valid=lanes - 1)
     np.testing.assert_array_equal(got[:, 0], groups.max(1))

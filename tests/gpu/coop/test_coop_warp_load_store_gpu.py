@@ -19,16 +19,10 @@ numba = pytest.importorskip("numba")
 from numba import cuda  # noqa: E402
 
 from cuprims import coop  # noqa: E402
+from twins import PAIR, SHAPES, WARP_IO_ALGORITHMS, threads_of  # noqa: E402
 
-SHAPES = [(128,), (32, 4), (64, 2, 2)]
-ALGORITHMS = ["direct", "striped", "vectorize", "transpose"]
 RNG = np.random.default_rng(43)
-PAIR = np.dtype([("v", np.float32), ("i", np.int32)], align=True)
 SENTINEL = 99
-
-
-def _threads(shape):
-    return int(np.prod(shape))
 
 
 def _values(n, dtype):
@@ -133,7 +127,7 @@ def _run_style1(algorithm, lanes, items, dtype, caller_storage=False):
 
 @pytest.mark.parametrize("items", [1, 4, 7])
 @pytest.mark.parametrize("lanes", [32, 8, 1])
-@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@pytest.mark.parametrize("algorithm", WARP_IO_ALGORITHMS)
 def test_warp_load_store_algorithms_full_and_partial(algorithm, lanes, items):
     _run_style1(algorithm, lanes, items, np.int32)
 
@@ -162,10 +156,10 @@ def _style2_warp_kernel(algorithm, items):
 
 
 @pytest.mark.parametrize("shape", SHAPES)
-@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@pytest.mark.parametrize("algorithm", WARP_IO_ALGORITHMS)
 def test_style2_warp_load_store(algorithm, shape):
     items, blocks = 4, 2
-    total = blocks * _threads(shape) * items
+    total = blocks * threads_of(shape) * items
     n = total - 45                                    # the last warps' tiles partial or empty
     x = _values(total, np.float64)
     y, z = cuda.to_device(np.full(total, SENTINEL, np.float64)), cuda.to_device(np.full(total, SENTINEL, np.float64))
@@ -195,7 +189,7 @@ def test_style2_warp_transpose_types(dtype):
 @pytest.mark.parametrize("shape", SHAPES)
 def test_style2_calls_with_the_callers_storage(shape):
     items = 4
-    threads = _threads(shape)
+    threads = threads_of(shape)
     tile = threads * items
     # the storage's size: the largest of the calls' (their Style 1 twins' temp_storage_bytes)
     twins = [coop.block.make_load(np.int32, shape, items, "transpose"),

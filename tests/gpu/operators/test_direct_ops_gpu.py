@@ -20,11 +20,11 @@ from cuprims._codegen.functors import direct_expr
 from cuprims._operators.py_expr import result_code
 from cuprims.op import op_spec
 from cuprims.types import value_type
+from twins import NUMERIC
 
 cp = pytest.importorskip("cupy")
 
 N = 1 << 14
-NUMERIC = ("i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "f4", "f8")
 _NANS = {"f4": (0x7FC00000, 0xFFC00000, 0x7FC00001, 0xFF812345, 0x7F800001),
          "f8": (0x7FF8000000000000, 0xFFF8000000000000, 0x7FF8000000000001, 0xFFF0000000000123)}
 

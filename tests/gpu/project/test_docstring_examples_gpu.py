@@ -11,21 +11,12 @@ it can ahead of time, with no GPU.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
-import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
 import cuprims
-
-_SHARED = Path(__file__).resolve().parents[2] / "docstring_examples.py"
-if "docstring_examples" not in sys.modules:
-    _spec = importlib.util.spec_from_file_location("docstring_examples", _SHARED)
-    sys.modules["docstring_examples"] = importlib.util.module_from_spec(_spec)
-    _spec.loader.exec_module(sys.modules["docstring_examples"])
-import docstring_examples  # noqa: E402
+import docstring_examples  # tests/docstring_examples.py, on sys.path (tests/conftest.py)
 
 EXAMPLES = {e.id: e for e in docstring_examples.collect()}
 
