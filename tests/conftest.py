@@ -5,16 +5,27 @@ matrices: one case per kind, dtype family or operator class. The rest of each ma
 marked ``slow`` and runs with ``--run-slow`` or ``CUPRIMS_RUN_SLOW=1`` (the nightly-style
 command in scripts/test's header). Tests under tests/gpu run whether marked or not: the
 GPU run is the full-matrix run.
+
+Both suites mirror the package (tests/cpu/algorithms, tests/gpu/algorithms, .../coop, ...);
+this folder holds what they share: twins.py (a CPU test's and its GPU twin's operators,
+struct types, kernels and reference models) and docstring_examples.py.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
 _GPU_TESTS = Path(__file__).resolve().parent / "gpu"
+
+# This folder on sys.path for both suites, whatever pytest's import mode (its default,
+# prepend, puts it there when it loads this file): twins.py, what a CPU test and its GPU
+# twin share, and docstring_examples.py are imported by name from either.
+if str(_GPU_TESTS.parent) not in sys.path:
+    sys.path.insert(0, str(_GPU_TESTS.parent))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -1,5 +1,5 @@
-"""The literal examples of the public docstrings, collected for tests/cpu/test_docstring_examples.py
-(ahead-of-time builds, no GPU) and tests/gpu/test_docstring_examples_gpu.py (every one, run).
+"""The literal examples of the public docstrings, collected for tests/cpu/project/test_docstring_examples.py
+(ahead-of-time builds, no GPU) and tests/gpu/project/test_docstring_examples_gpu.py (every one, run).
 
 An example is a literal block (the indented block after a paragraph ending in ``::``, as
 ``Example::``) in the docstring of a public module or of a public object: a name of a

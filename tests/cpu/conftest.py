@@ -5,6 +5,11 @@ Tests that only need *some* build (not a cold one) ask for ``shared_cache``: it 
 CUPRIMS_CACHE_DIR at one directory kept for the whole run (shared by xdist's workers), so
 NVRTC work done by one test is read back from disk by the next (in-memory caches are still
 emptied per test).
+
+The subfolders mirror src/cuprims (algorithms/, coop/, compile/, cache/, ...; project/ for
+the repository as a whole, reliability/ for the cross-cutting matrices). pytest's import
+mode puts this folder on sys.path when it loads this file, so every subfolder imports
+cpu_helpers by name, and the fixtures here serve every subfolder (none keeps a copy).
 """
 
 from __future__ import annotations
@@ -20,8 +25,8 @@ from cuprims._base import stats
 
 # Precompiled headers stay within each process in this suite (session fixtures and the
 # processes tests start included): every test's fresh cache directory would otherwise get
-# a PCH per header prefix (~15 MB packed, and ~0.2 s to pack), copied along with prebuilt caches. tests/cpu/test_pch_disk.py
-# turns them on in its own processes.
+# a PCH per header prefix (~15 MB packed, and ~0.2 s to pack), copied along with prebuilt caches.
+# tests/cpu/compile/test_pch_disk.py turns them on in its own processes.
 os.environ.setdefault("CUPRIMS_PCH_DISK", "0")
 
 _ENV_VARS = ("CUPRIMS_CACHE_DIR", "CUPRIMS_DISK_CACHE", "CUPRIMS_DUMP_DIR", "CUPRIMS_MEMORY_CACHE",

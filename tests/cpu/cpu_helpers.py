@@ -227,6 +227,18 @@ class FakeArray:
         return cls(mem, np.zeros(n, dtype))
 
 
+class FakeDeviceArray:
+    """The CUDA Array Interface of ``n`` items at a made-up address, and nothing else: an
+    argument's checks read it, nothing is ever read or written through it."""
+
+    def __init__(self, n, typestr="<f4", ptr=0x7F0000000000):
+        self._iface = {"data": (ptr, False), "shape": (n,), "typestr": typestr, "version": 3, "strides": None}
+
+    @property
+    def __cuda_array_interface__(self):
+        return self._iface
+
+
 class FakePack:
     def __init__(self, kinds):
         self.kinds = tuple(kinds)

@@ -128,7 +128,7 @@ def _compile(source: Source, arch: int, output: str, mode_options: dict[str, obj
 # NVRTC is called through cuda.bindings, not cuda.core's Program: importing cuda.core cost
 # a fresh process's first build 0.11-0.16 s on the CPU machine (cuda.bindings.nvrtc, which
 # the PCH steps import anyway, 0.03 s). The flags are those cuda.core's ProgramOptions
-# makes for the same options (tests/cpu/test_nvrtc_flags.py compares them).
+# makes for the same options (tests/cpu/compile/test_nvrtc_flags.py compares them).
 
 @dataclass(frozen=True)
 class Compiled:

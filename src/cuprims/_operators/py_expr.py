@@ -14,7 +14,7 @@ anything else is numba's (the functions answer None). Two steps:
   numba's wrapper (:func:`.numba_ops.compile_python_op`) makes to the stored result.
 
 The subset and the typing rules (numba-cuda 0.30's, checked against numba itself by
-tests/cpu/test_py_expr.py) are in docs/design/architecture.md, "Small Python operators as C++".
+tests/cpu/operators/test_py_expr.py) are in docs/design/architecture.md, "Small Python operators as C++".
 """
 
 from __future__ import annotations

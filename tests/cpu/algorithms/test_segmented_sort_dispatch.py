@@ -1,0 +1,483 @@
+"""Segmented sort's host dispatch against a fake device (no GPU).
+
+Device memory is numpy bytes at made-up addresses (every access bounds- and
+alignment-checked, see cpu_helpers.FakeMemory); each kernel is emulated by what it
+computes, reading its parameters as the host packed them: CUB's fallback kernel, the
+partition's init and sweep (which write the index lists and group sizes to device
+memory), and the large/middle/small kernels, which read the group sizes back from device
+memory and stride over them as the real kernels do. Radix passes through global memory
+are emulated pass by pass (a stable sort on one digit each), through the buffers the host
+gave, so a wrong buffer order, temporary layout, grid or DoubleBuffer selector shows up
+as a wrong result. Results are checked against numpy.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+
+import cuprims
+from cpu_helpers import FakeArray, FakeMemory, FakePack
+from cuprims import DoubleBuffer, SortOrder
+from cuprims._runtime import driver
+from cuprims.algorithms.lookback import SINGLE_PARTITION
+from cuprims.algorithms.segmented_sort import dispatch as dispatch_mod
+from cuprims.algorithms.segmented_sort import api as ss
+from cuprims.errors import ArgumentError
+from test_radix_sort import FakeBuilds, _Placeholder
+from twins import STRUCT, ordered_bits, random_keys, sorted_keys
+
+ASC, DESC = SortOrder.ASCENDING, SortOrder.DESCENDING
+ROLES = ("fallback", "init", "partition", "big", "small", "mid")
+SMS, OCCUPANCY = 4, 3  # the fake device's SMs and blocks per SM of every kernel
+
+# small tiles, so that short arrays reach every path: medium tile 6, small tile 2, CUB's
+# large tile 32, middle tier 16, three radix bits (int8: 3 passes, int16: 6, int32: 11)
+META = dict(radix_bits=3, large_threads=4, large_items=8, mid_items=4, medium_threads=8, medium_warp=2,
+            medium_items=3, small_threads=8, small_warp=1, small_items=2, partitioning_threshold=5,
+            partition_threads=4, partition_items=2, tile_padding=32, tile_word_bytes=16)
+
+
+def _meta(key_dt, value_dt, offset_dt, **over):
+    kd = np.dtype(key_dt)
+    od = np.dtype(offset_dt)
+    meta = dict(META, key_size=kd.itemsize, value_size=0 if value_dt is None else np.dtype(value_dt).itemsize,
+                offset_size=4 if od == np.int32 else 8, key_bits=8 * kd.itemsize)
+    meta.update(over)
+    return meta
+
+
+class FakeSegmentedDevice:
+    """Emulates the six kernels; ``handles`` are (role, offset size) tuples."""
+
+    def __init__(self, mem, key_dt, value_dt, offset_dt, descending, meta):
+        self.mem, self.kdt, self.odt, self.desc, self.m = mem, np.dtype(key_dt), np.dtype(offset_dt), descending, meta
+        self.vdt = None if value_dt is None else np.dtype((np.void, np.dtype(value_dt).itemsize))
+        self.launches, self.sorted = [], []
+        self.tile = meta["large_threads"] * meta["large_items"]
+        self.mid_tile = meta["large_threads"] * meta["mid_items"]
+        self.medium_tile = meta["medium_warp"] * meta["medium_items"]
+        self.small_tile = meta["small_warp"] * meta["small_items"]
+
+    def launch(self, kernel, grid, block, stream, params, shared=0):
+        role = kernel[0]
+        assert grid >= 1, (role, grid)
+        self.launches.append((role, grid, block, stream))
+        getattr(self, "_" + role)(grid, block, *params)
+
+    # -- reading what the host packed ----------------------------------------------
+    def offsets(self, begin, end, count):
+        """The offsets as the kernels' signed type reads them (CUB's choice)."""
+        wide = np.int32 if self.odt == np.int32 else np.int64
+        return (self.mem.view(begin, self.odt, count).astype(wide).astype(np.int64),
+                self.mem.view(end, self.odt, count).astype(wide).astype(np.int64))
+
+    def segment(self, s):
+        b, e = self.bounds
+        return int(b[s]), int(e[s]) - int(b[s])
+
+    # -- what the sorts compute ------------------------------------------------------
+    def _move(self, order, k_src, v_src, k_dst, v_dst, b, n, radix):
+        keys = self.mem.view(k_src + b * self.kdt.itemsize, self.kdt, n).copy()
+        self.mem.view(k_dst + b * self.kdt.itemsize, self.kdt, n)[:] = sorted_keys(keys[order]) if radix else \
+            keys[order]
+        if self.vdt is not None:
+            vals = self.mem.view(v_src + b * self.vdt.itemsize, self.vdt, n).copy()
+            self.mem.view(v_dst + b * self.vdt.itemsize, self.vdt, n)[:] = vals[order]
+
+    def _whole(self, k_in, k_out, v_in, v_out, b, n, radix):
+        keys = self.mem.view(k_in + b * self.kdt.itemsize, self.kdt, n)
+        order = np.argsort(ordered_bits(keys, self.desc), kind="stable")
+        self._move(order, k_in, v_in, k_out, v_out, b, n, radix)
+
+    def _passes(self, k_in, v_in, db_k, db_v, b, n):
+        """CUB's passes through global memory: the first from the input into the double
+        buffer's current half, then back and forth."""
+        cur_k, alt_k = struct.unpack("<QQ", db_k)
+        cur_v, alt_v = struct.unpack("<QQ", db_v)
+        bits, r = 8 * self.kdt.itemsize, self.m["radix_bits"]
+        src_k, src_v, dst_k, dst_v = k_in, v_in, cur_k, cur_v
+        for bit in range(0, bits, r):
+            keys = self.mem.view(src_k + b * self.kdt.itemsize, self.kdt, n)
+            digit = (ordered_bits(keys, self.desc) >> np.uint64(bit)) & np.uint64((1 << min(r, bits - bit)) - 1)
+            self._move(np.argsort(digit, kind="stable"), src_k, src_v, dst_k, dst_v, b, n, True)
+            if bit == 0:
+                src_k, src_v, dst_k, dst_v = cur_k, cur_v, alt_k, alt_v
+            else:
+                src_k, src_v, dst_k, dst_v = dst_k, dst_v, src_k, src_v
+
+    def _large(self, k_in, k_out, db_k, v_in, v_out, db_v, b, n, single):
+        if n <= single:
+            self._whole(k_in, k_out, v_in, v_out, b, n, True)
+        else:
+            self._passes(k_in, v_in, db_k, db_v, b, n)
+
+    # -- the kernels -------------------------------------------------------------------
+    def _fallback(self, grid, block, k_in, k_out, db_k, v_in, v_out, db_v, begin, end):
+        assert block == self.m["large_threads"]
+        self.bounds = self.offsets(begin, end, grid)
+        for s in range(grid):
+            b, n = self.segment(s)
+            if n <= 0:
+                continue
+            self.sorted.append(s)
+            if n <= self.medium_tile:
+                self._whole(k_in, k_out, v_in, v_out, b, n, False)   # one sub-warp's merge sort
+            else:
+                self._large(k_in, k_out, db_k, v_in, v_out, db_v, b, n, self.tile - 1)  # CUB: n < tile
+
+    def _init(self, grid, block, tile_states, tiles, group_sizes):
+        assert grid * block >= tiles
+        self.mem.view(tile_states, np.uint8, (tiles + self.m["tile_padding"]) * self.m["tile_word_bytes"])[:] = 0x5A
+        self.mem.view(group_sizes, np.uint32, 2)[:] = 0
+        self.tile_states = (tile_states, tiles)
+
+    def _partition(self, grid, block, start, large, small, medium_end, group_sizes, tile_states, sel1, sel2, n,
+                   tiles, context):
+        assert (start, context, sel1) == (0, SINGLE_PARTITION, sel2)
+        assert self.tile_states == (tile_states, tiles) and grid == tiles
+        assert tiles == -(-n // (self.m["partition_threads"] * self.m["partition_items"]))
+        assert block == self.m["partition_threads"]
+        states = self.mem.view(tile_states, np.uint8, (tiles + self.m["tile_padding"]) * self.m["tile_word_bytes"])
+        assert (states == 0x5A).all() and not self.mem.view(group_sizes, np.uint32, 2).any()
+        begin, end = struct.unpack_from("<QQ", sel1)  # the predicates' state: both offsets' pointers
+        self.bounds = self.offsets(begin, end, n)
+        lengths = self.bounds[1] - self.bounds[0]
+        is_large, is_small = lengths > self.medium_tile, lengths <= self.small_tile
+        ids = np.arange(n, dtype=np.uint32)
+        nl, ns_ = int(is_large.sum()), int(is_small.sum())
+        medium = ids[~is_large & ~is_small]
+        self.mem.view(large, np.uint32, nl)[:] = ids[is_large]
+        self.mem.view(small, np.uint32, ns_)[:] = ids[is_small]
+        # one list of `n` entries: large from the front, medium backwards from its end
+        assert large + 4 * nl <= medium_end - 4 * medium.size and medium_end <= large + 4 * n
+        if medium.size:  # written backwards from medium_end (CUB's reverse iterator)
+            self.mem.view(medium_end - 4 * medium.size, np.uint32, medium.size)[:] = medium[::-1]
+        self.mem.view(group_sizes, np.uint32, 2)[:] = (nl, ns_)
+        states[:] = 0x77  # the sweep leaves its tile states behind: scratch may reuse them
+        self.segments, self.group_sizes, self.medium_end = n, group_sizes, medium_end
+
+    def _stride(self, grid, count):
+        for b in range(grid):
+            yield from range(b, count, grid)
+
+    def _big(self, grid, block, group_sizes, large, k_in, k_out, db_k, v_in, v_out, db_v, begin, end, mid=False):
+        assert block == self.m["large_threads"] and group_sizes == self.group_sizes
+        assert grid == min(self.segments, OCCUPANCY * SMS * dispatch_mod.WAVES)
+        count = int(self.mem.view(group_sizes, np.uint32, 1)[0])
+        for entry in self._stride(grid, count):
+            s = int(self.mem.view(large + 4 * entry, np.uint32, 1)[0])
+            b, n = self.segment(s)
+            if mid != (n <= self.mid_tile):
+                continue  # the other large kernel's segment
+            self.sorted.append(s)
+            self._large(k_in, k_out, db_k, v_in, v_out, db_v, b, n, self.mid_tile if mid else self.tile)
+
+    def _mid(self, *args):
+        assert self.m["mid_items"], "the middle tier was launched without one"
+        self._big(*args, mid=True)
+
+    def _small(self, grid, block, group_sizes, segments, small, medium_end, k_in, k_out, v_in, v_out, begin, end):
+        assert block == self.m["small_threads"] and segments == self.segments and medium_end == self.medium_end
+        nl, nsm = (int(x) for x in self.mem.view(group_sizes, np.uint32, 2))
+        nm = segments - nl - nsm
+        mpb = self.m["medium_threads"] // self.m["medium_warp"]
+        spb = self.m["small_threads"] // self.m["small_warp"]
+        medium_blocks = -(-nm // mpb)
+        for v in self._stride(grid, medium_blocks + -(-nsm // spb)):
+            if v < medium_blocks:
+                ids = range(v * mpb, min((v + 1) * mpb, nm))
+                segs = self.mem.view(medium_end - 4 * nm, np.uint32, nm)
+            else:
+                ids = range((v - medium_blocks) * spb, min((v - medium_blocks + 1) * spb, nsm))
+                segs = self.mem.view(small, np.uint32, nsm)
+            for i in ids:
+                s = int(segs[i])
+                b, n = self.segment(s)
+                if n > 0:
+                    self.sorted.append(s)
+                    self._whole(k_in, k_out, v_in, v_out, b, n, False)
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    """make(key, value, order, offset dtype, double_buffer, **meta) -> (sorter, device)."""
+    mem = FakeMemory()
+    state = {}
+
+    def make(key, value=None, order=ASC, offsets=np.int32, double_buffer=False, **meta_over):
+        meta = _meta(key, value, offsets, **meta_over)
+        dev = state["dev"] = FakeSegmentedDevice(mem, key, value, offsets, order is DESC, meta)
+        monkeypatch.setattr(ss.SegmentedSort, "_builds_of", lambda self, variant: FakeBuilds(meta, ROLES))
+        ph = _Placeholder
+        if double_buffer:
+            kw = dict(d_in_keys=DoubleBuffer(ph(key), ph(key)),
+                      d_in_values=None if value is None else DoubleBuffer(ph(value), ph(value)))
+        else:
+            kw = dict(d_in_keys=ph(key), d_out_keys=ph(key), d_in_values=None if value is None else ph(value),
+                      d_out_values=None if value is None else ph(value))
+        obj = cuprims.make_segmented_sort(**kw, start_offsets_in=ph(offsets), end_offsets_in=ph(offsets),
+                                          order=order, compute_capability=90)
+        return obj, dev
+
+    monkeypatch.setattr(driver, "ParamPack", FakePack)
+    monkeypatch.setattr(driver, "current_device", lambda: 0)
+    monkeypatch.setattr(driver, "sm_count", lambda device: SMS)
+    monkeypatch.setattr(driver, "compute_capability", lambda device: (9, 0))
+    monkeypatch.setattr(driver, "launch", lambda *a, **k: state["dev"].launch(*a, **k))
+    allocations = []
+
+    def alloc_async(nbytes, stream, device=-1):
+        allocations.append((nbytes, stream))
+        return mem.alloc(nbytes, skew=64)
+
+    monkeypatch.setattr(driver, "alloc_async", alloc_async)
+    monkeypatch.setattr(driver, "free_async", lambda ptr, stream: mem.free(ptr))
+    make.mem, make.allocations = mem, allocations
+    return make
+
+
+LENGTHS = [0, 1, 2, 3, 6, 7, 15, 16, 17, 31, 32, 33, 100, 5, 2, 1, 40, 12]  # every path (see META)
+
+
+def segments(lengths, rng, offset_dt=np.int32, gap=3, negative=0):
+    """Segments of these lengths with gaps between them, listed in shuffled order; plus
+    ``negative`` segments whose end lies below their start (empty)."""
+    starts, pos = [], 0
+    for n in lengths:
+        pos += int(rng.integers(0, gap + 1))
+        starts.append(pos)
+        pos += n
+    starts, ends = np.array(starts), np.array(starts) + np.array(lengths, dtype=np.int64)
+    order = rng.permutation(len(lengths))
+    starts, ends = starts[order], ends[order]
+    if negative:
+        starts = np.concatenate([starts, np.full(negative, pos)])
+        ends = np.concatenate([ends, np.full(negative, max(pos - 4, 0))])
+    return starts.astype(offset_dt), ends.astype(offset_dt), pos + gap
+
+
+def reference(keys, values, starts, ends, descending):
+    out_k, out_v = keys.copy(), None if values is None else values.copy()
+    for b, e in zip(starts.astype(np.int64), ends.astype(np.int64)):
+        if e > b:
+            order = np.argsort(ordered_bits(keys[b:e], descending), kind="stable")
+            out_k[b:e] = keys[b:e][order]
+            if values is not None:
+                out_v[b:e] = values[b:e][order]
+    return out_k, out_v
+
+
+def same_keys(got, want):
+    """Bit for bit, but any NaN for a NaN (radix passes write the quiet NaN)."""
+    if got.dtype.kind == "f":
+        nan = np.isnan(want)
+        return np.array_equal(np.isnan(got), nan) and np.array_equal(got[~nan].view(np.uint8),
+                                                                     want[~nan].view(np.uint8))
+    return np.array_equal(got.view(np.uint8), want.view(np.uint8))
+
+
+def run(make_fake, obj, keys, values, starts, ends, double_buffer, stream=None, one_shot=False, selector=0):
+    """Sort through the object (or the one-shot path); returns keys, values, and the DoubleBuffer."""
+    mem = make_fake.mem
+    n, ns = keys.size, starts.size
+    sentinel_k = random_keys(keys.dtype, n, np.random.default_rng(99))
+    kin, vin = FakeArray(mem, keys), None if values is None else FakeArray(mem, values)
+    so, eo = FakeArray(mem, starts), FakeArray(mem, ends)
+    if double_buffer:
+        k2 = FakeArray(mem, sentinel_k)
+        kdb = DoubleBuffer(*((k2, kin) if selector else (kin, k2)))
+        kdb.selector = selector
+        vdb = None
+        if values is not None:
+            v2 = FakeArray(mem, np.zeros_like(values))
+            vdb = DoubleBuffer(*((v2, vin) if selector else (vin, v2)))
+            vdb.selector = selector
+        args = dict(d_in_keys=kdb, d_out_keys=None, d_in_values=vdb, d_out_values=None)
+    else:
+        kout = FakeArray(mem, sentinel_k)
+        vout = None if values is None else FakeArray(mem, np.zeros_like(values))
+        args = dict(d_in_keys=kin, d_out_keys=kout, d_in_values=vin, d_out_values=vout)
+    common = dict(num_items=n, num_segments=ns, start_offsets_in=so, end_offsets_in=eo)
+    if one_shot:
+        cuprims.segmented_sort(**args, **common, order=obj.desc.order, stream=stream)
+    else:
+        nbytes = obj(temp_storage=None, **args, **common)
+        assert isinstance(nbytes, int) and nbytes >= 1
+        temp = FakeArray(mem, np.full(nbytes, 0xEE, np.uint8), skew=8)  # base not 256-aligned on purpose
+        assert obj(temp_storage=temp, **args, **common, stream=stream) is None
+    if double_buffer:
+        got_k = args["d_in_keys"].current().get()
+        got_v = None if values is None else args["d_in_values"].current().get()
+    else:
+        got_k, got_v = args["d_out_keys"].get(), None if values is None else args["d_out_values"].get()
+        assert np.array_equal(kin.get().view(np.uint8), keys.view(np.uint8)), "the input keys were written"
+    return got_k, got_v, args, sentinel_k
+
+
+def check(make_fake, obj, dev, keys, values, starts, ends, double_buffer, **kw):
+    got_k, got_v, args, sentinel = run(make_fake, obj, keys, values, starts, ends, double_buffer, **kw)
+    want_k, want_v = reference(keys, values, starts, ends, dev.desc)
+    inside = np.zeros(keys.size, bool)
+    for b, e in zip(starts.astype(np.int64), ends.astype(np.int64)):
+        inside[b:max(b, e)] = True
+    assert same_keys(got_k[inside], want_k[inside])
+    if not double_buffer:  # items outside every segment are left as the output had them
+        assert same_keys(got_k[~inside], sentinel[~inside])
+    if values is not None:  # (a struct field by field: numpy's copies leave padding bytes undefined)
+        assert np.array_equal(got_v[inside], want_v[inside]) if values.dtype.names else \
+            np.array_equal(got_v[inside].view(np.uint8), want_v[inside].view(np.uint8))
+    # every non-empty segment was sorted exactly once, by one kernel
+    nonempty = sorted(int(s) for s in np.flatnonzero(ends.astype(np.int64) > starts.astype(np.int64)))
+    assert sorted(dev.sorted) == nonempty
+    dev.sorted.clear()
+    return args
+
+
+KEYS = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16", "float32", "float64",
+        "bool"]
+
+
+@pytest.mark.parametrize("double_buffer", [False, True], ids=["arrays", "double-buffer"])
+@pytest.mark.parametrize("order", [ASC, DESC], ids=["asc", "desc"])
+@pytest.mark.parametrize("key", KEYS)
+def test_every_key_type_both_orders_both_forms(fake, key, order, double_buffer):
+    rng = np.random.default_rng(abs(hash((key, order.value, double_buffer))) % 1000)
+    obj, dev = fake(key, np.int32, order, double_buffer=double_buffer)
+    # partitioned; no small segments (the large and medium lists fill theirs); the fallback
+    # (at most 5 segments), at its threshold too
+    for lengths in (LENGTHS * 3, [n for n in LENGTHS if n > 2] * 2, LENGTHS[:4], LENGTHS[3:8]):
+        starts, ends, n = segments(lengths, rng, negative=0 if min(lengths) > 2 else 1)
+        keys = random_keys(key, n, rng)
+        check(fake, obj, dev, keys, np.arange(n, dtype=np.int32), starts, ends, double_buffer)
+        roles = [entry[0] for entry in dev.launches]
+        assert ("partition" in roles) == (starts.size > META["partitioning_threshold"])
+        dev.launches.clear()
+
+
+@pytest.mark.parametrize("offsets", [np.int32, np.int64, np.uint32, np.uint64])
+def test_offset_types_keys_only_and_struct_values(fake, offsets):
+    rng = np.random.default_rng(4)
+    for value in (None, STRUCT):
+        obj, dev = fake(np.float32, value, DESC, offsets)
+        starts, ends, n = segments(LENGTHS * 4, rng, offsets)
+        keys = random_keys(np.float32, n, rng)
+        values = None if value is None else np.zeros(n, STRUCT)
+        if values is not None:
+            values["a"], values["b"] = np.arange(n), rng.random(n)
+        check(fake, obj, dev, keys, values, starts, ends, False)
+
+
+def test_double_buffer_selector_follows_pass_parity(fake):
+    """int8 keys take 3 radix passes here (odd: the result changes buffers), int16 keys 6."""
+    rng = np.random.default_rng(8)
+    for key, flips in (("int8", 1), ("int16", 0)):
+        obj, dev = fake(key, np.float64, ASC, double_buffer=True)
+        for selector in (0, 1):
+            starts, ends, n = segments(LENGTHS * 2, rng)
+            keys = random_keys(key, n, rng)
+            args = check(fake, obj, dev, keys, rng.random(n), starts, ends, True, selector=selector)
+            assert args["d_in_keys"].selector == selector ^ flips
+            assert args["d_in_values"].selector == selector ^ flips
+
+
+def test_middle_tier_off_and_grids_capped(fake):
+    rng = np.random.default_rng(2)
+    obj, dev = fake(np.uint32, None, ASC, mid_items=0)
+    starts, ends, n = segments(LENGTHS * 20, rng)  # 360 segments: more than the grid caps
+    check(fake, obj, dev, random_keys(np.uint32, n, rng), None, starts, ends, False)
+    launched = {role: grid for role, grid, _, _ in dev.launches}
+    cap = OCCUPANCY * SMS * dispatch_mod.WAVES
+    small_cap = OCCUPANCY * SMS * dispatch_mod.SMALL_WAVES
+    assert "mid" not in launched and launched["big"] == cap and launched["small"] == min(small_cap, 360 // 4 + 1)
+    assert launched["partition"] == -(-360 // 8) and launched["init"] == 1
+
+
+def test_grids_cover_every_split():
+    plan = type("P", (), dict(big_slots=10, mid_slots=20, small_slots=30, mid_items=4, medium_per_block=16))
+    w, sw = dispatch_mod.WAVES, dispatch_mod.SMALL_WAVES
+    assert dispatch_mod.grids(plan, 65536) == (10 * w, 20 * w, 30 * sw)
+    assert dispatch_mod.grids(plan, 30) == (30, 30, 3)
+    plan.mid_items = 0
+    assert dispatch_mod.grids(plan, 65536)[1] == 0
+    # without a cap, the medium-and-small grid covers any split of the segments (small
+    # sub-warps are at most as wide as medium ones: more segments per block)
+    for n in range(1, 300):
+        for m in range(n + 1):
+            assert -(-m // 16) + -(-(n - m) // 128) <= -(-n // 16) + 1
+
+
+def test_temp_storage_layout_and_sizes(fake):
+    obj, dev = fake(np.int32, np.int64, ASC)
+    mem = fake.mem
+    n, ns = 1000, 100
+    starts = np.arange(ns, dtype=np.int32) * 10
+    args = dict(d_in_keys=FakeArray(mem, np.zeros(n, np.int32)), d_out_keys=FakeArray.empty(mem, n, np.int32),
+                d_in_values=FakeArray(mem, np.zeros(n, np.int64)), d_out_values=FakeArray.empty(mem, n, np.int64),
+                num_items=n, num_segments=ns, start_offsets_in=FakeArray(mem, starts),
+                end_offsets_in=FakeArray(mem, starts + 10))
+    up = lambda x: -(-x // 256) * 256  # noqa: E731
+    tiles = -(-ns // 8)
+    # keys scratch (over the tile states), values scratch, two index lists, group sizes, + 255
+    assert obj(temp_storage=None, **args) == up(max(4 * n, (tiles + 32) * 16)) + up(8 * n) + 2 * up(4 * ns) + 256 + 255
+    with pytest.raises(ArgumentError) as info:
+        obj(temp_storage=FakeArray(mem, np.zeros(100, np.uint8)), **args)
+    assert info.value.argument == "temp_storage"
+    # a DoubleBuffer needs no scratch: the tile states alone in the first slot
+    db = dict(args, d_in_keys=DoubleBuffer(args["d_in_keys"], args["d_out_keys"]), d_out_keys=None,
+              d_in_values=DoubleBuffer(args["d_in_values"], args["d_out_values"]), d_out_values=None)
+    assert obj(temp_storage=None, **db) == up((tiles + 32) * 16) + 2 * up(4 * ns) + 256 + 255
+    # few segments on a DoubleBuffer: CUB's fallback, no storage at all (the query still answers 1)
+    few = dict(db, num_segments=3)
+    assert obj(temp_storage=None, **few) == 1
+    obj(temp_storage=FakeArray(mem, np.zeros(1, np.uint8)), **few)
+    assert dev.launches[-1][0] == "fallback" and dev.launches[-1][1] == 3
+
+
+def test_nothing_to_do_launches_nothing(fake):
+    obj, dev = fake(np.float32, None, ASC, double_buffer=True)
+    mem = fake.mem
+    keys = FakeArray(mem, np.arange(8, dtype=np.float32))
+    for n, ns in ((0, 3), (8, 0), (0, 0)):
+        db = DoubleBuffer(keys, FakeArray.empty(mem, 8, np.float32))
+        offsets = FakeArray(mem, np.zeros(3, np.int32))
+        kw = dict(d_in_keys=db, d_out_keys=None, d_in_values=None, d_out_values=None, num_items=n, num_segments=ns,
+                  start_offsets_in=offsets, end_offsets_in=offsets)
+        assert obj(temp_storage=None, **kw) == 1
+        assert obj(temp_storage=FakeArray(mem, np.zeros(1, np.uint8)), **kw) is None
+        cuprims.segmented_sort(**kw, order=ASC)
+        assert db.selector == 0 and not dev.launches
+    assert not fake.allocations
+
+
+def test_one_shot_allocates_on_the_stream_and_stream_reaches_every_launch(fake):
+    rng = np.random.default_rng(6)
+    obj, dev = fake(np.int64, None, DESC)
+    starts, ends, n = segments(LENGTHS * 2, rng)
+    check(fake, obj, dev, random_keys(np.int64, n, rng), None, starts, ends, False, stream=77, one_shot=True)
+    assert fake.allocations and all(stream == 77 for _, stream in fake.allocations)
+    assert dev.launches and all(entry[3] == 77 for entry in dev.launches)
+
+
+def test_call_time_argument_errors(fake):
+    obj, dev = fake(np.int32, None, ASC)
+    mem = fake.mem
+    keys, out = FakeArray(mem, np.zeros(10, np.int32)), FakeArray.empty(mem, 10, np.int32)
+    offs = FakeArray(mem, np.zeros(4, np.int32))
+    base = dict(temp_storage=None, d_in_keys=keys, d_out_keys=out, d_in_values=None, d_out_values=None,
+                num_items=10, num_segments=4, start_offsets_in=offs, end_offsets_in=offs)
+    for over, argument in (
+            (dict(num_segments=1 << 31), "num_segments"),
+            (dict(num_segments=-1), "num_segments"),
+            (dict(num_items=-5), "num_items"),
+            (dict(num_items=11), "d_in_keys"),                      # arrays shorter than num_items
+            (dict(num_segments=5), "start_offsets_in"),             # offsets shorter than num_segments
+            (dict(d_in_values=FakeArray(mem, np.zeros(10, np.int32)), d_out_values=out), "d_in_values"),
+            (dict(d_out_keys=keys), "d_out_keys"),                  # the input itself (no in-place sort)
+            (dict(end_offsets_in=FakeArray(mem, np.zeros(4, np.int64))), "end_offsets_in")):
+        with pytest.raises(ArgumentError) as info:
+            obj(**dict(base, **over))
+        assert info.value.argument == argument, (over, str(info.value))
+    assert not dev.launches
