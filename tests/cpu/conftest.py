@@ -2,7 +2,7 @@
 in-memory caches, so a test never passes because an earlier one warmed a cache.
 
 Tests that only need *some* build (not a cold one) ask for ``shared_cache``: it points
-CUPRIMS_CACHE_DIR at one directory kept for the whole run (shared by xdist's workers), so
+CUPRIMS_CACHE_DIR at one directory kept for the whole session (one per xdist worker), so
 NVRTC work done by one test is read back from disk by the next (in-memory caches are still
 emptied per test).
 
@@ -49,14 +49,7 @@ def fresh_caches(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="session")
 def warm_cache_dir(tmp_path_factory) -> Path:
-    """One disk cache for the whole run: under pytest-xdist the workers share it (the disk
-    cache is safe for concurrent processes), so a unit one worker compiled is read by the other."""
-    root = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        root = root.parent   # the run's folder, above each worker's own
-    path = root / "cuprims-warm-cache"
-    path.mkdir(exist_ok=True)
-    return path
+    return tmp_path_factory.mktemp("cuprims-warm-cache")
 
 
 @pytest.fixture
