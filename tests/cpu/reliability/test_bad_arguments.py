@@ -42,6 +42,8 @@ from cuprims import (CacheModifiedInputIterator, ConstantIterator, CountingItera
                      TransformOutputIterator)
 from cuprims.errors import ArgumentError, OperatorCompileError, OperatorResultError
 
+from cpu_helpers import FakeDeviceArray
+
 P, V = ProxyArray, ProxyValue
 f4, i4, i8 = np.float32, np.int32, np.int64
 
@@ -101,15 +103,6 @@ def _above_six(v):
     return v > 6
 
 
-class _FakeDeviceArray:
-    """Device memory of ``n`` items (float32 unless ``typestr`` says otherwise) as far as the
-    checks of a build or a call can tell (never launched on)."""
-
-    def __init__(self, n: int, typestr: str = "<f4"):
-        self.__cuda_array_interface__ = {"data": (0x7F0000000000, False), "shape": (n,), "typestr": typestr,
-                                         "version": 3, "strides": None}
-
-
 _u4 = np.uint32
 _PADDED = np.dtype([("a", np.int32), ("b", np.float64), ("c", np.int8)], align=True)   # a numpy struct, not gpu_struct
 # histogram_even's levels against its samples' type: each case one rule of the levels' checks
@@ -151,10 +144,10 @@ HISTOGRAM_LEVELS = {
 # samples and 256 bins
 HISTOGRAM_ARRAYS = {
     "int16 counters": (dict(d_histogram=P(np.int16)), "d_histogram"),
-    "counters too short": (dict(d_histogram=_FakeDeviceArray(255, "<i4")), "d_histogram"),
+    "counters too short": (dict(d_histogram=FakeDeviceArray(255, "<i4")), "d_histogram"),
     "bool samples": (dict(d_samples=P(np.bool_)), "d_samples"),
     "struct samples": (dict(d_samples=P(cuprims.gpu_struct({"a": i4}))), "d_samples"),
-    "samples too short": (dict(d_samples=_FakeDeviceArray(999, "|u1")), "d_samples"),
+    "samples too short": (dict(d_samples=FakeDeviceArray(999, "|u1")), "d_samples"),
 }
 
 ALGORITHMS: dict[str, Algo] = {
@@ -570,13 +563,17 @@ def test_every_operator_argument_gets_the_operator_cases():
 NUMBA_PATH_IN_CI = frozenset({"reduce", "select", "merge_sort", "lower_bound", "unary_transform"})
 
 
-def _paths(cases: list) -> list:
-    return [pytest.param(path, *c, id=f"{path}-{c[0]}-{c[1]}",
-                         marks=() if path == "direct" or c[0] in NUMBA_PATH_IN_CI else pytest.mark.slow)
-            for c in cases for path in ("direct", "numba")]
+def _both_paths(cases: list, name: Callable[[int, tuple], str], numba_in_ci: Callable[[int, tuple], bool]) -> list:
+    """Each case built through small expressions translated to C++ ("direct", always in CI)
+    and through numba alone ("numba": in CI where ``numba_in_ci``, else with the slow tests)."""
+    return [pytest.param(path, *c, id=f"{path}-{name(i, c)}",
+                         marks=() if path == "direct" or numba_in_ci(i, c) else pytest.mark.slow)
+            for i, c in enumerate(cases) for path in ("direct", "numba")]
 
 
-@pytest.mark.parametrize("path,algo,case,overrides,argument,error,text", _paths(OPERATOR_CASES))
+@pytest.mark.parametrize("path,algo,case,overrides,argument,error,text",
+                         _both_paths(OPERATOR_CASES, lambda i, c: f"{c[0]}-{c[1]}",
+                                     lambda i, c: c[0] in NUMBA_PATH_IN_CI))
 def test_bad_operator_is_named(request, shared_cache, path, algo, case, overrides, argument, error, text):
     """Built through small expressions translated to C++ ("direct") and through numba
     alone (CUPRIMS_DIRECT_OPS=0): either way the build refuses the operator, naming the
@@ -646,9 +643,7 @@ RULE_LINES = [
 
 # CI draws every line on the direct path and every other one through numba as well
 @pytest.mark.parametrize("path,algo,allowed,refused",
-                         [pytest.param(path, *r, id=f"{path}-{r[0]}-{i}",
-                                       marks=pytest.mark.slow if path == "numba" and i % 2 else ())
-                          for i, r in enumerate(RULE_LINES) for path in ("direct", "numba")])
+                         _both_paths(RULE_LINES, lambda i, r: f"{r[0]}-{i}", lambda i, r: i % 2 == 0))
 def test_the_result_rules_draw_the_line(request, shared_cache, path, algo, allowed, refused):
     if path == "numba":
         request.getfixturevalue("numba_ops")
@@ -678,7 +673,7 @@ def test_a_built_object_refuses_a_count_past_64_bit_offsets(cache):
 
     obj = make_sum()
     with pytest.raises(cuprims.errors.ArgumentError) as info:
-        obj(temp_storage=None, d_in=_FakeDeviceArray(8), d_out=_FakeDeviceArray(1), num_items=2 ** 80,
+        obj(temp_storage=None, d_in=FakeDeviceArray(8), d_out=FakeDeviceArray(1), num_items=2 ** 80,
             h_init=np.float32(0))
     assert info.value.argument == "num_items"
 
