@@ -4,7 +4,9 @@ exception; failures are not cached. The on-disk level is :mod:`cuprims._cache.di
 
 from __future__ import annotations
 
+import os
 import threading
+import weakref
 from collections import OrderedDict
 from typing import Any, Callable
 
@@ -16,9 +18,10 @@ class _Pending:
     wait on it. (Not concurrent.futures.Future: importing it brings logging, ~4 ms of a
     warm process's first build on the CPU machine.)"""
 
-    __slots__ = ("_done", "_value", "_error")
+    __slots__ = ("_done", "_value", "_error", "owner")
 
     def __init__(self) -> None:
+        self.owner = threading.get_ident()     # the thread that builds it
         self._done = threading.Event()
         self._value: Any = None
         self._error: BaseException | None = None
@@ -46,6 +49,7 @@ class SingleFlightLRU:
         self._data: OrderedDict[Any, Any] = OrderedDict()
         self._inflight: dict[Any, _Pending] = {}
         self._lock = threading.Lock()
+        _caches.add(self)
 
     def get_or_build(self, key: Any, build: Callable[[], Any]) -> Any:
         with self._lock:
@@ -87,3 +91,19 @@ class SingleFlightLRU:
 
     def __len__(self) -> int:
         return len(self._data)
+
+
+_caches: weakref.WeakSet[SingleFlightLRU] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    # Only the forking thread lives on in a child: a build another thread was running
+    # never finishes here (whoever asks for it builds it again), and a lock such a thread
+    # held at the fork would never be released.
+    me = threading.get_ident()
+    for cache in list(_caches):
+        cache._lock = threading.Lock()
+        cache._inflight = {k: p for k, p in cache._inflight.items() if p.owner == me}
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -165,6 +165,38 @@ def test_lru_bound_evicts_least_recently_used():
     assert len(cache) == 0
 
 
+def test_a_child_forked_while_another_thread_builds_a_key_builds_it_itself():
+    # the building thread stays in the parent: the child must not wait for it forever
+    import os
+    import signal
+
+    cache = SingleFlightLRU(4)
+    inside, release = threading.Event(), threading.Event()
+
+    def slow():
+        inside.set()
+        release.wait(30)
+        return "parent's"
+
+    builder = threading.Thread(target=cache.get_or_build, args=("k", slow))
+    builder.start()
+    assert inside.wait(10)
+    pid = os.fork()
+    if pid == 0:                                         # the child
+        signal.alarm(30)                                 # a hang fails the test, not the suite
+        ok = False
+        try:
+            ok = cache.get_or_build("k", lambda: "child's") == "child's"
+            ok = ok and cache.get_or_build("k", lambda: "again") == "child's"
+        finally:
+            os._exit(0 if ok else 1)
+    release.set()
+    builder.join(10)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    assert cache.get_or_build("k", lambda: "other") == "parent's"
+
+
 def test_memory_cache_bound_from_environment(warm_cache_dir):
     proc = run_python("""
         import json, numpy as np, cuprims
