@@ -6,6 +6,11 @@ marked ``slow`` and runs with ``--run-slow`` or ``CUPRIMS_RUN_SLOW=1`` (the nigh
 command in scripts/test's header). Tests under tests/gpu run whether marked or not: the
 GPU run is the full-matrix run.
 
+Two markers shape the parallel pass: ``ci_sample(every)`` on a parametrized test keeps
+every ``every``-th case of it in CI (the first included; the rest count as ``slow``), and
+``runs_long`` on a module sends its tests to the workers first, so that the pass does not
+end with one worker busy on a long test while the other waits.
+
 Both suites mirror the package (tests/cpu/algorithms, tests/gpu/algorithms, .../coop, ...);
 this folder holds what they share: twins.py (a CPU test's and its GPU twin's operators,
 struct types, kernels and reference models) and docstring_examples.py.
@@ -38,7 +43,24 @@ def run_slow(config: pytest.Config) -> bool:
     return config.getoption("--run-slow") or os.environ.get("CUPRIMS_RUN_SLOW", "") not in ("", "0")
 
 
+def _sample_for_ci(items: list[pytest.Item]) -> None:
+    """Mark ``slow`` the cases of each ``ci_sample(every)`` test beyond every ``every``-th."""
+    seen: dict[tuple[str, str], int] = {}
+    for item in items:
+        marker = item.get_closest_marker("ci_sample")
+        if marker is None:
+            continue
+        every = marker.kwargs.get("every", marker.args[0] if marker.args else 2)
+        key = (str(item.fspath), getattr(item, "originalname", item.name))
+        index = seen[key] = seen.get(key, -1) + 1
+        if index % every:
+            item.add_marker(pytest.mark.slow)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # modules marked runs_long first, each module's tests still together and in order
+    items.sort(key=lambda item: item.get_closest_marker("runs_long") is None)
+    _sample_for_ci(items)
     if run_slow(config):
         return
     skip = pytest.mark.skip(reason="slow: a case beyond CI's subset (--run-slow or CUPRIMS_RUN_SLOW=1 runs it)")

@@ -54,6 +54,7 @@ BUILDS = {
 
 # ------------------------------------------------------------------ builds
 
+@pytest.mark.ci_sample(every=2)
 @pytest.mark.parametrize("case", sorted(BUILDS))
 def test_ahead_of_time_builds_match_their_cubin(shared_cache, case):
     obj = BUILDS[case]()

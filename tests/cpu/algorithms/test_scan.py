@@ -79,6 +79,7 @@ def _kind_size(kind) -> int:
     return {"ptr": 8, "i64": 8, "i32": 4}.get(kind) if isinstance(kind, str) else max(int(kind), 1)
 
 
+@pytest.mark.ci_sample(every=2)
 @pytest.mark.parametrize("name", BUILDS)
 def test_build(shared_cache, name):
     obj = _build(name)

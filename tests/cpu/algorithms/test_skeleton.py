@@ -117,6 +117,7 @@ KERNEL_PARAM_CASES = {
 }
 
 
+@pytest.mark.ci_sample(every=2)
 @pytest.mark.parametrize("case", sorted(KERNEL_PARAM_CASES))
 def test_kernel_params_match_the_cubin(shared_cache, case):
     obj = KERNEL_PARAM_CASES[case]()

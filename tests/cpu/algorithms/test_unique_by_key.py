@@ -72,6 +72,7 @@ def test_variants_and_their_parameters():
     assert narrow[7:] == ("i32", "i32") and wide[7:] == ("i64", "i32", "ptr") and narrow[:7] == wide[:7]
 
 
+@pytest.mark.ci_sample(every=2)
 @pytest.mark.parametrize("key, item, count", [
     (np.int8, np.float64, np.int32), (np.uint16, np.int16, np.uint32), (np.int64, np.uint8, np.uint64),
     (np.float64, PAIR.dtype, np.int64), (np.float16, np.float32, np.int64)])

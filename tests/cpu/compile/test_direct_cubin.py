@@ -70,6 +70,7 @@ def _layout(cubin: bytes) -> dict[str, tuple[int, bytes]]:
     return out
 
 
+@pytest.mark.ci_sample(every=2)
 @pytest.mark.parametrize("name", sorted(BUILDS))
 def test_a_unit_without_operators_to_link_compiles_to_the_code_the_lto_link_makes(name, monkeypatch):
     units = _units(BUILDS[name], monkeypatch)

@@ -34,6 +34,7 @@ def _unit_specs():
     return set(_kernel_unit._units)
 
 
+@pytest.mark.ci_sample(every=2)
 @pytest.mark.parametrize("shape", [(128,), (32, 4), (64, 2, 2)])
 @pytest.mark.parametrize("items", [1, 4, 16])
 def test_load_reduce_scan_store_pipeline(shape, items):

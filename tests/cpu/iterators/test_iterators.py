@@ -138,6 +138,7 @@ ITERATORS = {
 }
 
 
+@pytest.mark.ci_sample(every=2)
 @pytest.mark.parametrize("kind", sorted(ITERATORS))
 def test_lower_bound_over_each_kind_builds_for_sm90(shared_cache, kind):
     it = ITERATORS[kind]()

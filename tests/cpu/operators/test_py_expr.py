@@ -35,6 +35,8 @@ from cuprims.types import value_type
 from cpu_helpers import ARCH, check_golden, counters, delta, last_json, render_source, run_python
 from twins import NUMERIC
 
+pytestmark = pytest.mark.runs_long   # long tests: sent to the workers first
+
 K = 3
 
 
@@ -151,6 +153,7 @@ def test_unary_operators_type_as_numba(index):
         assert set(NUMERIC) - set(translated) == set(_UNTRANSLATED["neg"])
 
 
+@pytest.mark.ci_sample(every=2)
 @pytest.mark.parametrize("index", range(len(BINARY)))
 def test_binary_operators_type_as_numba(index):
     fn = BINARY[index]
@@ -602,6 +605,7 @@ PTX_BEYOND_CI = {"fma of products", "poly f8", "float and int", "max f4", "min f
                  "abs f8"}
 
 
+@pytest.mark.ci_sample(every=3)
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in PTX_BEYOND_CI else n
                                   for n in PTX_CASES])
 def test_linked_ptx_computes_as_numbas(monkeypatch, name):

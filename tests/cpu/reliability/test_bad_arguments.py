@@ -557,23 +557,25 @@ def test_every_operator_argument_gets_the_operator_cases():
     assert {c[0] for c in OPERATOR_CASES} == {n for n, a in ALGORITHMS.items() if a.operators or a.iterator_input}
 
 
-# The numba path of every case runs with the slow tests; CI takes it for one algorithm of
-# each operator role (a combiner, a predicate, a comparator, a search's comparator, an
-# iterator's operator) and the direct path for all.
+# Every case runs both ways with the slow tests. CI takes every other case on the direct
+# path, and the cases between through numba for one algorithm of each operator role (a
+# combiner, a predicate, a comparator, a search's comparator, an iterator's operator).
 NUMBA_PATH_IN_CI = frozenset({"reduce", "select", "merge_sort", "lower_bound", "unary_transform"})
 
 
-def _both_paths(cases: list, name: Callable[[int, tuple], str], numba_in_ci: Callable[[int, tuple], bool]) -> list:
-    """Each case built through small expressions translated to C++ ("direct", always in CI)
-    and through numba alone ("numba": in CI where ``numba_in_ci``, else with the slow tests)."""
-    return [pytest.param(path, *c, id=f"{path}-{name(i, c)}",
-                         marks=() if path == "direct" or numba_in_ci(i, c) else pytest.mark.slow)
+def _both_paths(cases: list, name: Callable[[int, tuple], str], in_ci: Callable[[str, int, tuple], bool]) -> list:
+    """Each case built through small expressions translated to C++ ("direct") and through
+    numba alone ("numba"); those ``in_ci(path, index, case)`` refuses are slow."""
+    return [pytest.param(path, *c, id=f"{path}-{name(i, c)}", marks=() if in_ci(path, i, c) else pytest.mark.slow)
             for i, c in enumerate(cases) for path in ("direct", "numba")]
 
 
+def _operator_case_in_ci(path: str, i: int, case: tuple) -> bool:
+    return i % 2 == 0 if path == "direct" else i % 2 == 1 and case[0] in NUMBA_PATH_IN_CI
+
+
 @pytest.mark.parametrize("path,algo,case,overrides,argument,error,text",
-                         _both_paths(OPERATOR_CASES, lambda i, c: f"{c[0]}-{c[1]}",
-                                     lambda i, c: c[0] in NUMBA_PATH_IN_CI))
+                         _both_paths(OPERATOR_CASES, lambda i, c: f"{c[0]}-{c[1]}", _operator_case_in_ci))
 def test_bad_operator_is_named(request, shared_cache, path, algo, case, overrides, argument, error, text):
     """Built through small expressions translated to C++ ("direct") and through numba
     alone (CUPRIMS_DIRECT_OPS=0): either way the build refuses the operator, naming the
@@ -641,9 +643,10 @@ RULE_LINES = [
 ]
 
 
-# CI draws every line on the direct path and every other one through numba as well
+# CI draws every line once: the even ones on the direct path, the odd ones through numba
 @pytest.mark.parametrize("path,algo,allowed,refused",
-                         _both_paths(RULE_LINES, lambda i, r: f"{r[0]}-{i}", lambda i, r: i % 2 == 0))
+                         _both_paths(RULE_LINES, lambda i, r: f"{r[0]}-{i}",
+                                     lambda path, i, r: (i % 2 == 0) == (path == "direct")))
 def test_the_result_rules_draw_the_line(request, shared_cache, path, algo, allowed, refused):
     if path == "numba":
         request.getfixturevalue("numba_ops")

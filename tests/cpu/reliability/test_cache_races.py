@@ -23,6 +23,8 @@ from cuprims._cache.disk import DiskCache
 from cuprims.errors import ArgumentError, ArgumentTypeError
 from fault_helpers import ELF, build_max_in_child, entry_path, lock_path, sha
 
+pytestmark = pytest.mark.runs_long   # long tests: sent to the workers first
+
 LOCK_WAIT = 2.0   # seconds: the bound the lock tests set (the default, 60 s, would make them slow)
 
 DIFFERENT_OPS_SCRIPT = r"""

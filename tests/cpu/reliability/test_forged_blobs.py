@@ -317,6 +317,7 @@ FORGERIES: dict[str, tuple[str, str, Callable]] = {
 }
 
 
+@pytest.mark.ci_sample(every=2)
 @pytest.mark.parametrize("case", sorted(FORGERIES))
 def test_each_forged_field_is_named(blobs, case):
     which, field, edit = FORGERIES[case]

@@ -25,6 +25,8 @@ import pytest
 
 from cpu_helpers import last_json, run_python
 
+pytestmark = pytest.mark.runs_long   # long tests: sent to the workers first
+
 PROBE = r"""
 import json, re, time
 import numpy as np
