@@ -94,6 +94,7 @@ def test_generated_traits_compute_the_model(dt, shared_cache):
     assert ltoir
 
 
+@pytest.mark.ci_sample(every=2)
 @pytest.mark.parametrize("dt,order,value", [("float16", SortOrder.ASCENDING, None),
                                             ("float64", SortOrder.DESCENDING, np.int32)],
                          ids=["f2-asc-keys", "f8-desc-pairs"])

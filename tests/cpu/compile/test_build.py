@@ -166,6 +166,7 @@ def test_a_build_the_disk_cache_serves_does_not_load_nvrtc(tmp_path):
     assert last_json(run_python(_WARM_BUILD, env=env).stdout) == {"nvrtc_mapped": False, "nvrtc_compiles": 0}
 
 
+@pytest.mark.ci_sample(every=2)
 @pytest.mark.parametrize("dtype", [
     np.float32, np.int64, np.float16,
     np.complex64,

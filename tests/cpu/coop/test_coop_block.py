@@ -87,6 +87,7 @@ def test_block_reduce_python_operator_partial_tile_and_user_storage():
     assert shared_bytes(cubin) >= 2 * red.temp_storage_bytes   # ours and the caller's
 
 
+@pytest.mark.ci_sample(every=2)
 @pytest.mark.parametrize("items", [1, 3, 16])
 def test_load_scan_store_pipeline(items):
     dims = (32, 4)

@@ -43,7 +43,7 @@ def _sort_kernel(sort, nb, dims, items):
     return kernel
 
 
-@pytest.mark.parametrize("dtype", ci_share(KEY_TYPES))
+@pytest.mark.parametrize("dtype", ci_share(KEY_TYPES, every=4))
 def test_radix_sort_every_int_and_float_links_and_needs_its_files(dtype):
     nb = getattr(types, dtype)
     sort = coop.block.make_radix_sort_keys(nb, (32, 4), 4)

@@ -49,7 +49,7 @@ def _kernel(sort, nb, threads, items, partial=False):
     return kernel
 
 
-@pytest.mark.parametrize("dtype", ci_share(KEY_TYPES))
+@pytest.mark.parametrize("dtype", ci_share(KEY_TYPES, every=4))
 def test_block_merge_sort_every_type_links_and_needs_its_files(dtype):
     nb = getattr(types, dtype)
     sort = coop.block.make_merge_sort_keys(nb, (32, 4), 4, OpKind.LESS)

@@ -47,7 +47,7 @@ def test_load_reduce_scan_store_pipeline(shape, items):
 
 
 @pytest.mark.parametrize("dtype", ci_share(["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
-                                            "float16", "float32", "float64", "complex64", "complex128", "bool"]))
+                                            "float16", "float32", "float64", "complex64", "complex128", "bool"], every=4))
 def test_sum_and_scan_every_type(dtype):
     nb = getattr(types, "boolean" if dtype == "bool" else dtype)
 

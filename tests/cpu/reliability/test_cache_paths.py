@@ -251,6 +251,7 @@ def test_read_only_cache_dir_serves_hits_and_is_reported_once(cache, tmp_path):
 
 # ----------------------------------------------------------------------------- damage beside the build
 
+@pytest.mark.ci_sample(every=2)
 @pytest.mark.parametrize("layout", sorted(n for n, d in DAMAGED_LAYOUTS.items() if d.keeps_entries))
 def test_damage_beside_a_build_neither_fails_it_nor_loses_its_entry(cache, tmp_path, layout):
     """A new key is built in a cache damaged elsewhere: the build gives the right cubin, its
