@@ -155,7 +155,7 @@ def plain_f8max(tmp_path_factory):
     return got["cubins"][0]
 
 
-@pytest.mark.ci_sample(every=2)
+@pytest.mark.ci_sample(every=4)
 @pytest.mark.parametrize("damage", ["frame flipped", "frames cut elsewhere", "truncated", "size in sidecar"])
 def test_a_damaged_packed_entry_never_reaches_nvrtc_and_is_made_again(made, copy_of, plain_f8max, damage):
     """NVRTC crashes on a damaged PCH (SIGSEGV): a packed entry whose bytes, frames or size
