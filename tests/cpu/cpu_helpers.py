@@ -18,17 +18,6 @@ from cuprims._base import stats
 ARCH = 90  # every AOT build here names its target explicitly
 
 
-def ci_share(values: list, every: int = 2) -> list:
-    """CI's share of a type matrix: every ``every``-th entry, the first included; the others
-    are marked slow (they run with --run-slow or CUPRIMS_RUN_SLOW=1, and on the GPU host)."""
-    import pytest
-
-    def slow(v):
-        return pytest.param(*(v if isinstance(v, tuple) else (v,)), marks=pytest.mark.slow)
-
-    return [v if i % every == 0 else slow(v) for i, v in enumerate(values)]
-
-
 def counters() -> dict:
     return stats.snapshot()
 

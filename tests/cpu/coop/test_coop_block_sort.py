@@ -15,7 +15,6 @@ from cuprims.errors import ArgumentError, LinkError  # noqa: E402
 
 from coop_helpers import kernel_sections, link_kernel, linked_ptx, shared_bytes  # noqa: E402
 from twins import PAIR  # noqa: E402
-from cpu_helpers import ci_share  # noqa: E402
 
 KEY_TYPES = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16", "float32",
              "float64"]
@@ -43,7 +42,8 @@ def _sort_kernel(sort, nb, dims, items):
     return kernel
 
 
-@pytest.mark.parametrize("dtype", ci_share(KEY_TYPES, every=4))
+@pytest.mark.ci_sample(every=4)
+@pytest.mark.parametrize("dtype", KEY_TYPES)
 def test_radix_sort_every_int_and_float_links_and_needs_its_files(dtype):
     nb = getattr(types, dtype)
     sort = coop.block.make_radix_sort_keys(nb, (32, 4), 4)

@@ -19,7 +19,7 @@ from cuprims.coop._codegen import provider_text  # noqa: E402
 from cuprims.errors import ArgumentError, LinkError  # noqa: E402
 
 from coop_helpers import link_kernel, linked_ptx, shared_bytes  # noqa: E402
-from cpu_helpers import ci_share, stub_ltoir  # noqa: E402
+from cpu_helpers import stub_ltoir  # noqa: E402
 from twins import _by_k, _less  # noqa: E402
 
 KEY_TYPES = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16", "float32",
@@ -49,7 +49,8 @@ def _kernel(sort, nb, threads, items, partial=False):
     return kernel
 
 
-@pytest.mark.parametrize("dtype", ci_share(KEY_TYPES, every=4))
+@pytest.mark.ci_sample(every=4)
+@pytest.mark.parametrize("dtype", KEY_TYPES)
 def test_block_merge_sort_every_type_links_and_needs_its_files(dtype):
     nb = getattr(types, dtype)
     sort = coop.block.make_merge_sort_keys(nb, (32, 4), 4, OpKind.LESS)

@@ -21,7 +21,6 @@ from cuprims.errors import ArgumentError, CoopError, LinkError  # noqa: E402
 
 from coop_helpers import link_kernel, linked_ptx, shared_bytes  # noqa: E402
 from twins import VALUE, _by_k, _less, block_pairs_kernel  # noqa: E402
-from cpu_helpers import ci_share  # noqa: E402
 
 KEY = np.dtype([("k", np.int16), ("i", np.int32)], align=True)
 
@@ -48,9 +47,10 @@ def _link_pairs(sort, key_dtype, value_dtype, shape, items, calls=(0, 1, 2, 3)):
 
 # ---------------------------------------------------------------- Style 1: block radix sort of pairs
 
-@pytest.mark.parametrize("key,value", ci_share([("int8", "int32"), ("uint16", "float64"), ("int32", "int32"),
-                                                 ("uint64", "uint8"), ("float16", "int16"), ("float32", VALUE),
-                                                 ("float64", "complex64"), ("int64", "boolean")], every=4))
+@pytest.mark.ci_sample(every=4)
+@pytest.mark.parametrize("key,value", [("int8", "int32"), ("uint16", "float64"), ("int32", "int32"),
+                                       ("uint64", "uint8"), ("float16", "int16"), ("float32", VALUE),
+                                       ("float64", "complex64"), ("int64", "boolean")])
 @pytest.mark.parametrize("descending", [False, True])
 def test_block_radix_sort_pairs_types_link_and_need_their_files(key, value, descending):
     make = coop.block.make_radix_sort_pairs_descending if descending else coop.block.make_radix_sort_pairs

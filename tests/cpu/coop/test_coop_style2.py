@@ -16,7 +16,6 @@ from cuprims.coop._style2 import kernel_unit as _kernel_unit  # noqa: E402
 
 from coop_helpers import kernel_sections, link_kernel, shared_bytes, style2_ptx  # noqa: E402
 from twins import PAIR, argmax, bigger, style2_sum_scan_kernel  # noqa: E402
-from cpu_helpers import ci_share  # noqa: E402
 
 
 pytestmark = pytest.mark.usefixtures("sm90")     # coop primitives built for sm_90 (tests/cpu/conftest.py)
@@ -46,8 +45,9 @@ def test_load_reduce_scan_store_pipeline(shape, items):
     assert shared_bytes(cubin) > 0   # the providers' own TempStorage
 
 
-@pytest.mark.parametrize("dtype", ci_share(["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
-                                            "float16", "float32", "float64", "complex64", "complex128", "bool"], every=4))
+@pytest.mark.ci_sample(every=4)
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+                                   "float16", "float32", "float64", "complex64", "complex128", "bool"])
 def test_sum_and_scan_every_type(dtype):
     nb = getattr(types, "boolean" if dtype == "bool" else dtype)
 
