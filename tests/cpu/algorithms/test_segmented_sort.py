@@ -71,14 +71,12 @@ BUILDS = [  # key, value, order, offsets, double buffer: every key dtype and off
     ("int64", np.float64, ASC, i4, False),
     ("uint64", None, DESC, i4, False),
 ]
-# These build with the slow tests; in CI the goldens below build 32-bit keys over 32-bit
-# offsets and float pairs over an offset iterator (a double buffer is the same build)
-_BUILDS_IN_CI = 0
 
 
-@pytest.mark.parametrize("key,value,order,offsets,double_buffer",
-                         [b if i < _BUILDS_IN_CI else pytest.param(*b, marks=pytest.mark.slow)
-                          for i, b in enumerate(BUILDS)], ids=[b[0] for b in BUILDS])
+# With the slow tests; in CI the goldens below build 32-bit keys over 32-bit offsets and
+# float pairs over an offset iterator (a double buffer is the same build)
+@pytest.mark.slow
+@pytest.mark.parametrize("key,value,order,offsets,double_buffer", BUILDS, ids=[b[0] for b in BUILDS])
 def test_build_every_key_type(key, value, order, offsets, double_buffer, shared_cache):
     obj = make(key, value, order, fixed_offsets(64, np.int64) if offsets == "iterator" else offsets, double_buffer)
     assert obj.cubin()[:4] == ELF
