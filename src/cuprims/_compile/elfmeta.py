@@ -1,4 +1,5 @@
-"""Read the initial value of a ``__device__`` global out of a cubin (an ELF file).
+"""Read the initial value of a ``__device__`` global out of a cubin (an ELF file), and
+what its ``.nv.info`` records say of its kernels (parameters, local memory).
 
 Generated code exports the compile-time values the host needs (tile sizes, sizes of
 types) as an initialised ``__device__`` array; reading it back from the ELF needs no GPU.
@@ -7,6 +8,7 @@ types) as an initialised ``__device__`` array; reading it back from the ELF need
 from __future__ import annotations
 
 import struct
+from typing import Iterator
 
 _SHT_SYMTAB = 2
 _SHT_NOBITS = 8
@@ -66,11 +68,15 @@ def kernel_param_layout(cubin: bytes, lowered: str) -> list[tuple[int, int]]:
     return param_layout(sections(cubin)[".nv.info." + lowered])
 
 
-def param_layout(info: bytes) -> list[tuple[int, int]]:
-    """(offset, size) of each parameter a kernel's ``.nv.info.<name>`` section records.
-    Records are four-byte aligned: format, attribute, then a 16-bit value or (for SVAL) a
-    length and payload."""
-    params: dict[int, tuple[int, int]] = {}
+# a function's stack frame and stack sizes (bytes of local memory): SVAL records of the
+# cubin's ``.nv.info`` section, each (function symbol index, value)
+_EIATTR_FRAME_SIZE, _EIATTR_MIN_STACK_SIZE, _EIATTR_MAX_STACK_SIZE = 0x11, 0x12, 0x23
+
+
+def _sval_records(info: bytes) -> Iterator[tuple[int, int]]:
+    """(attribute, payload offset) of each SVAL record of an ``.nv.info`` section. Records
+    are four-byte aligned: format, attribute, then a 16-bit value or (for SVAL) a length
+    and payload."""
     i = 0
     while i + 4 <= len(info):
         fmt, attr = info[i], info[i + 1]
@@ -78,10 +84,27 @@ def param_layout(info: bytes) -> list[tuple[int, int]]:
             i += 4
             continue
         (length,) = struct.unpack_from("<H", info, i + 2)
-        if attr == _EIATTR_KPARAM_INFO:
-            _index, ordinal, offset, flags = struct.unpack_from("<IHHI", info, i + 4)
-            params[ordinal] = (offset, (flags >> 18) & 0x3FFF)
+        yield attr, i + 4
         i += 4 + length
+
+
+def local_memory_bytes(cubin: bytes) -> int:
+    """The largest stack frame of the cubin's functions: 0 when no function reads or
+    writes local memory (its SASS has no ``LDL``/``STL``: spills and arrays left in
+    memory need a frame)."""
+    info = sections(cubin).get(".nv.info", b"")
+    sizes = [struct.unpack_from("<I", info, at + 4)[0] for attr, at in _sval_records(info)
+             if attr in (_EIATTR_FRAME_SIZE, _EIATTR_MIN_STACK_SIZE, _EIATTR_MAX_STACK_SIZE)]
+    return max(sizes, default=0)
+
+
+def param_layout(info: bytes) -> list[tuple[int, int]]:
+    """(offset, size) of each parameter a kernel's ``.nv.info.<name>`` section records."""
+    params: dict[int, tuple[int, int]] = {}
+    for attr, at in _sval_records(info):
+        if attr == _EIATTR_KPARAM_INFO:
+            _index, ordinal, offset, flags = struct.unpack_from("<IHHI", info, at)
+            params[ordinal] = (offset, (flags >> 18) & 0x3FFF)
     return [params[k] for k in sorted(params)]
 
 

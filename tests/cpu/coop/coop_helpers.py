@@ -17,7 +17,9 @@ def link_kernel(kernel: Any, argtypes: Sequence[Any], prims: Sequence[Any], *, w
     with target_capability((9, 0)):   # callees are compiled for the target, not a device
         codes, _ = cuda.compile_all(kernel.py_func, types.void(*argtypes), device=False, cc=(9, 0),
                                     output="ltoir", abi="numba")
-    extra = [bytes(c) if isinstance(c, bytes) else bytes(c.data) for c in codes[1:]]
+    # numba's own link inputs: LTO-IR as bytes, an LTOIR file, or (float16's shim) a cuda.core ObjectCode
+    extra = [bytes(c) if isinstance(c, bytes) else bytes(c.data) if hasattr(c, "data") else bytes(c.code)
+             for c in codes[1:]]
     if with_files:
         # numba keeps link inputs in a set: one object listed twice is linked once
         extra += [bytes(f.data) for f in {id(f): f for p in prims for f in p.files}.values()]

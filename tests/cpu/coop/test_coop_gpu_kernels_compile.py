@@ -206,6 +206,7 @@ CASES = [
     ("test_coop_style1_bounds_gpu", "run_case", dict(case="scan_short_output")),
     ("test_coop_style1_bounds_gpu", "test_callers_storage_that_holds_the_temp_storage_runs", {}),
     ("test_coop_style1_bounds_gpu", "run_case", dict(case="temp_storage_misaligned")),
+    ("test_coop_style1_bounds_gpu", "run_case", dict(case="temp_storage_in_global_memory")),
     ("test_coop_warp_exchange_gpu", "test_warp_exchange_round_trips",
      dict(mode="StripedToBlocked", lanes=8, items=7, shape=(64, 2, 2))),
     ("test_coop_warp_exchange_gpu", "test_warp_exchange_round_trips",

@@ -66,7 +66,7 @@ def test_warp_load_store_algorithms_link_and_need_their_files(algorithm, lanes, 
         cubin = link_kernel(_warp_kernel(load, store, numba.int32, lanes, items, partial), args, [load, store])
         if algorithm == "transpose" and lanes > 1:     # a tile per logical warp it serves
             assert load.temp_storage_bytes >= 4 * lanes * items
-            assert shared_bytes(cubin) >= load.own_storage_warps * load.temp_storage_bytes
+            assert shared_bytes(cubin) >= load.own_storage_warps * load.temp_storage_layout[0]
     if algorithm != "transpose":
         assert load.temp_storage_bytes == store.temp_storage_bytes == 1    # no shared memory
     with pytest.raises(LinkError, match=f"{load.spec.symbol}|{store.spec.symbol}"):
@@ -79,11 +79,11 @@ def test_warp_transpose_types_and_callers_storage(dtype):
     nb = getattr(types, dtype)
     load = coop.warp.make_load(dtype, 5, "transpose", threads_in_warp=16)
     store = coop.warp.make_store(dtype, 5, "transpose", threads_in_warp=16)
-    assert load.own_storage_warps == min(64, 16 * 1024 // load.temp_storage_bytes)
+    assert load.own_storage_warps == min(64, 16 * 1024 // load.temp_storage_layout[0])
     args = (nb[::1], nb[::1], types.int32)
     link_kernel(_warp_kernel(load, store, nb, 16, 5, partial=True), args, [load, store])
     cubin = link_kernel(_warp_kernel(load, store, nb, 16, 5, partial=True, caller_storage=True), args, [load, store])
-    own = max(load.temp_storage_bytes, store.temp_storage_bytes) * load.own_storage_warps
+    own = max(load.temp_storage_layout[0], store.temp_storage_layout[0]) * load.own_storage_warps
     assert shared_bytes(cubin) < 8 * load.temp_storage_bytes + own   # the caller's, not the own storage
 
 

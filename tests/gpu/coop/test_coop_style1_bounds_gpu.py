@@ -3,7 +3,8 @@
 A Style 1 primitive hands CUB a bare pointer, so each call first checks what it will
 touch: a load's or store's array must hold the tile (or ``num_valid`` of it) in C order,
 and each thread's items array ``items_per_thread`` elements, and a caller's ``temp_storage``
-the provider's TempStorage (its size, at its alignment). A view that is contiguous
+the provider's TempStorage in shared memory (its size, from its address rounded up to its
+alignment). A view that is contiguous
 whatever numba's layout says (``x[::1]``) runs; a count past 2^31 is clamped to the tile,
 not wrapped. A trap poisons the CUDA context, so the trapping kernels run in a subprocess
 that must fail.
@@ -31,7 +32,8 @@ SHORT = ITEMS - 1      # a thread array one item short
 
 TRAP_CASES = ["block_load_short_array", "block_load_strided", "block_load_short_items", "block_store_short_array",
               "block_store_strided", "block_load_valid_past_array", "warp_load_short_array", "warp_store_strided",
-              "radix_sort_short_keys", "scan_short_output", "temp_storage_too_small", "temp_storage_misaligned"]
+              "radix_sort_short_keys", "scan_short_output", "temp_storage_too_small", "temp_storage_misaligned",
+              "temp_storage_in_global_memory"]
 
 
 def _block_kernel(case: str):
@@ -104,18 +106,23 @@ def _sort_scan_kernel():
 def _storage_kernel():
     load = coop.block.make_load(numba.float32, THREADS, ITEMS, algorithm="transpose")
     nbytes, align = load.temp_storage_bytes, load.temp_storage_alignment
+    exact = load.temp_storage_layout[0]      # CUB's TempStorage: no room to round an address up
     size = nbytes + 64                       # a constant for the shared array's size
 
     @cuda.jit(link=load.files)
-    def kernel(x, y, which):
+    def kernel(x, y, which, in_global):
         storage = cuda.shared.array(size, numba.uint8, alignment=align)
         items = cuda.local.array(ITEMS, numba.float32)
         if which == 0:
             load(x, items, temp_storage=storage[:nbytes // 2])    # too small
         elif which == 1:
-            load(x, items, temp_storage=storage[1:])              # large enough, misaligned
-        else:
+            load(x, items, temp_storage=storage[1:1 + exact])     # misaligned: too small once rounded up
+        elif which == 2:
             load(x, items, temp_storage=storage[align:])          # large enough, aligned: runs
+        elif which == 3:
+            load(temp_storage=in_global, src=x, items=items)      # global memory
+        else:
+            load(storage[1:], x, items)                           # misaligned, room to round up: runs
         t = cuda.threadIdx.x
         for i in range(ITEMS):
             y[t * ITEMS + i] = items[i]
@@ -130,8 +137,9 @@ def run_case(case: str) -> None:
         d_x = cuda.to_device(x[:TILE - 1] if case == "warp_load_short_array" else x[:TILE])
         _warp_kernel()[1, THREADS](d_x, cuda.device_array(2 * TILE, np.float32), int(case == "warp_store_strided"))
     elif case.startswith("temp_storage"):
-        _storage_kernel()[1, THREADS](cuda.to_device(x[:TILE]), cuda.device_array(TILE, np.float32),
-                                      int(case == "temp_storage_misaligned"))
+        which = {"temp_storage_too_small": 0, "temp_storage_misaligned": 1, "temp_storage_in_global_memory": 3}[case]
+        _storage_kernel()[1, THREADS](cuda.to_device(x[:TILE]), cuda.device_array(TILE, np.float32), which,
+                                      cuda.device_array(1 << 16, np.uint8))
     elif case in ("radix_sort_short_keys", "scan_short_output"):
         which = 1 if case == "radix_sort_short_keys" else 2
         _sort_scan_kernel()[1, THREADS](cuda.to_device(np.arange(TILE, dtype=np.int32)),
@@ -197,6 +205,7 @@ def test_sort_and_scan_in_range_run():
 
 def test_callers_storage_that_holds_the_temp_storage_runs():
     x = np.random.default_rng(7).uniform(-1, 1, TILE).astype(np.float32)
-    d_y = cuda.device_array(TILE, np.float32)
-    _storage_kernel()[1, THREADS](cuda.to_device(x), d_y, 2)
-    np.testing.assert_array_equal(d_y.copy_to_host(), x)     # a blocked load: thread t holds t*ITEMS...
+    for which in (2, 4):                      # aligned; byte-misaligned with room to round up
+        d_y = cuda.device_array(TILE, np.float32)
+        _storage_kernel()[1, THREADS](cuda.to_device(x), d_y, which, cuda.device_array(1 << 16, np.uint8))
+        np.testing.assert_array_equal(d_y.copy_to_host(), x)     # a blocked load: thread t holds t*ITEMS...

@@ -66,5 +66,5 @@ def make_primitive(name: str, spec: ProviderSpec, op: Any = None, prefix: Any = 
     rec = record(spec.kind)
     prim = Primitive(name, device_function("prim", rec.style1(spec), _namespace(spec, unit)), unit, spec)
     if rec.tile_budget:
-        prim.own_storage_warps = own_storage_warps(spec.dims[0], prim.temp_storage_bytes, rec.tile_budget)
+        prim.own_storage_warps = own_storage_warps(spec.dims[0], prim.temp_storage_layout[0], rec.tile_budget)
     return prim

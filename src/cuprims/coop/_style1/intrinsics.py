@@ -2,7 +2,8 @@
 
 A Style 1 call hands CUB bare pointers, so each array is checked first (a trap, not a
 read or write past its end): :func:`span` (a tile, a thread's items),
-:func:`temp_storage_pointer` (the caller's storage against the provider's TempStorage) and, at typing time,
+:func:`temp_storage_pointer` (the caller's storage against the provider's TempStorage, in
+shared memory) and, at typing time,
 :func:`oob_check` (a partial sort needs its ``oob_default``).
 """
 
@@ -69,32 +70,84 @@ def span():
 
 
 def temp_storage_pointer(layout: Callable[[], tuple[int, int]]):
-    """An intrinsic ``(temp_storage) -> uint8 pointer`` that traps unless the caller's
-    storage (a uint8 array) holds the provider's TempStorage: ``layout()`` gives its bytes
-    and alignment. ``layout`` is asked when a call that passes ``temp_storage`` is typed
-    (it waits for a build still running: a call without storage never asks, so its
-    provider still builds beside numba's compile of the kernel)."""
+    """An intrinsic ``(temp_storage) -> uint8 pointer``: the caller's storage, its address
+    rounded up to the provider's TempStorage alignment. It traps unless the storage lies
+    in shared memory and holds the TempStorage from there (``layout()`` gives its bytes
+    and alignment; :func:`storage_bytes` is what a caller allocates), and typing fails,
+    saying so, on anything but a 1-D uint8 array. ``layout`` is asked when a call that
+    passes storage is typed (it waits for a build still running: a call without storage
+    never asks, so its provider still builds beside numba's compile of the kernel)."""
     _, types, _ = import_numba()
+    from numba.core.errors import TypingError
     from numba.cuda.extending import intrinsic
 
     @intrinsic
     def cuprims_coop_temp(typingctx, arr):
-        if not (isinstance(arr, types.Array) and arr.dtype == types.uint8):
-            return None
+        if not (isinstance(arr, types.Array) and arr.ndim == 1 and arr.dtype == types.uint8):
+            raise TypingError("temp_storage must be a 1-D uint8 array in shared memory "
+                              f"(cuda.shared.array(prim.temp_storage_bytes, numba.uint8)), got {arr}")
         nbytes, align = layout()
 
         def codegen(context, builder, sig, args):
             ary = context.make_array(sig.args[0])(context, builder, args[0])
             intp = context.get_value_type(types.intp)
-            bad = _short_or_strided(context, builder, sig.args[0], ary, intp(nbytes))
             address = builder.ptrtoint(ary.data, intp)
-            bad = builder.or_(bad, builder.icmp_unsigned("!=", builder.urem(address, intp(align)), intp(0)))
+            # a shared uint8 array is only byte-aligned unless its declaration says more
+            skip = builder.and_(builder.sub(intp(0), address), intp(align - 1))
+            bad = _short_or_strided(context, builder, sig.args[0], ary, builder.add(intp(nbytes), skip))
+            bad = builder.or_(bad, builder.not_(_in_shared(builder, ary.data)))
             trap_if(builder, bad)
-            return ary.data
+            return builder.gep(ary.data, [skip])
 
         return types.CPointer(types.uint8)(arr), codegen
 
     return cuprims_coop_temp
+
+
+def storage_bytes(nbytes: int, align: int) -> int:
+    """The bytes a caller's storage needs for a TempStorage of ``nbytes`` aligned to
+    ``align``, whatever its own alignment: room to round its address up."""
+    return nbytes + align - 1
+
+
+def _in_shared(builder, pointer):
+    """``i1``: the generic ``pointer`` addresses shared memory (PTX ``isspacep.shared``)."""
+    from llvmlite import ir as llvm
+    from numba.cuda import cgutils
+
+    i8p = llvm.IntType(8).as_pointer()
+    fn = cgutils.get_or_insert_function(builder.module, llvm.FunctionType(llvm.IntType(1), [i8p]),
+                                        "llvm.nvvm.isspacep.shared")
+    return builder.call(fn, [builder.bitcast(pointer, i8p)])
+
+
+_storage_first_fn = None
+
+
+def storage_first():
+    """An intrinsic ``(a, b) -> bool``: array ``a`` lies in shared memory and array ``b``
+    does not. It settles, at run time, a call that types both as ``prim(a, b, ...)`` and as
+    ``prim(b, ..., temp_storage=a)`` (see :mod:`.call_forms`): the storage is shared
+    memory, a thread's items are not."""
+    global _storage_first_fn
+    if _storage_first_fn is None:
+        _, types, _ = import_numba()
+        from numba.cuda.extending import intrinsic
+
+        @intrinsic
+        def cuprims_coop_storage_first(typingctx, a, b):
+            if not (isinstance(a, types.Array) and isinstance(b, types.Array)):
+                return None
+
+            def codegen(context, builder, sig, args):
+                first = context.make_array(sig.args[0])(context, builder, args[0]).data
+                second = context.make_array(sig.args[1])(context, builder, args[1]).data
+                return builder.and_(_in_shared(builder, first), builder.not_(_in_shared(builder, second)))
+
+            return types.boolean(a, b), codegen
+
+        _storage_first_fn = cuprims_coop_storage_first
+    return _storage_first_fn
 
 
 def oob_check():

@@ -14,7 +14,7 @@ from typing import Any
 
 from cuprims._operators.numba_ops import import_numba
 from cuprims.coop._numba import addr, link_files, state_pointer
-from cuprims.coop._style1.intrinsics import oob_check, span
+from cuprims.coop._style1.intrinsics import oob_check, span, storage_bytes
 
 _pending: dict[int, list] = {}
 
@@ -61,9 +61,11 @@ class Primitive:
     """A cooperative primitive, called inside a ``@cuda.jit`` kernel.
 
     ``files`` are its link inputs (``@cuda.jit(link=prim.files)``); ``temp_storage_bytes``
-    and ``temp_storage_alignment`` (CUB's alignment, at least 8 as numba requires) describe
-    the TempStorage a caller may pass instead of the primitive's own shared memory:
-    ``temp_storage=cuda.shared.array(nbytes, numba.uint8, alignment=align)``.
+    is the size of the storage a caller may pass instead of the primitive's own shared
+    memory (CUB's TempStorage, with room to align it: any ``cuda.shared.array(
+    prim.temp_storage_bytes, numba.uint8)`` serves), first or as ``temp_storage=``;
+    ``temp_storage_alignment`` (CUB's, at least 8 as numba requires) is the alignment that
+    makes that room unused.
     """
 
     def __init__(self, name: str, device: Any, unit: Any, spec: Any):
@@ -89,8 +91,14 @@ class Primitive:
         return link_files(self.spec.symbol, self._built().codes)
 
     @property
+    def temp_storage_layout(self) -> tuple[int, int]:
+        """(bytes, alignment) of the provider's TempStorage itself (CUB's)."""
+        return self._built().temp[self.spec.symbol]
+
+    @property
     def temp_storage_bytes(self) -> int:
-        return self._built().temp[self.spec.symbol][0]
+        # with room to align: a ``cuda.shared.array(n, numba.uint8)`` is only byte-aligned
+        return storage_bytes(*self.temp_storage_layout)
 
     @property
     def temp_storage_alignment(self) -> int:
@@ -99,22 +107,15 @@ class Primitive:
 
     @property
     def _numba_type_(self):
-        # numba types a global by this attribute: the kernel then calls our device function
-        return self._device._numba_type_
+        # numba types a global by this attribute: the kernel's calls go through the call
+        # forms' overload (storage first or by keyword), which calls our device function
+        front = self.__dict__.get("_front")
+        if front is None:
+            from cuprims.coop._style1.call_forms import front_type
 
-    # numba's IR inliner takes any global with these two (a dispatcher's) for a function to
-    # inline; only the record-typed primitives' device functions ask for it (device_function)
-    @property
-    def targetoptions(self) -> dict:
-        if self._device.targetoptions.get("inline") != "always":
-            raise AttributeError("targetoptions")
-        return self._device.targetoptions
-
-    @property
-    def py_func(self) -> Any:
-        if self._device.targetoptions.get("inline") != "always":
-            raise AttributeError("py_func")
-        return self._device.py_func
+            inline = self._device.targetoptions.get("inline") == "always"
+            front = self._front = front_type(self.name, self._device, inline)
+        return front
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise TypeError(f"{self.name} is a cooperative primitive: call it inside a @cuda.jit kernel "
