@@ -9,7 +9,10 @@ keeps everything in registers; tests/gpu/coop/test_coop_call_forms_gpu.py runs i
 A :class:`FormCase` is one factory, type, block shape and items per thread. Its kernel
 ``kernel[1, shape](x, y)`` reads the tile from ``x`` (thread ``t`` its items ``t * n ...``)
 and calls the primitive once per form, form ``f`` writing its results to its own part
-of ``y``; ``expected(x)`` is ``y`` by numpy.
+of ``y``; ``expected(x)`` is ``y`` by numpy. A case whose two TempStorages (the caller's
+and the primitive's own) cannot both fit in a kernel's 48 KiB of static shared memory
+(1024 threads of 3 items of 8 bytes or more, for a primitive whose storage holds the
+tile) is left out.
 """
 
 from __future__ import annotations
@@ -50,9 +53,22 @@ def supports(factory: str, type_name: str, items: int) -> bool:
     return True
 
 
+# a kernel calling a primitive with the caller's storage and with its own holds two
+# TempStorages; a tile's (an exchange's, a sort's) must fit twice in the 48 KiB of static
+# shared memory a kernel may have
+TILE_STORAGE = ("block.exchange", "block.merge_sort", "block.radix_sort", "block.radix_sort_descending",
+                "warp.merge_sort")
+SHARED_LIMIT = 48 * 1024
+
+
+def fits_twice(factory: str, itemsize: int, shape: tuple, items: int) -> bool:
+    """Whether two TempStorages of the case fit in a kernel's static shared memory."""
+    return factory not in TILE_STORAGE or 2 * threads_of(shape) * items * itemsize + 1024 <= SHARED_LIMIT
+
+
 def all_cases() -> list[tuple[str, str, tuple, int]]:
     return [(f, t, s, n) for f in FACTORIES for t in FORM_TYPES for s in FORM_SHAPES for n in FORM_ITEMS
-            if supports(f, t, n)]
+            if supports(f, t, n) and fits_twice(f, np_dtype(t).itemsize, s, n)]
 
 
 def np_dtype(type_name: str) -> np.dtype:

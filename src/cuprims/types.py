@@ -10,7 +10,7 @@ that the compiler keeps values in registers, else an aligned byte array.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 import numpy as np
@@ -48,11 +48,14 @@ MAX_STRUCT_DEPTH = 16
 class ValueType:
     """One element type. ``code`` is its canonical text, used in cache keys."""
 
-    code: str            # "f4", "i8", ... or "struct:<name>:<hash>"
+    code: str            # "f4", "i8", ... or "struct:<name>:<hash>" (or "ext:<hash>")
     dtype: np.dtype
     cpp: str             # C++ spelling used in generated code
     size: int
     alignment: int
+    # a numba extension type (its own ``types.Type`` and data model) whose values these
+    # are: ``dtype`` is then a struct of the same layout, which C++ stores and copies
+    numba: Any = field(default=None, compare=False, repr=False)
 
     @property
     def is_struct(self) -> bool:

@@ -27,6 +27,8 @@ __all__ = ["compile_python_op", "compile_state_op", "infer_result_dtype", "impor
 
 
 def _loader(vt: ValueType, ptr: str) -> str:
+    if vt.numba is not None:          # a numba extension type: its pointer loads it
+        return f"{ptr}[0]"
     if vt.is_struct:
         from cuprims._operators.numba_structs import load_expression
 
@@ -37,6 +39,8 @@ def _loader(vt: ValueType, ptr: str) -> str:
 
 
 def _storer(vt: ValueType, ptr: str, value: str) -> str:
+    if vt.numba is not None:
+        return f"{ptr}[0] = {value}"
     if vt.is_struct:
         from cuprims._operators.numba_structs import store_statement
 
@@ -48,6 +52,8 @@ def _storer(vt: ValueType, ptr: str, value: str) -> str:
 
 def _pointer_type(vt: ValueType):
     _, types, _ = import_numba()
+    if vt.numba is not None:
+        return types.CPointer(vt.numba)
     if vt.is_struct:
         return types.voidptr
     if vt.code == "b1":
@@ -97,7 +103,10 @@ def compile_python_op(fn: Callable, arg_types: Sequence[ValueType], result_type:
         target = fn
         call = f"__user({', '.join(values)})"
         params = args + ["pr"]
-    if out_vt is None:
+    if out_vt is not None and out_vt.numba is not None and _takes_result_pointer(fn, len(args)):
+        # the established interface's operators of extension types: op(result_ptr, a_ptr, b_ptr)
+        store = f"__user(pr, {', '.join(args)})"
+    elif out_vt is None:
         store = f"pr[0] = 1 if {call} else 0"
     else:
         store = _storer(out_vt, "pr", call)
@@ -126,6 +135,19 @@ def compile_python_op(fn: Callable, arg_types: Sequence[ValueType], result_type:
     return weak_shims(codes, tuple(cc), _code_bytes)
 
 
+def _takes_result_pointer(fn: Callable, operands: int) -> bool:
+    """Whether ``fn`` takes a pointer to its result before its ``operands`` (as operators of
+    numba extension types do in the established cooperative interface)."""
+    import inspect
+
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) == operands + 1
+
+
 def _user_result(dispatcher: Any) -> tuple[np.dtype | None, str] | None:
     """The result type numba gave the user's function where the wrapper called it: its
     numpy dtype (None when it is not a number: a string, None, a tuple, a struct) and its
@@ -150,6 +172,8 @@ def _check_user_result(dispatcher: Any, arg_types: Sequence[ValueType], out_vt: 
     returning cannot be stored as ``out_vt`` (None: a truth value)."""
     from cuprims.op import check_result
 
+    if out_vt is not None and out_vt.numba is not None:
+        return                        # numba types the store into an extension type's pointer itself
     typed = _user_result(dispatcher)
     if typed is not None:
         check_result(arg_types, out_vt, *typed, op_name=op_name, argument=argument, context=context)

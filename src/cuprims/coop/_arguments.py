@@ -111,13 +111,10 @@ def prefix_callback(op: Any, vt: ValueType, argument: str, state: ValueType | No
 
 def value_bytes(value: Any, vt: ValueType, argument: str) -> str:
     """``value`` converted to ``vt``, as the comma-separated bytes the provider's C++ holds."""
+    if vt.numba is not None:
+        raise ArgumentError(argument, f"None: a value of the numba extension type {vt.numba} has no host form "
+                            "here", value)
     return ",".join(str(b) for b in host_bytes(value, vt, argument=argument))
-
-
-def no_methods(methods: Any) -> None:
-    if methods is not None:
-        raise NotImplementedError("methods= (user types' construct/assign hooks) is not supported yet: "
-                                  "gpu_struct types need none")
 
 
 def python_callable(op: OpSpec, obj: Any) -> Any:

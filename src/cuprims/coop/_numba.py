@@ -109,6 +109,9 @@ def state_pointer(nbtype: Any = None):
 
 
 def numba_type(vt: ValueType):
+    """The numba type of ``vt``'s values: a numba extension type's own, else its dtype's."""
+    if vt.numba is not None:
+        return vt.numba
     _, types, _ = import_numba()
     from numba.cuda.np.numpy_support import from_dtype
 

@@ -11,6 +11,7 @@ link many providers).
 from __future__ import annotations
 
 import hashlib
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -154,8 +155,15 @@ def items_count(items_per_thread: Any, argument: str = "items_per_thread") -> in
     return items_per_thread
 
 
+def _is_numba_type(dtype: Any) -> bool:
+    """Whether ``dtype`` is a numba type (numba imported: nobody made one otherwise)."""
+    types = sys.modules.get("numba.core.types")
+    return types is not None and isinstance(dtype, types.Type)
+
+
 def element_type(dtype: Any, argument: str = "dtype") -> ValueType:
-    """A numpy dtype, a numba type, a type name or a gpu_struct as a :class:`ValueType`.
+    """A numpy dtype, a numba type (a numba extension type too: see :mod:`._user_types`),
+    a type name or a gpu_struct as a :class:`ValueType`.
 
     Example::
 
@@ -164,7 +172,11 @@ def element_type(dtype: Any, argument: str = "dtype") -> ValueType:
     """
     if isinstance(dtype, str):
         return value_type(dtype, argument=argument)
-    if type(dtype).__module__.startswith("numba"):
+    if _is_numba_type(dtype):
+        from cuprims.coop._user_types import extension_value_type, is_extension_type
+
+        if is_extension_type(dtype):
+            return extension_value_type(dtype, argument)
         if isinstance(getattr(dtype, "dtype", None), np.dtype) and dtype.dtype.names is not None:
             return value_type(dtype.dtype, argument=argument)   # a numba Record: its structured dtype
         # numba scalar types print as numpy names ("int32", "float16", "bool")

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from cuprims.coop._arguments import combiner, no_methods, prefix_callback, python_callable, value_bytes
+from cuprims.coop._arguments import combiner, prefix_callback, python_callable, value_bytes
 from cuprims.coop._spec import (LOAD_ALGORITHMS, REDUCE_ALGORITHMS, SCAN_ALGORITHMS, STORE_ALGORITHMS, ProviderSpec,
                                 algorithm_of, block_dims, element_type, items_count)
 from cuprims.coop._style1.factory import make_primitive
+from cuprims.coop._user_types import check_methods
 from cuprims.errors import ArgumentError
 from cuprims.op import OpKind, op_spec
 
@@ -59,7 +60,7 @@ def make_reduce(dtype: Any, threads_per_block: Any, binary_op: Any, items_per_th
 
         block_max = coop.block.make_reduce(numba.float32, 128, lambda a, b: max(a, b))
     """
-    no_methods(methods)
+    check_methods(methods)
     vt = element_type(dtype)
     spec = ProviderSpec("reduce", vt, block_dims(threads_per_block), items_count(items_per_thread),
                         algorithm_of(REDUCE_ALGORITHMS, algorithm), combiner(binary_op, vt, "binary_op"))
@@ -74,7 +75,7 @@ def make_sum(dtype: Any, threads_per_block: Any, items_per_thread: int = 1, algo
 
         block_sum = coop.block.make_sum(numba.int32, (32, 4), items_per_thread=4)
     """
-    no_methods(methods)
+    check_methods(methods)
     spec = ProviderSpec("reduce", element_type(dtype), block_dims(threads_per_block),
                         items_count(items_per_thread), algorithm_of(REDUCE_ALGORITHMS, algorithm),
                         op_spec(OpKind.PLUS))
@@ -145,7 +146,7 @@ def make_scan(dtype: Any, threads_per_block: Any, items_per_thread: int, initial
 
 def _scan(dtype: Any, threads_per_block: Any, items_per_thread: int, initial_value: Any, mode: str, scan_op: Any,
           prefix_op: Any, algorithm: str, methods: Any, prefix_argument: str) -> Any:
-    no_methods(methods)
+    check_methods(methods)
     if mode not in ("exclusive", "inclusive"):
         raise ArgumentError("mode", "'exclusive' or 'inclusive'", mode)
     vt = element_type(dtype)

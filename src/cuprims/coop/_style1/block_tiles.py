@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from cuprims.coop._arguments import block_exchange_kind, comparator, no_methods, python_callable
+from cuprims.coop._arguments import block_exchange_kind, comparator, python_callable
 from cuprims.coop._spec import ProviderSpec, block_dims, element_type, items_count
 from cuprims.coop._style1.factory import make_primitive
+from cuprims.coop._user_types import check_methods
 from cuprims.errors import ArgumentError
 from cuprims.types import ValueType
 
@@ -31,7 +32,7 @@ def make_exchange(block_exchange_type: Any, dtype: Any, threads_per_block: Any, 
                                               numba.int32, 128, 4)
         # in the kernel: to_blocked(items, items)
     """
-    no_methods(methods)
+    check_methods(methods)
     kind = block_exchange_kind(block_exchange_type)
     if not isinstance(warp_time_slicing, bool):
         raise ArgumentError("warp_time_slicing", "a bool", warp_time_slicing)
@@ -157,7 +158,7 @@ def make_merge_sort_pairs(dtype: Any, value_dtype: Any, threads_per_block: Any, 
         sort = coop.block.make_merge_sort_pairs(numba.int32, numba.float64, 128, 4, "<")
         # in the kernel: sort(keys, values)  or  sort(keys, values, n, 2**31 - 1)
     """
-    no_methods(methods)
+    check_methods(methods)
     spec = _merge_sort_spec(dtype, threads_per_block, items_per_thread, compare_op, value_dtype)
     return make_primitive("block.merge_sort_pairs", spec, python_callable(spec.op, compare_op))
 
@@ -189,6 +190,6 @@ def make_merge_sort_keys(dtype: Any, threads_per_block: Any, items_per_thread: i
             for i in range(4):
                 x[4 * cuda.threadIdx.x + i] = keys[i]
     """
-    no_methods(methods)
+    check_methods(methods)
     spec = _merge_sort_spec(dtype, threads_per_block, items_per_thread, compare_op)
     return make_primitive("block.merge_sort_keys", spec, python_callable(spec.op, compare_op))

@@ -128,11 +128,14 @@ class Primitive:
         from cuprims.op import shown_operator
         from cuprims.types import shown_dtype
 
+        def shown(vt: Any) -> str:     # a numba extension type by its own name
+            return str(vt.numba) if vt.numba is not None else shown_dtype(vt.dtype)
+
         spec = self.spec
         shape = f"warp of {spec.dims[0]}" if self.name.startswith("warp.") else f"block {spec.dims}"
-        parts = [shown_dtype(spec.vt.dtype), shape, f"{spec.items} item{'s' if spec.items != 1 else ''} per thread"]
+        parts = [shown(spec.vt), shape, f"{spec.items} item{'s' if spec.items != 1 else ''} per thread"]
         if spec.values is not None:
-            parts.append(f"values {shown_dtype(spec.values.dtype)}")
+            parts.append(f"values {shown(spec.values)}")
         parts += [f"{label}={value}" for label, value in (("algorithm", spec.algorithm), ("mode", spec.mode))
                   if value]
         for label, op in (("op", spec.op), ("prefix_op", spec.prefix)):

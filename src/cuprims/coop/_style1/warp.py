@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from cuprims.coop._arguments import combiner, comparator, no_methods, python_callable, warp_exchange_kind
+from cuprims.coop._arguments import combiner, comparator, python_callable, warp_exchange_kind
 from cuprims.coop._spec import (WARP_LOAD_ALGORITHMS, WARP_STORE_ALGORITHMS, ProviderSpec, algorithm_of, element_type,
                                 items_count)
 from cuprims.coop._style1.factory import make_primitive
+from cuprims.coop._user_types import check_methods
 from cuprims.errors import ArgumentError
 from cuprims.op import OpKind, op_spec
 
@@ -31,7 +32,7 @@ def make_reduce(dtype: Any, binary_op: Any, threads_in_warp: int = 32, methods: 
 
         warp_max = coop.warp.make_reduce(numba.int64, "max", threads_in_warp=16)
     """
-    no_methods(methods)
+    check_methods(methods)
     vt = element_type(dtype)
     spec = ProviderSpec("warp_reduce", vt, (_warp_size(threads_in_warp), 1, 1), 1, "",
                         combiner(binary_op, vt, "binary_op"))
@@ -80,7 +81,7 @@ def make_merge_sort_keys(dtype: Any, items_per_thread: int, compare_op: Any, thr
         sort = coop.warp.make_merge_sort_keys(numba.int32, 4, lambda a, b: a < b, threads_in_warp=16)
         # in the kernel: sort(keys)     (16 lanes x 4 keys, per logical warp)
     """
-    no_methods(methods)
+    check_methods(methods)
     return _merge_sort(dtype, None, items_per_thread, compare_op, threads_in_warp)
 
 
@@ -98,7 +99,7 @@ def make_merge_sort_pairs(dtype: Any, value_dtype: Any, items_per_thread: int, c
         sort = coop.warp.make_merge_sort_pairs(numba.float32, numba.int32, 4, "<")
         # in the kernel: sort(keys, indices)    (32 lanes x 4 pairs, per warp)
     """
-    no_methods(methods)
+    check_methods(methods)
     return _merge_sort(dtype, value_dtype, items_per_thread, compare_op, threads_in_warp)
 
 
@@ -175,7 +176,7 @@ def make_exchange(warp_exchange_type: Any, dtype: Any, items_per_thread: int, th
         to_blocked = coop.warp.make_exchange(coop.warp.WarpExchangeType.StripedToBlocked, numba.int32, 4)
         # in the kernel: to_blocked(items, items)
     """
-    no_methods(methods)
+    check_methods(methods)
     kind = warp_exchange_kind(warp_exchange_type)
     lanes = _warp_size(threads_in_warp)
     spec = ProviderSpec("warp_exchange", element_type(dtype), (lanes, 1, 1), items_count(items_per_thread), "",

@@ -1,0 +1,277 @@
+"""A value type made with numba's extension API, as users of the established cooperative
+interface make theirs (a ``types.Type``, a StructModel, a typer and a lowering; not a
+gpu_struct), and kernels that reduce, scan, exchange and sort it through Style 1 factories
+given ``methods={"construct": ..., "assign": ...}``, each in the storage-first form and
+without storage. Shared by tests/cpu/coop/test_coop_user_types.py (links them for sm_90)
+and tests/gpu/coop/test_coop_user_types_gpu.py (runs them against numpy).
+
+A ``Pair`` is (lo int32, hi int64); the kernels read and write arrays of :data:`PAIR_X`,
+the numpy struct of the same fields, converting each element.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+import numpy as np
+
+from twins import dims_of, threads_of
+
+PAIR_X = np.dtype([("lo", np.int32), ("hi", np.int64)], align=True)
+USER_FACTORIES = ["block.reduce", "block.inclusive_scan", "block.exchange", "block.merge_sort", "warp.reduce",
+                  "warp.merge_sort"]
+WARP = 32
+
+
+class Pair:
+    """A host-side stand-in; inside kernels ``Pair(lo, hi)`` makes a value of :data:`pair_type`."""
+
+    def __init__(self, lo: int, hi: int):
+        self.lo, self.hi = lo, hi
+
+
+def _register() -> Any:
+    from numba.cuda import cgutils, types
+    from numba.cuda.extending import lower_builtin, make_attribute_wrapper, models, register_model, type_callable
+
+    class PairType(types.Type):
+        def __init__(self) -> None:
+            super().__init__(name="Pair")
+
+    @register_model(PairType)
+    class PairModel(models.StructModel):
+        def __init__(self, dmm: Any, fe_type: Any) -> None:
+            super().__init__(dmm, fe_type, [("lo", types.int32), ("hi", types.int64)])
+
+    make_attribute_wrapper(PairType, "lo", "lo")
+    make_attribute_wrapper(PairType, "hi", "hi")
+    pair = PairType()
+
+    @type_callable(Pair)
+    def type_pair(context: Any) -> Any:
+        def typer(lo: Any, hi: Any) -> Any:
+            if isinstance(lo, types.Integer) and isinstance(hi, types.Integer):
+                return pair
+        return typer
+
+    @lower_builtin(Pair, types.Integer, types.Integer)
+    def make_pair(context: Any, builder: Any, sig: Any, args: Any) -> Any:
+        out = cgutils.create_struct_proxy(sig.return_type)(context, builder)
+        out.lo = context.cast(builder, args[0], sig.args[0], types.int32)
+        out.hi = context.cast(builder, args[1], sig.args[1], types.int64)
+        return out._getvalue()
+
+    return pair
+
+
+_pair_type: list = []
+
+
+def pair_type() -> Any:
+    """The numba type of a Pair (registered with numba once, on first use)."""
+    if not _pair_type:
+        _pair_type.append(_register())
+    return _pair_type[0]
+
+
+# the established interface's hooks and operators of a user type: pointers in, result by pointer
+def construct(this):
+    this[0] = Pair(0, 0)
+
+
+def assign(this, that):
+    this[0] = Pair(that[0].lo, that[0].hi)
+
+
+def add_pairs(result, a, b):
+    result[0] = Pair(a[0].lo + b[0].lo, a[0].hi + b[0].hi)
+
+
+def lo_less(a, b):
+    return a.lo < b.lo
+
+
+METHODS = {"construct": construct, "assign": assign}
+
+
+@dataclasses.dataclass
+class UserCase:
+    factory: str
+    shape: tuple
+    items: int
+    prims: list
+    kernel: Any
+    forms: list[str]
+    out_size: int
+    expected: Callable[[np.ndarray], np.ndarray]
+
+    @property
+    def tile(self) -> int:
+        return threads_of(self.shape) * self.items
+
+    def x(self) -> np.ndarray:
+        rng = np.random.default_rng(3)
+        x = np.zeros(self.tile, PAIR_X)
+        x["lo"] = rng.permutation(self.tile)                  # distinct: a sort by lo is one order
+        x["hi"] = rng.integers(-1000, 1000, self.tile)
+        return x
+
+
+def _sums(x: np.ndarray) -> np.ndarray:
+    out = np.zeros(1, PAIR_X)
+    out["lo"], out["hi"] = x["lo"].sum(dtype=np.int32), x["hi"].sum()
+    return out
+
+
+def _running(x: np.ndarray) -> np.ndarray:
+    out = np.zeros(x.size, PAIR_X)
+    out["lo"], out["hi"] = np.cumsum(x["lo"], dtype=np.int32), np.cumsum(x["hi"])
+    return out
+
+
+def _sorted(x: np.ndarray) -> np.ndarray:
+    return x[np.argsort(x["lo"], kind="stable")]
+
+
+def build_user_case(factory: str, shape: tuple, items: int) -> UserCase:
+    """The kernel ``kernel[1, shape](x, y)`` calling ``factory``'s primitive of Pairs in both forms."""
+    from numba import cuda
+
+    from cuprims import coop
+
+    pt = pair_type()
+    dx, dy, _ = dims_of(shape)
+    threads, n = threads_of(shape), items
+    tile = threads * n
+    warps = max(1, threads // WARP)
+
+    def case(prims, kernel, out_size, expected):
+        return UserCase(factory, tuple(shape), items, prims, kernel, ["storage first", "no storage"], out_size,
+                        expected)
+
+    if factory == "block.reduce":
+        prim = coop.block.make_reduce(pt, shape, add_pairs, n, methods=METHODS)
+        nbytes = prim.temp_storage_bytes
+
+        @cuda.jit(link=prim.files)
+        def kernel(x, y):
+            temp_storage = cuda.shared.array(shape=nbytes, dtype="uint8")
+            t = cuda.threadIdx.x + dx * (cuda.threadIdx.y + dy * cuda.threadIdx.z)
+            items_ = cuda.local.array(n, pt)
+            for i in range(n):
+                items_[i] = Pair(x[t * n + i].lo, x[t * n + i].hi)
+            a = prim(temp_storage, items_[0]) if n == 1 else prim(temp_storage, items_)
+            b = prim(items_[0]) if n == 1 else prim(items_)
+            if t == 0:
+                y[0].lo, y[0].hi = a.lo, a.hi
+                y[1].lo, y[1].hi = b.lo, b.hi
+        return case([prim], kernel, 2, lambda x: np.concatenate([_sums(x)] * 2))
+
+    if factory == "block.inclusive_scan":
+        prim = coop.block.make_inclusive_scan(pt, shape, add_pairs, n, methods=METHODS)
+        nbytes = prim.temp_storage_bytes
+
+        @cuda.jit(link=prim.files)
+        def kernel(x, y):
+            temp_storage = cuda.shared.array(shape=nbytes, dtype="uint8")
+            t = cuda.threadIdx.x + dx * (cuda.threadIdx.y + dy * cuda.threadIdx.z)
+            items_in = cuda.local.array(n, pt)
+            items_out = cuda.local.array(n, pt)
+            for form in range(2):
+                for i in range(n):
+                    items_in[i] = Pair(x[t * n + i].lo, x[t * n + i].hi)
+                if n == 1:
+                    items_out[0] = prim(temp_storage, items_in[0]) if form == 0 else prim(items_in[0])
+                elif form == 0:
+                    prim(temp_storage, items_in, items_out)
+                else:
+                    prim(items_in, items_out)
+                for i in range(n):
+                    y[form * tile + t * n + i].lo = items_out[i].lo
+                    y[form * tile + t * n + i].hi = items_out[i].hi
+        return case([prim], kernel, 2 * tile, lambda x: np.concatenate([_running(x)] * 2))
+
+    if factory == "block.exchange":
+        prim = coop.block.make_exchange(coop.block.BlockExchangeType.StripedToBlocked, pt, shape, n, methods=METHODS)
+        nbytes = prim.temp_storage_bytes
+
+        @cuda.jit(link=prim.files)
+        def kernel(x, y):
+            temp_storage = cuda.shared.array(shape=nbytes, dtype="uint8")
+            t = cuda.threadIdx.x + dx * (cuda.threadIdx.y + dy * cuda.threadIdx.z)
+            items_ = cuda.local.array(n, pt)
+            for form in range(2):
+                for i in range(n):
+                    items_[i] = Pair(x[i * threads + t].lo, x[i * threads + t].hi)     # striped
+                if form == 0:
+                    prim(temp_storage, items_)                                       # in place
+                else:
+                    prim(items_, items_)
+                for i in range(n):
+                    y[form * tile + t * n + i].lo = items_[i].lo                     # blocked
+                    y[form * tile + t * n + i].hi = items_[i].hi
+        return case([prim], kernel, 2 * tile, lambda x: np.concatenate([x] * 2))
+
+    if factory in ("block.merge_sort", "warp.merge_sort"):
+        if factory == "block.merge_sort":
+            prim = coop.block.make_merge_sort_keys(pt, shape, n, lo_less, methods=METHODS)
+        else:
+            prim = coop.warp.make_merge_sort_keys(pt, n, lo_less, methods=METHODS)
+        nbytes = prim.temp_storage_bytes
+        group = tile if factory == "block.merge_sort" else WARP * n
+        block_bytes = nbytes * (1 if factory == "block.merge_sort" else warps)
+
+        @cuda.jit(link=prim.files)
+        def kernel(x, y):
+            temp_storage = cuda.shared.array(shape=block_bytes, dtype="uint8")
+            t = cuda.threadIdx.x + dx * (cuda.threadIdx.y + dy * cuda.threadIdx.z)
+            mine = temp_storage[(t * n // group) * nbytes:(t * n // group + 1) * nbytes]
+            keys = cuda.local.array(n, pt)
+            for form in range(2):
+                for i in range(n):
+                    keys[i] = Pair(x[t * n + i].lo, x[t * n + i].hi)
+                if form == 0:
+                    prim(mine, keys)
+                else:
+                    prim(keys)
+                for i in range(n):
+                    y[form * tile + t * n + i].lo = keys[i].lo
+                    y[form * tile + t * n + i].hi = keys[i].hi
+
+        def expected(x):
+            parts = [_sorted(x[g:g + group]) for g in range(0, tile, group)]
+            return np.concatenate(parts * 2)
+        return case([prim], kernel, 2 * tile, expected)
+
+    if factory == "warp.reduce":
+        prim = coop.warp.make_reduce(pt, add_pairs, methods=METHODS)
+        nbytes = prim.temp_storage_bytes
+        block_bytes = warps * nbytes
+
+        @cuda.jit(link=prim.files)
+        def kernel(x, y):
+            temp_storage = cuda.shared.array(shape=block_bytes, dtype="uint8")
+            t = cuda.threadIdx.x + dx * (cuda.threadIdx.y + dy * cuda.threadIdx.z)
+            w = t // WARP
+            item = Pair(x[t].lo, x[t].hi)
+            a = prim(temp_storage[w * nbytes:(w + 1) * nbytes], item)
+            b = prim(item)
+            if t % WARP == 0:
+                y[w].lo, y[w].hi = a.lo, a.hi
+                y[warps + w].lo, y[warps + w].hi = b.lo, b.hi
+
+        def expected(x):
+            per_warp = np.concatenate([_sums(x[w * WARP:(w + 1) * WARP]) for w in range(warps)])
+            return np.concatenate([per_warp] * 2)
+        return case([prim], kernel, 2 * warps, expected)
+    raise ValueError(f"no user-type case for {factory}")
+
+
+def user_cases() -> list[tuple[str, tuple, int]]:
+    """Every factory over the block shapes and item counts of the call-form matrix (warp
+    reductions one item per lane)."""
+    from coop_forms import FORM_ITEMS, FORM_SHAPES, fits_twice
+
+    return [(f, s, n) for f in USER_FACTORIES for s in FORM_SHAPES for n in FORM_ITEMS
+            if not (f == "warp.reduce" and n != 1) and fits_twice(f, PAIR_X.itemsize, s, n)]
