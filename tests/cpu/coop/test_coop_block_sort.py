@@ -202,6 +202,6 @@ def test_arguments_are_checked_before_any_compile():
         coop.block.make_exchange(T.WarpStripedToBlocked, numba.int32, 48, 4)
     with pytest.raises(ArgumentError, match="warp_time_slicing"):
         coop.block.make_exchange(T.StripedToBlocked, numba.int32, 128, 4, warp_time_slicing="yes")
-    with pytest.raises(NotImplementedError):
-        coop.block.make_exchange(T.StripedToBlocked, numba.int32, 128, 4, methods={})
+    with pytest.raises(ArgumentError, match="methods"):
+        coop.block.make_exchange(T.StripedToBlocked, numba.int32, 128, 4, methods=[])
     assert stats.snapshot().get("nvrtc_compiles", 0) == 0

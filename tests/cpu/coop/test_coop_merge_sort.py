@@ -208,8 +208,8 @@ def test_arguments_are_checked_before_any_compile():
         make(numba.int32, 128, 4, RawOp(ltoir=stub_ltoir("less"), name="less"))
     with pytest.raises(ArgumentError, match="compare_op"):
         make(numba.int32, 128, 4, 3)
-    with pytest.raises(NotImplementedError):
-        make(numba.int32, 128, 4, _less, methods={})
+    with pytest.raises(ArgumentError, match="methods"):
+        make(numba.int32, 128, 4, _less, methods={"construct": 3})
     with pytest.raises(ArgumentError, match="threads_in_warp"):
         warp(numba.int32, 4, _less, threads_in_warp=12)
     with pytest.raises(ArgumentError, match="threads_in_warp"):
@@ -218,8 +218,8 @@ def test_arguments_are_checked_before_any_compile():
         warp(numba.int32, -1, _less)
     with pytest.raises(ArgumentError, match="compare_op"):
         warp(numba.float32, 4, OpKind.MAXIMUM)
-    with pytest.raises(NotImplementedError):
-        warp(numba.int32, 4, _less, methods={})
+    with pytest.raises(ArgumentError, match="methods"):
+        warp(numba.int32, 4, _less, methods={"construct": 3})
     assert stats.snapshot().get("nvrtc_compiles", 0) == 0
 
 

@@ -165,8 +165,8 @@ def test_pairs_arguments_are_checked_before_any_compile():
         block.make_merge_sort_pairs(numba.int32, numba.int32, 96, 4, _less)
     with pytest.raises(ArgumentError, match="compare_op"):
         block.make_merge_sort_pairs(KEY, numba.int32, 128, 4, "<")
-    with pytest.raises(NotImplementedError):
-        block.make_merge_sort_pairs(numba.int32, numba.int32, 128, 4, _less, methods={})
+    with pytest.raises(ArgumentError, match="methods"):
+        block.make_merge_sort_pairs(numba.int32, numba.int32, 128, 4, _less, methods={"assign": None})
     with pytest.raises(ArgumentError, match="threads_in_warp"):
         warp.make_merge_sort_pairs(numba.int32, numba.int32, 4, _less, threads_in_warp=12)
     with pytest.raises(ArgumentError, match="value_dtype"):
