@@ -6,7 +6,7 @@ caller's storage first and without it, with no local memory. ``methods=`` that i
 dict of callables, a numba type without a StructModel and an initial value of a user type
 are refused naming the argument.
 
-CI links one case per factory; the rest run with the slow tests, and all on the GPU.
+CI links three of the cases; the rest run with the slow tests, and all on the GPU.
 """
 
 from __future__ import annotations
@@ -26,7 +26,9 @@ from coop_helpers import link_kernel  # noqa: E402
 pytestmark = pytest.mark.usefixtures("sm90")
 
 _ALL = user.user_cases()
-_CI = {next(c for c in _ALL[i::] if c[0] == f) for i, f in enumerate(user.USER_FACTORIES)}
+# CI: the operator through a result pointer, the exchange, a warp's sort by a field
+_CI = {next(c for c in _ALL[i::] if c[0] == f) for i, f in enumerate(user.USER_FACTORIES)
+       if f in ("block.reduce", "block.exchange", "warp.merge_sort")}
 CASES = [pytest.param(*c, id=f"{c[0]}-{'x'.join(map(str, c[1]))}-{c[2]}", marks=() if c in _CI else pytest.mark.slow)
          for c in _ALL]
 
