@@ -9,10 +9,9 @@ keeps everything in registers; tests/gpu/coop/test_coop_call_forms_gpu.py runs i
 A :class:`FormCase` is one factory, type, block shape and items per thread. Its kernel
 ``kernel[1, shape](x, y)`` reads the tile from ``x`` (thread ``t`` its items ``t * n ...``)
 and calls the primitive once per form, form ``f`` writing its results to its own part
-of ``y``; ``expected(x)`` is ``y`` by numpy. A case whose two TempStorages (the caller's
-and the primitive's own) cannot both fit in a kernel's 48 KiB of static shared memory
-(1024 threads of 3 items of 8 bytes or more, for a primitive whose storage holds the
-tile) is left out.
+of ``y``; ``expected(x)`` is ``y`` by numpy. Where the caller's storage and the
+primitive's own cannot both fit in a kernel's 48 KiB of static shared memory (an
+exchange or sort of 1024 threads), the kernel calls it with the caller's storage only.
 """
 
 from __future__ import annotations
@@ -54,21 +53,43 @@ def supports(factory: str, type_name: str, items: int) -> bool:
 
 
 # a kernel calling a primitive with the caller's storage and with its own holds two
-# TempStorages; a tile's (an exchange's, a sort's) must fit twice in the 48 KiB of static
-# shared memory a kernel may have
-TILE_STORAGE = ("block.exchange", "block.merge_sort", "block.radix_sort", "block.radix_sort_descending",
-                "warp.merge_sort")
+# TempStorages; where two do not fit in the 48 KiB of static shared memory a kernel may
+# have (a tile's exchange or sort at 1024 threads), the case calls it with the caller's only
 SHARED_LIMIT = 48 * 1024
 
 
-def fits_twice(factory: str, itemsize: int, shape: tuple, items: int) -> bool:
-    """Whether two TempStorages of the case fit in a kernel's static shared memory."""
-    return factory not in TILE_STORAGE or 2 * threads_of(shape) * items * itemsize + 1024 <= SHARED_LIMIT
+def fits_twice(storage_bytes: int) -> bool:
+    """Whether two TempStorages of ``storage_bytes`` fit in a kernel's static shared memory."""
+    return 2 * storage_bytes + 2048 <= SHARED_LIMIT
+
+
+class BeyondSharedMemory(Exception):
+    """The TempStorages a block needs (one, or one per logical warp) pass a kernel's static
+    shared memory: no kernel can call the primitive (sorts of 1024 threads of 16-byte
+    keys, 3 a thread)."""
+
+
+def storage_of(prim: Any, count: int = 1) -> tuple[bool, int, int]:
+    """(big, bytes, alignment) of the storage a case declares for ``count`` TempStorages of
+    ``prim``: ``temp_storage_bytes`` each and no alignment (the users' way), or CUB's size
+    each at its alignment (big) where the room to round up would pass the limit."""
+    exact, align = prim.temp_storage_layout
+    if count * exact > SHARED_LIMIT:
+        raise BeyondSharedMemory(f"{prim}: {count} TempStorage{'s' if count > 1 else ''} of {exact} bytes pass "
+                                 f"{SHARED_LIMIT} bytes")
+    big = too_big(count * prim.temp_storage_bytes)
+    return big, exact if big else prim.temp_storage_bytes, max(8, align)
+
+
+def too_big(storage_bytes: int) -> bool:
+    """Whether ``temp_storage_bytes`` (CUB's size and the room to round an address up)
+    passes the limit: such a kernel declares CUB's size with its alignment instead."""
+    return storage_bytes > SHARED_LIMIT - 1024
 
 
 def all_cases() -> list[tuple[str, str, tuple, int]]:
     return [(f, t, s, n) for f in FACTORIES for t in FORM_TYPES for s in FORM_SHAPES for n in FORM_ITEMS
-            if supports(f, t, n) and fits_twice(f, np_dtype(t).itemsize, s, n)]
+            if supports(f, t, n)]
 
 
 def np_dtype(type_name: str) -> np.dtype:
@@ -348,32 +369,43 @@ def build(factory: str, type_name: str, shape: tuple, items: int) -> FormCase:
     if factory == "block.exchange":
         prim = coop.block.make_exchange(coop.block.BlockExchangeType.StripedToBlocked, nb, shape, n)
         nbytes = prim.temp_storage_bytes
+        big, exact, salign = storage_of(prim)
+        own = fits_twice(nbytes)
+
+        @cuda.jit(device=True)
+        def striped(x, items_, t):
+            for i in range(n):
+                items_[i] = x[i * threads + t]
+
+        @cuda.jit(device=True)
+        def blocked(y, slot, items_, t):
+            for i in range(n):
+                y[slot * tile + t * n + i] = items_[i]
 
         @cuda.jit(link=prim.files)
         def kernel(x, y):
-            temp_storage = cuda.shared.array(shape=nbytes, dtype="uint8")
+            if big:      # CUB's size, aligned: the room to round up would pass 48 KiB
+                temp_storage = cuda.shared.array(shape=exact, dtype="uint8", alignment=salign)
+            else:
+                temp_storage = cuda.shared.array(shape=nbytes, dtype="uint8")
             t = cuda.threadIdx.x + dx * (cuda.threadIdx.y + dy * cuda.threadIdx.z)
             items_in = cuda.local.array(n, nb)
             items_out = cuda.local.array(n, nb)
-            for form in range(4):
-                for i in range(n):
-                    items_in[i] = x[i * threads + t]             # striped
-                if form == 0:
-                    prim(temp_storage, items_in, items_out)
-                elif form == 1:
-                    prim(items_in, items_out)
-                elif form == 2:
-                    prim(temp_storage, items_in)                 # in place
-                    for i in range(n):
-                        items_out[i] = items_in[i]
-                else:
-                    prim(items_in)                               # in place, own storage
-                    for i in range(n):
-                        items_out[i] = items_in[i]
-                for i in range(n):
-                    y[form * tile + t * n + i] = items_out[i]    # blocked
-        return case([prim], kernel, ["storage first", "no storage", "storage first, in place", "in place"],
-                    4 * tile, lambda x: np.concatenate([x] * 4))
+            striped(x, items_in, t)
+            prim(temp_storage, items_in, items_out)
+            blocked(y, 0, items_out, t)
+            striped(x, items_in, t)
+            prim(temp_storage, items_in)                 # in place
+            blocked(y, 1, items_in, t)
+            if own:                                      # the primitive's own storage
+                striped(x, items_in, t)
+                prim(items_in, items_out)
+                blocked(y, 2, items_out, t)
+                striped(x, items_in, t)
+                prim(items_in)                           # in place
+                blocked(y, 3, items_in, t)
+        forms = ["storage first", "storage first, in place"] + (["no storage", "in place"] if own else [])
+        return case([prim], kernel, forms, len(forms) * tile, lambda x: np.concatenate([x] * len(forms)))
 
     if factory in ("block.merge_sort", "block.radix_sort", "block.radix_sort_descending"):
         descending = factory.endswith("descending")
@@ -385,25 +417,42 @@ def build(factory: str, type_name: str, shape: tuple, items: int) -> FormCase:
             prim = coop.block.make_radix_sort_keys(nb, shape, n)
         nbytes = prim.temp_storage_bytes
         bits = 8 * dtype.itemsize
-        radix = factory != "block.merge_sort"
-        forms = ["storage first", "no storage"] + (["storage first, begin_bit, end_bit"] if radix else [])
+        big, exact, salign = storage_of(prim)
+        radix, own = factory != "block.merge_sort", fits_twice(nbytes)
+        forms = (["storage first"] + (["storage first, begin_bit, end_bit"] if radix else [])
+                 + (["no storage"] if own else []))
+
+        @cuda.jit(device=True)
+        def read(x, keys, t):
+            for i in range(n):
+                keys[i] = x[t * n + i]
+
+        @cuda.jit(device=True)
+        def write(y, slot, keys, t):
+            for i in range(n):
+                y[slot * tile + t * n + i] = keys[i]
 
         @cuda.jit(link=prim.files)
         def kernel(x, y):
-            temp_storage = cuda.shared.array(shape=nbytes, dtype="uint8")
+            if big:
+                temp_storage = cuda.shared.array(shape=exact, dtype="uint8", alignment=salign)
+            else:
+                temp_storage = cuda.shared.array(shape=nbytes, dtype="uint8")
             t = cuda.threadIdx.x + dx * (cuda.threadIdx.y + dy * cuda.threadIdx.z)
             keys = cuda.local.array(n, nb)
-            for form in range(3 if radix else 2):
-                for i in range(n):
-                    keys[i] = x[t * n + i]
-                if form == 0:
-                    prim(temp_storage, keys)
-                elif form == 1:
-                    prim(keys)
-                else:
-                    prim(temp_storage, keys, 0, bits)
-                for i in range(n):
-                    y[form * tile + t * n + i] = keys[i]
+            read(x, keys, t)
+            prim(temp_storage, keys)
+            write(y, 0, keys, t)
+            slot = 1
+            if radix:
+                read(x, keys, t)
+                prim(temp_storage, keys, 0, bits)
+                write(y, slot, keys, t)
+                slot += 1
+            if own:
+                read(x, keys, t)
+                prim(keys)
+                write(y, slot, keys, t)
         return case([prim], kernel, forms, len(forms) * tile,
                     lambda x: np.concatenate([sorted_tile(x, descending)] * len(forms)), for_sort=True)
 
@@ -452,29 +501,50 @@ def build(factory: str, type_name: str, shape: tuple, items: int) -> FormCase:
     if kind == "merge_sort":
         prim = coop.warp.make_merge_sort_keys(nb, n, compare)
         nbytes = prim.temp_storage_bytes
-        block_bytes = warps * nbytes
+        big, per_warp, salign = storage_of(prim, warps)
+        block_bytes = warps * per_warp
+        own = fits_twice(block_bytes)
+        forms = ["storage first"] + (["no storage"] if own else [])
 
         @cuda.jit(link=prim.files)
         def kernel(x, y):
-            temp_storage = cuda.shared.array(shape=block_bytes, dtype="uint8")
+            if big:
+                temp_storage = cuda.shared.array(shape=block_bytes, dtype="uint8", alignment=salign)
+            else:
+                temp_storage = cuda.shared.array(shape=block_bytes, dtype="uint8")
             t = cuda.threadIdx.x + dx * (cuda.threadIdx.y + dy * cuda.threadIdx.z)
             w = t // WARP
             keys = cuda.local.array(n, nb)
-            for form in range(2):
+            for i in range(n):
+                keys[i] = x[t * n + i]
+            prim(temp_storage[w * per_warp:(w + 1) * per_warp], keys)
+            for i in range(n):
+                y[t * n + i] = keys[i]
+            if own:
                 for i in range(n):
                     keys[i] = x[t * n + i]
-                if form == 0:
-                    prim(temp_storage[w * nbytes:(w + 1) * nbytes], keys)
-                else:
-                    prim(keys)
+                prim(keys)
                 for i in range(n):
-                    y[form * tile + t * n + i] = keys[i]
+                    y[tile + t * n + i] = keys[i]
 
         def expected(x):
             per_warp = np.concatenate([sorted_tile(x[w * WARP * n:(w + 1) * WARP * n]) for w in range(warps)])
-            return np.concatenate([per_warp] * 2)
-        return case([prim], kernel, ["storage first", "no storage"], 2 * tile, expected, for_sort=True)
+            return np.concatenate([per_warp] * len(forms))
+        return case([prim], kernel, forms, len(forms) * tile, expected, for_sort=True)
     raise ValueError(f"no call-form case for {factory}")
+
+
+def local_memory_in_sass(kernel: Any) -> bool:
+    """Whether the launched ``kernel``'s SASS reads or writes local memory (LDL/STL), by
+    numba's ``inspect_sass`` where nvdisasm is installed, else by the stack frame its cubin
+    records (none without local memory)."""
+    try:
+        sass = "\n".join(kernel.inspect_sass().values())
+    except Exception:  # noqa: BLE001 - nvdisasm missing: numba raises its own error types
+        from cuprims._compile.elfmeta import local_memory_bytes
+
+        return any(local_memory_bytes(o.library.get_cubin()) for o in kernel.overloads.values())
+    return "LDL" in sass or "STL" in sass
 
 
 def case_id(factory: str, type_name: str, shape: tuple, items: int) -> str:

@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from coop_forms import fits_twice, storage_of
 from twins import dims_of, threads_of
 
 PAIR_X = np.dtype([("lo", np.int32), ("hi", np.int64)], align=True)
@@ -146,9 +147,9 @@ def build_user_case(factory: str, shape: tuple, items: int) -> UserCase:
     tile = threads * n
     warps = max(1, threads // WARP)
 
-    def case(prims, kernel, out_size, expected):
-        return UserCase(factory, tuple(shape), items, prims, kernel, ["storage first", "no storage"], out_size,
-                        expected)
+    def case(prims, kernel, out_size, expected, own=True):
+        forms = ["storage first"] + (["no storage"] if own else [])
+        return UserCase(factory, tuple(shape), items, prims, kernel, forms, out_size, expected)
 
     if factory == "block.reduce":
         prim = coop.block.make_reduce(pt, shape, add_pairs, n, methods=METHODS)
@@ -195,54 +196,66 @@ def build_user_case(factory: str, shape: tuple, items: int) -> UserCase:
     if factory == "block.exchange":
         prim = coop.block.make_exchange(coop.block.BlockExchangeType.StripedToBlocked, pt, shape, n, methods=METHODS)
         nbytes = prim.temp_storage_bytes
+        big, exact, salign = storage_of(prim)
+        own = fits_twice(nbytes)
 
         @cuda.jit(link=prim.files)
         def kernel(x, y):
-            temp_storage = cuda.shared.array(shape=nbytes, dtype="uint8")
+            if big:      # CUB's size, aligned: the room to round up would pass 48 KiB
+                temp_storage = cuda.shared.array(shape=exact, dtype="uint8", alignment=salign)
+            else:
+                temp_storage = cuda.shared.array(shape=nbytes, dtype="uint8")
             t = cuda.threadIdx.x + dx * (cuda.threadIdx.y + dy * cuda.threadIdx.z)
             items_ = cuda.local.array(n, pt)
-            for form in range(2):
+            for i in range(n):
+                items_[i] = Pair(x[i * threads + t].lo, x[i * threads + t].hi)         # striped
+            prim(temp_storage, items_)                                               # in place
+            for i in range(n):
+                y[t * n + i].lo, y[t * n + i].hi = items_[i].lo, items_[i].hi        # blocked
+            if own:
                 for i in range(n):
-                    items_[i] = Pair(x[i * threads + t].lo, x[i * threads + t].hi)     # striped
-                if form == 0:
-                    prim(temp_storage, items_)                                       # in place
-                else:
-                    prim(items_, items_)
+                    items_[i] = Pair(x[i * threads + t].lo, x[i * threads + t].hi)
+                prim(items_, items_)
                 for i in range(n):
-                    y[form * tile + t * n + i].lo = items_[i].lo                     # blocked
-                    y[form * tile + t * n + i].hi = items_[i].hi
-        return case([prim], kernel, 2 * tile, lambda x: np.concatenate([x] * 2))
+                    y[tile + t * n + i].lo, y[tile + t * n + i].hi = items_[i].lo, items_[i].hi
+        return case([prim], kernel, 2 * tile, lambda x: np.concatenate([x] * (2 if own else 1)), own)
 
     if factory in ("block.merge_sort", "warp.merge_sort"):
         if factory == "block.merge_sort":
             prim = coop.block.make_merge_sort_keys(pt, shape, n, lo_less, methods=METHODS)
         else:
             prim = coop.warp.make_merge_sort_keys(pt, n, lo_less, methods=METHODS)
-        nbytes = prim.temp_storage_bytes
         group = tile if factory == "block.merge_sort" else WARP * n
-        block_bytes = nbytes * (1 if factory == "block.merge_sort" else warps)
+        storages = 1 if factory == "block.merge_sort" else warps
+        big, nbytes, salign = storage_of(prim, storages)
+        block_bytes = nbytes * storages
+        own = fits_twice(block_bytes)
 
         @cuda.jit(link=prim.files)
         def kernel(x, y):
-            temp_storage = cuda.shared.array(shape=block_bytes, dtype="uint8")
+            if big:
+                temp_storage = cuda.shared.array(shape=block_bytes, dtype="uint8", alignment=salign)
+            else:
+                temp_storage = cuda.shared.array(shape=block_bytes, dtype="uint8")
             t = cuda.threadIdx.x + dx * (cuda.threadIdx.y + dy * cuda.threadIdx.z)
             mine = temp_storage[(t * n // group) * nbytes:(t * n // group + 1) * nbytes]
             keys = cuda.local.array(n, pt)
-            for form in range(2):
+            for i in range(n):
+                keys[i] = Pair(x[t * n + i].lo, x[t * n + i].hi)
+            prim(mine, keys)
+            for i in range(n):
+                y[t * n + i].lo, y[t * n + i].hi = keys[i].lo, keys[i].hi
+            if own:
                 for i in range(n):
                     keys[i] = Pair(x[t * n + i].lo, x[t * n + i].hi)
-                if form == 0:
-                    prim(mine, keys)
-                else:
-                    prim(keys)
+                prim(keys)
                 for i in range(n):
-                    y[form * tile + t * n + i].lo = keys[i].lo
-                    y[form * tile + t * n + i].hi = keys[i].hi
+                    y[tile + t * n + i].lo, y[tile + t * n + i].hi = keys[i].lo, keys[i].hi
 
         def expected(x):
             parts = [_sorted(x[g:g + group]) for g in range(0, tile, group)]
-            return np.concatenate(parts * 2)
-        return case([prim], kernel, 2 * tile, expected)
+            return np.concatenate(parts * (2 if own else 1))
+        return case([prim], kernel, 2 * tile, expected, own)
 
     if factory == "warp.reduce":
         prim = coop.warp.make_reduce(pt, add_pairs, methods=METHODS)
@@ -271,7 +284,7 @@ def build_user_case(factory: str, shape: tuple, items: int) -> UserCase:
 def user_cases() -> list[tuple[str, tuple, int]]:
     """Every factory over the block shapes and item counts of the call-form matrix (warp
     reductions one item per lane)."""
-    from coop_forms import FORM_ITEMS, FORM_SHAPES, fits_twice
+    from coop_forms import FORM_ITEMS, FORM_SHAPES
 
     return [(f, s, n) for f in USER_FACTORIES for s in FORM_SHAPES for n in FORM_ITEMS
-            if not (f == "warp.reduce" and n != 1) and fits_twice(f, PAIR_X.itemsize, s, n)]
+            if not (f == "warp.reduce" and n != 1)]

@@ -158,7 +158,8 @@ def _declarations(spec: ProviderSpec, rec: Record, s: str) -> tuple[list[str], t
     if rec.compares:
         functor, externs = comparator_functor(f"{s}_functor", spec.op, spec.vt, spec.op_symbol)
         parts.append(functor)
-    elif spec.op is not None and not is_sum(spec):
+    elif spec.op is not None and not (is_sum(spec) and spec.init is None):
+        # CUB's Sum entry points take no initial value: a sum seeded by one goes through the functor
         functor, externs = binary_functor(f"{s}_functor", spec.op, spec.vt, spec.op_symbol)
         parts.append(functor)
     if spec.prefix is not None:

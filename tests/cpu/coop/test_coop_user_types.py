@@ -20,6 +20,7 @@ from cuprims import coop  # noqa: E402
 from cuprims._compile.elfmeta import local_memory_bytes  # noqa: E402
 from cuprims.errors import ArgumentError  # noqa: E402
 
+import coop_forms  # noqa: E402
 import coop_user_type as user  # noqa: E402
 from coop_helpers import link_kernel  # noqa: E402
 
@@ -35,7 +36,10 @@ CASES = [pytest.param(*c, id=f"{c[0]}-{'x'.join(map(str, c[1]))}-{c[2]}", marks=
 
 @pytest.mark.parametrize("factory,shape,items", CASES)
 def test_user_type_primitives_link_in_both_forms_in_registers(factory, shape, items):
-    case = user.build_user_case(factory, shape, items)
+    try:
+        case = user.build_user_case(factory, shape, items)
+    except coop_forms.BeyondSharedMemory as exc:
+        pytest.skip(f"no kernel can call it: {exc}")
     arg = types.Array(numba.from_dtype(user.PAIR_X), 1, "C")
     cubin = link_kernel(case.kernel, (arg, arg), case.prims)
     assert local_memory_bytes(cubin) == 0
