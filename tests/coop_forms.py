@@ -58,6 +58,25 @@ def supports(factory: str, type_name: str, items: int) -> bool:
 SHARED_LIMIT = 48 * 1024
 
 
+def scan_algorithm(threads: int) -> str:
+    """CUB's raking block scans (the default) need more registers than a thread of a
+    1024-thread block may have for many types (8- and 16-byte values; 1- and 2-byte
+    integers by 'max'; structs), and spill to local memory; warp_scans does not."""
+    return "warp_scans" if threads >= 1024 else "raking"
+
+
+SCANS = ("block.exclusive_sum", "block.inclusive_sum", "block.exclusive_scan", "block.inclusive_scan", "block.scan",
+         "block.sum_prefix")
+
+
+def may_spill(factory: str, type_name: str, shape: tuple, items: int) -> bool:
+    """The cases that hold more than a 1024-thread block's 64 registers a thread: a scan of
+    3 items of 8 or 16 bytes, its input and output arrays live across the kernel's calls,
+    spills a few bytes (16-24) even with warp_scans."""
+    return (factory in SCANS and threads_of(shape) >= 1024
+            and items * np_dtype(type_name).itemsize >= 24)
+
+
 def fits_twice(storage_bytes: int) -> bool:
     """Whether two TempStorages of ``storage_bytes`` fit in a kernel's static shared memory."""
     return 2 * storage_bytes + 2048 <= SHARED_LIMIT
@@ -199,6 +218,10 @@ class FormCase:
     for_sort: bool
 
     @property
+    def threads(self) -> int:
+        return threads_of(self.shape)
+
+    @property
     def tile(self) -> int:
         return threads_of(self.shape) * self.items
 
@@ -231,7 +254,7 @@ def build(factory: str, type_name: str, shape: tuple, items: int) -> FormCase:
         store = coop.block.make_store(nb, shape, n)
         nbytes = max(load.temp_storage_bytes, store.temp_storage_bytes)
 
-        @cuda.jit(link=load.files + store.files)
+        @cuda.jit(link=load.files + store.files, launch_bounds=threads)
         def kernel(x, y):
             temp_storage = cuda.shared.array(shape=nbytes, dtype="uint8")
             items_ = cuda.local.array(n, nb)
@@ -247,7 +270,7 @@ def build(factory: str, type_name: str, shape: tuple, items: int) -> FormCase:
         nbytes = prim.temp_storage_bytes
         half = threads // 2
         if n == 1:
-            @cuda.jit(link=prim.files)
+            @cuda.jit(link=prim.files, launch_bounds=threads)
             def kernel(x, y):
                 temp_storage = cuda.shared.array(shape=nbytes, dtype="uint8")
                 t = cuda.threadIdx.x + dx * (cuda.threadIdx.y + dy * cuda.threadIdx.z)
@@ -264,7 +287,7 @@ def build(factory: str, type_name: str, shape: tuple, items: int) -> FormCase:
                 return np.array([_reduce(x), _reduce(x), _reduce(x[:half])], dtype=x.dtype)
             return case([prim], kernel, ["storage first", "no storage", "storage first, num_valid"], 3, expected)
 
-        @cuda.jit(link=prim.files)
+        @cuda.jit(link=prim.files, launch_bounds=threads)
         def kernel(x, y):
             temp_storage = cuda.shared.array(shape=nbytes, dtype="uint8")
             t = cuda.threadIdx.x + dx * (cuda.threadIdx.y + dy * cuda.threadIdx.z)
@@ -288,16 +311,17 @@ def build(factory: str, type_name: str, shape: tuple, items: int) -> FormCase:
             op, init = "max", 0
         else:
             op, init = "+", 0
+        algo = scan_algorithm(threads)
         if kind == "exclusive_sum":
-            prim = coop.block.make_exclusive_sum(nb, shape, n)
+            prim = coop.block.make_exclusive_sum(nb, shape, n, algorithm=algo)
         elif kind == "inclusive_sum":
-            prim = coop.block.make_inclusive_sum(nb, shape, n)
+            prim = coop.block.make_inclusive_sum(nb, shape, n, algorithm=algo)
         elif kind == "exclusive_scan":
-            prim = coop.block.make_exclusive_scan(nb, shape, op, n, initial_value=init)
+            prim = coop.block.make_exclusive_scan(nb, shape, op, n, initial_value=init, algorithm=algo)
         elif kind == "inclusive_scan":
-            prim = coop.block.make_inclusive_scan(nb, shape, op, n)
+            prim = coop.block.make_inclusive_scan(nb, shape, op, n, algorithm=algo)
         else:
-            prim = coop.block.make_scan(nb, shape, n, initial_value=init, mode=mode, scan_op=op)
+            prim = coop.block.make_scan(nb, shape, n, initial_value=init, mode=mode, scan_op=op, algorithm=algo)
         name = "max" if op == "max" else "+"
         nbytes = prim.temp_storage_bytes
 
@@ -305,7 +329,7 @@ def build(factory: str, type_name: str, shape: tuple, items: int) -> FormCase:
             return _inclusive(x, name) if mode == "inclusive" else _exclusive(x, name, 0)
 
         if n == 1:
-            @cuda.jit(link=prim.files)
+            @cuda.jit(link=prim.files, launch_bounds=threads)
             def kernel(x, y):
                 temp_storage = cuda.shared.array(shape=nbytes, dtype="uint8")
                 t = cuda.threadIdx.x + dx * (cuda.threadIdx.y + dy * cuda.threadIdx.z)
@@ -315,7 +339,7 @@ def build(factory: str, type_name: str, shape: tuple, items: int) -> FormCase:
             return case([prim], kernel, ["storage first", "no storage"], 2 * tile,
                         lambda x: np.concatenate([scanned(x)] * 2))
 
-        @cuda.jit(link=prim.files)
+        @cuda.jit(link=prim.files, launch_bounds=threads)
         def kernel(x, y):
             temp_storage = cuda.shared.array(shape=nbytes, dtype="uint8")
             t = cuda.threadIdx.x + dx * (cuda.threadIdx.y + dy * cuda.threadIdx.z)
@@ -336,10 +360,10 @@ def build(factory: str, type_name: str, shape: tuple, items: int) -> FormCase:
                     lambda x: np.concatenate([scanned(x)] * 3))
 
     if factory == "block.sum_prefix":
-        prim = coop.block.make_exclusive_sum(nb, shape, n, prefix_op=running_total)
+        prim = coop.block.make_exclusive_sum(nb, shape, n, prefix_op=running_total, algorithm=scan_algorithm(threads))
         nbytes = prim.temp_storage_bytes
 
-        @cuda.jit(link=prim.files)
+        @cuda.jit(link=prim.files, launch_bounds=threads)
         def kernel(x, y):                # two tiles, a running total carried between them
             temp_storage = cuda.shared.array(shape=nbytes, dtype="uint8")
             t = cuda.threadIdx.x + dx * (cuda.threadIdx.y + dy * cuda.threadIdx.z)
@@ -382,7 +406,7 @@ def build(factory: str, type_name: str, shape: tuple, items: int) -> FormCase:
             for i in range(n):
                 y[slot * tile + t * n + i] = items_[i]
 
-        @cuda.jit(link=prim.files)
+        @cuda.jit(link=prim.files, launch_bounds=threads)
         def kernel(x, y):
             if big:      # CUB's size, aligned: the room to round up would pass 48 KiB
                 temp_storage = cuda.shared.array(shape=exact, dtype="uint8", alignment=salign)
@@ -432,7 +456,7 @@ def build(factory: str, type_name: str, shape: tuple, items: int) -> FormCase:
             for i in range(n):
                 y[slot * tile + t * n + i] = keys[i]
 
-        @cuda.jit(link=prim.files)
+        @cuda.jit(link=prim.files, launch_bounds=threads)
         def kernel(x, y):
             if big:
                 temp_storage = cuda.shared.array(shape=exact, dtype="uint8", alignment=salign)
@@ -463,7 +487,7 @@ def build(factory: str, type_name: str, shape: tuple, items: int) -> FormCase:
         nbytes = prim.temp_storage_bytes
         block_bytes = warps * nbytes
 
-        @cuda.jit(link=prim.files)
+        @cuda.jit(link=prim.files, launch_bounds=threads)
         def kernel(x, y):
             temp_storage = cuda.shared.array(shape=block_bytes, dtype="uint8")
             t = cuda.threadIdx.x + dx * (cuda.threadIdx.y + dy * cuda.threadIdx.z)
@@ -485,7 +509,7 @@ def build(factory: str, type_name: str, shape: tuple, items: int) -> FormCase:
         nbytes = prim.temp_storage_bytes
         block_bytes = warps * nbytes
 
-        @cuda.jit(link=prim.files)
+        @cuda.jit(link=prim.files, launch_bounds=threads)
         def kernel(x, y):
             temp_storage = cuda.shared.array(shape=block_bytes, dtype="uint8")
             t = cuda.threadIdx.x + dx * (cuda.threadIdx.y + dy * cuda.threadIdx.z)
@@ -506,7 +530,7 @@ def build(factory: str, type_name: str, shape: tuple, items: int) -> FormCase:
         own = fits_twice(block_bytes)
         forms = ["storage first"] + (["no storage"] if own else [])
 
-        @cuda.jit(link=prim.files)
+        @cuda.jit(link=prim.files, launch_bounds=threads)
         def kernel(x, y):
             if big:
                 temp_storage = cuda.shared.array(shape=block_bytes, dtype="uint8", alignment=salign)

@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from coop_forms import fits_twice, storage_of
+from coop_forms import fits_twice, scan_algorithm, storage_of
 from twins import dims_of, threads_of
 
 PAIR_X = np.dtype([("lo", np.int32), ("hi", np.int64)], align=True)
@@ -108,6 +108,10 @@ class UserCase:
     expected: Callable[[np.ndarray], np.ndarray]
 
     @property
+    def threads(self) -> int:
+        return threads_of(self.shape)
+
+    @property
     def tile(self) -> int:
         return threads_of(self.shape) * self.items
 
@@ -155,7 +159,7 @@ def build_user_case(factory: str, shape: tuple, items: int) -> UserCase:
         prim = coop.block.make_reduce(pt, shape, add_pairs, n, methods=METHODS)
         nbytes = prim.temp_storage_bytes
 
-        @cuda.jit(link=prim.files)
+        @cuda.jit(link=prim.files, launch_bounds=threads)
         def kernel(x, y):
             temp_storage = cuda.shared.array(shape=nbytes, dtype="uint8")
             t = cuda.threadIdx.x + dx * (cuda.threadIdx.y + dy * cuda.threadIdx.z)
@@ -170,10 +174,11 @@ def build_user_case(factory: str, shape: tuple, items: int) -> UserCase:
         return case([prim], kernel, 2, lambda x: np.concatenate([_sums(x)] * 2))
 
     if factory == "block.inclusive_scan":
-        prim = coop.block.make_inclusive_scan(pt, shape, add_pairs, n, methods=METHODS)
+        prim = coop.block.make_inclusive_scan(pt, shape, add_pairs, n, algorithm=scan_algorithm(threads),
+                                              methods=METHODS)
         nbytes = prim.temp_storage_bytes
 
-        @cuda.jit(link=prim.files)
+        @cuda.jit(link=prim.files, launch_bounds=threads)
         def kernel(x, y):
             temp_storage = cuda.shared.array(shape=nbytes, dtype="uint8")
             t = cuda.threadIdx.x + dx * (cuda.threadIdx.y + dy * cuda.threadIdx.z)
@@ -199,7 +204,7 @@ def build_user_case(factory: str, shape: tuple, items: int) -> UserCase:
         big, exact, salign = storage_of(prim)
         own = fits_twice(nbytes)
 
-        @cuda.jit(link=prim.files)
+        @cuda.jit(link=prim.files, launch_bounds=threads)
         def kernel(x, y):
             if big:      # CUB's size, aligned: the room to round up would pass 48 KiB
                 temp_storage = cuda.shared.array(shape=exact, dtype="uint8", alignment=salign)
@@ -231,7 +236,7 @@ def build_user_case(factory: str, shape: tuple, items: int) -> UserCase:
         block_bytes = nbytes * storages
         own = fits_twice(block_bytes)
 
-        @cuda.jit(link=prim.files)
+        @cuda.jit(link=prim.files, launch_bounds=threads)
         def kernel(x, y):
             if big:
                 temp_storage = cuda.shared.array(shape=block_bytes, dtype="uint8", alignment=salign)
@@ -262,7 +267,7 @@ def build_user_case(factory: str, shape: tuple, items: int) -> UserCase:
         nbytes = prim.temp_storage_bytes
         block_bytes = warps * nbytes
 
-        @cuda.jit(link=prim.files)
+        @cuda.jit(link=prim.files, launch_bounds=threads)
         def kernel(x, y):
             temp_storage = cuda.shared.array(shape=block_bytes, dtype="uint8")
             t = cuda.threadIdx.x + dx * (cuda.threadIdx.y + dy * cuda.threadIdx.z)

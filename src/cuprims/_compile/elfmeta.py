@@ -98,6 +98,18 @@ def local_memory_bytes(cubin: bytes) -> int:
     return max(sizes, default=0)
 
 
+_EIATTR_REGCOUNT = 0x2F
+
+
+def register_count(cubin: bytes) -> int:
+    """The most registers a thread of any of the cubin's functions uses: a block of ``n``
+    threads launches only if ``n`` times this fits the SM's 64 Ki registers."""
+    info = sections(cubin).get(".nv.info", b"")
+    counts = [struct.unpack_from("<I", info, at + 4)[0] for attr, at in _sval_records(info)
+              if attr == _EIATTR_REGCOUNT]
+    return max(counts, default=0)
+
+
 def param_layout(info: bytes) -> list[tuple[int, int]]:
     """(offset, size) of each parameter a kernel's ``.nv.info.<name>`` section records."""
     params: dict[int, tuple[int, int]] = {}

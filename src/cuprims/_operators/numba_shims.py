@@ -9,60 +9,76 @@ the two definitions of one function would be "multiply defined". So each shim am
 operator's codes is compiled again from the shim's text with every definition weak: the
 linker then keeps one.
 
-A shim is recognised by its code: the one numba's own compile of a shim's current text
-gives (LTO-IR keeps no readable names), asked only when a code came from C++ source.
+A shim is recognised by its source: while an operator compiles, numba's NVRTC calls are
+recorded for the compiling thread (:func:`recording_cu_compiles`), and a code compiled
+from the text of one of numba's shims is replaced.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from typing import Any
+import threading
+from typing import Any, Iterator
 
-# numba-cuda's shim modules: each keeps its source in ``shim_stream`` (and the names of
-# the functions written to it so far in ``shim_stream._keys``)
+# numba-cuda's shim modules: each keeps its source in ``shim_stream``
 _SHIM_MODULES = ("numba.cuda._internal.cuda_fp16", "numba.cuda._internal.cuda_bf16",
                  "numba.cuda._internal.cuda_fp8")
 _DEFINITION = 'extern "C" __device__'
-_numba_compiles: dict[tuple[str, tuple[int, int]], bytes] = {}
+_lock = threading.Lock()
+_recording: dict[int, list[tuple[str, Any]]] = {}     # thread -> (source, output) of each compile
+_original: list[Any] = []
 
 
-def _shim_texts() -> list[str]:
-    """The current text of every shim numba has written a function to."""
-    texts = []
+def _is_shim(source: Any) -> bool:
+    if isinstance(source, bytes):
+        source = source.decode(errors="replace")
     for name in _SHIM_MODULES:
         stream = getattr(sys.modules.get(name), "shim_stream", None)
-        if stream is not None and getattr(stream, "_keys", None):
-            texts.append(stream.getvalue())
-    return texts
+        if stream is not None and source == stream.getvalue():
+            return True
+    return False
 
 
-def _as_numba_compiles(text: str, cc: tuple[int, int]) -> bytes:
-    """The LTO-IR numba's ``compile_all`` makes of the C++ ``text`` (as it compiles a shim)."""
-    key = (text, cc)
-    if key not in _numba_compiles:
-        from numba.cuda.cudadrv import nvrtc
+@contextlib.contextmanager
+def recording_cu_compiles() -> Iterator[list[tuple[str, Any]]]:
+    """Within the block, each C++ source numba-cuda compiles with NVRTC in this thread (the
+    link inputs ``cuda.compile_all`` compiles) is recorded with its output."""
+    from numba.cuda.cudadrv import nvrtc
 
-        # mypy reads numba's own numba.cuda, which numba-cuda's redirect replaces at run time
-        code, _ = nvrtc.compile(text, "<unnamed-cu>", cc, ltoir=True)  # type: ignore[call-arg]
-        if len(_numba_compiles) >= 64:
-            _numba_compiles.clear()
-        _numba_compiles[key] = bytes(getattr(code, "code", code))
-    return _numba_compiles[key]
+    me = threading.get_ident()
+    with _lock:
+        if not _recording:
+            original = nvrtc.compile
+
+            def compile_recorded(src: Any, name: Any, cc: Any, *args: Any, **kwargs: Any) -> Any:
+                result = original(src, name, cc, *args, **kwargs)
+                log = _recording.get(threading.get_ident())
+                if log is not None:
+                    log.append((src, result[0] if isinstance(result, tuple) else result))
+                return result
+
+            _original.append(original)
+            nvrtc.compile = compile_recorded
+        _recording[me] = []
+    try:
+        yield _recording[me]
+    finally:
+        with _lock:
+            del _recording[me]
+            if not _recording:
+                nvrtc.compile = _original.pop()
 
 
-def weak_shims(codes: list[Any], cc: tuple[int, int], as_bytes: Any) -> list[bytes]:
+def weak_shims(codes: list[Any], cc: tuple[int, int], as_bytes: Any,
+               compiled: list[tuple[str, Any]]) -> list[bytes]:
     """``codes`` (what ``cuda.compile_all`` returned for an operator, as bytes by
-    ``as_bytes``) with each shim compiled again for ``cc`` with weak definitions."""
-    out = [as_bytes(code) for code in codes]
-    from_source = [i for i, code in enumerate(codes) if i and type(code).__name__ == "ObjectCode"]
-    if not from_source:
-        return out
-    for text in _shim_texts():
-        numba_code = _as_numba_compiles(text, cc)
-        for i in from_source:
-            if out[i] == numba_code:
-                out[i] = _compile_weak(text, cc)
-    return out
+    ``as_bytes``) with each shim among them (by ``compiled``, the recorded NVRTC calls)
+    compiled again for ``cc`` with weak definitions."""
+    shims = {id(output): str(source if isinstance(source, str) else source.decode())
+             for source, output in compiled if _is_shim(source)}
+    return [_compile_weak(shims[id(code)], cc) if i and id(code) in shims else as_bytes(code)
+            for i, code in enumerate(codes)]
 
 
 def _compile_weak(text: str, cc: tuple[int, int]) -> bytes:

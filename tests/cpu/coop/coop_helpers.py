@@ -16,7 +16,8 @@ def link_kernel(kernel: Any, argtypes: Sequence[Any], prims: Sequence[Any], *, w
 
     with target_capability((9, 0)):   # callees are compiled for the target, not a device
         codes, _ = cuda.compile_all(kernel.py_func, types.void(*argtypes), device=False, cc=(9, 0),
-                                    output="ltoir", abi="numba")
+                                    output="ltoir", abi="numba",
+                                    launch_bounds=getattr(kernel, "targetoptions", {}).get("launch_bounds"))
     # numba's own link inputs: LTO-IR as bytes, an LTOIR file, or (float16's shim) a cuda.core ObjectCode
     extra = [bytes(c) if isinstance(c, bytes) else bytes(c.data) if hasattr(c, "data") else bytes(c.code)
              for c in codes[1:]]
@@ -60,7 +61,8 @@ def linked_ptx(kernel: Any, argtypes: Sequence[Any], prims: Sequence[Any]) -> st
 
     with target_capability((9, 0)):
         codes, _ = cuda.compile_all(kernel.py_func, types.void(*argtypes), device=False, cc=(9, 0),
-                                    output="ltoir", abi="numba")
+                                    output="ltoir", abi="numba",
+                                    launch_bounds=getattr(kernel, "targetoptions", {}).get("launch_bounds"))
     objs = [ObjectCode.from_ltoir(bytes(codes[0]), name="kernel")]
     files = {id(f): f for p in prims for f in p.files}.values()
     objs += [ObjectCode.from_ltoir(bytes(f.data), name=f.name) for f in files]
@@ -82,7 +84,8 @@ def style2_ptx(kernel: Any, argtypes: Sequence[Any]) -> str:
 
     with target_capability((9, 0)):
         codes, _ = cuda.compile_all(kernel.py_func, types.void(*argtypes), device=False, cc=(9, 0),
-                                    output="ltoir", abi="numba")
+                                    output="ltoir", abi="numba",
+                                    launch_bounds=getattr(kernel, "targetoptions", {}).get("launch_bounds"))
     objs = [ObjectCode.from_ltoir(bytes(codes[0]), name="kernel")]
     objs += [ObjectCode.from_ltoir(bytes(c.data), name=f"input{i}") for i, c in enumerate(codes[1:])]
     linker = Linker(*objs, options=LinkerOptions(arch=f"sm_{ARCH}", link_time_optimization=True, ptx=True))

@@ -17,7 +17,7 @@ numba = pytest.importorskip("numba")
 from numba import types  # noqa: E402
 
 from cuprims import coop  # noqa: E402
-from cuprims._compile.elfmeta import local_memory_bytes  # noqa: E402
+from cuprims._compile.elfmeta import local_memory_bytes, register_count  # noqa: E402
 from cuprims.errors import ArgumentError  # noqa: E402
 
 import coop_forms  # noqa: E402
@@ -42,6 +42,7 @@ def test_user_type_primitives_link_in_both_forms_in_registers(factory, shape, it
         pytest.skip(f"no kernel can call it: {exc}")
     arg = types.Array(numba.from_dtype(user.PAIR_X), 1, "C")
     cubin = link_kernel(case.kernel, (arg, arg), case.prims)
+    assert register_count(cubin) * case.threads <= 65536, "the block could not launch"
     assert local_memory_bytes(cubin) == 0
 
 

@@ -42,7 +42,8 @@ def test_call_forms_match_numpy_and_keep_items_in_registers(factory, type_name, 
     d_y = cuda.device_array(case.out_size, x.dtype)
     case.kernel[1, shape](cuda.to_device(x), d_y)
     _check(case, d_y.copy_to_host(), case.expected(x))
-    assert not coop_forms.local_memory_in_sass(case.kernel), case.forms
+    if not coop_forms.may_spill(factory, type_name, shape, items):     # (docs/coop.rst)
+        assert not coop_forms.local_memory_in_sass(case.kernel), case.forms
 
 
 @pytest.mark.parametrize("dtype", [np.int32, np.complex64])
