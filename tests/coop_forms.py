@@ -58,6 +58,13 @@ def supports(factory: str, type_name: str, items: int) -> bool:
 SHARED_LIMIT = 48 * 1024
 
 
+def launch_bounds(threads: int) -> int | None:
+    """The launch bounds a kernel declares: a block of 1024 threads, which cannot launch if a
+    thread takes more than 64 registers (ptxas keeps to that when told); none below it
+    (told 128, ptxas aims at more blocks a multiprocessor and can spill)."""
+    return threads if threads >= 1024 else None
+
+
 def scan_algorithm(threads: int) -> str:
     """CUB's raking block scans (the default) need more registers than a thread of a
     1024-thread block may have for many types (8- and 16-byte values; 1- and 2-byte
@@ -239,6 +246,7 @@ def build(factory: str, type_name: str, shape: tuple, items: int) -> FormCase:
 
     dtype = np_dtype(type_name)
     nb = from_dtype(dtype)
+    bounds = launch_bounds(threads_of(shape))
     dx, dy, _ = dims_of(shape)
     threads, n = threads_of(shape), items
     tile = threads * n
@@ -254,7 +262,7 @@ def build(factory: str, type_name: str, shape: tuple, items: int) -> FormCase:
         store = coop.block.make_store(nb, shape, n)
         nbytes = max(load.temp_storage_bytes, store.temp_storage_bytes)
 
-        @cuda.jit(link=load.files + store.files, launch_bounds=threads)
+        @cuda.jit(link=load.files + store.files, launch_bounds=bounds)
         def kernel(x, y):
             temp_storage = cuda.shared.array(shape=nbytes, dtype="uint8")
             items_ = cuda.local.array(n, nb)
@@ -270,7 +278,7 @@ def build(factory: str, type_name: str, shape: tuple, items: int) -> FormCase:
         nbytes = prim.temp_storage_bytes
         half = threads // 2
         if n == 1:
-            @cuda.jit(link=prim.files, launch_bounds=threads)
+            @cuda.jit(link=prim.files, launch_bounds=bounds)
             def kernel(x, y):
                 temp_storage = cuda.shared.array(shape=nbytes, dtype="uint8")
                 t = cuda.threadIdx.x + dx * (cuda.threadIdx.y + dy * cuda.threadIdx.z)
@@ -287,7 +295,7 @@ def build(factory: str, type_name: str, shape: tuple, items: int) -> FormCase:
                 return np.array([_reduce(x), _reduce(x), _reduce(x[:half])], dtype=x.dtype)
             return case([prim], kernel, ["storage first", "no storage", "storage first, num_valid"], 3, expected)
 
-        @cuda.jit(link=prim.files, launch_bounds=threads)
+        @cuda.jit(link=prim.files, launch_bounds=bounds)
         def kernel(x, y):
             temp_storage = cuda.shared.array(shape=nbytes, dtype="uint8")
             t = cuda.threadIdx.x + dx * (cuda.threadIdx.y + dy * cuda.threadIdx.z)
@@ -329,7 +337,7 @@ def build(factory: str, type_name: str, shape: tuple, items: int) -> FormCase:
             return _inclusive(x, name) if mode == "inclusive" else _exclusive(x, name, 0)
 
         if n == 1:
-            @cuda.jit(link=prim.files, launch_bounds=threads)
+            @cuda.jit(link=prim.files, launch_bounds=bounds)
             def kernel(x, y):
                 temp_storage = cuda.shared.array(shape=nbytes, dtype="uint8")
                 t = cuda.threadIdx.x + dx * (cuda.threadIdx.y + dy * cuda.threadIdx.z)
@@ -339,7 +347,7 @@ def build(factory: str, type_name: str, shape: tuple, items: int) -> FormCase:
             return case([prim], kernel, ["storage first", "no storage"], 2 * tile,
                         lambda x: np.concatenate([scanned(x)] * 2))
 
-        @cuda.jit(link=prim.files, launch_bounds=threads)
+        @cuda.jit(link=prim.files, launch_bounds=bounds)
         def kernel(x, y):
             temp_storage = cuda.shared.array(shape=nbytes, dtype="uint8")
             t = cuda.threadIdx.x + dx * (cuda.threadIdx.y + dy * cuda.threadIdx.z)
@@ -363,7 +371,7 @@ def build(factory: str, type_name: str, shape: tuple, items: int) -> FormCase:
         prim = coop.block.make_exclusive_sum(nb, shape, n, prefix_op=running_total, algorithm=scan_algorithm(threads))
         nbytes = prim.temp_storage_bytes
 
-        @cuda.jit(link=prim.files, launch_bounds=threads)
+        @cuda.jit(link=prim.files, launch_bounds=bounds)
         def kernel(x, y):                # two tiles, a running total carried between them
             temp_storage = cuda.shared.array(shape=nbytes, dtype="uint8")
             t = cuda.threadIdx.x + dx * (cuda.threadIdx.y + dy * cuda.threadIdx.z)
@@ -406,7 +414,7 @@ def build(factory: str, type_name: str, shape: tuple, items: int) -> FormCase:
             for i in range(n):
                 y[slot * tile + t * n + i] = items_[i]
 
-        @cuda.jit(link=prim.files, launch_bounds=threads)
+        @cuda.jit(link=prim.files, launch_bounds=bounds)
         def kernel(x, y):
             if big:      # CUB's size, aligned: the room to round up would pass 48 KiB
                 temp_storage = cuda.shared.array(shape=exact, dtype="uint8", alignment=salign)
@@ -456,7 +464,7 @@ def build(factory: str, type_name: str, shape: tuple, items: int) -> FormCase:
             for i in range(n):
                 y[slot * tile + t * n + i] = keys[i]
 
-        @cuda.jit(link=prim.files, launch_bounds=threads)
+        @cuda.jit(link=prim.files, launch_bounds=bounds)
         def kernel(x, y):
             if big:
                 temp_storage = cuda.shared.array(shape=exact, dtype="uint8", alignment=salign)
@@ -487,7 +495,7 @@ def build(factory: str, type_name: str, shape: tuple, items: int) -> FormCase:
         nbytes = prim.temp_storage_bytes
         block_bytes = warps * nbytes
 
-        @cuda.jit(link=prim.files, launch_bounds=threads)
+        @cuda.jit(link=prim.files, launch_bounds=bounds)
         def kernel(x, y):
             temp_storage = cuda.shared.array(shape=block_bytes, dtype="uint8")
             t = cuda.threadIdx.x + dx * (cuda.threadIdx.y + dy * cuda.threadIdx.z)
@@ -509,7 +517,7 @@ def build(factory: str, type_name: str, shape: tuple, items: int) -> FormCase:
         nbytes = prim.temp_storage_bytes
         block_bytes = warps * nbytes
 
-        @cuda.jit(link=prim.files, launch_bounds=threads)
+        @cuda.jit(link=prim.files, launch_bounds=bounds)
         def kernel(x, y):
             temp_storage = cuda.shared.array(shape=block_bytes, dtype="uint8")
             t = cuda.threadIdx.x + dx * (cuda.threadIdx.y + dy * cuda.threadIdx.z)
@@ -530,7 +538,7 @@ def build(factory: str, type_name: str, shape: tuple, items: int) -> FormCase:
         own = fits_twice(block_bytes)
         forms = ["storage first"] + (["no storage"] if own else [])
 
-        @cuda.jit(link=prim.files, launch_bounds=threads)
+        @cuda.jit(link=prim.files, launch_bounds=bounds)
         def kernel(x, y):
             if big:
                 temp_storage = cuda.shared.array(shape=block_bytes, dtype="uint8", alignment=salign)

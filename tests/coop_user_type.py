@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from coop_forms import fits_twice, scan_algorithm, storage_of
+from coop_forms import fits_twice, launch_bounds, scan_algorithm, storage_of
 from twins import dims_of, threads_of
 
 PAIR_X = np.dtype([("lo", np.int32), ("hi", np.int64)], align=True)
@@ -146,6 +146,7 @@ def build_user_case(factory: str, shape: tuple, items: int) -> UserCase:
     from cuprims import coop
 
     pt = pair_type()
+    bounds = launch_bounds(threads_of(shape))
     dx, dy, _ = dims_of(shape)
     threads, n = threads_of(shape), items
     tile = threads * n
@@ -159,7 +160,7 @@ def build_user_case(factory: str, shape: tuple, items: int) -> UserCase:
         prim = coop.block.make_reduce(pt, shape, add_pairs, n, methods=METHODS)
         nbytes = prim.temp_storage_bytes
 
-        @cuda.jit(link=prim.files, launch_bounds=threads)
+        @cuda.jit(link=prim.files, launch_bounds=bounds)
         def kernel(x, y):
             temp_storage = cuda.shared.array(shape=nbytes, dtype="uint8")
             t = cuda.threadIdx.x + dx * (cuda.threadIdx.y + dy * cuda.threadIdx.z)
@@ -178,7 +179,7 @@ def build_user_case(factory: str, shape: tuple, items: int) -> UserCase:
                                               methods=METHODS)
         nbytes = prim.temp_storage_bytes
 
-        @cuda.jit(link=prim.files, launch_bounds=threads)
+        @cuda.jit(link=prim.files, launch_bounds=bounds)
         def kernel(x, y):
             temp_storage = cuda.shared.array(shape=nbytes, dtype="uint8")
             t = cuda.threadIdx.x + dx * (cuda.threadIdx.y + dy * cuda.threadIdx.z)
@@ -204,7 +205,7 @@ def build_user_case(factory: str, shape: tuple, items: int) -> UserCase:
         big, exact, salign = storage_of(prim)
         own = fits_twice(nbytes)
 
-        @cuda.jit(link=prim.files, launch_bounds=threads)
+        @cuda.jit(link=prim.files, launch_bounds=bounds)
         def kernel(x, y):
             if big:      # CUB's size, aligned: the room to round up would pass 48 KiB
                 temp_storage = cuda.shared.array(shape=exact, dtype="uint8", alignment=salign)
@@ -236,7 +237,7 @@ def build_user_case(factory: str, shape: tuple, items: int) -> UserCase:
         block_bytes = nbytes * storages
         own = fits_twice(block_bytes)
 
-        @cuda.jit(link=prim.files, launch_bounds=threads)
+        @cuda.jit(link=prim.files, launch_bounds=bounds)
         def kernel(x, y):
             if big:
                 temp_storage = cuda.shared.array(shape=block_bytes, dtype="uint8", alignment=salign)
@@ -267,7 +268,7 @@ def build_user_case(factory: str, shape: tuple, items: int) -> UserCase:
         nbytes = prim.temp_storage_bytes
         block_bytes = warps * nbytes
 
-        @cuda.jit(link=prim.files, launch_bounds=threads)
+        @cuda.jit(link=prim.files, launch_bounds=bounds)
         def kernel(x, y):
             temp_storage = cuda.shared.array(shape=block_bytes, dtype="uint8")
             t = cuda.threadIdx.x + dx * (cuda.threadIdx.y + dy * cuda.threadIdx.z)
