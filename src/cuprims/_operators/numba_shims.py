@@ -22,30 +22,43 @@ import threading
 from typing import Any, Iterator
 
 # numba-cuda's shim modules: each keeps its source in ``shim_stream``
-_SHIM_MODULES = ("numba.cuda._internal.cuda_fp16", "numba.cuda._internal.cuda_bf16",
-                 "numba.cuda._internal.cuda_fp8")
+_SHIM_MODULES = ("._internal.cuda_fp16", "._internal.cuda_bf16", "._internal.cuda_fp8")
 _DEFINITION = 'extern "C" __device__'
 _lock = threading.Lock()
 _recording: dict[int, list[tuple[str, Any]]] = {}     # thread -> (source, output) of each compile
 _original: list[Any] = []
 
 
+def _shim_streams() -> list[Any]:
+    """numba's shim streams, under whichever name numba-cuda's redirect imported them."""
+    streams: list[Any] = []
+    for key, module in list(sys.modules.items()):
+        if key.endswith(_SHIM_MODULES) and getattr(module, "shim_stream", None) is not None:
+            if all(module.shim_stream is not s for s in streams):
+                streams.append(module.shim_stream)
+    return streams
+
+
 def _is_shim(source: Any) -> bool:
     if isinstance(source, bytes):
         source = source.decode(errors="replace")
-    for name in _SHIM_MODULES:
-        stream = getattr(sys.modules.get(name), "shim_stream", None)
-        if stream is not None and source == stream.getvalue():
-            return True
-    return False
+    return any(source == stream.getvalue() for stream in _shim_streams())
+
+
+def _nvrtc_of_compile_all() -> Any:
+    """The NVRTC module ``cuda.compile_all`` calls (numba-cuda's redirect can import a module
+    under two names: patch the one its compiler holds)."""
+    from numba import cuda
+
+    # mypy reads numba's own numba.cuda, which numba-cuda's redirect replaces at run time
+    return sys.modules[cuda.compile_all.__module__].nvrtc  # type: ignore[attr-defined]
 
 
 @contextlib.contextmanager
 def recording_cu_compiles() -> Iterator[list[tuple[str, Any]]]:
     """Within the block, each C++ source numba-cuda compiles with NVRTC in this thread (the
     link inputs ``cuda.compile_all`` compiles) is recorded with its output."""
-    from numba.cuda.cudadrv import nvrtc
-
+    nvrtc = _nvrtc_of_compile_all()
     me = threading.get_ident()
     with _lock:
         if not _recording:
