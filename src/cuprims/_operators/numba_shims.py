@@ -48,10 +48,12 @@ def _is_shim(source: Any) -> bool:
 def _nvrtc_of_compile_all() -> Any:
     """The NVRTC module ``cuda.compile_all`` calls (numba-cuda's redirect can import a module
     under two names: patch the one its compiler holds)."""
+    import importlib
+
     from numba import cuda
 
-    # mypy reads numba's own numba.cuda, which numba-cuda's redirect replaces at run time
-    return sys.modules[cuda.compile_all.__module__].nvrtc  # type: ignore[attr-defined]
+    # the compiler module of the numba.cuda package in use, whatever its name
+    return importlib.import_module(cuda.__name__ + ".compiler").nvrtc
 
 
 @contextlib.contextmanager
