@@ -8,8 +8,8 @@ GPU run is the full-matrix run.
 
 Two markers shape the parallel pass: ``ci_sample(every)`` on a parametrized test keeps
 every ``every``-th case of it in CI (the first included; the rest count as ``slow``), and
-``runs_long`` on a module sends its tests to the workers first, so that the pass does not
-end with one worker busy on a long test while the other waits.
+``runs_long`` on a module sends its tests to the workers first, so that the pass ends on
+short tests that an idle worker can take over (scripts/test shares the tests by work stealing).
 
 Both suites mirror the package (tests/cpu/algorithms, tests/gpu/algorithms, .../coop, ...);
 this folder holds what they share: twins.py (a CPU test's and its GPU twin's operators,
