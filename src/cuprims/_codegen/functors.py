@@ -144,6 +144,19 @@ def equality_functor(name: str, op: OpSpec, key: ValueType, symbol: str) -> tupl
     return comparator_functor(name, op, key, symbol)
 
 
+def flag_functor(name: str, op: OpSpec, vt: ValueType, symbol: str) -> tuple[str, tuple[str, ...]]:
+    """Discontinuity flag functor ``name``: ``bool operator()(const T& a, const T& b)``, true
+    where ``a`` and the item after it, ``b``, are apart: ``OpKind.NOT_EQUAL_TO`` (C++'s
+    ``!=``: a NaN differs from everything) or ``OpKind.EQUAL_TO`` on scalars, anything else a
+    linked operator writing a flag byte."""
+    if op.kind == "builtin":
+        if op.builtin not in (OpKind.NOT_EQUAL_TO, OpKind.EQUAL_TO) or vt.is_struct:
+            raise ValueError(f"{op.builtin} is not a flag operator on {vt.cpp}")
+        t, expr = vt.cpp, "a != b" if op.builtin is OpKind.NOT_EQUAL_TO else "a == b"
+        return _functor(name, "bool", f"const {t}& a, const {t}& b", [f"return {expr};"]), ()
+    return comparator_functor(name, op, vt, symbol)
+
+
 def predicate_functor(name: str, op: OpSpec, vt: ValueType, symbol: str) -> tuple[str, tuple[str, ...]]:
     """Predicate functor ``name``: ``bool operator()(const T& x)`` calling linked operator
     ``symbol`` (a Python callable or RawOp writing one flag byte, nonzero = true)."""

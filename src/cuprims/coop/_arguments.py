@@ -158,3 +158,66 @@ def warp_exchange_kind(value: Any, argument: str = "warp_exchange_type") -> Warp
     if isinstance(name, str) and name in WarpExchangeType.__members__:
         return WarpExchangeType[name]
     raise ArgumentError(argument, "a coop.warp.WarpExchangeType ('StripedToBlocked' or 'BlockedToStriped')", value)
+
+
+class BlockDiscontinuityType(enum.Enum):
+    """Which flags :func:`~cuprims.coop.block.make_discontinuity` sets: at each run's first
+    item (``HEADS``), its last (``TAILS``), or both."""
+
+    HEADS = "heads"
+    TAILS = "tails"
+    HEADS_AND_TAILS = "heads_and_tails"
+
+
+class BlockAdjacentDifferenceType(enum.Enum):
+    """Which neighbour :func:`~cuprims.coop.block.make_adjacent_difference` takes each item
+    against: the one before it (``SubtractLeft``) or after it (``SubtractRight``)."""
+
+    SubtractLeft = "left"
+    SubtractRight = "right"
+
+
+def enum_member(kind: type[enum.Enum], value: Any, argument: str) -> Any:
+    """``value`` (a member of ``kind``, or its name) as a member of ``kind``."""
+    if isinstance(value, kind):
+        return value
+    if isinstance(value, str) and value in kind.__members__:
+        return kind[value]
+    names = ", ".join(repr(n) for n in kind.__members__)
+    raise ArgumentError(argument, f"a coop.block.{kind.__name__} ({names})", value)
+
+
+def flag_operator(op: Any, vt: ValueType, argument: str = "flag_op") -> OpSpec:
+    """A discontinuity's flag operator: None or OpKind.NOT_EQUAL_TO ('!='), OpKind.EQUAL_TO
+    ('=='), or a Python callable ``op(a, b)`` whose truth is the flag."""
+    if op is None or op == "!=":
+        op = OpKind.NOT_EQUAL_TO
+    elif op == "==":
+        op = OpKind.EQUAL_TO
+
+    def check(spec: OpSpec, vt: ValueType, argument: str) -> None:
+        if spec.builtin not in (OpKind.NOT_EQUAL_TO, OpKind.EQUAL_TO) or vt.is_struct:
+            raise ArgumentError(argument, "OpKind.NOT_EQUAL_TO or OpKind.EQUAL_TO on numbers, or a Python callable "
+                                f"{argument}(a, b) whose truth is the flag", spec.builtin)
+
+    return _operator(op, vt, argument, check, "None, OpKind.NOT_EQUAL_TO, OpKind.EQUAL_TO or a Python callable",
+                     "a flag operator")
+
+
+def difference_operator(op: Any, vt: ValueType, argument: str = "difference_op") -> OpSpec:
+    """An adjacent difference's operator: None or '-' (OpKind.MINUS), another binary
+    built-in defined on ``vt`` (associative or not: each pair is combined once), or a
+    Python callable ``op(item, neighbour) -> item``."""
+    from cuprims._codegen.builtin_ops import combiner_kinds
+
+    if op is None or op == "-":
+        op = OpKind.MINUS
+
+    def check(spec: OpSpec, vt: ValueType, argument: str) -> None:
+        allowed = combiner_kinds(vt) | ({OpKind.MINUS} if vt.kind in "iufc" else set())
+        if vt.is_struct or spec.builtin not in allowed:
+            raise ArgumentError(argument, f"a binary operator defined on {vt.dtype} values (OpKind.MINUS, PLUS...) "
+                                "or a Python callable", spec.builtin)
+
+    return _operator(_OPERATOR_NAMES.get(op, op) if isinstance(op, str) else op, vt, argument, check,
+                     "an OpKind or a Python callable", "an operator")

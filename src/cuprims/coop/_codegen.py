@@ -155,7 +155,10 @@ def _declarations(spec: ProviderSpec, rec: Record, s: str) -> tuple[list[str], t
     callback's, the initial value; and the operator symbols they expect to be linked."""
     parts: list[str] = []
     externs: tuple[str, ...] = ()
-    if rec.compares:
+    if rec.functor is not None and spec.op is not None:
+        functor, externs = rec.functor(f"{s}_functor", spec.op, spec.vt, spec.op_symbol)
+        parts.append(functor)
+    elif rec.compares:
         functor, externs = comparator_functor(f"{s}_functor", spec.op, spec.vt, spec.op_symbol)
         parts.append(functor)
     elif spec.op is not None and not (is_sum(spec) and spec.init is None):

@@ -61,12 +61,14 @@ class ProviderSpec:
     """One provider. ``kind`` is one of load, store, reduce, scan, warp_reduce, warp_scan,
     radix_sort (``mode``: ascending/descending), exchange (``mode``: CUB's method name,
     ``algorithm``: "timesliced" or ""), merge_sort and warp_merge_sort (``op``: the
-    comparator), warp_load, warp_store and warp_exchange (``mode``: CUB's method name).
+    comparator), warp_load, warp_store and warp_exchange (``mode``: CUB's method name),
+    discontinuity (``mode``: heads, tails or heads_and_tails; ``op``: the flag operator)
+    and adjacent_difference (``mode``: left or right; ``op``: the difference).
 
     ``dims`` is the block shape (x, y, z); for warp primitives (logical warp size, 1, 1).
     ``mode`` (scans): "inclusive" or "exclusive". ``init``: the scan's initial value as
     C++ text (None: none). ``op``: the combiner (None for load/store). ``values``: the
-    value type of a sort of key-value pairs (None: keys only). ``prefix`` (block
+    value type of a sort of key-value pairs (None: keys only), or a discontinuity's flag type. ``prefix`` (block
     scans): the block prefix callback, a Python function ``prefix(state, aggregate)``
     called through :attr:`prefix_symbol`; ``prefix_state``: the element type of the 1-D
     array it takes as ``state``."""

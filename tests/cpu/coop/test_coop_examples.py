@@ -50,7 +50,7 @@ def kernels(no_launch, monkeypatch):
     return made
 
 
-@pytest.mark.ci_sample(every=2)
+@pytest.mark.ci_sample(every=3)
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
 def test_example_kernel_compiles_and_links(kernels, path, capsys):
     spec = importlib.util.spec_from_file_location(f"_coop_example_{path.stem}", path)

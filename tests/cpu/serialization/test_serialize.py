@@ -81,7 +81,7 @@ BUILDS = {
 }
 
 
-@pytest.mark.ci_sample(every=2)
+@pytest.mark.ci_sample(every=3)
 @pytest.mark.parametrize("case", sorted(BUILDS))
 def test_every_algorithm_round_trips(shared_cache, case):
     obj = BUILDS[case]()

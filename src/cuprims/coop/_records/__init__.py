@@ -27,6 +27,7 @@ from cuprims.coop._records._base import OPERAND, RUNTIME, STATIC, Call, Record
 from cuprims.coop._records.exchange import EXCHANGE, WARP_EXCHANGE
 from cuprims.coop._records.load_store import LOAD, STORE, WARP_LOAD, WARP_STORE
 from cuprims.coop._records.merge_sort import MERGE_SORT, WARP_MERGE_SORT
+from cuprims.coop._records.neighbours import ADJACENT_DIFFERENCE, DISCONTINUITY
 from cuprims.coop._records.radix_sort import RADIX_SORT
 from cuprims.coop._records.reduce_scan import REDUCE, SCAN, WARP_REDUCE, WARP_SCAN
 
@@ -34,7 +35,7 @@ __all__ = ["CALLS", "OPERAND", "RECORDS", "RUNTIME", "STATIC", "Call", "Entry", 
            "serving"]
 
 RECORDS: Mapping[str, Record] = MappingProxyType({r.kind: r for r in (
-    LOAD, STORE, EXCHANGE, REDUCE, SCAN, MERGE_SORT, RADIX_SORT,
+    LOAD, STORE, EXCHANGE, REDUCE, SCAN, MERGE_SORT, RADIX_SORT, DISCONTINUITY, ADJACENT_DIFFERENCE,
     WARP_LOAD, WARP_STORE, WARP_EXCHANGE, WARP_REDUCE, WARP_SCAN, WARP_MERGE_SORT)})
 
 # Style 2's calls, in the records' order (the reference lists them so): name -> Call

@@ -75,7 +75,9 @@ class Record:
     tile, the shared memory its own storage may take (0: one slot per logical warp);
     ``compares``: its operator is a comparator (else a combiner, or none); ``barrier``: a
     barrier before its own storage is reused; ``algorithms``: ``spec.algorithm``'s names
-    (Style 2's ``algorithm=``) -> CUB's enumerators (None: CUB has one algorithm)."""
+    (Style 2's ``algorithm=``) -> CUB's enumerators (None: CUB has one algorithm);
+    ``functor``: ``functor(name, op, vt, symbol) -> (C++ text, extern symbols)`` making
+    the operator's functor, where neither a comparator's nor a combiner's serves."""
 
     kind: str
     header: str
@@ -88,3 +90,4 @@ class Record:
     compares: bool = False
     barrier: bool = True
     algorithms: Mapping[str, str] | None = None
+    functor: Callable[..., tuple[str, tuple[str, ...]]] | None = None

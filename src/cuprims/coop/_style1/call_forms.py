@@ -28,11 +28,13 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-# what each of prim's parameters takes: an array of the element type T (of the value type
-# V for ``values``), any array, or a value (a scalar or a struct)
+# what each of prim's parameters takes: an array of the element type T, of the second type
+# V (a sort's values, a discontinuity's flags), any array, or a value (a scalar or a struct)
 T_ARRAYS = frozenset({"src", "dst", "items", "items_in", "items_out", "keys"})
+V_ARRAYS = frozenset({"values", "head_flags", "tail_flags"})
 ANY_ARRAYS = frozenset({"prefix_state"})
-VALUE_PARAMS = frozenset({"item", "num_valid", "begin_bit", "end_bit", "oob_default"})
+VALUE_PARAMS = frozenset({"item", "num_valid", "begin_bit", "end_bit", "oob_default", "tile_predecessor_item",
+                          "tile_successor_item"})
 
 
 def _fits(params: tuple[str, ...], argtypes: list[Any], element: Any, value: Any) -> bool:
@@ -46,7 +48,7 @@ def _fits(params: tuple[str, ...], argtypes: list[Any], element: Any, value: Any
         is_array = isinstance(t, types.Array)
         if name in T_ARRAYS and not (is_array and t.dtype == element):
             return False
-        if name == "values" and not (is_array and t.dtype == value):
+        if name in V_ARRAYS and not (is_array and t.dtype == value):
             return False
         if name in ANY_ARRAYS and not is_array:
             return False

@@ -175,3 +175,32 @@ def oob_check():
 
         _oob_fn = cuprims_coop_oob_given
     return _oob_fn
+
+
+_full_tile_fn = None
+
+
+def full_tile_only():
+    """An intrinsic ``(num_valid) -> None`` that fails typing unless ``num_valid`` was left
+    out (typed as the literal -1): CUB's right difference of a partial tile takes no
+    successor item, so a call giving both cannot be served."""
+    global _full_tile_fn
+    if _full_tile_fn is None:
+        _, types, _ = import_numba()
+        from numba.core.errors import TypingError
+        from numba.cuda.extending import intrinsic
+
+        @intrinsic
+        def cuprims_coop_full_tile_only(typingctx, num_valid):
+            left_out = getattr(num_valid, "literal_value", None)
+            if not (isinstance(left_out, int) and left_out < 0):
+                raise TypingError("tile_successor_item and num_valid exclude each other: CUB's right difference "
+                                  "of a partial tile ends at its last valid item, with no successor")
+
+            def codegen(context, builder, sig, args):
+                return context.get_dummy_value()
+
+            return types.none(num_valid), codegen
+
+        _full_tile_fn = cuprims_coop_full_tile_only
+    return _full_tile_fn

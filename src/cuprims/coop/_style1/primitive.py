@@ -14,7 +14,7 @@ from typing import Any
 
 from cuprims._operators.numba_ops import import_numba
 from cuprims.coop._numba import addr, link_files, state_pointer
-from cuprims.coop._style1.intrinsics import oob_check, span, storage_bytes
+from cuprims.coop._style1.intrinsics import full_tile_only, oob_check, span, storage_bytes
 
 _pending: dict[int, list] = {}
 
@@ -43,8 +43,8 @@ def pending_files(symbol: str, unit: Future) -> list:
 def device_function(name: str, source: str, namespace: dict[str, Any]):
     """Exec ``source`` (defining ``name``) and make it a numba device function."""
     cuda, _, _ = import_numba()
-    ns = {"cuda": cuda, "__addr": addr(), "__span": span(), "__oob_given": oob_check(), "__state": state_pointer(),
-          **namespace}
+    ns = {"cuda": cuda, "__addr": addr(), "__span": span(), "__oob_given": oob_check(),
+          "__full_tile": full_tile_only(), "__state": state_pointer(), **namespace}
     exec(compile(source, f"<cuprims coop {name}>", "exec"), ns)
     from numba import types
 
