@@ -18,7 +18,7 @@ from numba.core.errors import TypingError  # noqa: E402
 
 from cuprims import OpKind, coop  # noqa: E402
 from cuprims._compile.elfmeta import local_memory_bytes, register_count  # noqa: E402
-from cuprims.errors import ArgumentError  # noqa: E402
+from cuprims.errors import ArgumentError, CoopError  # noqa: E402
 
 import coop_forms  # noqa: E402
 import coop_neighbours  # noqa: E402
@@ -128,3 +128,43 @@ def test_keys_differ_by_kind_operator_and_flag_type():
     assert len({p.spec.key for p in made}) == len(made)
     # CUB keeps each thread's first and last items for the neighbours: a few bytes a thread
     assert 0 < made[0].temp_storage_layout[0] <= 2 * 128 * 4 + 16
+
+
+def test_style2_calls_link_and_keep_items_in_registers():
+    """Style 2's flag_heads / flag_tails / flag_heads_and_tails / subtract_left /
+    subtract_right, with and without the tile's neighbours, a partial tile, in place."""
+    @cuda.jit
+    def kernel(x, flags_out, deltas_out):
+        block = coop.this_block()
+        items = coop.ThreadData(4)
+        coop.load(block, x, items)
+        heads = coop.ThreadData(4, dtype=numba.int32)
+        tails = coop.ThreadData(4, dtype=numba.int32)
+        coop.flag_heads(block, items, heads, tile_predecessor_item=x[0])
+        coop.flag_tails(block, items, tails)
+        coop.flag_heads_and_tails(block, items, heads, tails, tile_predecessor_item=x[0], tile_successor_item=x[1])
+        coop.flag_heads_and_tails(block, items, heads, tails, tile_successor_item=x[1])
+        deltas = coop.ThreadData(4)
+        coop.subtract_left(block, items, deltas, tile_predecessor_item=x[0], valid_items=100)
+        coop.subtract_right(block, items, deltas, valid_items=100)
+        coop.subtract_right(block, items, tile_successor_item=x[2])
+        coop.subtract_left(block, items)
+        coop.store(block, flags_out, heads)
+        coop.store(block, deltas_out, deltas)
+
+    with coop.target(block=(128, 1, 1)):
+        cubin = link_kernel(kernel, (types.int32[::1],) * 3, [])
+    assert local_memory_bytes(cubin) == 0
+
+
+def test_style2_right_difference_of_a_partial_tile_takes_no_successor():
+    @cuda.jit
+    def kernel(x, n):
+        block = coop.this_block()
+        items = coop.ThreadData(2)
+        coop.load(block, x, items)
+        coop.subtract_right(block, items, tile_successor_item=x[0], valid_items=n)
+        coop.store(block, x, items)
+
+    with coop.target(block=(128, 1, 1)), pytest.raises(CoopError, match="exclude each other"):
+        link_kernel(kernel, (types.int32[::1], types.int32), [])

@@ -67,3 +67,35 @@ def test_a_python_flag_operator_and_a_tile_split_over_two_calls():
     want = np.ones(x.size, np.int32)
     want[1:] = np.abs(np.diff(x)) > 0.5
     np.testing.assert_array_equal(out.copy_to_host(), want)
+
+
+def test_style2_flags_and_differences_match_numpy():
+    from cuprims import coop
+
+    threads, n = 128, 3
+    tile = threads * n
+
+    @cuda.jit
+    def kernel(x, heads_out, tails_out, left_out, right_out):
+        block = coop.this_block()
+        items = coop.ThreadData(n)
+        coop.load(block, x, items)
+        heads = coop.ThreadData(n, dtype=numba.int32)
+        tails = coop.ThreadData(n, dtype=numba.int32)
+        coop.flag_heads_and_tails(block, items, heads, tails, tile_predecessor_item=x[tile - 1])
+        deltas = coop.ThreadData(n)
+        coop.subtract_left(block, items, deltas, valid_items=tile // 2)
+        coop.store(block, left_out, deltas)
+        coop.subtract_right(block, items, tile_successor_item=x[0])    # in place
+        coop.store(block, right_out, items)
+        coop.store(block, heads_out, heads)
+        coop.store(block, tails_out, tails)
+
+    x = coop_neighbours.inputs("int32", tile)
+    outs = [cuda.device_array(tile, np.int32) for _ in range(4)]
+    kernel[1, threads](cuda.to_device(x), *outs)
+    heads, tails, left, right = (o.copy_to_host() for o in outs)
+    np.testing.assert_array_equal(heads, coop_neighbours.heads(x, x[-1]))
+    np.testing.assert_array_equal(tails, coop_neighbours.tails(x))
+    np.testing.assert_array_equal(left, coop_neighbours.left(x, valid=tile // 2))
+    np.testing.assert_array_equal(right, coop_neighbours.right(x, x[0]))

@@ -62,7 +62,7 @@ def _tile(record: Record, o: Any, group: Any, array: Any, items: Any, argument: 
     return ProviderSpec(record.kind, vt, s2.dims(group), n, algorithm_of(record.algorithms, o.options["algorithm"]))
 
 
-def _plan_load(record: Record, o: Any, group: Any, src: Any, items: Any, valid: Any, oob: Any) -> Any:
+def _plan_load(record: Record, o: Any, group: Any, src: Any, items: Any, valid: Any, oob: Any, *_: Any) -> Any:
     from cuprims.coop._style2 import operands as s2
 
     spec = _tile(record, o, group, src, items, "src", writable=False)
@@ -80,7 +80,7 @@ def _plan_load(record: Record, o: Any, group: Any, src: Any, items: Any, valid: 
     return s2.Plan(spec, None, s2.NONE, "load_valid", (0, 1, 2, fill), tile, stride)
 
 
-def _plan_store(record: Record, o: Any, group: Any, dst: Any, items: Any, valid: Any, _: Any) -> Any:
+def _plan_store(record: Record, o: Any, group: Any, dst: Any, items: Any, valid: Any, *_: Any) -> Any:
     from cuprims.coop._style2 import operands as s2
 
     spec = _tile(record, o, group, dst, items, "dst", writable=True)

@@ -43,7 +43,8 @@ def _merge_text(spec: ProviderSpec) -> str:
                        "i32(min(num_valid, TILE)), __addr(oob)"))
 
 
-def _plan_merge(record: Record, o: Any, group: Any, keys: Any, values: Any, valid: Any, oob: Any) -> Any:
+def _plan_merge(record: Record, o: Any, group: Any, keys: Any, values: Any, valid: Any, oob: Any, *_: Any
+                ) -> Any:
     from cuprims.coop._style2 import operands as s2
 
     vt, n = s2.items_of(keys, "keys")

@@ -17,12 +17,15 @@ array type). Entry points:
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 from cuprims._codegen.functors import flag_functor
+from cuprims.coop._arguments import difference_operator, flag_operator, python_callable
 from cuprims.coop._records._abi import Entry, Param, count, thread_in, thread_out
-from cuprims.coop._records._base import Record
+from cuprims.coop._records._base import Call, Record, roles
 from cuprims.coop._records._texts import dispatch
 from cuprims.coop._spec import ProviderSpec
+from cuprims.errors import ArgumentError
 
 # Style 1's names of the tile's neighbours, and the entry points' suffixes and parameters for them
 _PRED, _SUCC = ("tile_predecessor_item", "_pred", "pred"), ("tile_successor_item", "_succ", "succ")
@@ -119,10 +122,99 @@ def _difference_text(spec: ProviderSpec) -> str:
     return text + "        __full_tile(num_valid)\n" + dispatch("ext_succ", args + ", __addr(succ)", None, "        ")
 
 
+def _check_neighbour(t: Any, items: Any, argument: str) -> None:
+    from numba import types
+
+    if not (isinstance(types.unliteral(t), (types.Number, types.Boolean)) or t == items.dtype):
+        raise ArgumentError(argument, f"a value convertible to {items.dtype} (the item next to the tile)", t)
+
+
+def _flags_of(o: Any, items: Any, flags: Any, argument: str) -> Any:
+    """The flag type of a ThreadData of flags (as many as the items, of bool or an integer type)."""
+    from cuprims.coop._style2 import operands as s2
+
+    fvt, count = s2.items_of(flags, argument)
+    if count != items.count or fvt.is_struct or fvt.dtype.kind not in "biu":
+        raise ArgumentError(argument, f"a coop.ThreadData of {items.count} bools or integers (one flag per item)",
+                            flags)
+    return fvt
+
+
+def _plan_flags(record: Record, o: Any, group: Any, items: Any, arrays: tuple, pred: Any, succ: Any,
+                mode: str) -> Any:
+    from cuprims.coop._style2 import operands as s2
+
+    vt, n = s2.items_of(items, "items")
+    names = {"heads": ("head_flags",), "tails": ("tail_flags",), "heads_and_tails": ("head_flags", "tail_flags")}
+    fvts = [_flags_of(o, items, a, name) for a, name in zip(arrays, names[mode])]
+    if len(set(fvts)) > 1:
+        raise ArgumentError("tail_flags", f"a coop.ThreadData like head_flags ({arrays[0]})", arrays[1])
+    op = flag_operator(o.options["flag_op"], vt)
+    spec = ProviderSpec(record.kind, vt, group.dims, n, "", op, mode=mode, values=fvts[0])
+    given = [(name, sfx, t) for name, sfx, t in (("pred", "_pred", pred), ("succ", "_succ", succ)) if not s2.absent(t)]
+    for name, _, t in given:
+        _check_neighbour(t, items, "tile_predecessor_item" if name == "pred" else "tile_successor_item")
+    first = 1 + len(arrays)                     # the neighbours' operand indices follow the flag arrays
+    slots = tuple(range(first)) + tuple(first + (name == "succ" and mode == "heads_and_tails") for name, _, _ in given)
+    variant = ("flags" if len(arrays) == 1 else "flags2") + "".join("_" + name for name, _, _ in given)
+    return s2.Plan(spec, python_callable(op, o.options["flag_op"]), s2.NONE, variant, slots)
+
+
+def _plan_heads(record: Record, o: Any, group: Any, items: Any, flags: Any, pred: Any, *_: Any) -> Any:
+    return _plan_flags(record, o, group, items, (flags,), pred, None, "heads")
+
+
+def _plan_tails(record: Record, o: Any, group: Any, items: Any, flags: Any, succ: Any, *_: Any) -> Any:
+    return _plan_flags(record, o, group, items, (flags,), None, succ, "tails")
+
+
+def _plan_heads_and_tails(record: Record, o: Any, group: Any, items: Any, head: Any, tail: Any, pred: Any, succ: Any,
+                          *_: Any) -> Any:
+    return _plan_flags(record, o, group, items, (head, tail), pred, succ, "heads_and_tails")
+
+
+def _plan_difference(record: Record, o: Any, group: Any, items: Any, out: Any, neighbour: Any, valid: Any,
+                     *_: Any) -> Any:
+    from cuprims.coop._style2 import operands as s2
+
+    vt, n = s2.items_of(items, "items")
+    left = o.primitive == "subtract_left"
+    op = difference_operator(o.options["difference_op"], vt)
+    spec = ProviderSpec(record.kind, vt, group.dims, n, "", op, mode="left" if left else "right")
+    obj = python_callable(op, o.options["difference_op"])
+    plan = s2.in_place_or_into(spec, obj, items, out)
+    if s2.absent(neighbour) and s2.absent(valid):
+        return plan
+    slots, side = (0, 0) if plan.variant == "in_place" else (0, 1), "pred" if left else "succ"
+    if not s2.absent(neighbour):
+        _check_neighbour(neighbour, items, f"tile_{'predecessor' if left else 'successor'}_item")
+        slots += (2,)
+    if s2.absent(valid):
+        return s2.Plan(spec, obj, s2.NONE, f"into_{side}", slots)
+    s2.integer(valid, "valid_items")
+    if not left and not s2.absent(neighbour):
+        raise s2.fail(o, "valid_items= and tile_successor_item= exclude each other: CUB's right difference of a "
+                      "partial tile ends at its last valid item, with no successor")
+    variant = "into_valid" if s2.absent(neighbour) else "into_pred_valid"
+    return s2.Plan(spec, obj, s2.NONE, variant, slots + (3,), spec.threads * n)
+
+
+_FLAG_CALLS = (Call("flag_heads", roles(("items", "head_flags"), ("flag_op",), ("tile_predecessor_item",)),
+                    _plan_heads),
+               Call("flag_tails", roles(("items", "tail_flags"), ("flag_op",), ("tile_successor_item",)), _plan_tails),
+               Call("flag_heads_and_tails", roles(("items", "head_flags", "tail_flags"), ("flag_op",),
+                                                  ("tile_predecessor_item", "tile_successor_item")),
+                    _plan_heads_and_tails))
+# the differences' items type their output
+_DIFFERENCE_CALLS = tuple(Call(f"subtract_{side}", roles(("items", "out"), ("difference_op",),
+                                                         (f"tile_{neighbour}_item", "valid_items")),
+                               _plan_difference, (("out", "items"),))
+                          for side, neighbour in (("left", "predecessor"), ("right", "successor")))
+
 # the flag operator is a truth value: a linked Python one writes a flag byte
 DISCONTINUITY = Record("discontinuity", "#include <cub/block/block_discontinuity.cuh>",
                        "cub::BlockDiscontinuity<{t}, {x}, {y}, {z}>", _discontinuity_entries, _discontinuity_text,
-                       compares=True, functor=flag_functor)
+                       _FLAG_CALLS, compares=True, functor=flag_functor)
 ADJACENT_DIFFERENCE = Record("adjacent_difference", "#include <cub/block/block_adjacent_difference.cuh>",
                              "cub::BlockAdjacentDifference<{t}, {x}, {y}, {z}>", _difference_entries,
-                             _difference_text)
+                             _difference_text, _DIFFERENCE_CALLS)

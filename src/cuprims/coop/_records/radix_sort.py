@@ -32,7 +32,8 @@ def _radix_text(spec: ProviderSpec) -> str:
             + dispatch("ext", f"{spans}, i32(begin_bit), i32(end_bit)", None))
 
 
-def _plan_radix(record: Record, o: Any, group: Any, keys: Any, values: Any, begin: Any, end: Any) -> Any:
+def _plan_radix(record: Record, o: Any, group: Any, keys: Any, values: Any, begin: Any, end: Any, *_: Any
+                ) -> Any:
     from cuprims.coop._style2 import operands as s2
 
     vt, n = s2.items_of(keys, "keys")

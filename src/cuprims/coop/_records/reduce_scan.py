@@ -143,7 +143,7 @@ def _prefix(record: Record, o: Any, vt: Any, init: str | None, state: Any) -> tu
     return prefix, prefix_state, fn
 
 
-def _plan_scan(record: Record, o: Any, group: Any, items: Any, out: Any, state: Any, _: Any) -> Any:
+def _plan_scan(record: Record, o: Any, group: Any, items: Any, out: Any, state: Any, *_: Any) -> Any:
     from cuprims.coop._style2 import operands as s2
 
     vt, n, is_items = s2.value_of(items, "items")

@@ -228,5 +228,69 @@ def merge_sort_pairs(group, keys, values, /, *, compare_op, valid_items=None, oo
     """
 
 
+@Stub
+def flag_heads(group, items, head_flags, /, *, flag_op=None, tile_predecessor_item=None, temp_storage=None):
+    """Block only: ``head_flags[i]`` (a ``ThreadData`` of bools or integers, as long as
+    ``items``) set where ``flag_op(previous item, item)`` is true (``!=`` unless given: a
+    Python function, ``OpKind.NOT_EQUAL_TO`` or ``OpKind.EQUAL_TO``), across the block's
+    blocked tile. The tile's first item is a head unless ``tile_predecessor_item`` (the
+    item before the tile) is given.
+
+    Example::
+
+        flags = coop.ThreadData(4, dtype=numba.int32)
+        coop.flag_heads(block, items, flags, tile_predecessor_item=prev)
+    """
+
+
+@Stub
+def flag_tails(group, items, tail_flags, /, *, flag_op=None, tile_successor_item=None, temp_storage=None):
+    """As :func:`flag_heads`, ``tail_flags[i]`` set where ``flag_op(item, next item)`` is
+    true; the tile's last item is a tail unless ``tile_successor_item`` is given.
+
+    Example::
+
+        coop.flag_tails(block, items, flags, tile_successor_item=following)
+    """
+
+
+@Stub
+def flag_heads_and_tails(group, items, head_flags, tail_flags, /, *, flag_op=None, tile_predecessor_item=None,
+                         tile_successor_item=None, temp_storage=None):
+    """:func:`flag_heads` and :func:`flag_tails` in one call (two flag arrays of one type).
+
+    Example::
+
+        coop.flag_heads_and_tails(block, items, heads, tails)
+    """
+
+
+@Stub
+def subtract_left(group, items, out=None, /, *, difference_op=None, tile_predecessor_item=None, valid_items=None,
+                  temp_storage=None):
+    """Block only: ``difference_op(item, previous item)`` (``-`` unless given) of each item
+    of the blocked tile, into ``out`` or in place. The tile's first item is kept unless
+    ``tile_predecessor_item`` is given; with ``valid_items`` only the tile's first items
+    are differenced (the others are kept).
+
+    Example::
+
+        coop.subtract_left(block, items, deltas, tile_predecessor_item=prev)
+    """
+
+
+@Stub
+def subtract_right(group, items, out=None, /, *, difference_op=None, tile_successor_item=None, valid_items=None,
+                   temp_storage=None):
+    """As :func:`subtract_left` with the next item: ``difference_op(item, next item)``; the
+    tile's last item (the last valid one with ``valid_items``, which excludes
+    ``tile_successor_item``) is kept unless ``tile_successor_item`` is given.
+
+    Example::
+
+        coop.subtract_right(block, items, valid_items=n)
+    """
+
+
 # every Style 2 call of this module: name -> stub (each served by a record's Call of that name)
 STUBS = {name: stub for name, stub in list(globals().items()) if isinstance(stub, Stub)}

@@ -35,12 +35,14 @@ from cuprims.coop._style2.thread_data import _local_array, _trap
 @dataclasses.dataclass(frozen=True)
 class _Variant:
     """A helper: its parameters before ``temp``, the entry point's arguments, the
-    statements before the call, and whether it returns ``out[0]``."""
+    statements before the call, whether it returns ``out[0]``, and the entry point's
+    suffix (``SYM<suffix>``)."""
 
     params: str
     args: str
     prologue: tuple[str, ...] = ()
     returns: bool = False
+    suffix: str = ""
 
 
 def _within(array: str) -> tuple[str, ...]:
@@ -54,15 +56,21 @@ _OOB = ("oob = local(1, vts)", "oob[0] = oob_default")
 _SCALAR = ("inp = local(1, vts)", "inp[0] = value", "out = local(1, vts)")
 _STATE = ", state_addr(state), i64(state.size)"     # a block prefix callback's state: data and length
 
+
+def _NEIGHBOUR(local: str, value: str) -> tuple[str, ...]:  # noqa: N802  (reads as the constants beside it)
+    """The item next to the tile, ``value``, in a local array ``local`` (passed by address)."""
+    return (f"{local} = local(1, vts)", f"{local}[0] = {value}")
+
 VARIANTS = {
     # a full-tile load or store: the two differ only in which pointer CUB reads
     "load": _Variant("array, items", "addr(array), addr(items)", _WHOLE_TILE),
     "store": _Variant("array, items", "addr(array), addr(items)", _WHOLE_TILE),
     "load_valid": _Variant("src, items, valid, oob_default", "addr(src), addr(items), i32(valid), addr(oob)",
-                           _within("src") + _OOB),
-    "store_valid": _Variant("dst, items, valid", "addr(dst), addr(items), i32(valid)", _within("dst")),
+                           _within("src") + _OOB, suffix="_valid"),
+    "store_valid": _Variant("dst, items, valid", "addr(dst), addr(items), i32(valid)", _within("dst"), suffix="_valid"),
     "value_out": _Variant("value", "addr(inp), addr(out)", _SCALAR, returns=True),
-    "value_out_valid": _Variant("value, valid", "addr(inp), addr(out), i32(valid)", _RANGE + _SCALAR, returns=True),
+    "value_out_valid": _Variant("value, valid", "addr(inp), addr(out), i32(valid)", _RANGE + _SCALAR, returns=True,
+                                suffix="_valid"),
     "items_out": _Variant("items", "addr(items), addr(out)", ("out = local(1, vts)",), returns=True),
     "in_place": _Variant("items", "addr(items), addr(items)"),
     "into": _Variant("items, out", "addr(items), addr(out)"),
@@ -70,11 +78,28 @@ VARIANTS = {
     "radix_pairs": _Variant("keys, values, begin_bit, end_bit",
                             "addr(keys), addr(values), i32(begin_bit), i32(end_bit)"),
     "sort": _Variant("keys", "addr(keys)"),
-    "sort_valid": _Variant("keys, valid, oob_default", "addr(keys), i32(valid), addr(oob)", _RANGE + _OOB),
+    "sort_valid": _Variant("keys, valid, oob_default", "addr(keys), i32(valid), addr(oob)", _RANGE + _OOB,
+                           suffix="_valid"),
     "sort_pairs": _Variant("keys, values", "addr(keys), addr(values)"),
     "sort_pairs_valid": _Variant("keys, values, valid, oob_default", "addr(keys), addr(values), i32(valid), addr(oob)",
-                                 _RANGE + _OOB),
+                                 _RANGE + _OOB, suffix="_valid"),
+    # an adjacent difference: into another array or in place (the same array twice), of a
+    # partial tile, given the item before (after) the tile
+    "into_valid": _Variant("items, out, valid", "addr(items), addr(out), i32(valid)", _RANGE, suffix="_valid"),
+    "into_pred_valid": _Variant("items, out, pred, valid", "addr(items), addr(out), addr(p), i32(valid)",
+                                _RANGE + _NEIGHBOUR("p", "pred"), suffix="_pred_valid"),
+    # discontinuity flags into one array, or heads and tails into two
+    "flags": _Variant("items, flags", "addr(items), addr(flags)"),
+    "flags2": _Variant("items, head, tail", "addr(items), addr(head), addr(tail)"),
+    "flags2_pred_succ": _Variant("items, head, tail, pred, succ", "addr(items), addr(head), addr(tail), addr(p), addr(s)",
+                                 _NEIGHBOUR("p", "pred") + _NEIGHBOUR("s", "succ"), suffix="_pred_succ"),
 }
+for _name in ("into", "flags", "flags2"):      # given the item before or after the tile
+    _v = VARIANTS[_name]
+    for _side in ("pred", "succ"):
+        VARIANTS[f"{_name}_{_side}"] = dataclasses.replace(
+            _v, params=_v.params + ", neighbour", args=_v.args + ", addr(nb)",
+            prologue=_v.prologue + _NEIGHBOUR("nb", "neighbour"), suffix="_" + _side)
 for _name in ("value_out", "in_place", "into"):     # with a block prefix callback: its state after the items
     _v = VARIANTS[_name]
     VARIANTS[_name + "_prefix"] = dataclasses.replace(_v, params=_v.params + ", state", args=_v.args + _STATE)
@@ -177,7 +202,7 @@ def helper(plan: Plan) -> Callable:
     if key in _helpers:
         return _helpers[key]
     spec = plan.spec
-    suffix = "_valid" if plan.variant.endswith("_valid") else ""
+    suffix = VARIANTS[plan.variant].suffix
     run = _entry(spec, suffix)
     run_ts = _entry(spec, suffix, ts=True) if plan.temp else run   # never called without
     fn = _helpers[key] = _maker(plan.variant)(run, run_ts, plan.limit, plan.check_stride, layout[0], layout[1],

@@ -55,11 +55,11 @@ def _slot_value(context: Any, builder: Any, slot: Any, sig: Any, args: Any) -> t
 
 
 @intrinsic
-def _coop_call(typingctx: Any, options: Any, group: Any, a: Any, b: Any, c: Any, d: Any, e: Any) -> Any:
+def _coop_call(typingctx: Any, options: Any, group: Any, a: Any, b: Any, c: Any, d: Any, e: Any, f: Any) -> Any:
     if not (isinstance(options, StaticType) and isinstance(options.value, CallOptions)):
         return None
-    plan = plan_call(options, group, (a, b, c, d, e))      # checks the group too
-    sig = plan.return_type(options, group, a, b, c, d, e)
+    plan = plan_call(options, group, (a, b, c, d, e, f))      # checks the group too
+    sig = plan.return_type(options, group, a, b, c, d, e, f)
 
     def codegen(context: Any, builder: Any, sig: Any, args: Any) -> Any:
         from cuprims.coop._style2.kernel_unit import unit_for

@@ -3,7 +3,7 @@ how to call it (a :class:`~.operands.Plan`). Pure function of the types, memoise
 typing of a call, the kernel's one-unit collection (:mod:`.kernel_unit`) and the
 lowering all ask.
 
-A call reaches here as ``_coop_call(options, group, a, b, c, d, e)``: ``options`` a
+A call reaches here as ``_coop_call(options, group, a, b, c, d, e, f)``: ``options`` a
 :class:`~.nbtypes.StaticType` holding :class:`~.operands.CallOptions` (the primitive and
 its compile-time options), then the operands and runtime options in the stub's order,
 ``none`` where left out (see :mod:`.rewrite`). The record serving the call for the group
@@ -30,7 +30,8 @@ from cuprims.coop._style2.nbtypes import BlockGroupType, StaticType, ThreadDataT
 from cuprims.coop._style2.operands import CallOptions, Plan, absent, fail
 from cuprims.errors import ArgumentError
 
-OPERAND_SLOTS = 5     # operands and runtime options of the widest stub (load: src, items, two counts, storage)
+OPERAND_SLOTS = 6     # operands and runtime options of the widest stub (flag_heads_and_tails: items, two flag
+                      # arrays, two neighbour items, storage)
 
 assert set(STUBS) == set(CALLS), "a Style 2 call without a stub, or a stub without a record's call"
 assert all(set(CALLS[name].roles) == set(list(stub.signature.parameters)[1:]) for name, stub in STUBS.items())
