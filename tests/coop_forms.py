@@ -107,6 +107,25 @@ def storage_of(prim: Any, count: int = 1) -> tuple[bool, int, int]:
     return big, exact if big else prim.temp_storage_bytes, max(8, align)
 
 
+def blocked_io(n: int, tile: int) -> tuple[Any, Any]:
+    """Device functions moving a thread's ``n`` items between its local array and a blocked
+    tile: ``read(x, items, t)`` from ``x[t * n ...]``, ``write(y, slot, items, t)`` into the
+    ``slot``-th tile of ``y`` (a form's results)."""
+    from numba import cuda
+
+    @cuda.jit(device=True)
+    def read(x, items_, t):
+        for i in range(n):
+            items_[i] = x[t * n + i]
+
+    @cuda.jit(device=True)
+    def write(y, slot, items_, t):
+        for i in range(n):
+            y[slot * tile + t * n + i] = items_[i]
+
+    return read, write
+
+
 def too_big(storage_bytes: int) -> bool:
     """Whether ``temp_storage_bytes`` (CUB's size and the room to round an address up)
     passes the limit: such a kernel declares CUB's size with its alignment instead."""
@@ -409,10 +428,7 @@ def build(factory: str, type_name: str, shape: tuple, items: int) -> FormCase:
             for i in range(n):
                 items_[i] = x[i * threads + t]
 
-        @cuda.jit(device=True)
-        def blocked(y, slot, items_, t):
-            for i in range(n):
-                y[slot * tile + t * n + i] = items_[i]
+        blocked = blocked_io(n, tile)[1]
 
         @cuda.jit(link=prim.files, launch_bounds=bounds)
         def kernel(x, y):
@@ -454,15 +470,7 @@ def build(factory: str, type_name: str, shape: tuple, items: int) -> FormCase:
         forms = (["storage first"] + (["storage first, begin_bit, end_bit"] if radix else [])
                  + (["no storage"] if own else []))
 
-        @cuda.jit(device=True)
-        def read(x, keys, t):
-            for i in range(n):
-                keys[i] = x[t * n + i]
-
-        @cuda.jit(device=True)
-        def write(y, slot, keys, t):
-            for i in range(n):
-                y[slot * tile + t * n + i] = keys[i]
+        read, write = blocked_io(n, tile)
 
         @cuda.jit(link=prim.files, launch_bounds=bounds)
         def kernel(x, y):

@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from coop_forms import FORM_ITEMS, FORM_SHAPES, FORM_TYPES, STRUCT, FormCase, launch_bounds, np_dtype
+from coop_forms import (FORM_ITEMS, FORM_SHAPES, FORM_TYPES, STRUCT, FormCase, blocked_io, launch_bounds,
+                        np_dtype)
 from twins import dims_of, threads_of
 
 FACTORIES = ["block.flag_heads", "block.flag_tails", "block.flag_heads_and_tails", "block.subtract_left",
@@ -136,10 +137,7 @@ def build(factory: str, type_name: str, shape: tuple, items: int) -> FormCase:
         nbytes = prim.temp_storage_bytes
         both = kind == "HEADS_AND_TAILS"
 
-        @cuda.jit(device=True)
-        def read(x, items_, t):
-            for i in range(n):
-                items_[i] = x[t * n + i]
+        read = blocked_io(n, tile)[0]
 
         @cuda.jit(device=True)
         def write(y, slot, a, b, t):      # heads and tails together: 1 head, 2 tail, 3 both
@@ -196,15 +194,7 @@ def build(factory: str, type_name: str, shape: tuple, items: int) -> FormCase:
     prim = coop.block.make_adjacent_difference(nb, shape, n, argmax if is_struct else None, side)
     nbytes = prim.temp_storage_bytes
 
-    @cuda.jit(device=True)
-    def copy_in(x, items_, t):
-        for i in range(n):
-            items_[i] = x[t * n + i]
-
-    @cuda.jit(device=True)
-    def copy_out(y, slot, items_, t):
-        for i in range(n):
-            y[slot * tile + t * n + i] = items_[i]
+    copy_in, copy_out = blocked_io(n, tile)
 
     @cuda.jit(link=prim.files, launch_bounds=bounds)
     def kernel(x, y):
