@@ -9,6 +9,12 @@ from. A PCH loaded from (or written to) the disk cache is a memory file kept ope
 cache when a compile needs them, ~0.1-0.15 s for 150 MB on the 2-core machine). PCHs made
 within the process only live in :func:`temp_dir`, removed at exit.
 
+A process that is killed leaves its directory behind (hundreds of MB per PCH, GBs for a
+process that made many): each directory holds a file the process keeps locked while it
+lives (``flock``, which the kernel releases when the process ends, whatever its PID
+namespace), and a process making its own directory first removes every directory of the
+same user whose lock it can take.
+
 When to make or use a PCH is :mod:`.pch`'s; this module only keeps the answers, under
 its own lock (taken inside :mod:`.pch`'s compile lock where both are held).
 """
@@ -17,6 +23,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import fcntl
 import os
 import shutil
 import tempfile
@@ -40,13 +47,71 @@ _resident: collections.OrderedDict[str, tuple[int, int]] = collections.OrderedDi
 _directory: str | None = None
 
 
+_TEMP_PREFIX = "cuprims-pch-"
+_ALIVE = "alive.lock"                    # locked by the directory's process while it lives
+_UNLOCKED_AGE = 3600                     # a directory with no lock file: removed once this old (s)
+_alive_fd: int | None = None
+_dir_lock = threading.Lock()
+
+
 def temp_dir() -> str:
-    """This process's private directory for PCHs without a disk entry (0700, removed at exit)."""
+    """This process's private directory for PCHs without a disk entry (0700, removed at exit;
+    see the module for what a killed process leaves)."""
     global _directory
-    if _directory is None:
-        _directory = tempfile.mkdtemp(prefix="cuprims-pch-")   # 0700, ours
-        atexit.register(shutil.rmtree, _directory, True)
+    with _dir_lock:
+        if _directory is None:
+            _directory = _make_temp_dir()
     return _directory
+
+
+def _make_temp_dir() -> str:
+    global _alive_fd
+    root = tempfile.gettempdir()
+    remove_abandoned(root)
+    path = tempfile.mkdtemp(prefix=_TEMP_PREFIX, dir=root)   # 0700, ours
+    fd = os.open(os.path.join(path, _ALIVE), os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)             # a new file: nobody else holds it
+    _alive_fd = fd                                             # held open until the process ends
+    atexit.register(shutil.rmtree, path, True)
+    return path
+
+
+def remove_abandoned(root: str) -> list[str]:
+    """Remove the PCH directories under ``root`` of this user's processes that ended without
+    removing them (their lock is free; one with no lock file once an hour old). Returns
+    the paths removed."""
+    import time
+
+    removed = []
+    try:
+        entries = [e for e in os.scandir(root) if e.name.startswith(_TEMP_PREFIX)]
+    except OSError:
+        return removed
+    for entry in entries:
+        try:
+            st = entry.stat(follow_symlinks=False)
+            if not entry.is_dir(follow_symlinks=False) or st.st_uid != os.getuid():
+                continue
+            fd = os.open(os.path.join(entry.path, _ALIVE), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except FileNotFoundError:
+            # no lock file: one being made this instant, or a directory older than the lock
+            if time.time() - st.st_mtime > _UNLOCKED_AGE:
+                shutil.rmtree(entry.path, ignore_errors=True)
+                removed.append(entry.path)
+            continue
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)        # its process lives
+            continue
+        try:
+            shutil.rmtree(entry.path, ignore_errors=True)
+            removed.append(entry.path)
+        finally:
+            os.close(fd)
+    return removed
 
 
 def claim(key: str) -> str:

@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from cuprims._operators.numba_device import device_function, import_numba, target_capability
-from cuprims._operators.numba_shims import recording_cu_compiles, weak_shims
+from cuprims._operators.numba_shims import recording_cu_compiles, mergeable_shims
 from cuprims._operators.numba_state import array_type, capture_call, captures_of, state_array, stateful_target
 from cuprims.errors import OperatorCompileError
 from cuprims.types import ValueType, numba_type_name
@@ -133,7 +133,7 @@ def compile_python_op(fn: Callable, arg_types: Sequence[ValueType], result_type:
         _check_user_result(namespace.get("__user"), arg_types, out_vt, op_name, argument, context)
         raise OperatorCompileError(op_name, signature_text, exc, argument=argument, context=context) from exc
     _check_user_result(namespace["__user"], arg_types, out_vt, op_name, argument, context)
-    return weak_shims(codes, tuple(cc), _code_bytes, compiled)
+    return mergeable_shims(codes, tuple(cc), _code_bytes, compiled)
 
 
 def _takes_result_pointer(fn: Callable, operands: int) -> bool:
@@ -217,7 +217,7 @@ def compile_state_op(fn: Callable, state_type: ValueType, arg_types: Sequence[Va
         raise
     except Exception as exc:  # numba raises many kinds; all mean "your function did not compile"
         raise OperatorCompileError(op_name, signature_text, exc) from exc
-    return weak_shims(codes, tuple(cc), _code_bytes, compiled)
+    return mergeable_shims(codes, tuple(cc), _code_bytes, compiled)
 
 
 def _code_bytes(code: Any) -> bytes:

@@ -1,4 +1,4 @@
-"""numba-cuda's C++ shims, made weak in an operator's link inputs.
+"""numba-cuda's C++ shims, made mergeable in an operator's link inputs.
 
 numba-cuda lowers float16, bfloat16 and fp8 arithmetic to calls of small ``extern "C"``
 functions it writes into one C++ source per type (a *shim*) and compiles with NVRTC when
@@ -6,8 +6,11 @@ it links. An operator compiled by ``cuda.compile_all`` carries that shim, compil
 its codes. Linked beside anything else numba compiled with the same arithmetic (the
 user's own kernel around a cooperative primitive, a second operator of one algorithm),
 the two definitions of one function would be "multiply defined". So each shim among an
-operator's codes is compiled again from the shim's text with every definition weak: the
-linker then keeps one.
+operator's codes is compiled again from the shim's text with every definition a C++
+``inline`` one, kept by ``__attribute__((used))``: its linkage is LLVM's linkonce_odr,
+which the linker merges with numba's own definition, in either order. (A weak definition
+is not enough: nvJitLink 13.0 reports a weak and a strong one as multiply defined;
+13.5 merges them.)
 
 A shim is recognised by its source: while an operator compiles, numba's NVRTC calls are
 recorded for the compiling thread (:func:`recording_cu_compiles`), and a code compiled
@@ -85,21 +88,25 @@ def recording_cu_compiles() -> Iterator[list[tuple[str, Any]]]:
                 nvrtc.compile = _original.pop()
 
 
-def weak_shims(codes: list[Any], cc: tuple[int, int], as_bytes: Any,
-               compiled: list[tuple[str, Any]]) -> list[bytes]:
+def mergeable_shims(codes: list[Any], cc: tuple[int, int], as_bytes: Any,
+                    compiled: list[tuple[str, Any]]) -> list[bytes]:
     """``codes`` (what ``cuda.compile_all`` returned for an operator, as bytes by
     ``as_bytes``) with each shim among them (by ``compiled``, the recorded NVRTC calls)
-    compiled again for ``cc`` with weak definitions."""
+    compiled again for ``cc`` with mergeable (inline) definitions."""
     shims = {id(output): str(source if isinstance(source, str) else source.decode())
              for source, output in compiled if _is_shim(source)}
-    return [_compile_weak(shims[id(code)], cc) if i and id(code) in shims else as_bytes(code)
+    return [_compile_mergeable(shims[id(code)], cc) if i and id(code) in shims else as_bytes(code)
             for i, code in enumerate(codes)]
 
 
-def _compile_weak(text: str, cc: tuple[int, int]) -> bytes:
+def mergeable_text(text: str) -> str:
+    """A shim's source with every ``extern "C"`` definition inline and kept (see the module)."""
+    return text.replace(_DEFINITION, f"{_DEFINITION} inline __attribute__((used))")
+
+
+def _compile_mergeable(text: str, cc: tuple[int, int]) -> bytes:
     from cuprims._compile.nvrtc import compile_to_ltoir
     from cuprims._compile.source import Source
 
-    weak = text.replace(_DEFINITION, f"{_DEFINITION} __attribute__((weak))")
-    ltoir, _ = compile_to_ltoir(Source(weak, (), (), ()), cc[0] * 10 + cc[1])
+    ltoir, _ = compile_to_ltoir(Source(mergeable_text(text), (), (), ()), cc[0] * 10 + cc[1])
     return ltoir

@@ -57,11 +57,22 @@ _BUILD = """
 """
 
 
+def _result(proc, cache: Path) -> dict:
+    """A build process's JSON, led by what explains a PCH not made or not used (an assertion
+    message shows a dict's first items only): where the heap lies, the free disk, the
+    process's warnings (a disk cache it could not write)."""
+    got = last_json(proc.stdout)
+    root = next(p for p in (cache, *cache.parents) if p.exists())
+    lead = {"pch_heap": got.pop("pch_heap", None), "free_disk_mb": shutil.disk_usage(root).free >> 20,
+            "warnings": proc.stderr[-300:]}
+    return {**lead, **got}
+
+
 def _build(cache: Path, *specs: str, env: dict | None = None, prefix: tuple[str, ...] = (), pre: str = "") -> dict:
     code = pre + textwrap.dedent(_BUILD)
     full = {"CUPRIMS_CACHE_DIR": str(cache), "CUPRIMS_DISK_CACHE": "1", "CUPRIMS_PCH_DISK": "1", **(env or {})}
     proc = run_python(code.replace("sys.argv[1:]", repr(list(specs))), env=full, prefix=prefix)
-    return last_json(proc.stdout)
+    return _result(proc, cache)
 
 
 def _pch_files(root: Path) -> list[Path]:
@@ -520,7 +531,7 @@ _COOP_BUILD = """
 def _coop_build(cache: Path, threads: int, env: dict | None = None) -> dict:
     full = {"CUPRIMS_CACHE_DIR": str(cache), "CUPRIMS_DISK_CACHE": "1", "CUPRIMS_PCH_DISK": "1", **(env or {})}
     code = textwrap.dedent(_COOP_BUILD).replace("sys.argv[1]", repr(str(threads)))
-    return last_json(run_python(code, env=full).stdout)
+    return _result(run_python(code, env=full), cache)
 
 
 def test_a_coop_provider_of_another_block_size_uses_the_pch_an_earlier_process_made(tmp_path):
