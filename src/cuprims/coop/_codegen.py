@@ -36,6 +36,12 @@ from cuprims.coop._records import Entry, Param, Record, is_sum, record
 from cuprims.coop._spec import ProviderSpec
 
 
+# how every definition of a unit is made: C++ inline (LLVM's linkonce_odr), kept by `used`, so
+# that a kernel linking the same provider twice (from two units) links one. A weak
+# definition would not do: nvJitLink 13.0 reports two weak definitions as multiply defined.
+MERGEABLE = "inline __attribute__((used))"
+
+
 def own_storage_warps(lanes: int, storage_bytes: int, budget: int) -> int:
     """How many logical warps the implicit storage of a warp primitive whose TempStorage
     holds a tile (a record's ``tile_budget``) serves (the provider's C++ computes the same
@@ -97,7 +103,8 @@ def cub_type(spec: ProviderSpec) -> str:
     x, y, z = spec.dims
     algorithm = rec.algorithms[spec.algorithm] if rec.algorithms is not None else spec.algorithm
     v = spec.values.cpp if spec.values is not None else "cub::NullType"   # a sort's values
-    return rec.cub_type.format(t=spec.vt.cpp, x=x, y=y, z=z, n=spec.items, v=v, algorithm=algorithm)
+    return rec.cub_type.format(t=spec.vt.cpp, x=x, y=y, z=z, n=spec.items, v=v, algorithm=algorithm,
+                                bins=spec.bins)
 
 
 # the calling thread's index in its block, as CUB counts it (x fastest)
@@ -191,9 +198,9 @@ def provider_text(spec: ProviderSpec) -> tuple[str, tuple[str, ...]]:
             body = "\n  ".join(before + [body] + after)
         else:
             params = ", ".join(p.text for p in entry.params)
-        parts.append(f'extern "C" __device__ __attribute__((weak)) void {s}{entry.suffix}({params})\n{{\n'
+        parts.append(f'extern "C" __device__ {MERGEABLE} void {s}{entry.suffix}({params})\n{{\n'
                      f"{barrier}  {s}_prim prim({s}_storage());\n  {body}\n}}")
-        parts.append(f'extern "C" __device__ __attribute__((weak)) void {s}{entry.suffix}_ts({params}, void* temp)\n'
+        parts.append(f'extern "C" __device__ {MERGEABLE} void {s}{entry.suffix}_ts({params}, void* temp)\n'
                      f"{{\n  {s}_prim prim(*static_cast<{s}_prim::TempStorage*>(temp));\n  {body}\n}}")
     return "\n".join(parts) + "\n", externs
 
@@ -230,7 +237,7 @@ def unit_source(specs: Sequence[ProviderSpec], arch: int) -> Source:
         externs += ext
     values = ",\n  ".join(f"(long long)sizeof({sp.symbol}_prim::TempStorage), "
                           f"(long long)alignof({sp.symbol}_prim::TempStorage)" for sp in specs)
-    body.append(f'extern "C" __device__ __attribute__((used, weak)) const long long '
+    body.append(f'extern "C" __device__ {MERGEABLE} const long long '
                 f"{meta_symbol(specs)}[{2 * len(specs)}] = {{\n  {values}}};")
     return Source(text=head + "\n".join(body) + "\n", name_expressions=(), extern_symbols=externs,
                   meta_fields=())

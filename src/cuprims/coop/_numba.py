@@ -11,7 +11,7 @@ provider.
 numba keeps a kernel's link inputs in a set, so equal units hand out the *same*
 ``LTOIR`` objects (:func:`link_files`) and each is linked once: a Python operator's
 LTO-IR (a strong symbol numba defines) linked twice would be "multiply defined". The
-provider's own definitions are weak besides.
+provider's own definitions are inline (linkonce_odr) besides: linked twice, one is kept.
 """
 
 from __future__ import annotations

@@ -48,6 +48,7 @@ WARP_STORE_ALGORITHMS = {
     "direct": "cub::WARP_STORE_DIRECT", "striped": "cub::WARP_STORE_STRIPED",
     "vectorize": "cub::WARP_STORE_VECTORIZE", "transpose": "cub::WARP_STORE_TRANSPOSE",
 }
+HISTOGRAM_ALGORITHMS = {"sort": "cub::BLOCK_HISTO_SORT", "atomic": "cub::BLOCK_HISTO_ATOMIC"}
 SCAN_ALGORITHMS = {
     "raking": "cub::BLOCK_SCAN_RAKING", "raking_memoize": "cub::BLOCK_SCAN_RAKING_MEMOIZE",
     "warp_scans": "cub::BLOCK_SCAN_WARP_SCANS",
@@ -62,8 +63,9 @@ class ProviderSpec:
     radix_sort (``mode``: ascending/descending), exchange (``mode``: CUB's method name,
     ``algorithm``: "timesliced" or ""), merge_sort and warp_merge_sort (``op``: the
     comparator), warp_load, warp_store and warp_exchange (``mode``: CUB's method name),
-    discontinuity (``mode``: heads, tails or heads_and_tails; ``op``: the flag operator)
-    and adjacent_difference (``mode``: left or right; ``op``: the difference).
+    discontinuity (``mode``: heads, tails or heads_and_tails; ``op``: the flag operator),
+    adjacent_difference (``mode``: left or right; ``op``: the difference) and histogram
+    (``values``: the counter type; ``bins``: how many; ``algorithm``: sort or atomic).
 
     ``dims`` is the block shape (x, y, z); for warp primitives (logical warp size, 1, 1).
     ``mode`` (scans): "inclusive" or "exclusive". ``init``: the scan's initial value as
@@ -84,6 +86,7 @@ class ProviderSpec:
     values: ValueType | None = None
     prefix: OpSpec | None = None
     prefix_state: ValueType | None = None
+    bins: int = 0
 
     @property
     def key(self) -> str:
@@ -97,6 +100,8 @@ class ProviderSpec:
             key += f"|values={self.values.code}"
         if self.prefix is not None:
             key += f"|prefix:{self.prefix.kind}:{self.prefix.key}:{self.prefix_state.code}"
+        if self.bins:
+            key += f"|bins={self.bins}"
         return key
 
     @property

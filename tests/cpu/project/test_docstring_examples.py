@@ -116,6 +116,7 @@ GPU_ONLY: dict[str, str] = {
     "cuprims.coop.block.make_radix_sort_pairs_descending": _FACTORY.format("test_coop_pairs.py"),
     "cuprims.coop.block.make_discontinuity": _FACTORY.format("test_coop_neighbours.py"),
     "cuprims.coop.block.make_adjacent_difference": _FACTORY.format("test_coop_neighbours.py"),
+    "cuprims.coop.block.make_histogram": _FACTORY.format("test_coop_histogram.py"),
     "cuprims.coop.warp.make_reduce": _FACTORY.format("test_coop_warp.py"),
     "cuprims.coop.warp.make_sum": _FACTORY.format("test_coop_warp.py"),
     "cuprims.coop.warp.make_exclusive_sum": _FACTORY.format("test_coop_warp.py"),

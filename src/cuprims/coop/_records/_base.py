@@ -66,7 +66,7 @@ class Record:
     Style 2 planner and lowering read it.
 
     ``cub_type``: the CUB specialization, a template of ``t`` (the element's C++ type),
-    ``x``, ``y``, ``z`` (block shape, or logical warp size), ``n`` (items per thread), ``v``
+    ``x``, ``y``, ``z`` (block shape, or logical warp size), ``n`` (items per thread), ``bins``, ``v``
     (a sort's value type, ``cub::NullType`` for keys only) and ``algorithm`` (the CUB
     enumerator ``algorithms`` maps ``spec.algorithm`` to); ``entries(spec, symbol)``: its
     entry points; ``style1(spec)``: the Python text of the Style 1 device function
@@ -77,7 +77,9 @@ class Record:
     barrier before its own storage is reused; ``algorithms``: ``spec.algorithm``'s names
     (Style 2's ``algorithm=``) -> CUB's enumerators (None: CUB has one algorithm);
     ``functor``: ``functor(name, op, vt, symbol) -> (C++ text, extern symbols)`` making
-    the operator's functor, where neither a comparator's nor a combiner's serves."""
+    the operator's functor, where neither a comparator's nor a combiner's serves;
+    ``methods``: the Style 1 primitive's methods, each a device function ``prim_<name>``
+    of ``style1``'s text (``histo.init(...)`` in a kernel), beside ``prim``."""
 
     kind: str
     header: str
@@ -91,3 +93,4 @@ class Record:
     barrier: bool = True
     algorithms: Mapping[str, str] | None = None
     functor: Callable[..., tuple[str, tuple[str, ...]]] | None = None
+    methods: tuple[str, ...] = ()

@@ -31,7 +31,7 @@ from typing import Any
 # what each of prim's parameters takes: an array of the element type T, of the second type
 # V (a sort's values, a discontinuity's flags), any array, or a value (a scalar or a struct)
 T_ARRAYS = frozenset({"src", "dst", "items", "items_in", "items_out", "keys"})
-V_ARRAYS = frozenset({"values", "head_flags", "tail_flags"})
+V_ARRAYS = frozenset({"values", "head_flags", "tail_flags", "histogram"})
 ANY_ARRAYS = frozenset({"prefix_state"})
 VALUE_PARAMS = frozenset({"item", "num_valid", "begin_bit", "end_bit", "oob_default", "tile_predecessor_item",
                           "tile_successor_item"})
@@ -161,3 +161,36 @@ def front_type(name: str, prim: Any, inline: bool) -> Any:
     context = cuda_target.typing_context
     context.refresh()
     return context.resolve_value_type(namespace["front"])
+
+
+def add_method(front: Any, name: str, method: Any, inline: bool) -> None:
+    """Let a kernel call ``prim.<name>(...)`` on the primitive typed ``front``: the call goes
+    to the primitive ``method`` (a Primitive, typed by its own call forms) with the
+    arguments as given."""
+    from numba.core import types
+    from numba.cuda.extending import overload_method
+
+    slots = tuple(f"arg{i}" for i in range(8))
+    header = ", ".join(f"{n}=None" for n in slots + ("temp_storage",))
+    impls: dict[tuple[int, bool], Any] = {}
+
+    def given(t: Any) -> bool:
+        return t is not None and not isinstance(t, types.Omitted)
+
+    def choose(bound: dict[str, Any]) -> Any:
+        count = sum(1 for n in slots if given(bound[n]))
+        storage = given(bound["temp_storage"]) and bound["temp_storage"] != types.none
+        impl = impls.get((count, storage))
+        if impl is None:
+            args = list(slots[:count]) + (["temp_storage=temp_storage"] if storage else [])
+            namespace: dict[str, Any] = {"__method": method}
+            exec(compile(f"def impl(self, {header}):\n    return __method({', '.join(args)})\n",
+                         f"<cuprims coop {method.name} method>", "exec"), namespace)
+            impl = impls[(count, storage)] = namespace["impl"]
+        return impl
+
+    namespace: dict[str, Any] = {"__choose": choose}
+    names = slots + ("temp_storage",)
+    exec(compile(f"def typer(self, {header}):\n    return __choose(dict({', '.join(f'{n}={n}' for n in names)}))\n",
+                 f"<cuprims coop {method.name} method forms>", "exec"), namespace)
+    overload_method(front, name, target="cuda", inline="always" if inline else "never")(namespace["typer"])

@@ -38,6 +38,8 @@ def _namespace(spec: ProviderSpec, unit: Any) -> dict[str, Any]:
     # what a call touches: each thread's items, and the group's tile (a load's or store's
     # array; the count a num_valid is clamped to)
     namespace["ITEMS"], namespace["TILE"] = spec.items, spec.items * spec.threads
+    if spec.bins:
+        namespace["BINS"] = spec.bins     # a histogram's counters
 
     def layout() -> tuple[int, int]:     # (TempStorage bytes, alignment): waits for the build
         return (result_of(unit) if isinstance(unit, Future) else unit).temp[spec.symbol]
@@ -64,7 +66,12 @@ def make_primitive(name: str, spec: ProviderSpec, op: Any = None, prefix: Any = 
     # Python functions, so those providers build here
     unit = build_unit([spec], arch, objs) if spec.python_ops else build_unit_soon([spec], arch)
     rec = record(spec.kind)
-    prim = Primitive(name, device_function("prim", rec.style1(spec), _namespace(spec, unit)), unit, spec)
+    namespace = _namespace(spec, unit)
+    text = rec.style1(spec)
+    prim = Primitive(name, device_function("prim", text, namespace), unit, spec)
+    for method in rec.methods:      # e.g. a histogram's init and composite, beside the whole
+        prim.add_method(method, Primitive(f"{name}.{method}", device_function(f"prim_{method}", text, namespace),
+                                          unit, spec))
     if rec.tile_budget:
         prim.own_storage_warps = own_storage_warps(spec.dims[0], prim.temp_storage_layout[0], rec.tile_budget)
     return prim

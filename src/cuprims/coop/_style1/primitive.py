@@ -74,6 +74,12 @@ class Primitive:
         self._device = device
         self._unit = unit          # a coop._build.UnitBuild, or a Future of one (build_unit_soon)
 
+    def add_method(self, name: str, method: "Primitive") -> None:
+        """``self.<name>`` is ``method``, a primitive of the same provider (a histogram's
+        ``init``); a kernel calls it as ``prim.<name>(...)`` too."""
+        self.__dict__.setdefault("_methods", {})[name] = method
+        setattr(self, name, method)
+
     def _built(self) -> Any:
         unit = self._unit
         if isinstance(unit, Future):
@@ -113,8 +119,16 @@ class Primitive:
         if front is None:
             from cuprims.coop._style1.call_forms import front_type
 
+            from cuprims.coop._style1.call_forms import add_method
+
             inline = self._device.targetoptions.get("inline") == "always"
             front = self._front = front_type(self.name, self._device, inline)
+            for name, method in self.__dict__.get("_methods", {}).items():
+                add_method(front, name, method, inline)
+            if self.__dict__.get("_methods"):
+                from numba.cuda.descriptor import cuda_target
+
+                cuda_target.typing_context.refresh()
         return front
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -134,8 +148,10 @@ class Primitive:
         spec = self.spec
         shape = f"warp of {spec.dims[0]}" if self.name.startswith("warp.") else f"block {spec.dims}"
         parts = [shown(spec.vt), shape, f"{spec.items} item{'s' if spec.items != 1 else ''} per thread"]
+        if spec.bins:
+            parts.append(f"bins {spec.bins}")
         if spec.values is not None:
-            parts.append(f"values {shown(spec.values)}")
+            parts.append(f"{'counters' if spec.bins else 'values'} {shown(spec.values)}")
         parts += [f"{label}={value}" for label, value in (("algorithm", spec.algorithm), ("mode", spec.mode))
                   if value]
         for label, op in (("op", spec.op), ("prefix_op", spec.prefix)):

@@ -12,7 +12,7 @@ provider" from :data:`_units`, filled by the rewrite that just ran for the funct
 numba compiles a callee (device function, helper) entirely while typing its caller, so
 between a function's rewrite and its lowering no other function's rewrite adds a unit
 holding the same provider. Should that ever not hold, a call links another unit that
-also defines its provider (weak symbols: still correct, only larger). A call that finds
+also defines its provider (inline definitions, merged: still correct, only larger). A call that finds
 none (rewrites disabled) builds a unit of its own.
 
 So a kernel with N calls compiles one unit; a device function with calls has its own
@@ -73,7 +73,7 @@ def _link_inputs(specs: list[ProviderSpec], unit: UnitBuild) -> list:
     symbol strongly, and one provider may be in two units linked into one kernel (the
     kernel's and a device function's): each operator symbol (per arch) is therefore
     always linked from the first object made for it, which numba's set of link inputs
-    then holds once. The providers' own definitions are weak."""
+    then holds once. The providers' own definitions are inline, merged by the linker."""
     files = link_files("cuprims_coop_unit", (unit.ltoir,))
     symbols = [symbol for sp in specs for symbol, _ in sp.python_ops]
     if len(symbols) != len(unit.op_ltoirs):   # not one LTO-IR per operator: keep them together
