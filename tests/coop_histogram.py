@@ -17,12 +17,14 @@ from typing import Any, Callable
 
 import numpy as np
 
-from coop_forms import FORM_ITEMS, FORM_SHAPES, INTS, blocked_io, launch_bounds, storage_of
+from coop_forms import FORM_ITEMS, FORM_SHAPES, INTS, blocked_io, fits_twice, launch_bounds, storage_of
 from twins import dims_of, threads_of
 
 ALGORITHMS = ["sort", "atomic"]
 COUNTERS = ["int32", "uint32", "uint64", "float32", "float64"]
 BINS = 61          # neither a power of two nor a multiple of any block's threads
+# (a block whose TempStorage cannot be in shared memory twice passes its storage by keyword
+# where the others use the primitive's own)
 FORMS = ["whole, own storage", "whole, storage first", "init + composite of two tiles, storage first in the second",
          "init and composite, storage first and by keyword"]
 
@@ -85,6 +87,7 @@ def build(algorithm: str, item: str, counter: str, shape: tuple, items: int) -> 
     dx, dy, _ = dims_of(shape)
     big, exact, salign = storage_of(prim)
     nbytes = prim.temp_storage_bytes
+    own = fits_twice(nbytes)     # else the primitive's own storage and the caller's pass 48 KiB: the caller's only
     read = blocked_io(n, tile)[0]
 
     @cuda.jit(device=True)
@@ -104,13 +107,19 @@ def build(algorithm: str, item: str, counter: str, shape: tuple, items: int) -> 
         t = cuda.threadIdx.x + dx * (cuda.threadIdx.y + dy * cuda.threadIdx.z)
         items_ = cuda.local.array(n, it)
         read(x, items_, t)
-        prim(items_, counts)
+        if own:
+            prim(items_, counts)
+        else:
+            prim(items_, counts, temp_storage=temp_storage)
         publish(y, 0, counts, t)
         prim(temp_storage, items_, counts)
         publish(y, 1, counts, t)
         prim.init(counts)
         cuda.syncthreads()
-        prim.composite(items_, counts)
+        if own:
+            prim.composite(items_, counts)
+        else:
+            prim.composite(items_, counts, temp_storage=temp_storage)
         read(x, items_, t + threads)                  # the second tile
         prim.composite(temp_storage, items_, counts)
         publish(y, 2, counts, t)
