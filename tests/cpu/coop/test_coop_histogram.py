@@ -17,7 +17,7 @@ from numba.core.errors import TypingError  # noqa: E402
 
 from cuprims import coop  # noqa: E402
 from cuprims._compile.elfmeta import local_memory_bytes, register_count  # noqa: E402
-from cuprims.errors import ArgumentError  # noqa: E402
+from cuprims.errors import ArgumentError, CoopError  # noqa: E402
 
 import coop_histogram  # noqa: E402
 from coop_helpers import link_kernel  # noqa: E402
@@ -83,3 +83,55 @@ def test_counters_of_another_type_fail_typing():
 
     with pytest.raises(TypingError):
         link_kernel(kernel, (types.Array(types.uint8, 1, "C"),), [histo])
+
+
+# ---------------------------------------------------------------- Style 2: coop.histogram
+
+def _style2_kernel(algorithm: str, bins: int):
+    @cuda.jit
+    def kernel(x, out):
+        block = coop.this_block()
+        items = coop.ThreadData(4, dtype=numba.uint8)
+        counts = cuda.shared.array(bins, numba.uint32)
+        coop.load(block, x, items)
+        coop.histogram(block, items, counts, bins=bins, algorithm=algorithm)
+        coop.load(block, x[512:], items)
+        coop.histogram(block, items, counts, bins=bins, algorithm=algorithm, accumulate=True)
+        cuda.syncthreads()
+        for b in range(cuda.threadIdx.x, bins, 128):
+            out[b] = counts[b]
+    return kernel
+
+
+@pytest.mark.parametrize("algorithm", ["sort", "atomic"])
+def test_style2_histogram_links_and_keeps_items_in_registers(algorithm):
+    kernel = _style2_kernel(algorithm, 200)
+    with coop.target(block=(128, 1, 1)):
+        cubin = link_kernel(kernel, (types.Array(types.uint8, 1, "C"), types.Array(types.uint32, 1, "C")), [])
+    assert cubin[:4] == b"\x7fELF" and local_memory_bytes(cubin) == 0
+
+
+@pytest.mark.parametrize("call,error,match", [
+    ("coop.histogram(block, items, counts)", CoopError, "missing a required argument: 'bins'"),
+    ("coop.histogram(block, items, counts, bins=0)", ArgumentError, "argument 'bins'"),
+    ("coop.histogram(block, items, counts, bins=16, algorithm='radix')", ArgumentError, "argument 'algorithm'"),
+    ("coop.histogram(block, fitems, counts, bins=16)", ArgumentError, "argument 'items': expected a coop.ThreadData "
+                                                                       "of integers"),
+    ("coop.histogram(block, items, x, bins=16)", ArgumentError, "argument 'histogram': expected a writable 1-D"),
+])
+def test_style2_histogram_refuses_bad_calls_naming_them(call, error, match):
+    source = (
+        "def kernel(x, out):\n"
+        "    block = coop.this_block()\n"
+        "    items = coop.ThreadData(2, dtype=numba.uint8)\n"
+        "    fitems = coop.ThreadData(2, dtype=numba.float32)\n"
+        "    counts = cuda.shared.array(16, numba.int32)\n"
+        "    coop.load(block, x, items)\n"
+        "    coop.load(block, out, fitems)\n"
+        f"    {call}\n")
+    namespace = {"coop": coop, "cuda": cuda, "numba": numba}
+    exec(compile(source, "<style2 histogram>", "exec"), namespace)
+    kernel = cuda.jit(namespace["kernel"])
+    with pytest.raises(error, match=match):
+        with coop.target(block=(128, 1, 1)):
+            link_kernel(kernel, (types.Array(types.uint8, 1, "C"), types.Array(types.float32, 1, "C")), [])

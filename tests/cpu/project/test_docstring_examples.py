@@ -128,7 +128,8 @@ GPU_ONLY: dict[str, str] = {
     **{f"cuprims.coop.{name}": _FRAGMENT for name in (
         "this_block", "this_warp", "ThreadData", "load", "store", "exchange", "sum", "reduce", "inclusive_sum",
         "exclusive_sum", "inclusive_scan", "exclusive_scan", "merge_sort_keys", "radix_sort_keys", "merge_sort_pairs",
-        "radix_sort_pairs", "flag_heads", "flag_tails", "flag_heads_and_tails", "subtract_left", "subtract_right")},
+        "radix_sort_pairs", "flag_heads", "flag_tails", "flag_heads_and_tails", "subtract_left", "subtract_right",
+        "histogram")},
 }
 
 

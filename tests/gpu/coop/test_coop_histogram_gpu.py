@@ -63,3 +63,38 @@ def test_a_grid_counts_a_long_array_into_one_histogram():
     out = cuda.to_device(np.zeros(bins, np.uint32))
     kernel[16, threads](cuda.to_device(x), out)
     np.testing.assert_array_equal(out.copy_to_host(), np.bincount(x, minlength=bins).astype(np.uint32))
+
+
+@pytest.mark.parametrize("algorithm", ["sort", "atomic"])
+@pytest.mark.parametrize("shape", [(128,), (8, 16), (2, 4, 8)])
+def test_style2_histogram_of_two_tiles_matches_bincount(algorithm, shape):
+    from cuprims import coop
+
+    bins, n = 200, 3
+    threads = int(np.prod(shape))
+    tile = threads * n
+    dx, dy = shape[0], (shape[1] if len(shape) > 1 else 1)
+
+    @cuda.jit
+    def kernel(x, first, both):
+        block = coop.this_block()
+        items = coop.ThreadData(n, dtype=numba.int16)
+        counts = cuda.shared.array(bins, numba.uint64)
+        t = cuda.threadIdx.x + dx * (cuda.threadIdx.y + dy * cuda.threadIdx.z)
+        coop.load(block, x, items)
+        coop.histogram(block, items, counts, bins=bins, algorithm=algorithm)
+        cuda.syncthreads()
+        for b in range(t, bins, threads):
+            first[b] = counts[b]
+        cuda.syncthreads()
+        coop.load(block, x[tile:], items)
+        coop.histogram(block, items, counts, bins=bins, algorithm=algorithm, accumulate=True)
+        cuda.syncthreads()
+        for b in range(t, bins, threads):
+            both[b] = counts[b]
+
+    x = np.random.default_rng(5).integers(0, bins, 2 * tile).astype(np.int16)
+    first, both = cuda.device_array(bins, np.uint64), cuda.device_array(bins, np.uint64)
+    kernel[1, shape](cuda.to_device(x), first, both)
+    np.testing.assert_array_equal(first.copy_to_host(), np.bincount(x[:tile], minlength=bins))
+    np.testing.assert_array_equal(both.copy_to_host(), np.bincount(x, minlength=bins))

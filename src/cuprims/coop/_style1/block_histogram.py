@@ -9,12 +9,10 @@ from typing import Any
 import numpy as np
 
 from cuprims.coop._arguments import enum_member
+from cuprims.coop._records.histogram import COUNTERS, check_bins
 from cuprims.coop._spec import ProviderSpec, block_dims, element_type, items_count
 from cuprims.coop._style1.factory import make_primitive
 from cuprims.errors import ArgumentError
-
-# the counter types CUB's algorithms both count in (the atomic one needs atomicAdd of the type)
-_COUNTERS = ("int32", "uint32", "uint64", "float32", "float64")
 
 
 class BlockHistogramAlgorithm(enum.Enum):
@@ -68,10 +66,9 @@ def make_histogram(item_dtype: Any, threads_per_block: Any, items_per_thread: in
     if vt.is_struct or vt.dtype.kind not in "iu":
         raise ArgumentError("item_dtype", "an integer type (each item is a bin index)", item_dtype)
     counters = element_type(counter_dtype, "counter_dtype")
-    if counters.is_struct or counters.dtype.name not in _COUNTERS:
-        raise ArgumentError("counter_dtype", "one of " + ", ".join(_COUNTERS), counter_dtype)
-    if not isinstance(bins, (int, np.integer)) or isinstance(bins, bool) or not 1 <= int(bins) <= 1 << 30:
-        raise ArgumentError("bins", "a positive int (at most 2**30)", bins)
+    if counters.is_struct or counters.dtype.name not in COUNTERS:
+        raise ArgumentError("counter_dtype", "one of " + ", ".join(COUNTERS), counter_dtype)
+    bins = check_bins(int(bins) if isinstance(bins, np.integer) else bins)
     spec = ProviderSpec("histogram", vt, block_dims(threads_per_block), items_count(items_per_thread), kind.value,
-                        values=counters, bins=int(bins))
+                        values=counters, bins=bins)
     return make_primitive(f"block.histogram.{kind.name}", spec)

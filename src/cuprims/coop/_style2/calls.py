@@ -293,4 +293,22 @@ def subtract_right(group, items, out=None, /, *, difference_op=None, tile_succes
 
 
 # every Style 2 call of this module: name -> stub (each served by a record's Call of that name)
+@Stub
+def histogram(group, items, histogram, /, *, bins, algorithm="sort", accumulate=False, temp_storage=None):
+    """Block only: count the block's tile (each item a bin index in ``[0, bins)``; one
+    outside traps) into ``histogram``, an array of at least ``bins`` counters (int32,
+    uint32, uint64, float32 or float64; usually ``cuda.shared.array``), zeroed first unless
+    ``accumulate=True`` (then the tile's counts are added: a kernel counting many tiles
+    zeroes with its first call). ``algorithm``: "sort" (CUB's default) or "atomic". Wait
+    (``cuda.syncthreads()``) before reading the counters.
+
+    Example::
+
+        counts = cuda.shared.array(256, numba.int32)
+        coop.histogram(block, items, counts, bins=256)
+        coop.histogram(block, more_items, counts, bins=256, accumulate=True)
+        cuda.syncthreads()
+    """
+
+
 STUBS = {name: stub for name, stub in list(globals().items()) if isinstance(stub, Stub)}

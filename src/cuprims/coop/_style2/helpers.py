@@ -91,6 +91,9 @@ VARIANTS = {
     # discontinuity flags into one array, or heads and tails into two
     "flags": _Variant("items, flags", "addr(items), addr(flags)"),
     "flags2": _Variant("items, head, tail", "addr(items), addr(head), addr(tail)"),
+    # a histogram: zero the counters and count, or add the counts (the counters a whole array of ``limit``)
+    "histogram": _Variant("items, array", "addr(items), addr(array)", _WHOLE_TILE),
+    "histogram_composite": _Variant("items, array", "addr(items), addr(array)", _WHOLE_TILE, suffix="_composite"),
     "flags2_pred_succ": _Variant("items, head, tail, pred, succ", "addr(items), addr(head), addr(tail), addr(p), addr(s)",
                                  _NEIGHBOUR("p", "pred") + _NEIGHBOUR("s", "succ"), suffix="_pred_succ"),
 }
