@@ -22,10 +22,12 @@ from __future__ import annotations
 
 from cuprims.coop._arguments import WarpExchangeType
 from cuprims.coop._style1.warp import (make_exchange, make_exclusive_sum, make_load, make_merge_sort_keys,
-                                       make_merge_sort_pairs, make_reduce, make_store, make_sum)
+                                       make_merge_sort_pairs, make_reduce, make_shuffle_down, make_shuffle_index,
+                                       make_shuffle_up, make_shuffle_xor, make_store, make_sum)
 
 __all__ = ["make_reduce", "make_sum", "make_exclusive_sum", "make_merge_sort_keys", "make_merge_sort_pairs",
-           "make_load", "make_store", "make_exchange", "WarpExchangeType"]
+           "make_load", "make_store", "make_exchange", "WarpExchangeType", "make_shuffle_index", "make_shuffle_up",
+           "make_shuffle_down", "make_shuffle_xor"]
 
 
 def __dir__() -> list[str]:

@@ -125,11 +125,13 @@ GPU_ONLY: dict[str, str] = {
     "cuprims.coop.warp.make_load": _FACTORY.format("test_coop_warp_load_store.py"),
     "cuprims.coop.warp.make_store": _FACTORY.format("test_coop_warp_load_store.py"),
     "cuprims.coop.warp.make_exchange": _FACTORY.format("test_coop_warp_load_store.py"),
+    **{f"cuprims.coop.warp.make_shuffle_{mode}": _FACTORY.format("test_coop_shuffle.py")
+       for mode in ("index", "up", "down", "xor")},
     **{f"cuprims.coop.{name}": _FRAGMENT for name in (
         "this_block", "this_warp", "ThreadData", "load", "store", "exchange", "sum", "reduce", "inclusive_sum",
         "exclusive_sum", "inclusive_scan", "exclusive_scan", "merge_sort_keys", "radix_sort_keys", "merge_sort_pairs",
         "radix_sort_pairs", "flag_heads", "flag_tails", "flag_heads_and_tails", "subtract_left", "subtract_right",
-        "histogram")},
+        "histogram", "shuffle_index", "shuffle_up", "shuffle_down", "shuffle_xor")},
 }
 
 

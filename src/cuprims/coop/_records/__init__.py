@@ -31,13 +31,14 @@ from cuprims.coop._records.merge_sort import MERGE_SORT, WARP_MERGE_SORT
 from cuprims.coop._records.neighbours import ADJACENT_DIFFERENCE, DISCONTINUITY
 from cuprims.coop._records.radix_sort import RADIX_SORT
 from cuprims.coop._records.reduce_scan import REDUCE, SCAN, WARP_REDUCE, WARP_SCAN
+from cuprims.coop._records.shuffle import WARP_SHUFFLE
 
 __all__ = ["CALLS", "OPERAND", "RECORDS", "RUNTIME", "STATIC", "Call", "Entry", "Param", "Record", "is_sum", "record",
            "serving"]
 
 RECORDS: Mapping[str, Record] = MappingProxyType({r.kind: r for r in (
     LOAD, STORE, EXCHANGE, REDUCE, SCAN, MERGE_SORT, RADIX_SORT, DISCONTINUITY, ADJACENT_DIFFERENCE, HISTOGRAM,
-    WARP_LOAD, WARP_STORE, WARP_EXCHANGE, WARP_REDUCE, WARP_SCAN, WARP_MERGE_SORT)})
+    WARP_LOAD, WARP_STORE, WARP_EXCHANGE, WARP_REDUCE, WARP_SCAN, WARP_MERGE_SORT, WARP_SHUFFLE)})
 
 # Style 2's calls, in the records' order (the reference lists them so): name -> Call
 CALLS: Mapping[str, Call] = MappingProxyType({c.name: c for r in RECORDS.values() for c in r.calls})

@@ -182,3 +182,61 @@ def make_exchange(warp_exchange_type: Any, dtype: Any, items_per_thread: int, th
     spec = ProviderSpec("warp_exchange", element_type(dtype), (lanes, 1, 1), items_count(items_per_thread), "",
                         mode=kind.value)
     return make_primitive(f"warp.exchange.{kind.name}", spec)
+
+
+def _make_shuffle(mode: str, dtype: Any, threads_in_warp: int, methods: Any) -> Any:
+    check_methods(methods)
+    spec = ProviderSpec("warp_shuffle", element_type(dtype), (_warp_size(threads_in_warp), 1, 1), 1, "", mode=mode)
+    return make_primitive(f"warp.shuffle_{mode}", spec)
+
+
+def make_shuffle_index(dtype: Any, threads_in_warp: int = 32, methods: Any = None) -> Any:
+    """``shuffle(item, src_lane) -> value``: the ``item`` of lane ``src_lane`` of this lane's
+    logical warp (modulo its size), in every lane (CUB's ``ShuffleIndex``; any type, a
+    struct too, moved a 32-bit word at a time). Every lane of the logical warp calls it.
+
+    Example::
+
+        broadcast = coop.warp.make_shuffle_index(numba.float64)
+
+        @cuda.jit(link=broadcast.files)
+        def kernel(x):
+            x[cuda.threadIdx.x] = broadcast(x[cuda.threadIdx.x], 0)   # lane 0's value everywhere
+    """
+    return _make_shuffle("index", dtype, threads_in_warp, methods)
+
+
+def make_shuffle_up(dtype: Any, threads_in_warp: int = 32, methods: Any = None) -> Any:
+    """``shuffle(item, delta) -> value``: the ``item`` of the lane ``delta`` below this one
+    in its logical warp; a lane with none that far below gets its own (CUB's
+    ``ShuffleUp``).
+
+    Example::
+
+        up = coop.warp.make_shuffle_up(numba.int32, threads_in_warp=16)
+    """
+    return _make_shuffle("up", dtype, threads_in_warp, methods)
+
+
+def make_shuffle_down(dtype: Any, threads_in_warp: int = 32, methods: Any = None) -> Any:
+    """``shuffle(item, delta) -> value``: the ``item`` of the lane ``delta`` above this one
+    in its logical warp; a lane with none that far above gets its own (CUB's
+    ``ShuffleDown``).
+
+    Example::
+
+        down = coop.warp.make_shuffle_down(numba.int32)
+    """
+    return _make_shuffle("down", dtype, threads_in_warp, methods)
+
+
+def make_shuffle_xor(dtype: Any, threads_in_warp: int = 32, methods: Any = None) -> Any:
+    """``shuffle(item, lane_mask) -> value``: the ``item`` of lane ``lane ^ lane_mask`` of
+    this lane's logical warp (a butterfly exchange; ``lane`` counts from the logical warp's
+    first lane).
+
+    Example::
+
+        butterfly = coop.warp.make_shuffle_xor(numba.float32)
+    """
+    return _make_shuffle("xor", dtype, threads_in_warp, methods)

@@ -311,4 +311,48 @@ def histogram(group, items, histogram, /, *, bins, algorithm="sort", accumulate=
     """
 
 
+@Stub
+def shuffle_index(group, value, src_lane, /, *, temp_storage=None):
+    """Warp only: the ``value`` of lane ``src_lane`` of this lane's logical warp (taken
+    modulo the warp's size), in every lane (CUB's ``ShuffleIndex``; any type).
+
+    Example::
+
+        first = coop.shuffle_index(warp, x, 0)          # lane 0's value, everywhere
+    """
+
+
+@Stub
+def shuffle_up(group, value, delta, /, *, temp_storage=None):
+    """Warp only: the ``value`` of the lane ``delta`` below this one in its logical warp; a
+    lane with none that far below keeps its own (CUB's ``ShuffleUp``).
+
+    Example::
+
+        before = coop.shuffle_up(warp, x, 1)
+    """
+
+
+@Stub
+def shuffle_down(group, value, delta, /, *, temp_storage=None):
+    """Warp only: the ``value`` of the lane ``delta`` above this one in its logical warp; a
+    lane with none that far above keeps its own (CUB's ``ShuffleDown``).
+
+    Example::
+
+        after = coop.shuffle_down(warp, x, 1)
+    """
+
+
+@Stub
+def shuffle_xor(group, value, lane_mask, /, *, temp_storage=None):
+    """Warp only: the ``value`` of lane ``lane ^ lane_mask`` of this lane's logical warp
+    (a butterfly exchange).
+
+    Example::
+
+        partner = coop.shuffle_xor(warp, x, 1)          # lanes 0 and 1 swap, 2 and 3...
+    """
+
+
 STUBS = {name: stub for name, stub in list(globals().items()) if isinstance(stub, Stub)}

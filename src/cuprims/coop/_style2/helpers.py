@@ -71,6 +71,8 @@ VARIANTS = {
     "value_out": _Variant("value", "addr(inp), addr(out)", _SCALAR, returns=True),
     "value_out_valid": _Variant("value, valid", "addr(inp), addr(out), i32(valid)", _RANGE + _SCALAR, returns=True,
                                 suffix="_valid"),
+    # a warp shuffle: the value, and the source lane, distance or lane mask
+    "value_arg_out": _Variant("value, arg", "addr(inp), addr(out), i32(arg)", _SCALAR, returns=True),
     "items_out": _Variant("items", "addr(items), addr(out)", ("out = local(1, vts)",), returns=True),
     "in_place": _Variant("items", "addr(items), addr(items)"),
     "into": _Variant("items, out", "addr(items), addr(out)"),

@@ -67,7 +67,10 @@ def plan_call(options: StaticType, group: Any, operands: tuple) -> Plan:
                             group)
     index = _temp_index(o.primitive)
     rest = tuple(operands[:index]) + (types.none,) * (OPERAND_SLOTS - 1 - index)
-    record = serving(o.primitive, isinstance(group, WarpGroupType))
+    warp = isinstance(group, WarpGroupType)
+    record = serving(o.primitive, warp)
+    if record is None and not warp:
+        raise fail(o, "takes coop.this_warp(): it is a warp's primitive")
     if record is None:
         raise fail(o, "takes coop.this_block(): CUB has no warp-wide version of it here yet")
     try:
