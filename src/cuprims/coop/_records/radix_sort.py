@@ -1,7 +1,9 @@
 """A block's radix sort of keys, or of key-value pairs: CUB's BlockRadixSort.
 
 Entry point: ``SYM(T* keys, int begin_bit, int end_bit)`` (in place; ``end_bit < 0``: all
-bits); pairs take ``V* values`` after the keys.
+bits); pairs take ``V* values`` after the keys. ``spec.algorithm`` "striped": the sorted
+tile is left striped (thread ``t`` holds ranks ``t``, ``t + threads``...: CUB's
+``Sort[Descending]BlockedToStriped``), else blocked.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from cuprims.errors import ArgumentError
 def _radix_entries(spec: ProviderSpec, s: str) -> list[Entry]:
     t = spec.vt.cpp
     # end < 0: every bit of the key (the Python default, so it never restates sizeof)
-    call = "SortDescending" if spec.mode == "descending" else "Sort"
+    call = ("SortDescending" if spec.mode == "descending" else "Sort") + (
+        "BlockedToStriped" if spec.algorithm == "striped" else "")
     return [Entry("", (keys_param(t), *values_params(spec), count("begin"), count("end")),
                   f"prim.{call}(reinterpret_cast<{items_ref(spec)}>(*keys){values_arg(spec)}, begin, "
                   f"end < 0 ? int(sizeof({t}) * 8) : end);")]
@@ -40,9 +43,10 @@ def _plan_radix(record: Record, o: Any, group: Any, keys: Any, values: Any, begi
     if vt.dtype.kind not in "iuf" or vt.is_struct:
         raise ArgumentError("keys", "a ThreadData of integers or floats (radix sort keys)", keys)
     vvt = None if values is None else s2.values_of(keys, values)
-    descending = o.options["descending"]
-    if not isinstance(descending, bool):
-        raise ArgumentError("descending", "a bool", descending)
+    descending, striped = o.options["descending"], o.options["blocked_to_striped"]
+    for name, flag in (("descending", descending), ("blocked_to_striped", striped)):
+        if not isinstance(flag, bool):
+            raise ArgumentError(name, "a bool", flag)
     first = 1 if values is None else 2           # the operand index of begin_bit
     slots: list[Any] = list(range(first))
     for t, index, default, name in ((begin, first, 0, "begin_bit"), (end, first + 1, -1, "end_bit")):
@@ -51,12 +55,12 @@ def _plan_radix(record: Record, o: Any, group: Any, keys: Any, values: Any, begi
         else:
             s2.integer(t, name)
             slots.append(index)
-    spec = ProviderSpec(record.kind, vt, group.dims, n, "", mode="descending" if descending else "ascending",
-                        values=vvt)
+    spec = ProviderSpec(record.kind, vt, group.dims, n, "striped" if striped else "",
+                        mode="descending" if descending else "ascending", values=vvt)
     return s2.Plan(spec, None, s2.NONE, "radix" if values is None else "radix_pairs", tuple(slots))
 
 
-RADIX_SORT_CALLS = sort_calls("radix_sort", _plan_radix, ("descending",), ("begin_bit", "end_bit"))
+RADIX_SORT_CALLS = sort_calls("radix_sort", _plan_radix, ("descending", "blocked_to_striped"), ("begin_bit", "end_bit"))
 
 # CUB's defaults (4-bit digits, memoized warp-scan ranking) up to the block's y and z
 RADIX_SORT = Record("radix_sort", "#include <cub/block/block_radix_sort.cuh>",

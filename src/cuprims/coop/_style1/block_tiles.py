@@ -59,21 +59,25 @@ def radix_key_type(dtype: Any) -> ValueType:
 
 
 def _radix_sort(dtype: Any, threads_per_block: Any, items_per_thread: int, mode: str,
-                value_dtype: Any = None) -> Any:
+                value_dtype: Any = None, blocked_to_striped: Any = False) -> Any:
     vt = radix_key_type(dtype)
     values = None if value_dtype is None else element_type(value_dtype, "value_dtype")
-    spec = ProviderSpec("radix_sort", vt, block_dims(threads_per_block), items_count(items_per_thread), "",
-                        mode=mode, values=values)
+    if not isinstance(blocked_to_striped, bool):
+        raise ArgumentError("blocked_to_striped", "a bool", blocked_to_striped)
+    spec = ProviderSpec("radix_sort", vt, block_dims(threads_per_block), items_count(items_per_thread),
+                        "striped" if blocked_to_striped else "", mode=mode, values=values)
     return make_primitive(f"block.radix_sort_{'keys' if values is None else 'pairs'}_{mode}", spec)
 
 
-def make_radix_sort_keys(dtype: Any, threads_per_block: Any, items_per_thread: int) -> Any:
+def make_radix_sort_keys(dtype: Any, threads_per_block: Any, items_per_thread: int,
+                         blocked_to_striped: bool = False) -> Any:
     """``sort(keys, begin_bit=0, end_bit=-1, temp_storage=None)``: the block's tile of
     keys (each thread's ``keys``, a local array of ``items_per_thread``, in the blocked
     arrangement) sorted ascending in place, blocked: thread ``t`` ends with ranks
-    ``t * items_per_thread ...``. Only bits ``[begin_bit, end_bit)`` are compared
-    (``end_bit < 0``: all of them); the sort is stable, which shows only when some bits
-    are left out.
+    ``t * items_per_thread ...`` (with ``blocked_to_striped=True``, striped: ranks ``t``,
+    ``t + threads``..., ready for a coalesced store; CUB's ``SortBlockedToStriped``).
+    Only bits ``[begin_bit, end_bit)`` are compared (``end_bit < 0``: all of them); the
+    sort is stable, which shows only when some bits are left out.
 
     Example::
 
@@ -89,10 +93,11 @@ def make_radix_sort_keys(dtype: Any, threads_per_block: Any, items_per_thread: i
             for i in range(4):
                 x[base + i] = keys[i]
     """
-    return _radix_sort(dtype, threads_per_block, items_per_thread, "ascending")
+    return _radix_sort(dtype, threads_per_block, items_per_thread, "ascending", None, blocked_to_striped)
 
 
-def make_radix_sort_keys_descending(dtype: Any, threads_per_block: Any, items_per_thread: int) -> Any:
+def make_radix_sort_keys_descending(dtype: Any, threads_per_block: Any, items_per_thread: int,
+                                    blocked_to_striped: bool = False) -> Any:
     """As :func:`make_radix_sort_keys`, largest key first (a NaN of numpy's kind first too).
 
     Example::
@@ -100,10 +105,11 @@ def make_radix_sort_keys_descending(dtype: Any, threads_per_block: Any, items_pe
         sort_down = coop.block.make_radix_sort_keys_descending(numba.int64, (32, 4), 8)
         # in the kernel: sort_down(keys)
     """
-    return _radix_sort(dtype, threads_per_block, items_per_thread, "descending")
+    return _radix_sort(dtype, threads_per_block, items_per_thread, "descending", None, blocked_to_striped)
 
 
-def make_radix_sort_pairs(dtype: Any, value_dtype: Any, threads_per_block: Any, items_per_thread: int) -> Any:
+def make_radix_sort_pairs(dtype: Any, value_dtype: Any, threads_per_block: Any, items_per_thread: int,
+                          blocked_to_striped: bool = False) -> Any:
     """``sort(keys, values, begin_bit=0, end_bit=-1, temp_storage=None)``: as
     :func:`make_radix_sort_keys`, each key carrying the value at the same place in the
     thread's ``values`` (a local array of ``items_per_thread`` of ``value_dtype``: any
@@ -115,11 +121,11 @@ def make_radix_sort_pairs(dtype: Any, value_dtype: Any, threads_per_block: Any, 
         sort = coop.block.make_radix_sort_pairs(numba.float32, numba.int32, 128, 4)
         # in the kernel: sort(keys, indices)      (an argsort of the block's tile)
     """
-    return _radix_sort(dtype, threads_per_block, items_per_thread, "ascending", value_dtype)
+    return _radix_sort(dtype, threads_per_block, items_per_thread, "ascending", value_dtype, blocked_to_striped)
 
 
 def make_radix_sort_pairs_descending(dtype: Any, value_dtype: Any, threads_per_block: Any,
-                                     items_per_thread: int) -> Any:
+                                     items_per_thread: int, blocked_to_striped: bool = False) -> Any:
     """As :func:`make_radix_sort_pairs`, largest key first (still stable: values of
     equal keys keep their order).
 
@@ -128,7 +134,7 @@ def make_radix_sort_pairs_descending(dtype: Any, value_dtype: Any, threads_per_b
         sort_down = coop.block.make_radix_sort_pairs_descending(numba.uint32, numba.float64, (32, 4), 2)
         # in the kernel: sort_down(keys, values)
     """
-    return _radix_sort(dtype, threads_per_block, items_per_thread, "descending", value_dtype)
+    return _radix_sort(dtype, threads_per_block, items_per_thread, "descending", value_dtype, blocked_to_striped)
 
 
 def _merge_sort_spec(dtype: Any, threads_per_block: Any, items_per_thread: int, compare_op: Any,

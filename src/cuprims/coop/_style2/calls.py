@@ -177,9 +177,12 @@ def exclusive_scan(group, items, out=None, /, *, scan_op, initial_value=None, al
 
 
 @Stub
-def radix_sort_keys(group, keys, /, *, descending=False, begin_bit=None, end_bit=None, temp_storage=None):
+def radix_sort_keys(group, keys, /, *, descending=False, blocked_to_striped=False, begin_bit=None, end_bit=None,
+                    temp_storage=None):
     """The block's tile of ``keys`` (a ``ThreadData`` of ints or floats) sorted in place,
-    blocked; only bits ``[begin_bit, end_bit)`` are compared when given (stable).
+    blocked (striped with ``blocked_to_striped=True``: thread ``t`` holds ranks ``t``,
+    ``t + threads``...); only bits ``[begin_bit, end_bit)`` are compared when given
+    (stable).
 
     Example::
 
@@ -203,7 +206,8 @@ def merge_sort_keys(group, keys, /, *, compare_op, valid_items=None, oob_default
 
 
 @Stub
-def radix_sort_pairs(group, keys, values, /, *, descending=False, begin_bit=None, end_bit=None, temp_storage=None):
+def radix_sort_pairs(group, keys, values, /, *, descending=False, blocked_to_striped=False, begin_bit=None,
+                     end_bit=None, temp_storage=None):
     """As :func:`radix_sort_keys`, each key carrying the value at the same place in
     ``values`` (a ``ThreadData`` as long as ``keys``, of any element type, structs too).
     Stable: the values of equal keys keep their order, ascending or descending.
