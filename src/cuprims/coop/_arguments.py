@@ -177,6 +177,17 @@ class BlockAdjacentDifferenceType(enum.Enum):
     SubtractRight = "right"
 
 
+class BlockShuffleType(enum.Enum):
+    """Which shuffle :func:`~cuprims.coop.block.make_shuffle` makes: one value a thread from
+    the thread ``distance`` after (``Offset``) or around the block (``Rotate``), or the
+    blocked tile moved up (``Up``) or down (``Down``) one item."""
+
+    Offset = "offset"
+    Rotate = "rotate"
+    Up = "up"
+    Down = "down"
+
+
 def enum_member(kind: type[enum.Enum], value: Any, argument: str) -> Any:
     """``value`` (a member of ``kind``, or its name) as a member of ``kind``."""
     if isinstance(value, kind):

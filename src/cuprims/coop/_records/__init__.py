@@ -24,6 +24,7 @@ from typing import Mapping
 
 from cuprims.coop._records._abi import Entry, Param, is_sum
 from cuprims.coop._records._base import OPERAND, RUNTIME, STATIC, Call, Record
+from cuprims.coop._records.block_shuffle import BLOCK_SHUFFLE
 from cuprims.coop._records.exchange import EXCHANGE, WARP_EXCHANGE
 from cuprims.coop._records.histogram import HISTOGRAM
 from cuprims.coop._records.load_store import LOAD, STORE, WARP_LOAD, WARP_STORE
@@ -38,6 +39,7 @@ __all__ = ["CALLS", "OPERAND", "RECORDS", "RUNTIME", "STATIC", "Call", "Entry", 
 
 RECORDS: Mapping[str, Record] = MappingProxyType({r.kind: r for r in (
     LOAD, STORE, EXCHANGE, REDUCE, SCAN, MERGE_SORT, RADIX_SORT, DISCONTINUITY, ADJACENT_DIFFERENCE, HISTOGRAM,
+    BLOCK_SHUFFLE,
     WARP_LOAD, WARP_STORE, WARP_EXCHANGE, WARP_REDUCE, WARP_SCAN, WARP_MERGE_SORT, WARP_SHUFFLE)})
 
 # Style 2's calls, in the records' order (the reference lists them so): name -> Call

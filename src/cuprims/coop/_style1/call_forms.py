@@ -34,7 +34,7 @@ T_ARRAYS = frozenset({"src", "dst", "items", "items_in", "items_out", "keys"})
 V_ARRAYS = frozenset({"values", "head_flags", "tail_flags", "histogram"})
 ANY_ARRAYS = frozenset({"prefix_state"})
 VALUE_PARAMS = frozenset({"item", "num_valid", "begin_bit", "end_bit", "oob_default", "tile_predecessor_item",
-                          "tile_successor_item", "src_lane", "delta", "lane_mask"})
+                          "tile_successor_item", "src_lane", "delta", "lane_mask", "distance"})
 
 
 def _fits(params: tuple[str, ...], argtypes: list[Any], element: Any, value: Any) -> bool:

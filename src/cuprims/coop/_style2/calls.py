@@ -316,6 +316,26 @@ def histogram(group, items, histogram, /, *, bins, algorithm="sort", accumulate=
 
 
 @Stub
+def shuffle(group, items, out=None, /, *, block_shuffle_type, distance=None, temp_storage=None):
+    """Block only (CUB's ``BlockShuffle``; ``block_shuffle_type`` a
+    ``coop.block.BlockShuffleType`` or its name in lower case):
+
+    * ``"offset"``: returns the value (``items``: one a thread) of the thread ``distance``
+      (1 unless given; negative: before) after this one; a thread with none gets its own;
+    * ``"rotate"``: the same around the block (``distance`` modulo its threads);
+    * ``"up"``: moves the blocked tile (``items``, a ``ThreadData``) up one item, into
+      ``out`` or in place: each item becomes the one before it (the tile's first keeps
+      its own); returns the tile's last item;
+    * ``"down"``: down one item (the tile's last keeps its own); returns the tile's first.
+
+    Example::
+
+        left = coop.shuffle(block, x, block_shuffle_type="offset", distance=-1)
+        last = coop.shuffle(block, items, block_shuffle_type="up")
+    """
+
+
+@Stub
 def shuffle_index(group, value, src_lane, /, *, temp_storage=None):
     """Warp only: the ``value`` of lane ``src_lane`` of this lane's logical warp (taken
     modulo the warp's size), in every lane (CUB's ``ShuffleIndex``; any type).

@@ -73,6 +73,12 @@ VARIANTS = {
                                 suffix="_valid"),
     # a warp shuffle: the value, and the source lane, distance or lane mask
     "value_arg_out": _Variant("value, arg", "addr(inp), addr(out), i32(arg)", _SCALAR, returns=True),
+    # a block's up or down shuffle: the items moved in place or into another ThreadData, and
+    # the tile's edge item returned
+    "edge_in_place": _Variant("items", "addr(items), addr(items), addr(out)", ("out = local(1, vts)",),
+                              returns=True),
+    "edge_into": _Variant("items, dest", "addr(items), addr(dest), addr(out)", ("out = local(1, vts)",),
+                          returns=True),
     "items_out": _Variant("items", "addr(items), addr(out)", ("out = local(1, vts)",), returns=True),
     "in_place": _Variant("items", "addr(items), addr(items)"),
     "into": _Variant("items, out", "addr(items), addr(out)"),
