@@ -104,7 +104,7 @@ def cub_type(spec: ProviderSpec) -> str:
     algorithm = rec.algorithms[spec.algorithm] if rec.algorithms is not None else spec.algorithm
     v = spec.values.cpp if spec.values is not None else "cub::NullType"   # a sort's values
     return rec.cub_type.format(t=spec.vt.cpp, x=x, y=y, z=z, n=spec.items, v=v, algorithm=algorithm,
-                                bins=spec.bins)
+                                bins=spec.bins, runs=spec.runs)
 
 
 # the calling thread's index in its block, as CUB counts it (x fastest)
@@ -198,10 +198,14 @@ def provider_text(spec: ProviderSpec) -> tuple[str, tuple[str, ...]]:
             body = "\n  ".join(before + [body] + after)
         else:
             params = ", ".join(p.text for p in entry.params)
+        # a record whose CUB object is made by the body (its constructor takes more than the
+        # storage) gets the storage as ``storage``
+        own, given = f"{s}_storage()", f"*static_cast<{s}_prim::TempStorage*>(temp)"
+        make = ("{s}_prim::TempStorage& storage = {src};" if rec.constructs else "{s}_prim prim({src});")
         parts.append(f'extern "C" __device__ {MERGEABLE} void {s}{entry.suffix}({params})\n{{\n'
-                     f"{barrier}  {s}_prim prim({s}_storage());\n  {body}\n}}")
+                     f"{barrier}  {make.format(s=s, src=own)}\n  {body}\n}}")
         parts.append(f'extern "C" __device__ {MERGEABLE} void {s}{entry.suffix}_ts({params}, void* temp)\n'
-                     f"{{\n  {s}_prim prim(*static_cast<{s}_prim::TempStorage*>(temp));\n  {body}\n}}")
+                     f"{{\n  {make.format(s=s, src=given)}\n  {body}\n}}")
     return "\n".join(parts) + "\n", externs
 
 

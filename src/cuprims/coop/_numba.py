@@ -120,11 +120,12 @@ def numba_type(vt: ValueType):
 
 def declare(symbol: str, params: Sequence[str], vt: ValueType, values: ValueType | None = None):
     """``cuda.declare_device`` of ``void symbol(...)``; ``params`` are "ptr" (to ``vt``),
-    "vptr" (to ``values``, a sort's value type), "int" (int32), "i64", "void*" (a uint8
-    array's data: temporary storage) or "state" (``voidptr``: a prefix callback's state)."""
+    "vptr" (to ``values``, a sort's value type), "int" (int32), "i64", "i64ptr" (to an
+    int64), "void*" (a uint8 array's data: temporary storage) or "state" (``voidptr``: a
+    prefix callback's state)."""
     cuda, types, _ = import_numba()
     t = numba_type(vt)
-    kinds = {"ptr": types.CPointer(t), "int": types.int32, "i64": types.int64,
+    kinds = {"ptr": types.CPointer(t), "int": types.int32, "i64": types.int64, "i64ptr": types.CPointer(types.int64),
              "void*": types.CPointer(types.uint8), "state": types.voidptr}
     if values is not None:
         kinds["vptr"] = types.CPointer(numba_type(values))

@@ -65,7 +65,9 @@ class ProviderSpec:
     comparator), warp_load, warp_store and warp_exchange (``mode``: CUB's method name),
     discontinuity (``mode``: heads, tails or heads_and_tails; ``op``: the flag operator),
     adjacent_difference (``mode``: left or right; ``op``: the difference) and histogram
-    (``values``: the counter type; ``bins``: how many; ``algorithm``: sort or atomic).
+    (``values``: the counter type; ``bins``: how many; ``algorithm``: sort or atomic),
+    run_length_decode (``runs``: runs per thread; ``items``: decoded items per thread;
+    ``values``: the run length type), block_shuffle and warp_shuffle (``mode``: which).
 
     ``dims`` is the block shape (x, y, z); for warp primitives (logical warp size, 1, 1).
     ``mode`` (scans): "inclusive" or "exclusive". ``init``: the scan's initial value as
@@ -87,6 +89,7 @@ class ProviderSpec:
     prefix: OpSpec | None = None
     prefix_state: ValueType | None = None
     bins: int = 0
+    runs: int = 0
 
     @property
     def key(self) -> str:
@@ -102,6 +105,8 @@ class ProviderSpec:
             key += f"|prefix:{self.prefix.kind}:{self.prefix.key}:{self.prefix_state.code}"
         if self.bins:
             key += f"|bins={self.bins}"
+        if self.runs:
+            key += f"|runs={self.runs}"
         return key
 
     @property

@@ -28,6 +28,7 @@ from cuprims.coop._style1.block import (make_exclusive_scan, make_exclusive_sum,
                                         make_inclusive_sum, make_load, make_reduce, make_scan, make_store, make_sum)
 from cuprims.coop._style1.block_histogram import BlockHistogramAlgorithm, make_histogram
 from cuprims.coop._style1.block_neighbours import make_adjacent_difference, make_discontinuity
+from cuprims.coop._style1.block_run_length import make_run_length_decode
 from cuprims.coop._style1.block_shuffle import make_shuffle
 from cuprims.coop._style1.block_tiles import (make_exchange, make_merge_sort_keys, make_merge_sort_pairs,
                                               make_radix_sort_keys, make_radix_sort_keys_descending,
@@ -38,7 +39,7 @@ __all__ = ["make_load", "make_store", "make_reduce", "make_sum", "make_scan", "m
            "make_merge_sort_keys", "make_radix_sort_keys", "make_radix_sort_keys_descending", "PrefixCallback"]
 __all__ += ["make_merge_sort_pairs", "make_radix_sort_pairs", "make_radix_sort_pairs_descending"]
 __all__ += ["make_discontinuity", "BlockDiscontinuityType", "make_adjacent_difference", "BlockAdjacentDifferenceType"]
-__all__ += ["make_histogram", "BlockHistogramAlgorithm", "make_shuffle", "BlockShuffleType"]
+__all__ += ["make_histogram", "BlockHistogramAlgorithm", "make_shuffle", "BlockShuffleType", "make_run_length_decode"]
 
 
 def __dir__() -> list[str]:

@@ -118,6 +118,7 @@ GPU_ONLY: dict[str, str] = {
     "cuprims.coop.block.make_adjacent_difference": _FACTORY.format("test_coop_neighbours.py"),
     "cuprims.coop.block.make_histogram": _FACTORY.format("test_coop_histogram.py"),
     "cuprims.coop.block.make_shuffle": _FACTORY.format("test_coop_block_shuffle.py"),
+    "cuprims.coop.block.make_run_length_decode": _FACTORY.format("test_coop_run_length.py"),
     "cuprims.coop.warp.make_reduce": _FACTORY.format("test_coop_warp.py"),
     "cuprims.coop.warp.make_sum": _FACTORY.format("test_coop_warp.py"),
     "cuprims.coop.warp.make_exclusive_sum": _FACTORY.format("test_coop_warp.py"),
@@ -132,7 +133,7 @@ GPU_ONLY: dict[str, str] = {
         "this_block", "this_warp", "ThreadData", "load", "store", "exchange", "sum", "reduce", "inclusive_sum",
         "exclusive_sum", "inclusive_scan", "exclusive_scan", "merge_sort_keys", "radix_sort_keys", "merge_sort_pairs",
         "radix_sort_pairs", "flag_heads", "flag_tails", "flag_heads_and_tails", "subtract_left", "subtract_right",
-        "histogram", "shuffle", "shuffle_index", "shuffle_up", "shuffle_down", "shuffle_xor")},
+        "histogram", "shuffle", "run_length_decode", "shuffle_index", "shuffle_up", "shuffle_down", "shuffle_xor")},
 }
 
 

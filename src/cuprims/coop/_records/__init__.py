@@ -32,6 +32,7 @@ from cuprims.coop._records.merge_sort import MERGE_SORT, WARP_MERGE_SORT
 from cuprims.coop._records.neighbours import ADJACENT_DIFFERENCE, DISCONTINUITY
 from cuprims.coop._records.radix_sort import RADIX_SORT
 from cuprims.coop._records.reduce_scan import REDUCE, SCAN, WARP_REDUCE, WARP_SCAN
+from cuprims.coop._records.run_length import RUN_LENGTH_DECODE
 from cuprims.coop._records.shuffle import WARP_SHUFFLE
 
 __all__ = ["CALLS", "OPERAND", "RECORDS", "RUNTIME", "STATIC", "Call", "Entry", "Param", "Record", "is_sum", "record",
@@ -39,7 +40,7 @@ __all__ = ["CALLS", "OPERAND", "RECORDS", "RUNTIME", "STATIC", "Call", "Entry", 
 
 RECORDS: Mapping[str, Record] = MappingProxyType({r.kind: r for r in (
     LOAD, STORE, EXCHANGE, REDUCE, SCAN, MERGE_SORT, RADIX_SORT, DISCONTINUITY, ADJACENT_DIFFERENCE, HISTOGRAM,
-    BLOCK_SHUFFLE,
+    BLOCK_SHUFFLE, RUN_LENGTH_DECODE,
     WARP_LOAD, WARP_STORE, WARP_EXCHANGE, WARP_REDUCE, WARP_SCAN, WARP_MERGE_SORT, WARP_SHUFFLE)})
 
 # Style 2's calls, in the records' order (the reference lists them so): name -> Call

@@ -79,7 +79,9 @@ class Record:
     ``functor``: ``functor(name, op, vt, symbol) -> (C++ text, extern symbols)`` making
     the operator's functor, where neither a comparator's nor a combiner's serves;
     ``methods``: the Style 1 primitive's methods, each a device function ``prim_<name>``
-    of ``style1``'s text (``histo.init(...)`` in a kernel), beside ``prim``."""
+    of ``style1``'s text (``histo.init(...)`` in a kernel), beside ``prim``;
+    ``constructs``: the entry points' bodies make the CUB object themselves from
+    ``storage`` (its constructor takes more than the storage), instead of getting ``prim``."""
 
     kind: str
     header: str
@@ -94,3 +96,4 @@ class Record:
     algorithms: Mapping[str, str] | None = None
     functor: Callable[..., tuple[str, tuple[str, ...]]] | None = None
     methods: tuple[str, ...] = ()
+    constructs: bool = False

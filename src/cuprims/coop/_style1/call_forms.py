@@ -30,11 +30,11 @@ from typing import Any
 
 # what each of prim's parameters takes: an array of the element type T, of the second type
 # V (a sort's values, a discontinuity's flags), any array, or a value (a scalar or a struct)
-T_ARRAYS = frozenset({"src", "dst", "items", "items_in", "items_out", "keys"})
-V_ARRAYS = frozenset({"values", "head_flags", "tail_flags", "histogram"})
+T_ARRAYS = frozenset({"src", "dst", "items", "items_in", "items_out", "keys", "run_values", "decoded_items"})
+V_ARRAYS = frozenset({"values", "head_flags", "tail_flags", "histogram", "run_lengths", "relative_offsets"})
 ANY_ARRAYS = frozenset({"prefix_state"})
 VALUE_PARAMS = frozenset({"item", "num_valid", "begin_bit", "end_bit", "oob_default", "tile_predecessor_item",
-                          "tile_successor_item", "src_lane", "delta", "lane_mask", "distance"})
+                          "tile_successor_item", "src_lane", "delta", "lane_mask", "distance", "window_offset"})
 
 
 def _fits(params: tuple[str, ...], argtypes: list[Any], element: Any, value: Any) -> bool:

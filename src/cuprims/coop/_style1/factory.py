@@ -40,6 +40,8 @@ def _namespace(spec: ProviderSpec, unit: Any) -> dict[str, Any]:
     namespace["ITEMS"], namespace["TILE"] = spec.items, spec.items * spec.threads
     if spec.bins:
         namespace["BINS"] = spec.bins     # a histogram's counters
+    if spec.runs:
+        namespace["RUNS"] = spec.runs     # a run-length decode's runs per thread
 
     def layout() -> tuple[int, int]:     # (TempStorage bytes, alignment): waits for the build
         return (result_of(unit) if isinstance(unit, Future) else unit).temp[spec.symbol]

@@ -150,8 +150,11 @@ class Primitive:
         parts = [shown(spec.vt), shape, f"{spec.items} item{'s' if spec.items != 1 else ''} per thread"]
         if spec.bins:
             parts.append(f"bins {spec.bins}")
+        if spec.runs:
+            parts.append(f"{spec.runs} run{'s' if spec.runs != 1 else ''} per thread")
         if spec.values is not None:
-            parts.append(f"{'counters' if spec.bins else 'values'} {shown(spec.values)}")
+            label = "counters" if spec.bins else "lengths" if spec.runs else "values"
+            parts.append(f"{label} {shown(spec.values)}")
         parts += [f"{label}={value}" for label, value in (("algorithm", spec.algorithm), ("mode", spec.mode))
                   if value]
         for label, op in (("op", spec.op), ("prefix_op", spec.prefix)):

@@ -316,6 +316,25 @@ def histogram(group, items, histogram, /, *, bins, algorithm="sort", accumulate=
 
 
 @Stub
+def run_length_decode(group, run_values, run_lengths, decoded_items, relative_offsets=None, /, *, window_offset=None,
+                      temp_storage=None):
+    """Block only: decode the block's runs (each thread's ``run_values`` and
+    ``run_lengths``, ``ThreadData`` of as many items, blocked) into ``decoded_items`` (a
+    ``ThreadData`` of the values' type: the block's window of the expanded sequence from
+    ``window_offset``, 0 unless given, blocked), and each item's offset within its run into
+    ``relative_offsets`` when given (of the lengths' type). Returns the total decoded size
+    (int64); items past it repeat the last run's value, and a window offset outside
+    ``[0, total]`` traps. Call it once per window. Runs are at least one item long but for
+    empty ones after all the others (CUB's decode gives unspecified items for an empty run
+    between two others).
+
+    Example::
+
+        total = coop.run_length_decode(block, values, lengths, decoded)
+    """
+
+
+@Stub
 def shuffle(group, items, out=None, /, *, block_shuffle_type, distance=None, temp_storage=None):
     """Block only (CUB's ``BlockShuffle``; ``block_shuffle_type`` a
     ``coop.block.BlockShuffleType`` or its name in lower case):

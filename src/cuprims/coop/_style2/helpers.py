@@ -30,6 +30,10 @@ from cuprims.coop._spec import ProviderSpec
 from cuprims.coop._style2.nbtypes import Static
 from cuprims.coop._style2.operands import Plan
 from cuprims.coop._style2.thread_data import _local_array, _trap
+from cuprims.types import value_type
+
+# the element type of a helper's int64 result (a run-length decode's total)
+_INT64 = Static(("dtype", "int64"), value_type("int64"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,6 +83,13 @@ VARIANTS = {
                               returns=True),
     "edge_into": _Variant("items, dest", "addr(items), addr(dest), addr(out)", ("out = local(1, vts)",),
                           returns=True),
+    # a run-length decode: the runs, the decoded items (and each one's offset in its run),
+    # the window's offset; returns the total decoded size
+    "decode": _Variant("values, lengths, decoded, window", "addr(values), addr(lengths), addr(decoded), "
+                       "i64(window), addr(out)", ("out = local(1, i64s)",), returns=True),
+    "decode_offsets": _Variant("values, lengths, decoded, relative, window", "addr(values), addr(lengths), "
+                               "addr(decoded), addr(relative), i64(window), addr(out)", ("out = local(1, i64s)",),
+                               returns=True, suffix="_offsets"),
     "items_out": _Variant("items", "addr(items), addr(out)", ("out = local(1, vts)",), returns=True),
     "in_place": _Variant("items", "addr(items), addr(items)"),
     "into": _Variant("items, out", "addr(items), addr(out)"),
@@ -137,6 +148,7 @@ def source(variant: str) -> str:
 @functools.lru_cache(maxsize=None)
 def _maker(variant: str) -> Callable:
     namespace = {"addr": addr(), "trap": _trap, "local": _local_array, "i32": types.int32, "i64": types.int64,
+                 "i64s": _INT64,
                  "tp": _temp_pointer, "state_addr": state_pointer(), "result": _result}
     exec(compile(source(variant), f"<cuprims coop helper {variant}>", "exec"), namespace)
     return namespace["make"]
