@@ -21,7 +21,7 @@ from twins import dims_of, threads_of
 
 PAIR_X = np.dtype([("lo", np.int32), ("hi", np.int64)], align=True)
 USER_FACTORIES = ["block.reduce", "block.inclusive_scan", "block.exchange", "block.merge_sort", "warp.reduce",
-                  "warp.merge_sort"]
+                  "warp.merge_sort", "block.shuffle_up", "warp.shuffle_index", "block.run_length_decode"]
 WARP = 32
 
 
@@ -141,6 +141,7 @@ def _sorted(x: np.ndarray) -> np.ndarray:
 
 def build_user_case(factory: str, shape: tuple, items: int) -> UserCase:
     """The kernel ``kernel[1, shape](x, y)`` calling ``factory``'s primitive of Pairs in both forms."""
+    import numba
     from numba import cuda
 
     from cuprims import coop
@@ -284,6 +285,81 @@ def build_user_case(factory: str, shape: tuple, items: int) -> UserCase:
             per_warp = np.concatenate([_sums(x[w * WARP:(w + 1) * WARP]) for w in range(warps)])
             return np.concatenate([per_warp] * 2)
         return case([prim], kernel, 2 * warps, expected)
+    if factory == "block.shuffle_up":
+        prim = coop.block.make_shuffle(pt, shape, n, coop.block.BlockShuffleType.Up, methods=METHODS)
+        nbytes = prim.temp_storage_bytes
+
+        @cuda.jit(link=prim.files, launch_bounds=bounds)
+        def kernel(x, y):
+            temp_storage = cuda.shared.array(shape=nbytes, dtype="uint8")
+            t = cuda.threadIdx.x + dx * (cuda.threadIdx.y + dy * cuda.threadIdx.z)
+            items_in = cuda.local.array(n, pt)
+            items_out = cuda.local.array(n, pt)
+            for i in range(n):
+                items_in[i] = Pair(x[t * n + i].lo, x[t * n + i].hi)
+            prim(items_in, items_out)
+            for i in range(n):
+                y[t * n + i].lo, y[t * n + i].hi = items_out[i].lo, items_out[i].hi
+            prim(temp_storage, items_in)                 # in place
+            for i in range(n):
+                y[tile + t * n + i].lo, y[tile + t * n + i].hi = items_in[i].lo, items_in[i].hi
+
+        def expected_up(x):
+            moved = x.copy()
+            moved[1:] = x[:-1]
+            return np.concatenate([moved, moved])
+        return UserCase(factory, tuple(shape), items, [prim], kernel, ["no storage", "storage first, in place"],
+                        2 * tile, expected_up)
+
+    if factory == "warp.shuffle_index":
+        prim = coop.warp.make_shuffle_index(pt, methods=METHODS)
+        nbytes = prim.temp_storage_bytes
+
+        @cuda.jit(link=prim.files, launch_bounds=bounds)
+        def kernel(x, y):
+            temp_storage = cuda.shared.array(shape=nbytes, dtype="uint8")
+            t = cuda.threadIdx.x + dx * (cuda.threadIdx.y + dy * cuda.threadIdx.z)
+            item = Pair(x[t].lo, x[t].hi)
+            a = prim(item, (t + 1) % WARP)
+            b = prim(temp_storage, item, (t + 1) % WARP)
+            y[t].lo, y[t].hi = a.lo, a.hi
+            y[threads + t].lo, y[threads + t].hi = b.lo, b.hi
+
+        def expected_index(x):
+            t = np.arange(threads)
+            pulled = x[:threads][t - t % WARP + (t + 1) % WARP]
+            return np.concatenate([pulled, pulled])
+        return UserCase(factory, tuple(shape), items, [prim], kernel, ["no storage", "storage first"], 2 * threads,
+                        expected_index)
+
+    if factory == "block.run_length_decode":
+        prim = coop.block.make_run_length_decode(pt, shape, 1, n, methods=METHODS)
+        nbytes = prim.temp_storage_bytes
+
+        @cuda.jit(link=prim.files, launch_bounds=bounds)
+        def kernel(x, y):
+            temp_storage = cuda.shared.array(shape=nbytes, dtype="uint8")
+            t = cuda.threadIdx.x + dx * (cuda.threadIdx.y + dy * cuda.threadIdx.z)
+            values = cuda.local.array(1, pt)
+            lengths = cuda.local.array(1, numba.uint32)
+            decoded = cuda.local.array(n, pt)
+            values[0] = Pair(x[t].lo, x[t].hi)
+            lengths[0] = 1 + x[t].lo % 3
+            prim(values, lengths, decoded)
+            for i in range(n):
+                y[t * n + i].lo, y[t * n + i].hi = decoded[i].lo, decoded[i].hi
+            prim(temp_storage, values, lengths, decoded)
+            for i in range(n):
+                y[tile + t * n + i].lo, y[tile + t * n + i].hi = decoded[i].lo, decoded[i].hi
+
+        def expected_decode(x):
+            runs = x[:threads]
+            lengths = 1 + runs["lo"] % 3
+            sequence = np.repeat(runs, lengths)
+            window = np.concatenate([sequence, np.repeat(runs[-1:], max(0, tile - sequence.size))])[:tile]
+            return np.concatenate([window, window])
+        return UserCase(factory, tuple(shape), items, [prim], kernel, ["no storage", "storage first"], 2 * tile,
+                        expected_decode)
     raise ValueError(f"no user-type case for {factory}")
 
 
@@ -293,4 +369,4 @@ def user_cases() -> list[tuple[str, tuple, int]]:
     from coop_forms import FORM_ITEMS, FORM_SHAPES
 
     return [(f, s, n) for f in USER_FACTORIES for s in FORM_SHAPES for n in FORM_ITEMS
-            if not (f == "warp.reduce" and n != 1)]
+            if not (f in ("warp.reduce", "warp.shuffle_index") and n != 1)]
