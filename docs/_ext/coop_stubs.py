@@ -19,7 +19,7 @@ from docutils.statemachine import StringList
 from sphinx.util.docutils import SphinxDirective
 
 # where each Style 2 name is defined (cuprims.coop._extension.names() imports them)
-MODULES = ("_style2/groups.py", "_style2/thread_data.py", "_style2/calls.py")
+MODULES = ("_style2/groups.py", "_style2/thread_data.py", "_style2/calls.py", "_style2/calls_movement.py")
 
 
 def _stubs(package: Path) -> dict[str, tuple[str, str, Path]]:
