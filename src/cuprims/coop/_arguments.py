@@ -28,7 +28,7 @@ def combiner(op: Any, vt: ValueType, argument: str) -> OpSpec:
     from cuprims._codegen.functors import check_binary_builtin
 
     return _operator(_OPERATOR_NAMES.get(op, op) if isinstance(op, str) else op, vt, argument, check_binary_builtin,
-                     "an OpKind or a Python callable", "an operator")
+                     "an OpKind, a Python callable or a RawOp", "an operator")
 
 
 def comparator(op: Any, vt: ValueType, argument: str) -> OpSpec:
@@ -37,15 +37,18 @@ def comparator(op: Any, vt: ValueType, argument: str) -> OpSpec:
     from cuprims._codegen.functors import check_comparator_builtin
 
     return _operator(_COMPARATOR_NAMES.get(op, op) if isinstance(op, str) else op, vt, argument,
-                     check_comparator_builtin, "OpKind.LESS, OpKind.GREATER or a Python callable", "a comparator")
+                     check_comparator_builtin, "OpKind.LESS, OpKind.GREATER, a Python callable or a RawOp",
+                     "a comparator")
 
 
 def _operator(op: Any, vt: ValueType, argument: str, check_builtin: Any, expected: str, what: str) -> OpSpec:
     """``op`` as the OpSpec a provider calls: a built-in one checked against ``vt``, a
-    Python one without captured device arrays; RawOps are refused."""
+    Python one without captured device arrays, a RawOp without state (a primitive has no
+    state to hand it: its state travels in a device-wide kernel's parameters)."""
     spec = op_spec(op, argument=argument, bind_captures=True)   # to see (and refuse) captured arrays
-    if spec.kind == "raw":
-        raise ArgumentError(argument, f"{expected} (RawOp is not supported here yet)", op)
+    if spec.kind == "raw" and spec.state_size:
+        raise ArgumentError(argument, f"{expected}, or a RawOp without state (a kernel's primitive has no state to "
+                            "hand it)", op)
     if spec.kind == "builtin":
         check_builtin(spec, vt, argument)
     if spec.captures:
@@ -118,9 +121,9 @@ def value_bytes(value: Any, vt: ValueType, argument: str) -> str:
 
 
 def python_callable(op: OpSpec, obj: Any) -> Any:
-    """``obj``, the function behind ``op``, when the provider calls it (a Python operator,
-    which the build compiles); None for a built-in one."""
-    return obj if op.kind == "python" else None
+    """``obj``, what is behind ``op``, when the provider calls it: a Python operator (which
+    the build compiles) or a RawOp (whose LTO-IR the kernel links); None for a built-in one."""
+    return obj if op.kind in ("python", "raw") else None
 
 
 class BlockExchangeType(enum.Enum):
@@ -231,4 +234,4 @@ def difference_operator(op: Any, vt: ValueType, argument: str = "difference_op")
                                 "or a Python callable", spec.builtin)
 
     return _operator(_OPERATOR_NAMES.get(op, op) if isinstance(op, str) else op, vt, argument, check,
-                     "an OpKind or a Python callable", "an operator")
+                     "an OpKind, a Python callable or a RawOp", "an operator")

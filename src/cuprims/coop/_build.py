@@ -127,6 +127,24 @@ def _operator_ltoirs(specs: Sequence[ProviderSpec], arch: int, objs: dict[str, A
     return codes
 
 
+def raw_ltoirs(op: Any) -> list[bytes]:
+    """A RawOp's LTO-IR and the extra LTO-IRs it needs."""
+    return [op.ltoir, *op.extra_ltoirs]
+
+
+def raw_link_files(specs: Sequence[ProviderSpec], objs: dict[str, Any]) -> list:
+    """The link inputs of the RawOps ``specs`` call (``objs``: symbol -> RawOp): the same
+    objects for the same RawOp, so that a kernel whose primitives share one links it once
+    (its symbol is defined strongly)."""
+    from cuprims.coop._numba import link_files
+
+    files: list = []
+    for sp in specs:
+        for symbol, op in sp.raw_ops:
+            files += link_files(f"cuprims_raw_{op.key[:16]}_{symbol}", tuple(raw_ltoirs(objs[symbol])))
+    return files
+
+
 def _compile(specs: Sequence[ProviderSpec], arch: int, objs: dict[str, Any]) -> UnitBuild:
     from cuprims._compile.elfmeta import read_meta
     from cuprims._compile.link import link_cubin
@@ -146,8 +164,10 @@ def _compile(specs: Sequence[ProviderSpec], arch: int, objs: dict[str, Any]) -> 
             ltoir = pending.result()
     else:
         ltoir, op_codes = providers(), []
+    # a RawOp's LTO-IR is the user's, linked beside the unit (raw_link_files), not part of it
+    raw = [code for sp in specs for symbol, _ in sp.raw_ops for code in raw_ltoirs(objs[symbol])]
     with stats.stage("link", "coop probe"):
-        cubin = link_cubin(ltoir, op_codes, arch)
+        cubin = link_cubin(ltoir, op_codes + raw, arch)
     values = read_meta(cubin, meta_symbol(specs), meta_fields(specs))
     temp = {sp.symbol: (values[f"{sp.symbol}_bytes"], values[f"{sp.symbol}_align"]) for sp in specs}
     return UnitBuild(arch, ltoir, tuple(op_codes), temp)
@@ -157,7 +177,8 @@ def build_unit(specs: Sequence[ProviderSpec], arch: int, objs: dict[str, Any] | 
     """LTO-IR of one unit holding ``specs``' providers for ``sm_<arch>``, from cache if possible.
 
     ``objs`` maps the symbol of each Python function a provider calls
-    (:attr:`ProviderSpec.python_ops`: its ``op_symbol``, ``prefix_symbol``) to the callable.
+    (:attr:`ProviderSpec.python_ops`: its ``op_symbol``, ``prefix_symbol``) to the callable,
+    and of each RawOp (:attr:`ProviderSpec.raw_ops`) to the RawOp.
 
     Example::
 

@@ -117,7 +117,10 @@ class ProviderSpec:
 
     @property
     def op_symbol(self) -> str:
-        """The symbol of the Python operator's pointer-ABI wrapper this provider calls."""
+        """The symbol of the operator this provider calls: a RawOp's own name, else the
+        symbol of the Python operator's pointer-ABI wrapper."""
+        if self.op is not None and self.op.kind == "raw":
+            return self.op.name
         return self.symbol + "_op"
 
     @property
@@ -136,6 +139,14 @@ class ProviderSpec:
         if self.prefix is not None:
             ops.append((self.prefix_symbol, self.prefix))
         return tuple(ops)
+
+    @property
+    def raw_ops(self) -> tuple[tuple[str, OpSpec], ...]:
+        """(symbol, OpSpec) of the RawOp the provider calls, if any: its LTO-IR is linked as
+        the user gave it."""
+        if self.op is not None and self.op.kind == "raw":
+            return ((self.op_symbol, self.op),)
+        return ()
 
     @property
     def threads(self) -> int:

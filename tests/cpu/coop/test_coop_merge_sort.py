@@ -205,7 +205,7 @@ def test_arguments_are_checked_before_any_compile():
     with pytest.raises(ArgumentError, match="compare_op"):
         make(numba.int32, 128, 4, "<=")
     with pytest.raises(ArgumentError, match="compare_op"):
-        make(numba.int32, 128, 4, RawOp(ltoir=stub_ltoir("less"), name="less"))
+        make(numba.int32, 128, 4, RawOp(ltoir=stub_ltoir("less", 4), name="less", state=b"\0" * 8))
     with pytest.raises(ArgumentError, match="compare_op"):
         make(numba.int32, 128, 4, 3)
     with pytest.raises(ArgumentError, match="methods"):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from concurrent.futures import Future
 from typing import Any
 
-from cuprims.coop._build import build_unit, build_unit_soon, result_of
+from cuprims.coop._build import build_unit, build_unit_soon, raw_link_files, result_of
 from cuprims.coop._codegen import entries, own_storage_warps
 from cuprims.coop._numba import declare, numba_type, state_pointer
 from cuprims.coop._records import record
@@ -57,23 +57,27 @@ def _namespace(spec: ProviderSpec, unit: Any) -> dict[str, Any]:
 def make_primitive(name: str, spec: ProviderSpec, op: Any = None, prefix: Any = None) -> Primitive:
     """Build ``spec``'s provider and return the :class:`Primitive` calling it.
 
-    ``op`` is the Python operator (or None), ``prefix`` the Python prefix callback (or None).
+    ``op`` is the Python operator or RawOp (or None), ``prefix`` the Python prefix callback
+    (or None).
     A warp primitive whose storage holds a tile says how many logical warps its own
     storage serves (``own_storage_warps``)."""
     functions = {spec.op_symbol: op, spec.prefix_symbol: prefix}
-    objs = {symbol: functions[symbol] for symbol, _ in spec.python_ops}
+    objs = {symbol: functions[symbol] for symbol, _ in spec.python_ops + spec.raw_ops}
     arch = current_arch()
     # providers calling no Python function build on a worker thread, beside numba's compile
     # of the user's kernel (which reads their LTO-IR only when it links); numba compiles
-    # Python functions, so those providers build here
-    unit = build_unit([spec], arch, objs) if spec.python_ops else build_unit_soon([spec], arch)
+    # Python functions, so those providers build here (and those calling a RawOp, whose
+    # probe link needs it)
+    unit = (build_unit([spec], arch, objs) if spec.python_ops or spec.raw_ops
+            else build_unit_soon([spec], arch))
+    raw = raw_link_files([spec], objs)
     rec = record(spec.kind)
     namespace = _namespace(spec, unit)
     text = rec.style1(spec)
-    prim = Primitive(name, device_function("prim", text, namespace), unit, spec)
+    prim = Primitive(name, device_function("prim", text, namespace), unit, spec, raw)
     for method in rec.methods:      # e.g. a histogram's init and composite, beside the whole
         prim.add_method(method, Primitive(f"{name}.{method}", device_function(f"prim_{method}", text, namespace),
-                                          unit, spec))
+                                          unit, spec, raw))
     if rec.tile_budget:
         prim.own_storage_warps = own_storage_warps(spec.dims[0], prim.temp_storage_layout[0], rec.tile_budget)
     return prim

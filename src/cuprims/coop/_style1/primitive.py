@@ -68,11 +68,12 @@ class Primitive:
     makes that room unused.
     """
 
-    def __init__(self, name: str, device: Any, unit: Any, spec: Any):
+    def __init__(self, name: str, device: Any, unit: Any, spec: Any, raw_files: list | None = None):
         self.name = name
         self.spec = spec
         self._device = device
         self._unit = unit          # a coop._build.UnitBuild, or a Future of one (build_unit_soon)
+        self._raw_files = list(raw_files or ())   # a RawOp's LTO-IR, linked beside the unit
 
     def add_method(self, name: str, method: "Primitive") -> None:
         """``self.<name>`` is ``method``, a primitive of the same provider (a histogram's
@@ -94,7 +95,7 @@ class Primitive:
         if isinstance(unit, Future) and not unit.done():
             # one LTO-IR (the providers: no Python functions), read when numba links
             return pending_files(self.spec.symbol, unit)
-        return link_files(self.spec.symbol, self._built().codes)
+        return link_files(self.spec.symbol, self._built().codes) + self._raw_files
 
     @property
     def temp_storage_layout(self) -> tuple[int, int]:

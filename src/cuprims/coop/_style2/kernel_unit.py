@@ -34,7 +34,7 @@ from typing import Any
 from numba.cuda.core import ir
 from numba.cuda.core.rewrites import register_rewrite
 
-from cuprims.coop._build import UnitBuild, build_unit
+from cuprims.coop._build import UnitBuild, build_unit, raw_link_files
 from cuprims.coop._numba import link_files
 from cuprims.coop._spec import ProviderSpec
 from cuprims.coop._style2.ir import WholeFunction
@@ -90,11 +90,11 @@ def _build(plans: list[Plan], arch: int) -> list:
     objs = {}
     for p in plans:
         if p.op is not None:
-            objs[p.spec.op_symbol] = p.op
+            objs[p.spec.op_symbol] = p.op        # a Python operator, or a RawOp
         if p.prefix_op is not None:
             objs[p.spec.prefix_symbol] = p.prefix_op
     unit = build_unit(specs, arch, objs)
-    files = _link_inputs(specs, unit)
+    files = _link_inputs(specs, unit) + raw_link_files(specs, objs)
     if len(_units) > _MAX_UNITS:
         _units.clear()
         _operators.clear()
