@@ -154,8 +154,11 @@ def _plan_flags(record: Record, o: Any, group: Any, items: Any, arrays: tuple, p
     given = [(name, sfx, t) for name, sfx, t in (("pred", "_pred", pred), ("succ", "_succ", succ)) if not s2.absent(t)]
     for name, _, t in given:
         _check_neighbour(t, items, "tile_predecessor_item" if name == "pred" else "tile_successor_item")
-    first = 1 + len(arrays)                     # the neighbours' operand indices follow the flag arrays
-    slots = tuple(range(first)) + tuple(first + (name == "succ" and mode == "heads_and_tails") for name, _, _ in given)
+    # the operands: the items, the flag arrays, then the neighbours in the stub's order
+    # (flag_heads_and_tails takes the predecessor, then the successor)
+    after_flags = 1 + len(arrays)
+    operand = {"pred": after_flags, "succ": after_flags + (1 if mode == "heads_and_tails" else 0)}
+    slots = tuple(range(after_flags)) + tuple(operand[name] for name, _, _ in given)
     variant = ("flags" if len(arrays) == 1 else "flags2") + "".join("_" + name for name, _, _ in given)
     return s2.Plan(spec, python_callable(op, o.options["flag_op"]), s2.NONE, variant, slots)
 
