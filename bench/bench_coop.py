@@ -15,7 +15,10 @@ The issue's targets, measured on one GPU in one run:
    throughput coop / C++ (target >= 0.95).
 3. block scan: 2^18 tiles of 128 threads x 8 int32, ``make_inclusive_sum(int32, 128, 8)``
    against ``cub::BlockScan::InclusiveSum`` (target >= 0.95).
-4. cold build: a fresh process builds ``make_sum`` and compiles and launches a kernel
+4. the newer block primitives (adjacent difference, discontinuity heads, shuffle up,
+   histogram, run-length decode; bench/_coop_tile_ops.py): 128 threads x 8 int32 a tile,
+   each against its CUB C++ twin (target >= 0.95).
+5. cold build: a fresh process builds ``make_sum`` and compiles and launches a kernel
    calling it, over a cache that holds the PCH of the provider's headers (made once per
    machine, by an earlier process building another block size) but not this provider
    (target <= 1.5 s); the same over an empty cache, PCH included (the machine's very first
@@ -30,7 +33,7 @@ against reduce_into's (relative 1e-4), sorts and scans against numpy on sampled 
 Times are medians of CUDA-event windows after warmup (bench/_harness.py), every launch
 on the legacy default stream (CuPy's null stream, numba's and cuda.core's default).
 
-Run on a GPU machine:  python bench/bench_coop.py [--out DIR] [--quick] [--only sum,sort,scan,cold]
+Run on a GPU machine:  python bench/bench_coop.py [--out DIR] [--quick] [--only sum,sort,scan,primitives,cold]
   (--quick: small sizes, a smoke run whose short kernels are launch-bound; written as coop-quick.*,
   to --out only)
 Without a GPU:         python bench/bench_coop.py --compile-only [--out DIR]
@@ -55,8 +58,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import RESULTS, add_extra_path, device_ms, dist_version, result_rows, write_results  # noqa: E402
 
-SECTIONS = ("sum", "sort", "scan", "cold")
-TARGETS = {"sum": 0.90, "sort": 0.95, "scan": 0.95, "cold": 1.5}
+SECTIONS = ("sum", "sort", "scan", "primitives", "cold")
+TARGETS = {"sum": 0.90, "sort": 0.95, "scan": 0.95, "primitives": 0.95, "cold": 1.5}
 
 
 def _arguments() -> argparse.Namespace:
@@ -315,6 +318,61 @@ def bench_tiles(run: Run, op: str) -> None:
     run.targets[f"{key}: coop/C++ per variant"] = ratios
 
 
+def bench_primitives(run: Run) -> None:
+    """The newer block primitives (bench/_coop_tile_ops.py) against their CUB C++ twins."""
+    import cupy as cp
+    import numpy as np
+    from numba import cuda
+
+    import _coop_tile_ops as T
+
+    log2_tiles = run.sizes["scan_log2_tiles"]
+    ntiles = 1 << log2_tiles
+    n = ntiles * T.TILE
+    sample = _sample_tiles(ntiles)
+    ratios = {}
+    for op in T.OPS:
+        work = f"block {op.replace('_', ' ')} int32, 2^{log2_tiles} tiles x {T.TILE} ({T.THREADS} thr x {T.ITEMS})"
+        x = T.inputs(op, n)
+        y = cp.empty_like(x)
+        cols = T.COMPARED[op]
+        expected = T.reference(op, x.reshape(ntiles, T.TILE)[cp.asarray(sample)].get())[:, :cols]
+
+        def verify(name: str, op: str = op, cols: int = cols, expected: Any = expected, y: Any = y) -> None:
+            got = y.reshape(ntiles, T.TILE)[cp.asarray(sample)].get()[:, :cols]
+            bad = np.flatnonzero((got != expected).any(axis=1))
+            run.check(f"{op} {name}", bad.size == 0, f"{bad.size} of {sample.size} sampled tiles differ from numpy")
+
+        twin, twin_s = _build_twin(run, T.twin(op))
+        args = (np.uint64(x.data.ptr), np.uint64(y.data.ptr))
+
+        def twin_call(twin: Any = twin, args: tuple = args) -> None:
+            twin.launch(ntiles, T.THREADS, *args)
+
+        y.fill(0)
+        twin_call()
+        verify("C++ twin")
+        t_twin = run.time(twin_call)
+        run.add(work, twin.twin.label, t_twin, "ms", None, f"{_twin_resources(twin)}; NVRTC+load {twin_s:.2f} s")
+        t0 = time.perf_counter()
+        nk = T.kernel(op)
+        x_nb, y_nb = cuda.as_cuda_array(x), cuda.as_cuda_array(y)
+
+        def coop_call(kernel: Any = nk.kernel, x_nb: Any = x_nb, y_nb: Any = y_nb) -> None:
+            kernel[ntiles, T.THREADS](x_nb, y_nb)
+
+        y.fill(0)
+        coop_call()
+        cuda.synchronize()
+        verify(nk.label)
+        t_coop = run.time(coop_call)
+        ratios[op] = round(t_twin / t_coop, 3)
+        run.add(work, nk.label, t_coop, "ms", t_twin / t_coop,
+                f"ratio = throughput coop/C++ (target >= {TARGETS['primitives']}); {_numba_resources(nk.kernel)}; "
+                f"build+first launch {time.perf_counter() - t0:.2f} s")
+    run.targets["primitives: coop/C++ per primitive"] = ratios
+
+
 # ------------------------------------------------------------------ cold build (subprocesses)
 
 COLD_CHILD = r"""
@@ -520,6 +578,15 @@ def compile_only(args: argparse.Namespace) -> int:
                     nk = builder(op, load_alg)
                     numba_case(work, nk, time.perf_counter() - t)
                 twin_case(work, K.tile_twin(op, load_alg))
+        if "primitives" in args.only:
+            import _coop_tile_ops as T
+
+            for op in T.OPS:
+                work = f"sm_90 block {op.replace('_', ' ')}"
+                t = time.perf_counter()
+                nk = T.kernel(op)
+                numba_case(work, nk, time.perf_counter() - t)
+                twin_case(work, T.twin(op))
     targets: dict[str, Any] = {}
     if "cold" in args.only:
         try:
@@ -573,7 +640,7 @@ def main() -> int:
         except Exception as exc:  # noqa: BLE001
             run.check("cold build", False, str(exc)[-2000:])
     for section, fn in (("sum", lambda: bench_sum(run)), ("sort", lambda: bench_tiles(run, "radix_sort")),
-                        ("scan", lambda: bench_tiles(run, "inclusive_sum"))):
+                        ("scan", lambda: bench_tiles(run, "inclusive_sum")), ("primitives", lambda: bench_primitives(run))):
         if section not in args.only:
             continue
         try:
