@@ -156,6 +156,23 @@ class Algorithm(CompiledAlgorithm):
         self._packs = tuple(driver.ParamPack(kinds) for kinds in desc.kernel_params())
         self._setup()
 
+    def serialize(self) -> bytes:
+        """This object as bytes: its description and every cubin it holds, as
+        :func:`cuprims.serialize` gives them (:func:`cuprims.deserialize` makes it again).
+
+        Example::
+
+            import numpy as np, cuprims
+            r = cuprims.make_reduce_into(d_in=cuprims.ProxyArray(np.float32), d_out=cuprims.ProxyArray(np.float32),
+                                         op=cuprims.OpKind.PLUS, h_init=cuprims.ProxyValue(np.float32),
+                                         compute_capability=90)      # no GPU needed
+            again = cuprims.deserialize(r.serialize())
+            assert again.cubin(90) == r.cubin(90)
+        """
+        from cuprims._serialization.blobs import serialize
+
+        return serialize(self)
+
     # -- construction ---------------------------------------------------------------
     @classmethod
     def _described(cls, describe: Callable[..., _D], *args: Any) -> _D:

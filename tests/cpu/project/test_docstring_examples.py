@@ -49,6 +49,7 @@ ON_CPU: dict[str, str] = {
     "cuprims.clear_all_caches": "run",
     "cuprims.gpu_struct": "run",
     "cuprims.serialize": "run",
+    "cuprims.Reduce.serialize": "run",
     "cuprims.make_reduce_into": "build",
     "cuprims.make_segmented_reduce": "build",
     "cuprims.make_inclusive_scan": "build",

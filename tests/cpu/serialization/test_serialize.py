@@ -96,6 +96,7 @@ def test_every_algorithm_round_trips(shared_cache, case):
         assert again._builds.result(arch).meta == obj._builds.result(arch).meta
         assert again._builds.source(arch).name_expressions == obj._builds.source(arch).name_expressions
     assert cuprims.serialize(again) == blob   # a deserialized object serializes to the same bytes
+    assert obj.serialize() == blob and again.serialize() == blob   # cuda.compute's obj.serialize()
     assert [p._struct.format for p in again._packs] == [p._struct.format for p in obj._packs]
 
 
