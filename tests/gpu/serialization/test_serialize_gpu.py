@@ -96,7 +96,7 @@ def test_select_unique_histogram_segmented():
 def test_a_blob_built_ahead_of_time_for_two_archs_runs_here():
     obj = cuprims.make_reduce_into(d_in=P(np.float32), d_out=P(np.float32), op=OpKind.PLUS, h_init=V(np.float32),
                                    compute_capability=[80, 90])
-    twin = cuprims.deserialize(cuprims.serialize(obj))
+    twin = cuprims.deserialize(obj.serialize())          # cuda.compute's spelling
     x, out = cp.asarray(HOST_F), cp.empty(1, np.float32)
     tmp = cp.empty(max(1, twin(temp_storage=None, d_in=x, d_out=out, num_items=N, h_init=np.float32(0))), cp.uint8)
     twin(temp_storage=tmp, d_in=x, d_out=out, num_items=N, h_init=np.float32(0))
