@@ -157,11 +157,30 @@ def flag_functor(name: str, op: OpSpec, vt: ValueType, symbol: str) -> tuple[str
     return comparator_functor(name, op, vt, symbol)
 
 
+def truth_value(vt: ValueType, x: str, argument: str = "op") -> str:
+    """C++ of the truth value of ``x`` of type ``vt``, as numpy's ``bool`` has it: nonzero
+    (a NaN is true; a complex is true when either part is nonzero)."""
+    if vt.is_struct:
+        raise ArgumentError(argument, "OpKind.IDENTITY as a predicate of items with a truth value (numbers, bools)",
+                            f"items of struct type {vt.cpp}")
+    kind = vt.dtype.kind
+    if kind == "b":
+        return x
+    if kind == "c":
+        return f"({x}.real() != 0 || {x}.imag() != 0)"
+    if vt.dtype.itemsize == 2 and kind == "f":
+        return f"(static_cast<float>({x}) != 0.0f)"
+    return f"({x} != 0)"
+
+
 def predicate_functor(name: str, op: OpSpec, vt: ValueType, symbol: str) -> tuple[str, tuple[str, ...]]:
     """Predicate functor ``name``: ``bool operator()(const T& x)`` calling linked operator
     ``symbol`` (a Python callable or RawOp writing one flag byte, nonzero = true)."""
     if op.kind == "builtin":
-        raise ArgumentError("op", "a Python callable f(x) -> bool or a RawOp (a predicate)", op.builtin)
+        if op.builtin is not OpKind.IDENTITY:
+            raise ArgumentError("op", "a Python callable f(x) -> bool, a RawOp or OpKind.IDENTITY (a predicate)",
+                                op.builtin)
+        return _functor(name, "bool", f"const {vt.cpp}& a", [f"return {truth_value(vt, 'a', op.argument or 'op')};"]), ()
     direct = direct_expr(op, (vt,), None)
     if direct is not None:
         return _functor(name, "bool", f"const {vt.cpp}& a", [f"return {direct};"]), ()

@@ -4,6 +4,8 @@ states in temporary storage, readied by an init kernel that also zeroes the coun
 
 from __future__ import annotations
 
+import dataclasses
+
 import struct
 from typing import Any, Iterator, NamedTuple
 
@@ -12,7 +14,7 @@ from cuprims.algorithms.arguments import ArgKind, describe
 from cuprims.algorithms.common import Loaded
 from cuprims.algorithms.skeleton import Algorithm, Plan
 from cuprims.errors import ArgumentError
-from cuprims.op import OpSpec, op_spec
+from cuprims.op import OpKind, OpSpec, op_spec
 
 REGION_ALIGN = 256   # the tile states start at the first such boundary of the storage
 
@@ -113,10 +115,15 @@ def count_output(x: Any, name: str, what: str = "a device array of a 32- or 64-b
 
 
 def predicate(op: Any, argument: str) -> OpSpec:
-    """The spec of predicate ``op`` (a Python callable or RawOp; captured arrays bound per call)."""
+    """The spec of predicate ``op``: a Python callable or RawOp (captured arrays bound per
+    call), or OpKind.IDENTITY (an item selects itself by its truth value, as numpy's
+    ``bool``: nonzero, NaN included)."""
     spec = op_spec(op, argument=argument, bind_captures=True)
+    if spec.kind == "builtin" and spec.builtin is not OpKind.IDENTITY:
+        raise ArgumentError(argument, "a Python callable f(x) -> bool, a RawOp, or OpKind.IDENTITY (an item's own "
+                            "truth value)", op)
     if spec.kind == "builtin":
-        raise ArgumentError(argument, "a Python callable f(x) -> bool or a RawOp (a predicate)", op)
+        spec = dataclasses.replace(spec, argument=argument)    # named if the items have no truth value
     return spec
 
 

@@ -5,10 +5,12 @@ tests/cpu/reliability/test_bad_arguments.py)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import cuprims
 from cpu_helpers import check_golden, check_kernel_params, kernel_param_sizes, pack_sizes, render_source
 from cuprims import CountingIterator, ProxyArray as P, TransformOutputIterator
+from cuprims.errors import ArgumentError
 from twins import _even
 
 i4, i8, f4 = np.int32, np.int64, np.float32
@@ -52,3 +54,27 @@ def test_iterator_input_output_iterator_and_a_captured_array(shared_cache):
     check_kernel_params(obj, 90)
     assert obj.desc.op.state_size > 0
 
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.float16, np.float64, np.complex64, np.bool_])
+def test_identity_selects_items_by_their_truth_value(shared_cache, dtype):
+    obj = _make(d_in=P(dtype), d_out=P(dtype), cond=cuprims.OpKind.IDENTITY)
+    source = obj._builds.source(90).text
+    assert "cuprims_predicate_t" in source and obj.cubin(90)[:4] == b"\x7fELF"
+    assert not obj._builds.source(90).extern_symbols          # computed in the unit: nothing linked
+
+
+def test_identity_three_way_partition_builds(shared_cache):
+    obj = cuprims.make_three_way_partition(d_in=P(i4), d_first_part_out=P(i4), d_second_part_out=P(i4),
+                                           d_unselected_out=P(i4), d_num_selected_out=P(i8),
+                                           select_first_part_op=cuprims.OpKind.IDENTITY,
+                                           select_second_part_op=lambda v: v > 5, compute_capability=90)
+    assert obj.cubin(90)[:4] == b"\x7fELF"
+
+
+def test_other_builtins_and_structs_without_truth_values_are_refused_naming_the_argument():
+    with pytest.raises(ArgumentError, match="argument 'cond'.*OpKind.IDENTITY"):
+        _make(cond=cuprims.OpKind.PLUS)
+    pair = cuprims.gpu_struct({"a": np.int32, "b": np.float32})
+    with pytest.raises(ArgumentError, match="argument 'cond'.*truth value"):
+        _make(d_in=P(pair.dtype), d_out=P(pair.dtype), cond=cuprims.OpKind.IDENTITY)

@@ -97,3 +97,14 @@ def test_more_than_two_to_the_31_items_run_in_partitions():
     assert kept == 2 * whole + min(tail, 2)
     assert bool(cp.all(out[:kept - kept % 2].reshape(-1, 2) == cp.asarray(np.array([0, 1], np.int8))))
     assert kept % 2 == 0 or int(out[kept - 1]) == 0
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint32, np.float32, np.float64, np.complex64, np.bool_])
+def test_identity_selects_each_item_by_its_truth_value(dtype):
+    """OpKind.IDENTITY as the predicate: numpy's bool of each item (nonzero; NaN true)."""
+    rng = np.random.default_rng(3)
+    host = rng.integers(0, 3, 100_003).astype(dtype)
+    if np.dtype(dtype).kind in "fc":
+        host[::7] = np.nan
+        host[1::11] = -0.0
+    np.testing.assert_array_equal(_select(host, cuprims.OpKind.IDENTITY), host[host.astype(bool)])

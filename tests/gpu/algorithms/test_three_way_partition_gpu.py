@@ -103,3 +103,17 @@ def test_more_than_two_to_the_31_items_run_in_partitions():
         reps, extra = divmod(count, k)
         assert bool(cp.all(out[:reps * k].reshape(reps, k) == pattern)), values
         assert bool(cp.all(out[reps * k:count] == pattern[:extra])), values
+
+
+def test_identity_as_the_first_predicate():
+    host = np.random.default_rng(4).integers(0, 10, 50_001).astype(np.int32)
+    d_in = cp.asarray(host)
+    first, second, rest = (cp.empty_like(d_in) for _ in range(3))
+    counts = cp.zeros(2, np.int64)
+    cuprims.three_way_partition(d_in=d_in, d_first_part_out=first, d_second_part_out=second, d_unselected_out=rest,
+                                d_num_selected_out=counts, select_first_part_op=cuprims.OpKind.IDENTITY,
+                                select_second_part_op=lambda v: v > 5, num_items=host.size)
+    n1, n2 = (int(c) for c in counts.get())
+    np.testing.assert_array_equal(first.get()[:n1], host[host != 0])
+    assert n2 == 0                          # every item > 5 is nonzero: the first part took it
+    np.testing.assert_array_equal(rest.get()[:host.size - n1 - n2], host[host == 0])

@@ -3,7 +3,9 @@
 The items of ``d_in`` for which ``cond`` holds are written to ``d_out`` in input order;
 their number goes to ``d_num_selected_out[0]``, on the device (nothing synchronises).
 ``cond`` is a Python callable ``f(x) -> bool`` or a RawOp; it may capture device arrays,
-read at each call, and write to them (as a side effect: each item is tested once). The
+read at each call, and write to them (as a side effect: each item is tested once).
+``OpKind.IDENTITY`` selects each item by its own truth value (nonzero, as numpy's
+``bool``: a NaN is true). The
 input may be an iterator; ``d_out`` an array or an output iterator, disjoint from the
 input's memory.
 
@@ -59,7 +61,9 @@ class SelectDescription(Description):
         return dataclasses.replace(self, partitioned=not self.partitioned) if index else self
 
     def _link(self) -> tuple[OpInput, ...]:
-        own = (OpInput(op_symbol(self.op, "cuprims_op_0"), self.op, (self.d_in.value,), None),)
+        # a built-in predicate (OpKind.IDENTITY) is C++ in the unit: nothing to link
+        own = (OpInput(op_symbol(self.op, "cuprims_op_0"), self.op, (self.d_in.value,), None),) \
+            if self.op.kind != "builtin" else ()
         return own + self.d_in.linked_ops() + self.d_out.linked_ops()
 
     def kernel_params(self) -> tuple[tuple[Any, ...], ...]:

@@ -5,7 +5,7 @@ Each item of ``d_in`` goes to one of three outputs, in CUB's order: the items fo
 those for which ``select_second_part_op`` holds go to ``d_second_part_out`` (in input
 order); the others go to ``d_unselected_out``, in input order too.
 ``d_num_selected_out[0]`` and ``[1]`` receive the first two counts, on the device. Predicates are Python callables ``f(x) -> bool`` or RawOps; they may capture
-device arrays (read at each call).
+device arrays (read at each call). ``OpKind.IDENTITY`` tests each item's own truth value.
 
 Host dispatch (ours, mirroring CUB's): the input is cut into partitions of up to 2^31 - 1
 items (CUB's kernel counts within one in int32); for each, an init kernel readies the tile
@@ -64,7 +64,7 @@ class ThreeWayPartitionDescription(Description):
 
     def _link(self) -> tuple[OpInput, ...]:
         own = tuple(OpInput(op_symbol(op, f"cuprims_op_{k}"), op, (self.d_in.value,), None)
-                    for k, op in enumerate((self.first_op, self.second_op)))
+                    for k, op in enumerate((self.first_op, self.second_op)) if op.kind != "builtin")
         return own + tuple(o for a in (self.d_in, self.first, self.second, self.unselected) for o in a.linked_ops())
 
     def kernel_params(self) -> tuple[tuple[Any, ...], ...]:
@@ -95,7 +95,9 @@ class ThreeWayPartition(LookbackAlgorithm):
     desc: ThreeWayPartitionDescription
 
     def _objects(self, first_op: Any = None, second_op: Any = None, *iterators: Any) -> list[Any]:
-        return [first_op, second_op] + linked_objects(*iterators)
+        # as _link lists them: a built-in predicate (OpKind.IDENTITY) is not linked
+        ops = zip((first_op, second_op), (self.desc.first_op, self.desc.second_op))
+        return [obj for obj, spec in ops if spec.kind != "builtin"] + linked_objects(*iterators)
 
     # args: (p_in, p_first, p_second, p_unselected, p_counts, state1, state2, n)
     def _temp_bytes(self, plan: LookbackPlan, args: tuple) -> int:
