@@ -7,6 +7,7 @@ one device nothing is checked.
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Callable
 
 from cuprims._runtime import devices
@@ -27,8 +28,18 @@ devices.on_reset(_forget_readers)
 
 
 def _from_protocol(s: Any, name: str) -> int:
-    version, handle = s.__cuda_stream__()
-    return int(handle)
+    got = s.__cuda_stream__()
+    try:
+        if type(got) is not tuple or len(got) != 2 or any(isinstance(v, bool) for v in got):
+            raise TypeError
+        handle = operator.index(got[1])
+        operator.index(got[0])
+        if handle < 0:
+            raise TypeError
+    except TypeError:
+        raise ArgumentTypeError(name, "an object whose __cuda_stream__() returns a (version, handle) pair of "
+                                "integers", f"{type(s).__name__} whose __cuda_stream__() returned {got!r}") from None
+    return handle
 
 
 def _from_ptr(s: Any, name: str) -> int:

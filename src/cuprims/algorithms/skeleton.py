@@ -308,9 +308,10 @@ class Algorithm(CompiledAlgorithm):
         if plan is None:
             plan = self._current_plan(raw, variant)
         needed = self._temp_bytes(plan, args)
+        # checked on every call, the size query too: a bad stream fails where it is passed
+        s = stream_handle(stream) if stream is not None else 0
         if temp_storage is None and not one_shot:
             return needed or 1
-        s = stream_handle(stream) if stream is not None else 0
         owned = temp = available = 0
         if needed:
             if temp_storage is None:
