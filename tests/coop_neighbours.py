@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from coop_forms import (FORM_ITEMS, FORM_SHAPES, FORM_TYPES, STRUCT, FormCase, blocked_io, launch_bounds,
-                        np_dtype)
+from coop_forms import (FORM_ITEMS, FORM_SHAPES, FORM_TYPES, STRUCT, FormCase, blocked_io, fits_twice,
+                        launch_bounds, np_dtype)
 from twins import dims_of, threads_of
 
 FACTORIES = ["block.flag_heads", "block.flag_tails", "block.flag_heads_and_tails", "block.subtract_left",
@@ -135,6 +135,7 @@ def build(factory: str, type_name: str, shape: tuple, items: int) -> FormCase:
                                              getattr(coop.block.BlockDiscontinuityType, kind),
                                              flag_dtype=flag_name)
         nbytes = prim.temp_storage_bytes
+        own = fits_twice(nbytes)     # else the own storage and the caller's pass 48 KiB: the caller's, by keyword
         both = kind == "HEADS_AND_TAILS"
 
         read = blocked_io(n, tile)[0]
@@ -156,25 +157,40 @@ def build(factory: str, type_name: str, shape: tuple, items: int) -> FormCase:
             if both:
                 prim(temp_storage, items_, a, b)
                 write(y, 0, a, b, t)
-                prim(items_, a, b)
+                if own:
+                    prim(items_, a, b)
+                else:
+                    prim(items_, a, b, temp_storage=temp_storage)
                 write(y, 1, a, b, t)
                 prim(temp_storage, items_, a, b, before, after)
                 write(y, 2, a, b, t)
-                prim(items_, a, b, tile_successor_item=after)
+                if own:
+                    prim(items_, a, b, tile_successor_item=after)
+                else:
+                    prim(items_, a, b, tile_successor_item=after, temp_storage=temp_storage)
                 write(y, 3, a, b, t)
             else:
                 prim(temp_storage, items_, a)
                 write(y, 0, a, b, t)
-                prim(items_, a)
+                if own:
+                    prim(items_, a)
+                else:
+                    prim(items_, a, temp_storage=temp_storage)
                 write(y, 1, a, b, t)
                 if kind == "HEADS":
                     prim(temp_storage, items_, a, before)
                     write(y, 2, a, b, t)
-                    prim(items_, a, tile_predecessor_item=before)
+                    if own:
+                        prim(items_, a, tile_predecessor_item=before)
+                    else:
+                        prim(items_, a, tile_predecessor_item=before, temp_storage=temp_storage)
                 else:
                     prim(temp_storage, items_, a, after)
                     write(y, 2, a, b, t)
-                    prim(items_, a, tile_successor_item=after)
+                    if own:
+                        prim(items_, a, tile_successor_item=after)
+                    else:
+                        prim(items_, a, tile_successor_item=after, temp_storage=temp_storage)
                 write(y, 3, a, b, t)
 
         def expected(x):
@@ -193,6 +209,7 @@ def build(factory: str, type_name: str, shape: tuple, items: int) -> FormCase:
         coop.block.BlockAdjacentDifferenceType.SubtractRight
     prim = coop.block.make_adjacent_difference(nb, shape, n, argmax if is_struct else None, side)
     nbytes = prim.temp_storage_bytes
+    own = fits_twice(nbytes)         # else the own storage and the caller's pass 48 KiB: the caller's, by keyword
 
     copy_in, copy_out = blocked_io(n, tile)
 
@@ -205,17 +222,26 @@ def build(factory: str, type_name: str, shape: tuple, items: int) -> FormCase:
         copy_in(x, items_in, t)
         prim(temp_storage, items_in, items_out)
         copy_out(y, 0, items_out, t)
-        prim(items_in)                                   # in place
+        if own:
+            prim(items_in)                               # in place
+        else:
+            prim(items_in, temp_storage=temp_storage)
         copy_out(y, 1, items_in, t)
         copy_in(x, items_in, t)
         prim(temp_storage, items_in, items_out, half)    # a partial tile
         copy_out(y, 2, items_out, t)
         if is_left:
-            prim(items_in, items_out, tile_predecessor_item=x[tile - 1])
+            if own:
+                prim(items_in, items_out, tile_predecessor_item=x[tile - 1])
+            else:
+                prim(items_in, items_out, tile_predecessor_item=x[tile - 1], temp_storage=temp_storage)
             copy_out(y, 3, items_out, t)
             prim(temp_storage, items_in, items_out, half, x[tile - 1])
         else:
-            prim(items_in, items_out, tile_successor_item=x[0])
+            if own:
+                prim(items_in, items_out, tile_successor_item=x[0])
+            else:
+                prim(items_in, items_out, tile_successor_item=x[0], temp_storage=temp_storage)
             copy_out(y, 3, items_out, t)
             prim(temp_storage, items_in, items_out, -1, x[0])
         copy_out(y, 4, items_out, t)
