@@ -87,7 +87,16 @@ def __getattr__(name: str) -> Any:
     where = "._serialization" if module is None else f".algorithms.{module}"
     value = getattr(importlib.import_module(where, __name__), name)
     globals()[name] = value   # later lookups skip this function
+    from cuprims.algorithms.skeleton import use_serializer
+
+    use_serializer(_serialize)   # obj.serialize(), which the algorithms' layer cannot import
     return value
+
+
+def _serialize(obj: Any) -> bytes:
+    from cuprims._serialization import serialize
+
+    return serialize(obj)
 
 
 def __dir__() -> list[str]:

@@ -118,6 +118,17 @@ class Plan:
     pdl_version = -1  # settings.version when ``pdl`` was last decided
 
 
+# What Algorithm.serialize calls: cuprims.serialize, which lives in the layer above this
+# one; the package hands it down (use_serializer) when it loads an algorithm.
+_serializer: Callable[[Any], bytes] | None = None
+
+
+def use_serializer(serializer: Callable[[Any], bytes]) -> None:
+    """Make ``serializer`` (``cuprims.serialize``) what :meth:`Algorithm.serialize` calls."""
+    global _serializer
+    _serializer = serializer
+
+
 class Algorithm(CompiledAlgorithm):
     """Base of every built algorithm object, made from one :class:`Description` (``desc``).
     Subclasses implement ``_make_plan``, ``_temp_bytes`` and ``_dispatch``."""
@@ -169,9 +180,9 @@ class Algorithm(CompiledAlgorithm):
             again = cuprims.deserialize(r.serialize())
             assert again.cubin(90) == r.cubin(90)
         """
-        from cuprims._serialization.blobs import serialize
-
-        return serialize(self)
+        if _serializer is None:
+            raise RuntimeError("cuprims.serialize is not loaded: import cuprims (the package sets it up)")
+        return _serializer(self)
 
     # -- construction ---------------------------------------------------------------
     @classmethod
