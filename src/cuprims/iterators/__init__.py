@@ -7,6 +7,8 @@ pointers, operator state) is passed at each launch, so ``CountingIterator(np.int
 and ``CountingIterator(np.int32(5))`` share one build.
 """
 
+from cuprims.iterators import base as _base
+from cuprims.iterators._advanced import advanced as _advanced
 from cuprims.iterators._cache_modified import CacheModifiedInputIterator
 from cuprims.iterators._constant import ConstantIterator
 from cuprims.iterators._counting import CountingIterator
@@ -17,6 +19,8 @@ from cuprims.iterators._shuffle import ShuffleIterator
 from cuprims.iterators._transform import TransformIterator, TransformOutputIterator
 from cuprims.iterators._zip import ZipIterator
 from cuprims.iterators.base import IteratorBase
+
+_base._advance = _advanced      # ``it + n`` for every iterator
 
 __all__ = ["IteratorBase", "CacheModifiedInputIterator", "ConstantIterator", "CountingIterator", "DiscardIterator",
            "PermutationIterator", "ReverseIterator", "ShuffleIterator", "TransformIterator",

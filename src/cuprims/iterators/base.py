@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import struct as _struct
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -187,8 +187,7 @@ class IteratorBase:
         return ()
 
     def _persistent(self) -> bool:
-        """Whether the code key holds no object identity (a build may then be cached and
-        stored on disk): false once an operator inside is."""
+        """Whether the code key holds no object identity (so a build may be stored on disk)."""
         return all(inner._persistent() for inner in self._inner())
 
     def _writable(self) -> bool:
@@ -202,8 +201,7 @@ class IteratorBase:
         return all(inner._readable() for inner in self._inner())
 
     def _linked_objects(self) -> list[Any]:
-        """The Python objects (callables, RawOps) behind the operators this tree links, in
-        the order its ``_emit`` lists them (inner iterators first)."""
+        """The callables and RawOps behind the operators this tree links, in ``_emit``'s order."""
         return [obj for inner in self._inner() for obj in inner._linked_objects()]
 
     # -- shared ------------------------------------------------------------------------
@@ -213,8 +211,7 @@ class IteratorBase:
         return self.value_type.dtype
 
     def _depth(self) -> int:
-        """Levels of this iterator tree (1 for a leaf). An inner iterator's depth is
-        computed when it is composed (:func:`as_iterator`), so this never walks deep."""
+        """Levels of this tree (1 for a leaf); computed as it is composed, so never walking deep."""
         depth = self._cached_depth
         if depth is None:
             depth = self._cached_depth = 1 + max((inner._depth() for inner in self._inner()), default=0)
@@ -235,8 +232,7 @@ class IteratorBase:
             lay = self._cached_layout = (size, align)
         return lay
 
-    def _state(self, count: int | None, argument: str) -> bytes:
-        """The struct's bytes for one launch reading ``count`` items."""
+    def _state(self, count: int | None, argument: str) -> bytes:  # the struct's bytes for `count` items
         writer = StateWriter()
         self._pack(writer, count, argument)
         return writer.finish(self._struct_layout()[0])
@@ -249,6 +245,15 @@ class IteratorBase:
         """The iterator and what it was made of, e.g. ``TransformIterator(CountingIterator(
         start=0, dtype=int32), transform_op=<lambda>, value_type=int32)``."""
         return f"{type(self).__name__}({', '.join(self._shown())})"
+
+    def __add__(self, n: Any) -> Any:
+        """``it + n``: item ``i`` is this iterator's item ``i + n`` (``_advanced.py``)."""
+        return _advance(self, n)
+
+    __radd__ = __add__
+
+
+_advance: Callable[[Any, Any], Any]   # ``it + n``: _advanced.advanced, set by the package (it builds on this module)
 
 
 def shown_value(data: bytes, vt: ValueType) -> str:
@@ -326,12 +331,11 @@ def as_iterator(x: Any, argument: str, *, from_end: bool = False) -> IteratorBas
 
 
 def check_direction(it: IteratorBase, argument: str, output: bool) -> None:
-    """The one rule for an iterator in an argument or inside another iterator: one that is
-    read takes only iterators with items to read, one that is written only iterators the
-    kernel can write through. Counting, Constant, Shuffle, CacheModifiedInput and Transform
-    iterators are read-only; Discard and TransformOutput iterators are write-only (they
-    read as zeros, so read they would give a silent wrong answer); Reverse, Permutation and
-    Zip iterators are what their parts allow."""
+    """The one rule for an iterator in an argument or inside another: one read takes only
+    iterators with items to read, one written only iterators the kernel can write through.
+    Counting, Constant, Shuffle, CacheModifiedInput and Transform iterators are read-only;
+    Discard and TransformOutput ones write-only (read as zeros, a silent wrong answer);
+    Reverse, Permutation, Zip and advanced ones are what their parts allow."""
     if output and not it._writable():
         raise ArgumentTypeError(argument, "a device array or an output iterator (DiscardIterator, "
                                 "TransformOutputIterator, or a Reverse/Permutation/Zip iterator over arrays)", it)

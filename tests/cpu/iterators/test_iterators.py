@@ -225,3 +225,34 @@ def test_call_checks_the_iterator_kind(shared_cache):
     # the right kind passes every check and only then needs a GPU
     with pytest.raises(NoDeviceError):
         by_iterator(d_values=CountingIterator(np.int32(7)), **call)
+
+
+# ------------------------------------------------------------------ it + n
+
+def test_advancing_builds_once_for_every_distance_and_adds_up(shared_cache):
+    from cuprims.iterators._advanced import AdvancedIterator
+
+    start = cuprims.TransformIterator(cuprims.CountingIterator(np.int64(0)), lambda i: i * 256)
+    end, later = start + 1, 1 + (start + 3) + np.int64(2)
+    assert isinstance(end, AdvancedIterator) and later._by == 6 and later._base is start
+    assert end._key() == later._key() and end._key() != start._key()      # one build, the distance in the state
+    assert end._state(10, "end")[-8:] == (1).to_bytes(8, "little")
+    assert "+ 1" in repr(end)
+    obj = cuprims.make_segmented_reduce(d_in=cuprims.ProxyArray(np.float32), d_out=cuprims.ProxyArray(np.float32),
+                                        start_offsets_in=start, end_offsets_in=end, op=cuprims.OpKind.PLUS,
+                                        h_init=cuprims.ProxyValue(np.float32), compute_capability=90)
+    assert obj.cubin(90)[:4] == b"\x7fELF"
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, "2", True, 1 << 63])
+def test_a_bad_distance_is_refused(bad):
+    it = cuprims.CountingIterator(np.int32(0))
+    with pytest.raises((ArgumentError, TypeError)):
+        it + bad
+
+
+def test_an_advanced_output_builds(shared_cache):
+    obj = cuprims.make_unary_transform(d_in=cuprims.CountingIterator(np.int32(0)),
+                                       d_out=cuprims.ReverseIterator(cuprims.ProxyArray(np.int32)) + 2,
+                                       op=lambda v: v, compute_capability=90)
+    assert obj.cubin(90)[:4] == b"\x7fELF"
