@@ -56,6 +56,7 @@ def test_iterator_input_output_iterator_and_a_captured_array(shared_cache):
 
 
 
+@pytest.mark.ci_sample(every=3)
 @pytest.mark.parametrize("dtype", [np.int32, np.float16, np.float64, np.complex64, np.bool_])
 def test_identity_selects_items_by_their_truth_value(shared_cache, dtype):
     obj = _make(d_in=P(dtype), d_out=P(dtype), cond=cuprims.OpKind.IDENTITY)

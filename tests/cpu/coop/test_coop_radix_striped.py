@@ -21,7 +21,7 @@ from coop_helpers import link_kernel  # noqa: E402
 pytestmark = pytest.mark.usefixtures("sm90")
 
 CI_CASES = {(k, coop_striped.TYPES[(2 * i + 1) % len(coop_striped.TYPES)], coop_striped.SHAPES[i],
-             coop_striped.ITEMS[i % 2]) for i, k in enumerate(coop_striped.KINDS)}
+             coop_striped.ITEMS[i % 2]) for i, k in enumerate(coop_striped.KINDS) if k.endswith("descending")}
 CASES = [pytest.param(*c, id=coop_striped.case_id(*c), marks=() if c in CI_CASES else pytest.mark.slow)
          for c in coop_striped.all_cases()]
 

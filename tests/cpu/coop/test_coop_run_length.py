@@ -21,7 +21,7 @@ from coop_helpers import link_kernel  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("sm90")
 
-CI_CASES = {("int32", (128,), 2, 3), ("complex64", (8, 16), 1, 1), ("struct", (2, 4, 8), 2, 3)}
+CI_CASES = {("struct", (2, 4, 8), 2, 3)}
 CASES = [pytest.param(*c, id=crl.case_id(*c), marks=() if c in CI_CASES else pytest.mark.slow)
          for c in crl.all_cases()]
 
@@ -76,7 +76,8 @@ def _link2(kernel):
         return link_kernel(kernel, (f4, u4, f4, types.Array(types.int64, 1, "C")), [])
 
 
-@pytest.mark.parametrize("call", ["coop.run_length_decode(block, values, runs, decoded)",
+@pytest.mark.parametrize("call", [pytest.param("coop.run_length_decode(block, values, runs, decoded)",
+                                               marks=pytest.mark.slow),
                                   "coop.run_length_decode(block, values, runs, decoded, offsets, window_offset=512)"])
 def test_style2_decode_links_in_registers(call):
     assert local_memory_bytes(_link2(_style2(call))) == 0
