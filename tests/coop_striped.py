@@ -77,3 +77,22 @@ def build(kind: str, type_name: str, shape: tuple, items: int) -> Any:
             values_io[i * threads + t] = values[i]
 
     return prim, kernel
+
+
+def style2_kernel() -> Any:
+    """``kernel[1, 128](x)``: Style 2's descending sort of 512 uint32 keys left striped, then
+    stored with a striped store: ``x`` sorted, largest first."""
+    import numba
+    from numba import cuda
+
+    from cuprims import coop
+
+    @cuda.jit
+    def kernel(x):
+        block = coop.this_block()
+        keys = coop.ThreadData(4, dtype=numba.uint32)
+        coop.load(block, x, keys)
+        coop.radix_sort_keys(block, keys, descending=True, blocked_to_striped=True)
+        coop.store(block, x, keys, algorithm="striped")
+
+    return kernel

@@ -28,6 +28,7 @@ import os
 import shutil
 import tempfile
 import threading
+import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -80,8 +81,6 @@ def remove_abandoned(root: str) -> list[str]:
     """Remove the PCH directories under ``root`` of this user's processes that ended without
     removing them (their lock is free; one with no lock file once an hour old). Returns
     the paths removed."""
-    import time
-
     removed = []
     try:
         entries = [e for e in os.scandir(root) if e.name.startswith(_TEMP_PREFIX)]

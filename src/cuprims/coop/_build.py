@@ -127,22 +127,19 @@ def _operator_ltoirs(specs: Sequence[ProviderSpec], arch: int, objs: dict[str, A
     return codes
 
 
-def raw_ltoirs(op: Any) -> list[bytes]:
-    """A RawOp's LTO-IR and the extra LTO-IRs it needs."""
-    return [op.ltoir, *op.extra_ltoirs]
+def _raw_codes(specs: Sequence[ProviderSpec], objs: dict[str, Any]) -> list[tuple[str, tuple[bytes, ...]]]:
+    """(link name, LTO-IRs) of each RawOp ``specs`` call (``objs``: symbol -> RawOp): its
+    own LTO-IR and the extra ones it needs."""
+    return [(f"cuprims_raw_{op.key[:16]}_{symbol}", (objs[symbol].ltoir, *objs[symbol].extra_ltoirs))
+            for sp in specs for symbol, op in sp.raw_ops]
 
 
 def raw_link_files(specs: Sequence[ProviderSpec], objs: dict[str, Any]) -> list:
-    """The link inputs of the RawOps ``specs`` call (``objs``: symbol -> RawOp): the same
-    objects for the same RawOp, so that a kernel whose primitives share one links it once
-    (its symbol is defined strongly)."""
+    """The link inputs of the RawOps ``specs`` call: the same objects for the same RawOp, so
+    that a kernel whose primitives share one links it once (its symbol is defined strongly)."""
     from cuprims.coop._numba import link_files
 
-    files: list = []
-    for sp in specs:
-        for symbol, op in sp.raw_ops:
-            files += link_files(f"cuprims_raw_{op.key[:16]}_{symbol}", tuple(raw_ltoirs(objs[symbol])))
-    return files
+    return [f for name, codes in _raw_codes(specs, objs) for f in link_files(name, codes)]
 
 
 def _compile(specs: Sequence[ProviderSpec], arch: int, objs: dict[str, Any]) -> UnitBuild:
@@ -165,7 +162,7 @@ def _compile(specs: Sequence[ProviderSpec], arch: int, objs: dict[str, Any]) -> 
     else:
         ltoir, op_codes = providers(), []
     # a RawOp's LTO-IR is the user's, linked beside the unit (raw_link_files), not part of it
-    raw = [code for sp in specs for symbol, _ in sp.raw_ops for code in raw_ltoirs(objs[symbol])]
+    raw = [code for _, codes in _raw_codes(specs, objs) for code in codes]
     with stats.stage("link", "coop probe"):
         cubin = link_cubin(ltoir, op_codes + raw, arch)
     values = read_meta(cubin, meta_symbol(specs), meta_fields(specs))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 numba = pytest.importorskip("numba")
-from numba import cuda, types  # noqa: E402
+from numba import types  # noqa: E402
 
 from cuprims import coop  # noqa: E402
 from cuprims._compile.elfmeta import local_memory_bytes  # noqa: E402
@@ -48,14 +48,7 @@ def test_a_flag_that_is_not_a_bool_is_named():
 
 
 def test_style2_striped_sort_links():
-    @cuda.jit
-    def kernel(x):
-        block = coop.this_block()
-        keys = coop.ThreadData(4, dtype=numba.uint32)
-        coop.load(block, x, keys)
-        coop.radix_sort_keys(block, keys, descending=True, blocked_to_striped=True)
-        coop.store(block, x, keys, algorithm="striped")
-
+    kernel = coop_striped.style2_kernel()
     with coop.target(block=(128, 1, 1)):
         cubin = link_kernel(kernel, (types.Array(types.uint32, 1, "C"),), [])
     assert local_memory_bytes(cubin) == 0

@@ -32,16 +32,7 @@ def test_striped_sorts_match_numpy(kind, type_name, shape, items):
 
 
 def test_style2_striped_sort_then_striped_store_sorts_the_tile():
-    from cuprims import coop
-
-    @cuda.jit
-    def kernel(x):
-        block = coop.this_block()
-        keys = coop.ThreadData(4, dtype=numba.uint32)
-        coop.load(block, x, keys)
-        coop.radix_sort_keys(block, keys, descending=True, blocked_to_striped=True)
-        coop.store(block, x, keys, algorithm="striped")
-
+    kernel = coop_striped.style2_kernel()
     x = np.random.default_rng(2).integers(0, 1 << 30, 512).astype(np.uint32)
     d = cuda.to_device(x)
     kernel[1, 128](d)

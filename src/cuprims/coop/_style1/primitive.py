@@ -118,15 +118,14 @@ class Primitive:
         # forms' overload (storage first or by keyword), which calls our device function
         front = self.__dict__.get("_front")
         if front is None:
-            from cuprims.coop._style1.call_forms import front_type
-
-            from cuprims.coop._style1.call_forms import add_method
+            from cuprims.coop._style1.call_forms import add_method, front_type
 
             inline = self._device.targetoptions.get("inline") == "always"
             front = self._front = front_type(self.name, self._device, inline)
-            for name, method in self.__dict__.get("_methods", {}).items():
+            methods = self.__dict__.get("_methods", {})
+            for name, method in methods.items():
                 add_method(front, name, method, inline)
-            if self.__dict__.get("_methods"):
+            if methods:      # the methods' templates join numba's typing context
                 from numba.cuda.descriptor import cuda_target
 
                 cuda_target.typing_context.refresh()
