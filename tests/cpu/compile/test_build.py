@@ -67,7 +67,7 @@ def test_cold_python_op_build_compiles_each_stage_once(numba_ops):
     assert delta(before) == {"numba_compiles": 1, "nvrtc_compiles": 1, "links": 1}
 
 
-@pytest.mark.ci_sample(every=2)
+@pytest.mark.ci_sample(every=3)
 @pytest.mark.parametrize("op,dtype,h_init", [
     (OpKind.MAXIMUM, np.int64, False),
     (OpKind.BIT_XOR, np.uint32, True),
@@ -166,7 +166,7 @@ def test_a_build_the_disk_cache_serves_does_not_load_nvrtc(tmp_path):
     assert last_json(run_python(_WARM_BUILD, env=env).stdout) == {"nvrtc_mapped": False, "nvrtc_compiles": 0}
 
 
-@pytest.mark.ci_sample(every=2)
+@pytest.mark.ci_sample(every=3)
 @pytest.mark.parametrize("dtype", [
     np.float32, np.int64, np.float16,
     np.complex64,
@@ -203,7 +203,7 @@ def _closure(k):
     return op
 
 
-@pytest.mark.ci_sample(every=2)
+@pytest.mark.ci_sample(every=3)
 @pytest.mark.parametrize("op", [
     pytest.param(lambda a, b: a if a > b else b, id="lambda-max"),
     pytest.param(op_calls_helpers, id="plain-helpers"),
@@ -230,7 +230,7 @@ def test_closure_values_give_different_builds(shared_cache):
     assert _key(o1b) == _key(o1)
 
 
-@pytest.mark.ci_sample(every=2)
+@pytest.mark.ci_sample(every=3)
 @pytest.mark.parametrize("op,dtype", [
     (lambda a, b: a ^ b, np.int64),
     (lambda a, b: a + b, np.float16),
