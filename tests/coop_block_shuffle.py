@@ -113,7 +113,9 @@ def build(kind: str, type_name: str, shape: tuple, items: int) -> ShuffleCase:
                 y[t] = prim(x[t])
             else:
                 y[t] = prim(x[t], temp_storage=temp_storage)
+            cuda.syncthreads()       # the caller's storage is reused: CUB's rule, the kernel syncs
             y[tile + t] = prim(temp_storage, x[t], 3)
+            cuda.syncthreads()
             y[2 * tile + t] = prim(x[t], -2, temp_storage=temp_storage)
     else:
         @cuda.jit(link=prim.files, launch_bounds=launch_bounds(threads))
@@ -131,6 +133,7 @@ def build(kind: str, type_name: str, shape: tuple, items: int) -> ShuffleCase:
             else:
                 prim(items_in, items_out, temp_storage=temp_storage)
             write(y, 0, items_out, t)
+            cuda.syncthreads()       # the caller's storage is reused: CUB's rule, the kernel syncs
             edge = prim(temp_storage, items_in)            # in place
             write(y, 1, items_in, t)
             y[2 * tile + t] = edge

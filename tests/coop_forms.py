@@ -286,6 +286,7 @@ def build(factory: str, type_name: str, shape: tuple, items: int) -> FormCase:
             temp_storage = cuda.shared.array(shape=nbytes, dtype="uint8")
             items_ = cuda.local.array(n, nb)
             load(temp_storage, x, items_)
+            cuda.syncthreads()       # the caller's storage is reused: CUB's rule, the kernel syncs
             store(temp_storage, y, items_)
             load(x, items_)
             store(y[tile:], items_)
@@ -304,6 +305,7 @@ def build(factory: str, type_name: str, shape: tuple, items: int) -> FormCase:
                 item = x[t]
                 a = prim(temp_storage, item)
                 b = prim(item)
+                cuda.syncthreads()
                 c = prim(temp_storage, item, half)
                 if t == 0:
                     y[0] = a
@@ -380,6 +382,7 @@ def build(factory: str, type_name: str, shape: tuple, items: int) -> FormCase:
             prim(items_in, items_out)
             for i in range(n):
                 y[tile + t * n + i] = items_out[i]
+            cuda.syncthreads()
             prim(temp_storage, items_in)               # in place
             for i in range(n):
                 y[2 * tile + t * n + i] = items_in[i]
@@ -443,6 +446,7 @@ def build(factory: str, type_name: str, shape: tuple, items: int) -> FormCase:
             prim(temp_storage, items_in, items_out)
             blocked(y, 0, items_out, t)
             striped(x, items_in, t)
+            cuda.syncthreads()
             prim(temp_storage, items_in)                 # in place
             blocked(y, 1, items_in, t)
             if own:                                      # the primitive's own storage
@@ -486,6 +490,7 @@ def build(factory: str, type_name: str, shape: tuple, items: int) -> FormCase:
             slot = 1
             if radix:
                 read(x, keys, t)
+                cuda.syncthreads()
                 prim(temp_storage, keys, 0, bits)
                 write(y, slot, keys, t)
                 slot += 1

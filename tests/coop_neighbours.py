@@ -144,6 +144,7 @@ def build(factory: str, type_name: str, shape: tuple, items: int) -> FormCase:
         def write(y, slot, a, b, t):      # heads and tails together: 1 head, 2 tail, 3 both
             for i in range(n):
                 y[slot * tile + t * n + i] = a[i] + 2 * b[i] if both else a[i]
+            cuda.syncthreads()            # the caller's storage is reused next: CUB's rule, the kernel syncs
 
         @cuda.jit(link=prim.files, launch_bounds=bounds)
         def kernel(x, y):

@@ -115,10 +115,12 @@ def build(type_name: str, shape: tuple, runs: int, items: int) -> RunLengthCase:
         for i in range(items):
             decoded[t * items + i] = out[i]
         totals[3 * t] = total
+        cuda.syncthreads()     # the caller's storage is reused: CUB's rule, the kernel syncs
         totals[3 * t + 1] = prim(temp_storage, v, n, out, window, rel)
         for i in range(items):
             decoded[window + t * items + i] = out[i]
             offsets[t * items + i] = rel[i]
+        cuda.syncthreads()
         totals[3 * t + 2] = prim(v, n, out, window_offset=0, relative_offsets=rel, temp_storage=temp_storage)
         for i in range(items):
             decoded[2 * window + t * items + i] = out[i]

@@ -127,11 +127,18 @@ def _storage(spec: ProviderSpec, rec: Record, s: str) -> str:
                 f"  return storage[tid / {lanes}];\n}}\n")
     if rec.warp:
         # one TempStorage per logical warp of the largest block
-        per_block = 1024 // spec.dims[0] + (1024 % spec.dims[0] != 0)
+        lanes = spec.dims[0]
+        if lanes & (lanes - 1) == 0:
+            slot, per_block = f"tid / {lanes}", 1024 // lanes
+        else:
+            # CUB starts the logical warps afresh in each hardware warp (12 lanes: 12 + 12 + 8),
+            # so a warp of 32 holds ceil(32 / lanes) of them, the last one partial
+            per_warp = -(-32 // lanes)
+            slot, per_block = f"(tid / 32u) * {per_warp}u + (tid % 32u) / {lanes}u", 32 * per_warp
         return (f"__device__ __forceinline__ {s}_prim::TempStorage& {s}_storage()\n{{\n"
                 f"  __shared__ {s}_prim::TempStorage storage[{per_block}];\n"
                 f"  const unsigned tid = {_LINEAR_TID};\n"
-                f"  return storage[tid / {spec.dims[0]}];\n}}\n")
+                f"  return storage[{slot}];\n}}\n")
     return (f"__device__ __forceinline__ {s}_prim::TempStorage& {s}_storage()\n{{\n"
             f"  __shared__ {s}_prim::TempStorage storage;\n  return storage;\n}}\n")
 

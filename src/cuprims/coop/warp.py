@@ -1,8 +1,14 @@
 """Warp-wide cooperative primitives (``cuprims.coop.warp``): two-phase factories.
 
 Every thread of a logical warp (``threads_in_warp`` consecutive threads in the block's
-linear order) must call the primitive; a reduction's result is valid in the warp's first
-lane, a sort's keys are sorted in place in every lane; a load or store moves the warp's
+linear order) must call the primitive. Reductions and scans (``make_reduce``,
+``make_sum``, ``make_exclusive_sum``) take any size from 1 to 32 lanes; the others take
+a power of two. A size that is not a power of two is laid out as CUB lays it out: afresh
+in each hardware warp of 32, the last logical warp of each partial (12 lanes: lanes 0-11,
+12-23 and 24-31, that one of 8 lanes). A partial logical warp scans correctly; its
+reduction is defined only with ``num_valid`` at most its lane count (``make_sum`` and
+``make_reduce`` without it read lanes it does not have). A reduction's result is valid
+in the logical warp's first lane; a sort's keys are sorted in place in every lane; a load or store moves the warp's
 own tile; an exchange rearranges the warp's tile between blocked and striped. Without
 ``temp_storage=`` each logical warp of the block uses its own slot of
 the provider's shared memory.

@@ -80,4 +80,4 @@ def test_warp_size_is_checked():
     with pytest.raises(ArgumentError, match="threads_in_warp"):
         coop.warp.make_reduce(numba.int32, "+", threads_in_warp=0)
     with pytest.raises(ArgumentError, match="threads_in_warp"):
-        coop.warp.make_sum(numba.int32, threads_in_warp=12)   # not yet: CUB's per-warp layout
+        coop.warp.make_merge_sort_keys(numba.int32, 2, "<", threads_in_warp=12)   # CUB: powers of two

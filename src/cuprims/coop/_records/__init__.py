@@ -20,7 +20,7 @@ Example::
 from __future__ import annotations
 
 from types import MappingProxyType
-from typing import Mapping
+from typing import Any, Mapping
 
 from cuprims.coop._records._abi import Entry, Param, is_sum
 from cuprims.coop._records._base import OPERAND, RUNTIME, STATIC, Call, Record
@@ -34,9 +34,10 @@ from cuprims.coop._records.radix_sort import RADIX_SORT
 from cuprims.coop._records.reduce_scan import REDUCE, SCAN, WARP_REDUCE, WARP_SCAN
 from cuprims.coop._records.run_length import RUN_LENGTH_DECODE
 from cuprims.coop._records.shuffle import WARP_SHUFFLE
+from cuprims.errors import ArgumentError
 
-__all__ = ["CALLS", "OPERAND", "RECORDS", "RUNTIME", "STATIC", "Call", "Entry", "Param", "Record", "is_sum", "record",
-           "serving"]
+__all__ = ["CALLS", "OPERAND", "RECORDS", "RUNTIME", "STATIC", "Call", "Entry", "Param", "Record", "is_sum",
+           "logical_warp_lanes", "record", "serving"]
 
 RECORDS: Mapping[str, Record] = MappingProxyType({r.kind: r for r in (
     LOAD, STORE, EXCHANGE, REDUCE, SCAN, MERGE_SORT, RADIX_SORT, DISCONTINUITY, ADJACENT_DIFFERENCE, HISTOGRAM,
@@ -60,3 +61,17 @@ def record(kind: str) -> Record:
 def serving(call: str, warp: bool) -> Record | None:
     """The record whose provider serves Style 2's ``call`` for a warp or a block, if any."""
     return _SERVING.get((call, warp))
+
+
+def logical_warp_lanes(kind: str, threads_in_warp: Any, argument: str = "threads_in_warp") -> int:
+    """``threads_in_warp`` checked for the warp primitive ``kind``: 1..32 lanes where CUB
+    takes any logical warp size (reductions and scans), else a power of two."""
+    if not record(kind).any_lanes:
+        if (not isinstance(threads_in_warp, int) or isinstance(threads_in_warp, bool)
+                or threads_in_warp not in (1, 2, 4, 8, 16, 32)):
+            raise ArgumentError(argument, f"1, 2, 4, 8, 16 or 32 (CUB's {kind} takes a power of two)",
+                                threads_in_warp)
+    elif (not isinstance(threads_in_warp, int) or isinstance(threads_in_warp, bool)
+            or not 1 <= threads_in_warp <= 32):
+        raise ArgumentError(argument, "an int from 1 to 32", threads_in_warp)
+    return threads_in_warp

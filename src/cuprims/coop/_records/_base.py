@@ -71,8 +71,10 @@ class Record:
     enumerator ``algorithms`` maps ``spec.algorithm`` to); ``entries(spec, symbol)``: its
     entry points; ``style1(spec)``: the Python text of the Style 1 device function
     (``prim``) calling them; ``calls``: the Style 2 calls it serves; ``warp``: a logical warp's primitive
-    (else a block's); ``tile_budget``: for a warp primitive whose TempStorage holds a whole
-    tile, the shared memory its own storage may take (0: one slot per logical warp);
+    (else a block's); ``any_lanes``: a warp primitive whose logical warp may have any
+    1..32 lanes (CUB then lays logical warps out per hardware warp: 12 lanes are 12 + 12 +
+    8 in each warp of 32), else a power of two only; ``tile_budget``: for a warp primitive
+    whose TempStorage holds a whole tile, the shared memory its own storage may take (0: one slot per logical warp);
     ``compares``: its operator is a comparator (else a combiner, or none); ``barrier``: a
     barrier before its own storage is reused; ``algorithms``: ``spec.algorithm``'s names
     (Style 2's ``algorithm=``) -> CUB's enumerators (None: CUB has one algorithm);
@@ -90,6 +92,7 @@ class Record:
     style1: Callable[[ProviderSpec], str]
     calls: tuple[Call, ...] = ()
     warp: bool = False
+    any_lanes: bool = False
     tile_budget: int = 0
     compares: bool = False
     barrier: bool = True

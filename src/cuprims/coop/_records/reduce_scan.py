@@ -180,7 +180,8 @@ SCAN = Record("scan", "#include <cub/block/block_scan.cuh>", "cub::BlockScan<{t}
               _scan_entries, _scan_text, SCAN_CALLS, algorithms=SCAN_ALGORITHMS)
 # warp-wide: one value per lane, shuffles (storage-free for most types), one algorithm
 WARP_REDUCE = dataclasses.replace(REDUCE, kind="warp_reduce", header="#include <cub/warp/warp_reduce.cuh>",
-                                  cub_type="cub::WarpReduce<{t}, {x}>", warp=True, algorithms=None)
+                                  cub_type="cub::WarpReduce<{t}, {x}>", warp=True, any_lanes=True,
+                                  algorithms=None)
 WARP_SCAN = dataclasses.replace(SCAN, kind="warp_scan", header="#include <cub/warp/warp_scan.cuh>",
                                 cub_type="cub::WarpScan<{t}, {x}>", entries=_warp_scan_entries, warp=True,
-                                algorithms=None)
+                                any_lanes=True, algorithms=None)

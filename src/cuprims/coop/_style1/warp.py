@@ -7,21 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 from cuprims.coop._arguments import combiner, comparator, python_callable, warp_exchange_kind
+from cuprims.coop._records import logical_warp_lanes
 from cuprims.coop._spec import (WARP_LOAD_ALGORITHMS, WARP_STORE_ALGORITHMS, ProviderSpec, algorithm_of, element_type,
                                 items_count)
 from cuprims.coop._style1.factory import make_primitive
 from cuprims.coop._user_types import check_methods
-from cuprims.errors import ArgumentError
 from cuprims.op import OpKind, op_spec
-
-
-def _warp_size(threads_in_warp: Any) -> int:
-    # CUB lays other sizes out per hardware warp (12 lanes: 12 + 12 + 8 in each warp of 32),
-    # which neither our per-logical-warp storage nor the docs promise yet: powers of two only.
-    if (not isinstance(threads_in_warp, int) or isinstance(threads_in_warp, bool)
-            or threads_in_warp not in (1, 2, 4, 8, 16, 32)):
-        raise ArgumentError("threads_in_warp", "1, 2, 4, 8, 16 or 32", threads_in_warp)
-    return threads_in_warp
 
 
 def make_reduce(dtype: Any, binary_op: Any, threads_in_warp: int = 32, methods: Any = None) -> Any:
@@ -34,7 +25,8 @@ def make_reduce(dtype: Any, binary_op: Any, threads_in_warp: int = 32, methods: 
     """
     check_methods(methods)
     vt = element_type(dtype)
-    spec = ProviderSpec("warp_reduce", vt, (_warp_size(threads_in_warp), 1, 1), 1, "",
+    lanes = logical_warp_lanes("warp_reduce", threads_in_warp)
+    spec = ProviderSpec("warp_reduce", vt, (lanes, 1, 1), 1, "",
                         combiner(binary_op, vt, "binary_op"))
     return make_primitive("warp.reduce", spec, python_callable(spec.op, binary_op))
 
@@ -46,7 +38,8 @@ def make_sum(dtype: Any, threads_in_warp: int = 32) -> Any:
 
         warp_sum = coop.warp.make_sum(numba.float32)
     """
-    spec = ProviderSpec("warp_reduce", element_type(dtype), (_warp_size(threads_in_warp), 1, 1), 1, "",
+    lanes = logical_warp_lanes("warp_reduce", threads_in_warp)
+    spec = ProviderSpec("warp_reduce", element_type(dtype), (lanes, 1, 1), 1, "",
                         op_spec(OpKind.PLUS))
     return make_primitive("warp.sum", spec)
 
@@ -58,7 +51,8 @@ def make_exclusive_sum(dtype: Any, threads_in_warp: int = 32) -> Any:
 
         warp_xsum = coop.warp.make_exclusive_sum(numba.int32, threads_in_warp=16)
     """
-    spec = ProviderSpec("warp_scan", element_type(dtype), (_warp_size(threads_in_warp), 1, 1), 1, "",
+    lanes = logical_warp_lanes("warp_scan", threads_in_warp)
+    spec = ProviderSpec("warp_scan", element_type(dtype), (lanes, 1, 1), 1, "",
                         op_spec(OpKind.PLUS), mode="exclusive")
     return make_primitive("warp.exclusive_sum", spec)
 
@@ -106,7 +100,7 @@ def make_merge_sort_pairs(dtype: Any, value_dtype: Any, items_per_thread: int, c
 def _merge_sort(dtype: Any, value_dtype: Any, items_per_thread: int, compare_op: Any, threads_in_warp: Any) -> Any:
     vt = element_type(dtype)
     values = None if value_dtype is None else element_type(value_dtype, "value_dtype")
-    lanes = _warp_size(threads_in_warp)
+    lanes = logical_warp_lanes("warp_merge_sort", threads_in_warp)
     spec = ProviderSpec("warp_merge_sort", vt, (lanes, 1, 1), items_count(items_per_thread), "",
                         comparator(compare_op, vt, "compare_op"), values=values)
     name = "warp.merge_sort_keys" if values is None else "warp.merge_sort_pairs"
@@ -155,7 +149,8 @@ def make_store(dtype: Any, items_per_thread: int = 1, algorithm: str = "direct",
 def _tile_mover(what: str, algorithms: dict[str, str], dtype: Any, items_per_thread: int, algorithm: str,
                 threads_in_warp: Any) -> Any:
     """A warp's load or store of its tile."""
-    spec = ProviderSpec(f"warp_{what}", element_type(dtype), (_warp_size(threads_in_warp), 1, 1),
+    lanes = logical_warp_lanes(f"warp_{what}", threads_in_warp)
+    spec = ProviderSpec(f"warp_{what}", element_type(dtype), (lanes, 1, 1),
                         items_count(items_per_thread), algorithm_of(algorithms, algorithm))
     return make_primitive(f"warp.{what}", spec)
 
@@ -178,7 +173,7 @@ def make_exchange(warp_exchange_type: Any, dtype: Any, items_per_thread: int, th
     """
     check_methods(methods)
     kind = warp_exchange_kind(warp_exchange_type)
-    lanes = _warp_size(threads_in_warp)
+    lanes = logical_warp_lanes("warp_exchange", threads_in_warp)
     spec = ProviderSpec("warp_exchange", element_type(dtype), (lanes, 1, 1), items_count(items_per_thread), "",
                         mode=kind.value)
     return make_primitive(f"warp.exchange.{kind.name}", spec)
@@ -186,7 +181,8 @@ def make_exchange(warp_exchange_type: Any, dtype: Any, items_per_thread: int, th
 
 def _make_shuffle(mode: str, dtype: Any, threads_in_warp: int, methods: Any) -> Any:
     check_methods(methods)
-    spec = ProviderSpec("warp_shuffle", element_type(dtype), (_warp_size(threads_in_warp), 1, 1), 1, "", mode=mode)
+    lanes = logical_warp_lanes("warp_shuffle", threads_in_warp)
+    spec = ProviderSpec("warp_shuffle", element_type(dtype), (lanes, 1, 1), 1, "", mode=mode)
     return make_primitive(f"warp.shuffle_{mode}", spec)
 
 

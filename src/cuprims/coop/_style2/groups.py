@@ -57,16 +57,19 @@ def this_block():
 
 
 @Stub
-def this_warp():
-    """The calling thread's warp (32 lanes), as the first argument of warp-wide calls
-    (``sum``, ``reduce``, the scans of one value per lane, ``merge_sort_keys``,
-    ``merge_sort_pairs``, ``load`` and ``store`` of the warp's own tile):
-    ``coop.sum(coop.this_warp(), value)`` is valid in the warp's first lane.
+def this_warp(threads=32):
+    """The calling thread's logical warp of ``threads`` lanes (32: its hardware warp), as
+    the first argument of warp-wide calls (``sum``, ``reduce``, the scans of one value per
+    lane, ``merge_sort_keys``, ``merge_sort_pairs``, ``load`` and ``store`` of the warp's
+    own tile): ``coop.sum(coop.this_warp(), value)`` is valid in the warp's first lane.
+    ``threads`` is fixed when the kernel compiles; reductions and scans take any size from
+    1 to 32, laid out as :mod:`cuprims.coop.warp` says, the other calls a power of two.
 
     Example::
 
         warp = coop.this_warp()
         s = coop.sum(warp, x[cuda.grid(1)])
+        eighth = coop.sum(coop.this_warp(4), x[cuda.grid(1)])     # lanes 0-3, 4-7...
     """
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from numba import types
 
-from cuprims.coop._records import CALLS, STATIC, serving
+from cuprims.coop._records import CALLS, STATIC, logical_warp_lanes, serving
 from cuprims.coop._style2.calls import STUBS
 from cuprims.coop._style2.nbtypes import BlockGroupType, StaticType, ThreadDataType, WarpGroupType
 from cuprims.coop._style2.operands import CallOptions, Plan, absent, fail
@@ -74,6 +74,8 @@ def plan_call(options: StaticType, group: Any, operands: tuple) -> Plan:
     if record is None:
         raise fail(o, "takes coop.this_block(): CUB has no warp-wide version of it here yet")
     try:
+        if warp:
+            logical_warp_lanes(record.kind, group.threads, "threads")
         return _with_temp(CALLS[o.primitive].planner(record, o, group, *rest), operands[index], index)
     except ArgumentError as exc:
         raise type(exc)(exc.argument, f"{exc.expected} (coop.{o.primitive}() at {o.where})", exc.given) from None

@@ -93,7 +93,11 @@ class _FrontEnd:
             if name == "this_block":
                 values, fn = block_shape(self.state, where), _block_group
             else:
-                values, fn = (WARP_THREADS,), _warp_group
+                threads = args.get("threads")
+                lanes = WARP_THREADS if threads is None else self.constant(name, where, "threads", threads)
+                if threads is not None:
+                    self.consumed.append(threads)
+                values, fn = (lanes,), _warp_group
             consts = [_ir.const_var(self.func_ir, block, stmt, v) for v in values]
             fn_var = _ir.global_var(self.func_ir, block, stmt, fn, f"_{name}")
             _ir.replace_value(self.func_ir, stmt, ir.Expr.call(fn_var, consts, (), stmt.loc))
