@@ -88,7 +88,7 @@ def _fields(case) -> tuple:
 # Every GPU test, and every variant that selects other primitives (a group, a scan mode, an
 # exchange direction, a load/store algorithm, a bounds case), is listed; variants in dtype
 # alone are _beyond_ci where the dtype family meets the same primitives in another case.
-# CI compiles the first case of every sixth test of each GPU module (_ci_share), the rest
+# CI compiles the first case of every ninth test of each GPU module (_ci_share), the rest
 # with --run-slow.
 CASES = [
     ("test_coop_block_gpu", "test_load_and_sum_partial_tiles", dict(shape=(64, 2, 2), items=3)),
@@ -221,7 +221,7 @@ CASES = [
 
 
 def _ci_share(cases: list) -> list:
-    """CI compiles the first case of every sixth test of each GPU module (the module's
+    """CI compiles the first case of every ninth test of each GPU module (the module's
     first test included); the other tests and variants (other groups, modes, algorithms,
     dtypes) run with the slow tests, and all of them on the GPU."""
     tests_seen: dict[str, list[str]] = {}
@@ -235,7 +235,7 @@ def _ci_share(cases: list) -> list:
         first = test not in seen
         if first:
             seen.append(test)
-        out.append(case if first and (len(seen) - 1) % 6 == 0 else _beyond_ci(case))
+        out.append(case if first and (len(seen) - 1) % 9 == 0 else _beyond_ci(case))
     return out
 
 

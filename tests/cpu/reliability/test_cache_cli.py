@@ -53,7 +53,7 @@ def _left_in(root: Path) -> list[Path]:
     return found
 
 
-@pytest.mark.ci_sample(every=4)
+@pytest.mark.ci_sample(every=6)
 @pytest.mark.parametrize("command", COMMANDS)
 @pytest.mark.parametrize("layout", sorted(DAMAGED_LAYOUTS))
 def test_commands_on_a_damaged_cache_report_one_line(cache, tmp_path, layout, command):

@@ -74,7 +74,7 @@ def _empty(raw: bytes) -> bytes:
 DAMAGE = {"truncated": _truncate, "bit flip": _flip, "empty": _empty}
 
 
-@pytest.mark.ci_sample(every=3)
+@pytest.mark.ci_sample(every=4)
 @pytest.mark.parametrize("kind", ["cubin", "kernel"])
 @pytest.mark.parametrize("how", sorted(DAMAGE))
 def test_damaged_entry_is_discarded_and_rebuilt(cache, how, kind):
@@ -265,7 +265,7 @@ RAW_HEADERS = {
 }
 
 
-@pytest.mark.ci_sample(every=3)
+@pytest.mark.ci_sample(every=4)
 @pytest.mark.parametrize("case", sorted(CUBIN_META_EDITS) + sorted(RAW_HEADERS))
 def test_malformed_cubin_metadata_with_valid_checksum_is_rejected(cache, case):
     path = entry_path(cache.root, "cubin", cache.max.cubin_key)
@@ -304,7 +304,7 @@ KERNEL_META_EDITS = {
 }
 
 
-@pytest.mark.ci_sample(every=3)
+@pytest.mark.ci_sample(every=4)
 @pytest.mark.parametrize("case", sorted(KERNEL_META_EDITS))
 def test_malformed_kernel_metadata_with_valid_checksum_is_rejected(cache, case):
     path = entry_path(cache.root, "kernel", cache.max.kernel_key)
