@@ -130,3 +130,22 @@ def test_the_layers_section_lists_the_layering_tests_layers():
     written = [[{"cuprims": "", "algorithms.<home>": "algorithms.*"}.get(n, n) for n in _CODE.findall(item)
                 if not n.endswith(".py")] for item in items]
     assert written == [layer for layer in expected if layer], written
+
+
+# cuda.compute 1.2.1's public names (its documented surface, which cuprims keeps)
+CUDA_COMPUTE_NAMES = (
+    "make_reduce_into reduce_into make_inclusive_scan inclusive_scan make_exclusive_scan exclusive_scan "
+    "make_segmented_reduce segmented_reduce make_unary_transform unary_transform make_binary_transform "
+    "binary_transform make_radix_sort radix_sort make_merge_sort merge_sort make_segmented_sort segmented_sort "
+    "make_lower_bound lower_bound make_upper_bound upper_bound make_select select make_three_way_partition "
+    "three_way_partition make_unique_by_key unique_by_key make_histogram_even histogram_even CountingIterator "
+    "ConstantIterator CacheModifiedInputIterator ReverseIterator PermutationIterator ZipIterator ShuffleIterator "
+    "DiscardIterator TransformIterator TransformOutputIterator OpKind RawOp gpu_struct ProxyArray ProxyValue "
+    "SortOrder Determinism DoubleBuffer serialize deserialize clear_all_caches").split()
+
+
+def test_the_compatibility_page_lists_every_cuda_compute_name_and_each_is_exported():
+    page = (DOCS / "compatibility.rst").read_text(encoding="utf-8")
+    listed = set(re.findall(r"``(\w+)``", page))
+    assert not [n for n in CUDA_COMPUTE_NAMES if n not in listed], "names missing from docs/compatibility.rst"
+    assert not [n for n in CUDA_COMPUTE_NAMES if n not in cuprims.__all__], "names cuprims does not export"
