@@ -331,7 +331,7 @@ TRUTH_VALUE = "a truth value: a bool or a real number (int or float), which conv
 def result_refusal(result: np.dtype | None, target: Any) -> str | None:
     """What a Python operator's result must be, where one of type ``result`` (None: not a
     number, e.g. a string, None, a tuple or a struct) cannot be stored as ``target``
-    (a :class:`~cuprims.types.ValueType`; None: a truth value, for predicates, comparators
+    (a :class:`~cuprims._value_types.ValueType`; None: a truth value, for predicates, comparators
     and equalities); None where it can. The rules are in this module's docstring."""
     if target is None:
         if result is not None and result.names is None and result.kind in "biuf":

@@ -3,6 +3,6 @@ generated source (``source``), NVRTC to LTO-IR (``nvrtc``), precompiled headers 
 its ``pch_resident``, ``pch_heap_state``, ``pch_heap``, ``pch_store``, ``pch_codec``), nvJitLink
 to a cubin (``link``), and the cubin's ELF metadata (``elfmeta``).
 
-May import: the stages below it (``_base``, ``_runtime``, ``_cache``) and ``cuprims.types``.
+May import: the stages below it (``_base``, ``_runtime``, ``_cache``) and ``cuprims._value_types``.
 Knows nothing of operators or algorithms: it compiles the text it is given.
 """

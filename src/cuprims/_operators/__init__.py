@@ -6,6 +6,6 @@ walk that keys an operator by what it computes (``recipe``), arrays and values a
 operator captures (``captures``), and the probe of raw LTO-IR operators (``raw_probe``).
 The public face is ``cuprims.op``.
 
-May import: ``_base``, ``_runtime``, ``_cache``, ``_compile``, ``cuprims.types``,
+May import: ``_base``, ``_runtime``, ``_cache``, ``_compile``, ``cuprims._value_types``,
 ``cuprims.struct``. The only stage (with ``cuprims.coop``) that imports numba.
 """

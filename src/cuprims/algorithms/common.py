@@ -198,7 +198,7 @@ def _shown_field(name: str, value: Any) -> str:
     items' type and what it is; an operator by what the user passed."""
     from cuprims.algorithms.arguments import ArgKind
     from cuprims.op import OpSpec, shown_operator
-    from cuprims.types import ValueType, shown_dtype
+    from cuprims._value_types import ValueType, shown_dtype
 
     if isinstance(value, ArgKind):
         if value.is_pointer:

@@ -13,7 +13,7 @@ import pytest
 import cuprims
 from cuprims import CountingIterator, DiscardIterator, OpKind, ProxyArray as P, ProxyValue as V
 
-PUBLIC_MODULES = ["cuprims", "cuprims.coop", "cuprims.coop.block", "cuprims.coop.warp", "cuprims.errors",
+PUBLIC_MODULES = ["cuprims", "cuprims.coop", "cuprims.coop.block", "cuprims.coop.warp", "cuprims.errors", "cuprims.types",
                   "cuprims.typing"]
 
 
