@@ -45,6 +45,7 @@ ON_CPU: dict[str, str] = {
     "cuprims.ProxyArray": "run",
     "cuprims.ProxyValue": "run",
     "cuprims.RawOp": "build",
+    "cuprims.RawOp.from_cpp": "run",
     "cuprims.cache_info": "run",
     "cuprims.clear_all_caches": "run",
     "cuprims.gpu_struct": "run",
