@@ -154,8 +154,9 @@ def struct(fields: Mapping[str, Any], name: str = "AnonStruct") -> StructTypeDes
 def from_numpy_dtype(dtype: Any) -> TypeDescriptor:
     """The type object of a numpy dtype (or a scalar type such as ``np.float32``, a dtype's
     name, a gpu_struct class): the module's own object for a scalar (``types.int32``), a
-    :class:`StructTypeDescriptor` for a structured dtype, its fields converted in turn and
-    laid out aligned. A type object is returned as it is.
+    :class:`StructTypeDescriptor` for a structured dtype (named as the gpu_struct class, else
+    ``AnonStruct``), its fields converted in turn and laid out aligned. A type object is
+    returned as it is.
 
     Example::
 
@@ -165,7 +166,9 @@ def from_numpy_dtype(dtype: Any) -> TypeDescriptor:
         return dtype
     dt = _as_dtype(dtype, "dtype")
     if dt.names is not None:
-        return StructTypeDescriptor({name: from_numpy_dtype(field) for name, field, _ in struct_fields(dt)})
+        # a gpu_struct class keeps its name
+        name = dtype.__name__ if isinstance(dtype, type) and hasattr(dtype, "_cuprims_dtype") else "AnonStruct"
+        return StructTypeDescriptor({field: from_numpy_dtype(t) for field, t, _ in struct_fields(dt)}, name)
     if dt.subdtype is None:
         known = _BY_DTYPE.get(dt)
         if known is not None:

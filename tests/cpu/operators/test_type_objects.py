@@ -67,7 +67,7 @@ def test_from_numpy_dtype_of_structs_lays_them_out_aligned():
     assert t.dtype == np.dtype([("c", np.int8), ("d", np.int32), ("v", np.float32, 2)], align=True)
     assert t.fields["d"] is types.int32 and t.fields["v"].dtype == np.dtype((np.float32, 2))
     Pixel = cuprims.gpu_struct({"r": np.int32, "g": np.float32}, name="Pixel")
-    assert types.from_numpy_dtype(Pixel).dtype == Pixel.dtype
+    assert types.from_numpy_dtype(Pixel).dtype == Pixel.dtype and types.from_numpy_dtype(Pixel).name == "Pixel"
     assert types.from_numpy_dtype(t) is t
 
 
