@@ -14,7 +14,7 @@ from cuda.core import Program, ProgramOptions
 from cuprims.algorithms.reduce.source import reduce_source
 from cuprims._compile.nvrtc import _include_dirs
 from cuprims.op import op_spec, OpKind
-from cuprims.types import value_type
+from cuprims._value_types import value_type
 f4 = value_type(np.float32)
 src = reduce_source(in_type=f4, accum=f4, op=op_spec(OpKind.PLUS), has_init=True,
                     deterministic_across_gpus=False, arch=90)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from cuprims import errors
+from cuprims import errors, types
 from cuprims._base.version import VERSION
 from cuprims._caching import cache_info, clear_all_caches
 from cuprims._runtime.proxy import ProxyArray, ProxyValue
@@ -101,12 +101,12 @@ def _serialize(obj: Any) -> bytes:
 
 def __dir__() -> list[str]:
     """The public names only: the algorithms (loaded at first use), the iterators, types
-    and helpers, ``coop`` and ``errors``, ``__version__``."""
+    and helpers, ``coop``, ``errors`` and ``types``, ``__version__``."""
     return sorted(__all__ + ["__version__"])
 
 __all__ = [
     "Determinism", "OpKind", "ProxyArray", "ProxyValue", "RawOp", "SortOrder",
-    "cache_info", "clear_all_caches", "errors", "gpu_struct", "settings", "serialize", "deserialize",
+    "cache_info", "clear_all_caches", "errors", "gpu_struct", "settings", "serialize", "deserialize", "types",
     "make_reduce_into", "reduce_into", "make_segmented_reduce", "segmented_reduce",
     "make_inclusive_scan", "inclusive_scan", "make_exclusive_scan", "exclusive_scan",
     "make_unary_transform", "unary_transform", "make_binary_transform", "binary_transform",

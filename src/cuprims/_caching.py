@@ -26,9 +26,10 @@ def clear_all_caches(*, disk: bool = False) -> None:
     from cuprims.algorithms.common import invalidate_wrapper_caches
 
     build.clear_memory()
-    coop_build = sys.modules.get("cuprims.coop._build")   # only if coop was used: no import here
-    if coop_build is not None:
-        coop_build.clear_memory()
+    for used in ("cuprims.coop._build", "cuprims._operators.cpp_ops"):   # only if used: no import here
+        module = sys.modules.get(used)
+        if module is not None:
+            module.clear_memory()
     # What was remembered of each built operator: its description, and the entries numba
     # keeps for the device functions compiled from it (only if numba was used: no import here).
     from cuprims.op import forget_python_specs

@@ -67,7 +67,9 @@ def _describe(value: object) -> str:
 
 
 class CompileError(CuprimsError):
-    """NVRTC rejected generated source. Carries the log, the options and where the source lies."""
+    """NVRTC rejected generated source, or the C++ of a :meth:`~cuprims.RawOp.from_cpp`
+    operator. Carries NVRTC's log, the options and where the source was written
+    (``source_path``)."""
 
     def __init__(self, message: str, *, log: str = "", source_path: str | None = None,
                  options: tuple[str, ...] = ()):
@@ -76,7 +78,7 @@ class CompileError(CuprimsError):
         self.options = tuple(options)
         parts = [message]
         if source_path:
-            parts.append(f"generated source written to: {source_path}")
+            parts.append(f"source written to: {source_path}")
         if options:
             parts.append("options: " + " ".join(self.options))
         if log:

@@ -58,6 +58,7 @@ import numpy as np
 
 from cuprims.config import settings
 from cuprims.errors import ArgumentError, ArgumentTypeError, OperatorResultError
+from cuprims.typing import ComputeCapabilityLike
 
 
 class OpKind(enum.Enum):
@@ -105,32 +106,9 @@ COMPARISON_KINDS = frozenset({OpKind.EQUAL_TO, OpKind.NOT_EQUAL_TO, OpKind.GREAT
                               OpKind.GREATER_EQUAL, OpKind.LESS_EQUAL})
 
 
-def _as_bytes(code: Any, argument: str) -> bytes:
-    if isinstance(code, (bytes, bytearray, memoryview)):
-        return bytes(code)
-    inner = getattr(code, "code", None)  # cuda.core ObjectCode and similar holders
-    if isinstance(inner, (bytes, bytearray, memoryview)):
-        return bytes(inner)
-    raise ArgumentTypeError(argument, "LTO-IR as bytes (or an object with a .code bytes attribute)", code)
-
-
-# The first bytes of every LTO-IR module NVVM writes (numba-cuda's and NVRTC's alike).
-_LTOIR_MAGIC = b"\xedCN\x7f"
-
 # Operator state travels by value in kernel parameters (4 KiB in all, shared with the
 # algorithm's own arguments and iterators).
 MAX_STATE_BYTES = 1024
-
-_CPP_KEYWORDS = frozenset("""
-alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t char16_t char32_t class
-compl concept const consteval constexpr constinit const_cast continue co_await co_return co_yield decltype
-default delete do double dynamic_cast else enum explicit export extern false float for friend goto if inline
-int long mutable namespace new noexcept not not_eq nullptr operator or or_eq private protected public register
-reinterpret_cast requires return short signed sizeof static static_assert static_cast struct switch template
-this thread_local throw true try typedef typeid typename union unsigned using virtual void volatile wchar_t
-while xor xor_eq main memcpy memset malloc free printf
-""".split())
-
 
 class RawOp:
     """An operator given as LTO-IR that you compiled yourself.
@@ -148,13 +126,10 @@ class RawOp:
 
     def __init__(self, *, ltoir: Any, name: str, state: bytes = b"", state_alignment: int = 1,
                  extra_ltoirs: list[Any] | None = None):
-        if not isinstance(name, str) or not name.isidentifier() or not name.isascii():
-            raise ArgumentError("name", "a C identifier naming the operator's symbol", name)
-        if name in _CPP_KEYWORDS or name.startswith("__") or (name[0] == "_" and name[1:2].isupper()) \
-                or name.startswith("cuprims_"):
-            raise ArgumentError("name", "a symbol name that is not a C++ keyword, not reserved (__x, _X) and not "
-                                "cuprims' own (cuprims_*)", name)
-        self.ltoir = _as_bytes(ltoir, "ltoir")
+        from cuprims._operators import raw_probe
+
+        raw_probe.check_symbol_name(name)
+        self.ltoir = raw_probe.ltoir_bytes(ltoir, "ltoir")
         self.name = name
         self.state = bytes(state)
         if len(self.state) > MAX_STATE_BYTES:
@@ -163,15 +138,38 @@ class RawOp:
         if not isinstance(state_alignment, int) or state_alignment < 1 or state_alignment & (state_alignment - 1):
             raise ArgumentError("state_alignment", "a power of two >= 1", state_alignment)
         self.state_alignment = state_alignment
-        if not self.ltoir.startswith(_LTOIR_MAGIC):
-            raise ArgumentError("ltoir", "LTO-IR (NVVM's output, as numba-cuda's output='ltoir' or NVRTC's "
-                                "-dlto give)", f"{len(self.ltoir)} bytes starting {self.ltoir[:4]!r}")
-        self.extra_ltoirs = tuple(_as_bytes(x, "extra_ltoirs") for x in (extra_ltoirs or ()))
-        from cuprims._operators.raw_probe import check_ltoir_readable
-
-        check_ltoir_readable(self.ltoir, "ltoir")
+        self.extra_ltoirs = tuple(raw_probe.ltoir_bytes(x, "extra_ltoirs") for x in (extra_ltoirs or ()))
+        raw_probe.check_ltoir(self.ltoir, "ltoir")
         for code in self.extra_ltoirs:
-            check_ltoir_readable(code, "extra_ltoirs")
+            raw_probe.check_ltoir_readable(code, "extra_ltoirs")
+
+    @classmethod
+    def from_cpp(cls, source: str, name: str, *, compute_capability: ComputeCapabilityLike | None = None,
+                 state: bytes = b"", state_alignment: int = 1) -> RawOp:
+        """A RawOp compiled from C++: ``source`` defines ``extern "C" __device__ void
+        name(...)`` with the pointer ABI above. NVRTC compiles it to LTO-IR for the lowest
+        target of ``compute_capability`` (the current device's without it), with the CCCL
+        and CUDA headers on the include path; the LTO-IR is cached in memory and on disk,
+        so a later process compiles nothing. NVRTC's errors raise
+        :class:`~cuprims.errors.CompileError` with its log and where the source was
+        written; a ``name`` that ``source`` does not define raises ArgumentError.
+
+        Example::
+
+            add = cuprims.RawOp.from_cpp('''
+                extern "C" __device__ void add(void* a, void* b, void* out) {
+                    *(int*)out = *(int*)a + *(int*)b;
+                }''', "add", compute_capability=90)
+        """
+        from cuprims._compile.targets import targets
+        from cuprims._operators import raw_probe
+        from cuprims._operators.cpp_ops import cpp_ltoir
+
+        if not isinstance(source, str):
+            raise ArgumentTypeError("source", "C++ source text (a str)", source)
+        raw_probe.check_symbol_name(name)
+        ltoir = cpp_ltoir(source, name, min(targets(compute_capability)))
+        return cls(ltoir=ltoir, name=name, state=state, state_alignment=state_alignment)
 
     def digest(self) -> str:
         cached = self.__dict__.get("_digest")
@@ -331,7 +329,7 @@ TRUTH_VALUE = "a truth value: a bool or a real number (int or float), which conv
 def result_refusal(result: np.dtype | None, target: Any) -> str | None:
     """What a Python operator's result must be, where one of type ``result`` (None: not a
     number, e.g. a string, None, a tuple or a struct) cannot be stored as ``target``
-    (a :class:`~cuprims.types.ValueType`; None: a truth value, for predicates, comparators
+    (a :class:`~cuprims._value_types.ValueType`; None: a truth value, for predicates, comparators
     and equalities); None where it can. The rules are in this module's docstring."""
     if target is None:
         if result is not None and result.names is None and result.kind in "biuf":

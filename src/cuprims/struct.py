@@ -39,7 +39,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from cuprims.errors import ArgumentError
-from cuprims.types import check_struct, shown_fields, struct_fields
+from cuprims._value_types import check_struct, shown_fields, struct_fields, value_type
 
 # Attribute names every struct class uses itself; fields may not take them.
 _RESERVED = frozenset({"dtype"})
@@ -230,8 +230,6 @@ def _is_struct_class(obj: Any) -> bool:
 
 
 def _check_scalar(dt: np.dtype, field: str) -> None:
-    from cuprims.types import value_type
-
     try:
         value_type(dt, argument="field_dict")
     except ArgumentError:
@@ -319,6 +317,9 @@ def _fields_of(field_dict: Any) -> tuple[list[tuple[str, Any]], str | None]:
         if field_dict.names is None:
             raise ArgumentError("field_dict", "a structured dtype (with named fields)", field_dict)
         return [(n, field) for n, field, _ in struct_fields(field_dict)], None
+    described = getattr(field_dict, "dtype", None)
+    if isinstance(described, np.dtype) and described.names and not isinstance(field_dict, type):
+        return _fields_of(described)[0], getattr(field_dict, "name", None)   # a cuprims.types struct
     if isinstance(field_dict, type):
         anns = _annotations(field_dict)
         if not anns:
@@ -330,16 +331,17 @@ def _fields_of(field_dict: Any) -> tuple[list[tuple[str, Any]], str | None]:
         except (TypeError, ValueError) as exc:
             raise ArgumentError("field_dict", "a dict of field name -> dtype", field_dict) from exc
         return _fields_of(dt)
-    raise ArgumentError("field_dict", "a dict of field name -> dtype, a structured numpy dtype or an "
-                        "annotated class", field_dict)
+    raise ArgumentError("field_dict", "a dict of field name -> dtype, a structured numpy dtype, a "
+                        "cuprims.types struct or an annotated class", field_dict)
 
 
 def gpu_struct(field_dict: Any, name: str = "AnonymousStruct") -> type:
     """A struct value type with the given fields.
 
     Args:
-        field_dict: ``{field name: dtype or gpu_struct type}``, a structured numpy dtype,
-            or a class whose annotations declare the fields (``r: np.int32``). A field's
+        field_dict: ``{field name: dtype, type object or gpu_struct type}``, a structured
+            numpy dtype, a struct type of :mod:`cuprims.types`, or a class whose
+            annotations declare the fields (``r: np.int32``, ``r: types.int32``). A field's
             type may also be ``(dtype, shape)`` for a fixed-size array. A struct holds at
             most ``cuprims.types.MAX_STRUCT_BYTES`` (1024) bytes, nests at most
             ``MAX_STRUCT_DEPTH`` (16) deep, and every field has a non-zero size.
@@ -383,7 +385,8 @@ def gpu_struct(field_dict: Any, name: str = "AnonymousStruct") -> type:
         "__slots__": (),
         "__module__": module,
         "__qualname__": name,
-        "__doc__": f"gpu_struct {name}: " + ", ".join(f"{f}: {_describe(t)}" for f, t in declared.items()),
+        "__doc__": f"gpu_struct {name}: " + ", ".join(f"{f}: {t.__name__ if _is_struct_class(t) else t}"
+                                                        for f, t in declared.items()),
         "_cuprims_dtype": dtype,
         "_cuprims_fields": declared,
         "dtype": dtype,
@@ -391,10 +394,6 @@ def gpu_struct(field_dict: Any, name: str = "AnonymousStruct") -> type:
     for field, ftype in declared.items():
         namespace[field] = _field_property(field, ftype)
     return GpuStructType(name, (StructBase,), namespace)
-
-
-def _describe(t: Any) -> str:
-    return t.__name__ if _is_struct_class(t) else str(t)
 
 
 __all__ = ["gpu_struct", "GpuStructType"]

@@ -1,305 +1,202 @@
-"""Value types: numpy dtype <-> C++ type <-> numba type.
+"""Type objects: ``types.int32``, ``types.struct(...)``, ``types.from_numpy_dtype(...)``.
 
-A :class:`ValueType` is the frozen, hashable description of one element type that
-flows through the pipeline. Scalars map to C++ built-in types; structs (from
-:func:`cuprims.gpu_struct` or a structured numpy dtype) map to a storage struct of the
-same layout: typed fields (f0, f1, ... with explicit padding) where the layout allows, so
-that the compiler keeps values in registers, else an aligned byte array.
+The names of cuda.compute's ``types`` module, for programs that describe element types
+with them. Each object stands for one numpy dtype and is accepted wherever cuprims takes
+a dtype: ``ProxyArray(types.int32)``, ``ProxyValue(types.float64)``, the ``value_type`` of
+a :class:`~cuprims.TransformIterator` (which a :class:`~cuprims.RawOp` operator needs,
+as nothing can be inferred from its LTO-IR), the fields of :func:`~cuprims.gpu_struct`
+and of :func:`struct`, ``np.zeros(n, dtype=types.int32)`` (numpy reads the ``dtype``
+attribute). Each has ``dtype`` (a numpy dtype), ``size`` and ``alignment`` (in bytes, as
+the device lays the type out), and is equal to, and hashes like, any type object of the
+same dtype.
+
+Example::
+
+    import numpy as np, cuprims
+    from cuprims import types
+
+    Pair = types.struct({"key": types.int32, "weight": types.float32}, name="Pair")
+    assert Pair.size == 8 and Pair.alignment == 4 and Pair.fields["key"] == types.int32
+    assert types.from_numpy_dtype(np.int64) is types.int64
+    cuprims.ProxyArray(Pair)   # stands for a device array of Pair values, ahead of time
 """
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass, field
+import keyword
 from typing import Any, Mapping
 
 import numpy as np
 
-from cuprims.errors import ArgumentError
-
-# numpy kind+itemsize -> (C++ type, numba type name)
-SCALARS: dict[str, tuple[str, str]] = {
-    "b1": ("bool", "boolean"),
-    "i1": ("signed char", "int8"),
-    "i2": ("short", "int16"),
-    "i4": ("int", "int32"),
-    "i8": ("long long", "int64"),
-    "u1": ("unsigned char", "uint8"),
-    "u2": ("unsigned short", "uint16"),
-    "u4": ("unsigned int", "uint32"),
-    "u8": ("unsigned long long", "uint64"),
-    "f2": ("__half", "float16"),
-    "f4": ("float", "float32"),
-    "f8": ("double", "float64"),
-    "c8": ("::cuda::std::complex<float>", "complex64"),
-    "c16": ("::cuda::std::complex<double>", "complex128"),
-}
-
-SUPPORTED_SCALARS = tuple(np.dtype(k) for k in SCALARS)
-
-# Limits on struct value types, checked before anything is compiled: larger structs make
-# NVRTC and nvJitLink take minutes (a 4 KiB value: over 300 s to link), and deeper nesting
-# than any real record is a mistake.
-MAX_STRUCT_BYTES = 1024
-MAX_STRUCT_DEPTH = 16
+from cuprims._value_types import MAX_STRUCT_BYTES, MAX_STRUCT_DEPTH, shown_dtype, struct_fields, value_type
+from cuprims.errors import ArgumentError, ArgumentTypeError
 
 
-@dataclass(frozen=True)
-class ValueType:
-    """One element type. ``code`` is its canonical text, used in cache keys."""
+class TypeDescriptor:
+    """One element type: a numpy ``dtype``, with the ``size`` and ``alignment`` the device
+    lays it out with. The module's names (``types.int32``...) and :func:`from_numpy_dtype`
+    make them."""
 
-    code: str            # "f4", "i8", ... or "struct:<name>:<hash>" (or "ext:<hash>")
-    dtype: np.dtype
-    cpp: str             # C++ spelling used in generated code
-    size: int
-    alignment: int
-    # a numba extension type (its own ``types.Type`` and data model) whose values these
-    # are: ``dtype`` is then a struct of the same layout, which C++ stores and copies
-    numba: Any = field(default=None, compare=False, repr=False)
+    __slots__ = ("_dtype", "_alignment")
+
+    def __init__(self, dtype: Any) -> None:
+        dt = _as_dtype(dtype, "dtype")
+        base = dt.subdtype[0] if dt.subdtype is not None else dt   # a fixed-size array: a struct field
+        self._alignment = value_type(base, argument="dtype").alignment
+        self._dtype = dt
 
     @property
-    def is_struct(self) -> bool:
-        return self.dtype.names is not None
+    def dtype(self) -> np.dtype:
+        """The numpy dtype of this type's values."""
+        return self._dtype
 
     @property
-    def kind(self) -> str:
-        """numpy kind letter: 'b', 'i', 'u', 'f', 'c' or 'V' for structs."""
-        return self.dtype.kind
+    def size(self) -> int:
+        """Bytes per value."""
+        return self._dtype.itemsize
 
-    def storage_decl(self) -> str:
-        """C++ declaration (and layout check) of the storage struct (structs only), after
-        those of the structs it nests (see :func:`struct_decls`)."""
-        return "\n".join(decl for _, decl in struct_decls(self))
+    @property
+    def alignment(self) -> int:
+        """The alignment of a value in device memory, in bytes (``cuda::std::complex`` is
+        aligned to its whole size, where numpy aligns complex to its parts)."""
+        return self._alignment
 
-    def __repr__(self) -> str:  # short, for error messages
-        return f"ValueType({self.dtype!r})" if not self.is_struct else f"ValueType({self.cpp})"
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, TypeDescriptor):
+            return self._dtype == other._dtype
+        return NotImplemented
 
+    def __hash__(self) -> int:
+        return hash(self._dtype)
 
-_cache: dict[Any, ValueType] = {}
-
-
-def struct_fields(dt: np.dtype) -> list[tuple[str, np.dtype, int]]:
-    """(name, dtype, byte offset) of each field of a struct dtype, in order (none for a scalar)."""
-    fields: Mapping[str, tuple[Any, ...]] = dt.fields or {}
-    return [(name, fields[name][0], fields[name][1]) for name in dt.names or ()]
-
-
-def _struct_alignment(dt: np.dtype) -> int:
-    if dt.names is None:
-        if dt.subdtype is not None:
-            return _struct_alignment(dt.subdtype[0])
-        return dt.alignment
-    return max([_struct_alignment(field) for _, field, _ in struct_fields(dt)] + [1])
+    def __repr__(self) -> str:
+        return f"TypeDescriptor({shown_dtype(self._dtype)})"
 
 
-def struct_code(dt: np.dtype) -> str:
-    return hashlib.sha256(repr(dt.descr).encode() + str(dt.itemsize).encode()).hexdigest()[:16]
+class StructTypeDescriptor(TypeDescriptor):
+    """A struct type made by :func:`struct` (or :func:`from_numpy_dtype` of a structured
+    dtype): its ``name``, its ``fields`` (field name -> type object, in order) and the
+    aligned structured ``dtype`` a C compiler gives the same struct."""
+
+    __slots__ = ("_name", "_fields")
+
+    def __init__(self, fields: Mapping[str, Any], name: str = "AnonStruct") -> None:
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ArgumentError("name", "a Python identifier", name)
+        declared = _struct_fields(fields)
+        dt = np.dtype([(field, t.dtype) for field, t in declared.items()], align=True)
+        # size, nesting depth and supported scalars, before anything is built with it
+        self._alignment = value_type(dt, argument="fields").alignment
+        self._dtype = dt
+        self._name = name
+        self._fields = declared
+
+    @property
+    def name(self) -> str:
+        """The struct's name (``AnonStruct`` unless given)."""
+        return self._name
+
+    @property
+    def fields(self) -> dict[str, TypeDescriptor]:
+        """Field name -> type object, in field order (a copy)."""
+        return dict(self._fields)
+
+    def __repr__(self) -> str:
+        return f"StructTypeDescriptor({self._name}, {shown_dtype(self._dtype)}, {self.size} bytes)"
 
 
-def check_struct(dt: np.dtype, argument: str) -> None:
-    """Size, nesting depth and field sizes of a struct dtype against the limits, walked
-    without recursion (so a 600-deep nest is an ArgumentError, not a RecursionError)."""
-    if dt.itemsize > MAX_STRUCT_BYTES:
-        raise ArgumentError(argument, f"a struct of at most {MAX_STRUCT_BYTES} bytes (cuprims.types.MAX_STRUCT_BYTES)",
-                            f"{dt.itemsize} bytes")
-    stack = [(dt, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > MAX_STRUCT_DEPTH:
-            raise ArgumentError(argument, f"structs nested at most {MAX_STRUCT_DEPTH} deep "
-                                "(cuprims.types.MAX_STRUCT_DEPTH)", f"a deeper nest")
-        if node.subdtype is not None:
-            stack.append((node.subdtype[0], depth))
-            if node.itemsize == 0:
-                raise ArgumentError(argument, "fields of non-zero size", f"a zero-length array field in {node}")
+def _as_dtype(dtype: Any, argument: str) -> np.dtype:
+    if dtype is None or isinstance(dtype, (bool, int, float)):   # np.dtype(None) would quietly be float64
+        raise ArgumentTypeError(argument, "a numpy dtype, a type object of cuprims.types or a gpu_struct type",
+                                dtype)
+    try:
+        return np.dtype(getattr(dtype, "_cuprims_dtype", dtype))
+    except (TypeError, ValueError, SyntaxError, RecursionError):
+        raise ArgumentTypeError(argument, "a numpy dtype, a type object of cuprims.types or a gpu_struct type",
+                                dtype) from None
+
+
+def _struct_fields(fields: Any) -> dict[str, TypeDescriptor]:
+    """``fields`` (field name -> type object, dtype or gpu_struct class) as type objects."""
+    if not isinstance(fields, Mapping):
+        raise ArgumentTypeError("fields", "a dict of field name -> type (types.int32, a dtype, a struct type)",
+                                fields)
+    if not fields:
+        raise ArgumentError("fields", "at least one field", fields)
+    declared: dict[str, TypeDescriptor] = {}
+    for field, spec in fields.items():
+        if not isinstance(field, str) or not field.isidentifier() or keyword.iskeyword(field):
+            raise ArgumentError("fields", "field names that are Python identifiers", field)
+        if isinstance(spec, TypeDescriptor):
+            declared[field] = spec
             continue
-        for name, field, _ in struct_fields(node):
-            if field.itemsize == 0:
-                raise ArgumentError(argument, "fields of non-zero size", f"field {name!r} of {field}")
-            stack.append((field, depth + 1))
+        try:
+            declared[field] = from_numpy_dtype(spec)
+        except ArgumentError as exc:
+            raise type(exc)("fields", f"{exc.expected} for field {field!r}", exc.given) from None
+    return declared
 
 
-def value_type(dtype: Any, *, argument: str = "dtype") -> ValueType:
-    """The :class:`ValueType` of a numpy dtype (or anything ``np.dtype`` accepts, or a gpu_struct)."""
-    try:
-        return _cache[dtype]
-    except (KeyError, TypeError):
-        pass
-    if dtype is None:  # np.dtype(None) would quietly be float64
-        raise ArgumentError(argument, "a numpy dtype or a gpu_struct type", None)
-    struct_dtype = getattr(dtype, "_cuprims_dtype", None)
-    try:
-        dt = struct_dtype if struct_dtype is not None else np.dtype(dtype)
-    except (TypeError, ValueError, RecursionError) as exc:
-        raise ArgumentError(argument, "a numpy dtype or a gpu_struct type", type(dtype).__name__) from None
+def struct(fields: Mapping[str, Any], name: str = "AnonStruct") -> StructTypeDescriptor:
+    """A struct type with ``fields`` (field name -> type object, in order; a numpy dtype
+    or a gpu_struct class is taken too), laid out as a C compiler lays out the same
+    struct. A struct holds at most ``MAX_STRUCT_BYTES`` (1024) bytes and nests at most
+    ``MAX_STRUCT_DEPTH`` (16) deep.
+
+    Example::
+
+        Point = cuprims.types.struct({"x": cuprims.types.float32, "y": cuprims.types.float32}, name="Point")
+        assert Point.dtype.itemsize == 8
+    """
+    return StructTypeDescriptor(fields, name=name)
+
+
+def from_numpy_dtype(dtype: Any) -> TypeDescriptor:
+    """The type object of a numpy dtype (or a scalar type such as ``np.float32``, a dtype's
+    name, a gpu_struct class): the module's own object for a scalar (``types.int32``), a
+    :class:`StructTypeDescriptor` for a structured dtype (named as the gpu_struct class, else
+    ``AnonStruct``), its fields converted in turn and laid out aligned. A type object is
+    returned as it is.
+
+    Example::
+
+        assert cuprims.types.from_numpy_dtype(np.dtype("float32")) is cuprims.types.float32
+    """
+    if isinstance(dtype, TypeDescriptor):
+        return dtype
+    dt = _as_dtype(dtype, "dtype")
     if dt.names is not None:
-        check_struct(dt, argument)
-        align = _struct_alignment(dt)
-        if dt.itemsize % align:
-            raise ArgumentError(argument, "a struct dtype whose size is a multiple of its alignment "
-                                "(build it with gpu_struct or np.dtype(..., align=True))", dt)
-        h = struct_code(dt)
-        vt = ValueType(code=f"struct:{h}", dtype=dt, cpp=f"cuprims_struct_{h}",
-                       size=dt.itemsize, alignment=align)
-    else:
-        key = f"{dt.kind}{dt.itemsize}"
-        if key not in SCALARS or dt.byteorder == ">":
-            raise ArgumentError(argument, "one of bool, int8..int64, uint8..uint64, float16/32/64, "
-                                "complex64/128 or a gpu_struct", dt)
-        cpp, _ = SCALARS[key]
-        # cuda::std::complex<T> is aligned to its whole size; numpy's complex only to T's
-        alignment = dt.itemsize if dt.kind == "c" else dt.alignment
-        vt = ValueType(code=key, dtype=dt if dt.byteorder in "=|" else dt.newbyteorder("="),
-                       cpp=cpp, size=dt.itemsize, alignment=alignment)
-    try:
-        _cache[dtype] = vt
-    except TypeError:
-        pass
-    return vt
+        # a gpu_struct class keeps its name
+        name = dtype.__name__ if isinstance(dtype, type) and hasattr(dtype, "_cuprims_dtype") else "AnonStruct"
+        return StructTypeDescriptor({field: from_numpy_dtype(t) for field, t, _ in struct_fields(dt)}, name)
+    if dt.subdtype is None:
+        known = _BY_DTYPE.get(dt)
+        if known is not None:
+            return known
+    return TypeDescriptor(dt)
 
 
-# C++ types standing for a field's bytes. They only carry layout (C++ never computes with
-# a struct's fields): half as its 16 bits, complex as two reals (numpy aligns complex to
-# its parts, cuda::std::complex to its whole size).
-_FIELD_CPP = {**{k: v[0] for k, v in SCALARS.items()}, "f2": "unsigned short", "c8": "float", "c16": "double"}
+int8 = TypeDescriptor(np.int8)
+int16 = TypeDescriptor(np.int16)
+int32 = TypeDescriptor(np.int32)
+int64 = TypeDescriptor(np.int64)
+uint8 = TypeDescriptor(np.uint8)
+uint16 = TypeDescriptor(np.uint16)
+uint32 = TypeDescriptor(np.uint32)
+uint64 = TypeDescriptor(np.uint64)
+float16 = TypeDescriptor(np.float16)
+float32 = TypeDescriptor(np.float32)
+float64 = TypeDescriptor(np.float64)
+boolean = TypeDescriptor(np.bool_)
+
+_BY_DTYPE = {t.dtype: t for t in (int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,
+                                  float64, boolean)}
+
+__all__ = ["TypeDescriptor", "StructTypeDescriptor", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+           "uint64", "float16", "float32", "float64", "boolean", "struct", "from_numpy_dtype", "MAX_STRUCT_BYTES",
+           "MAX_STRUCT_DEPTH"]
 
 
-def _field_cpp(dt: np.dtype) -> tuple[str, int, int] | None:
-    """(C++ element type, element count, alignment) of a field, or None when it has no
-    typed C++ spelling (a byte-swapped scalar, an odd kind)."""
-    count = 1
-    if dt.subdtype is not None:
-        base, shape = dt.subdtype
-        for extent in shape:
-            count *= extent
-        dt = base
-    if dt.names is not None:
-        vt = value_type(dt, argument="field")
-        return vt.cpp, count, vt.alignment
-    key = f"{dt.kind}{dt.itemsize}"
-    if key not in _FIELD_CPP or dt.byteorder == ">":
-        return None
-    if key in ("c8", "c16"):
-        return _FIELD_CPP[key], 2 * count, dt.itemsize // 2
-    return _FIELD_CPP[key], count, dt.itemsize
-
-
-def struct_decls(vt: ValueType) -> list[tuple[str, str]]:
-    """(C++ name, declaration) of ``vt``'s storage struct and, first, of the structs it
-    nests, each once. Fields are typed and named f0, f1, ... with explicit padding, so a
-    copy moves typed values (a byte array makes NVVM copy byte by byte through local
-    memory); a layout C++ cannot state (a misaligned field) falls back to bytes."""
-    out: list[tuple[str, str]] = []
-    dt = vt.dtype
-    members: list[str] = []
-    offset, pad, typed = 0, 0, True
-    for k, (_, field, field_offset) in enumerate(struct_fields(dt)):
-        spelled = _field_cpp(field)
-        if spelled is None or field_offset < offset or field_offset % spelled[2]:
-            typed = False
-            break
-        if spelled[0].startswith("cuprims_struct_"):
-            for nested in struct_decls(value_type(field.subdtype[0] if field.subdtype else field, argument="field")):
-                if nested not in out:
-                    out.append(nested)
-        if field_offset > offset:
-            members.append(f"unsigned char pad{pad}[{field_offset - offset}];")
-            pad += 1
-        cpp, count, _ = spelled
-        members.append(f"{cpp} f{k}[{count}];" if field.subdtype is not None or count > 1 else f"{cpp} f{k};")
-        offset = field_offset + field.itemsize
-    if typed and offset < vt.size:
-        members.append(f"unsigned char pad{pad}[{vt.size - offset}];")
-    body = " ".join(members) if typed and members else f"unsigned char bytes[{vt.size}];"
-    out.append((vt.cpp, f"struct __align__({vt.alignment}) {vt.cpp} {{ {body} }};\n"
-                        f"static_assert(sizeof({vt.cpp}) == {vt.size} && alignof({vt.cpp}) == {vt.alignment});"))
-    return out
-
-
-def _layout_of(dt: np.dtype) -> Any:
-    if dt.names is None:
-        return (dt.str if dt.subdtype is None else (_layout_of(dt.subdtype[0]), dt.subdtype[1]))
-    return (dt.itemsize, tuple((_layout_of(field), offset) for _, field, offset in struct_fields(dt)))
-
-
-def same_layout(a: np.dtype, b: np.dtype) -> bool:
-    """Whether two dtypes store the same field types at the same offsets (names aside)."""
-    return a.itemsize == b.itemsize and _layout_of(a) == _layout_of(b)
-
-
-def numba_type_name(vt: ValueType) -> str:
-    """numba's name for a scalar type (structs are handled by the operator compiler)."""
-    return SCALARS[vt.code][1]
-
-
-def host_bytes(value: Any, vt: ValueType, *, argument: str) -> bytes:
-    """The bytes of a host value converted to ``vt`` (used for init values passed at launch).
-
-    Conversions follow numpy's ``same_kind`` rule (float64 -> float32 is fine, 3.7 -> int32
-    is not), and a value that does not fit the target is an ArgumentError, never wrapped
-    or truncated. A struct value must be of ``vt``'s own struct type."""
-    data = getattr(value, "_cuprims_data", None)
-    if data is not None:
-        value = data
-    if vt.is_struct:
-        arr = np.asarray(value) if isinstance(value, np.ndarray | np.void) else None
-        if arr is None or arr.dtype != vt.dtype:
-            given = arr.dtype if arr is not None else value
-            raise ArgumentError(argument, f"a value of the output's struct type {vt.dtype}", given)
-    else:
-        arr = _scalar_array(value, vt, argument)
-    raw = arr.reshape(-1)[:1].tobytes()
-    if len(raw) != vt.size:
-        raise ArgumentError(argument, f"one {vt.dtype} value", value)
-    return raw
-
-
-def _scalar_array(value: Any, vt: ValueType, argument: str) -> np.ndarray:
-    """``value`` as a one-element array of ``vt``'s dtype, converted by numpy's same_kind rule
-    and range-checked."""
-    target = vt.dtype
-    if isinstance(value, (bool, int, float, complex)) and not isinstance(value, np.generic):
-        kind = "b" if isinstance(value, bool) else "i" if isinstance(value, int) else \
-            "f" if isinstance(value, float) else "c"
-        if not np.can_cast(np.dtype({"b": "?", "i": "i8", "f": "f8", "c": "c16"}[kind]), target, "same_kind") \
-                and not (kind == "i" and target.kind == "u"):
-            raise ArgumentError(argument, f"a value convertible to {target} (numpy's same_kind rule)", value)
-        if kind == "i" and target.kind in "iu":
-            _check_range(value, target, argument)  # type: ignore[arg-type]  # kind "i": an int
-        return np.asarray(value).astype(target) if kind != "i" or target.kind not in "iu" \
-            else np.asarray(value, dtype=target)
-    try:
-        arr = np.asarray(value)
-    except (TypeError, ValueError) as exc:
-        raise ArgumentError(argument, f"a value convertible to {target}", value) from exc
-    if arr.size != 1:
-        raise ArgumentError(argument, f"one {target} value", value)
-    if arr.dtype.kind not in "biufc" or not np.can_cast(arr.dtype, target, "same_kind"):
-        raise ArgumentError(argument, f"a value convertible to {target} (numpy's same_kind rule)", arr.dtype)
-    if arr.dtype.kind in "iu" and target.kind in "iu":
-        _check_range(int(arr.reshape(-1)[0]), target, argument)
-    return arr.astype(target, copy=False)
-
-
-def _check_range(v: int, target: np.dtype, argument: str) -> None:
-    info = np.iinfo(target)
-    if not info.min <= v <= info.max:
-        raise ArgumentError(argument, f"a value in the range of {target} ({info.min}..{info.max})", v)
-
-
-def shown_fields(dt: np.dtype) -> str:
-    """A struct dtype's fields for people: ``(r: int32, g: float32)`` (nested structs show
-    their own fields, arrays their shape)."""
-    parts = []
-    for name, field, _ in struct_fields(dt):
-        if field.subdtype is not None:
-            base, shape = field.subdtype
-            parts.append(f"{name}: {shown_dtype(base)}[{', '.join(map(str, shape))}]")
-        else:
-            parts.append(f"{name}: {shown_dtype(field)}")
-    return f"({', '.join(parts)})"
-
-
-def shown_dtype(dt: np.dtype) -> str:
-    """A dtype for people: numpy's name for a scalar, ``struct(a: int32, ...)`` for a struct."""
-    return f"struct{shown_fields(dt)}" if dt.names else str(dt)
+def __dir__() -> list[str]:
+    """The public names only."""
+    return sorted(__all__)

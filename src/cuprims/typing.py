@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from cuprims._runtime.proxy import ProxyArray, ProxyValue
     from cuprims.iterators.base import IteratorBase
     from cuprims.op import OpKind, RawOp
+    from cuprims.types import TypeDescriptor
 
 __all__ = [
     "SupportsCudaArrayInterface", "SupportsDLPack", "SupportsCudaStream", "SupportsStreamPointer",
@@ -145,8 +146,9 @@ DeterminismLike: TypeAlias = Union[Determinism, str, int]
 SortOrderLike: TypeAlias = Union[SortOrder, str, int]
 """A :class:`~cuprims.SortOrder` value, its name (``"descending"``) or its number."""
 
-DTypeLike: TypeAlias = Union[np.dtype, type, str]
-"""A dtype, as a numpy dtype, a scalar type (``np.float32``), a :func:`~cuprims.gpu_struct`
+DTypeLike: TypeAlias = Union[np.dtype, type, str, "TypeDescriptor"]
+"""A dtype, as a numpy dtype, a scalar type (``np.float32``), a type object of
+:mod:`cuprims.types` (``types.float32``, a ``types.struct``), a :func:`~cuprims.gpu_struct`
 class or a dtype's name (``"float32"``)."""
 
 

@@ -40,8 +40,8 @@ def bad_source():
     from cuprims._compile.source import Source
     from cuprims.algorithms.reduce.source import reduce_source
 
-    good = reduce_source(in_type=cuprims.types.value_type(np.float32),
-                         accum=cuprims.types.value_type(np.float32),
+    good = reduce_source(in_type=cuprims._value_types.value_type(np.float32),
+                         accum=cuprims._value_types.value_type(np.float32),
                          op=cuprims.op.op_spec(cuprims.OpKind.PLUS), has_init=True,
                          deterministic_across_gpus=False, arch=ARCH)
     text = good.text + "\nthis is not valid C++ at all ;;; int x = ;\n"

@@ -35,7 +35,7 @@ from cuprims.op import RawOp
 from cuprims._base import stats
 from cuprims._cache.memory import SingleFlightLRU
 from cuprims._compile.source import META_SYMBOL, Source
-from cuprims._cache.disk import DiskCache
+from cuprims._cache.disk import DiskCache, configured_cache
 from cuprims._compile.elfmeta import read_meta
 from cuprims._codegen.functors import is_direct
 from cuprims._base.log import logger
@@ -52,9 +52,7 @@ def memory_cache() -> SingleFlightLRU:
 
 
 def disk_cache() -> DiskCache | None:
-    if not config.disk_cache_enabled():
-        return None
-    return DiskCache(config.cache_dir(), config.cache_max_bytes(), config.cache_lock_timeout())
+    return configured_cache()
 
 
 def digest(*parts: str) -> str:

@@ -45,6 +45,7 @@ KIND_LABELS = {
     "cubin": "compiled code: cubins",
     "kernel": "compiled code: NVRTC LTO-IR",
     "coop": "compiled code: coop LTO-IR",
+    "rawop": "compiled code: C++ operators' LTO-IR (RawOp.from_cpp)",
     PCH_KIND: "precompiled headers (NVRTC)",
 }
 GROUPS = ("compiled_code", "precompiled_headers")

@@ -58,6 +58,7 @@ from cuprims._cache.files import (RejectedFile, UnsafeDirectory, first_time, log
                                   report_unusable, write_file_atomic)
 from cuprims._cache.lifecycle import KEY, KIND, LOCKS, USES, Lifecycle
 from cuprims._cache.walk import Walk
+from cuprims import config
 from cuprims.config import DEFAULT_LOCK_TIMEOUT
 
 LAYOUT_VERSION = "v2"
@@ -320,6 +321,14 @@ class DiskCache(Lifecycle):
 
 
 _EFF = os.access in getattr(os, "supports_effective_ids", set())
+
+
+def configured_cache() -> DiskCache | None:
+    """The disk cache the settings name (``CUPRIMS_CACHE_DIR``, its size cap and lock
+    wait, read now), or None while it is off (``CUPRIMS_DISK_CACHE=0``)."""
+    if not config.disk_cache_enabled():
+        return None
+    return DiskCache(config.cache_dir(), config.cache_max_bytes(), config.cache_lock_timeout())
 
 
 def _unlocked_keys() -> set[tuple[str, str, str]]:

@@ -5,5 +5,5 @@ and which a role accepts (``builtin_ops``), functors for built-in and user opera
 in its home under ``cuprims.algorithms``.
 
 Pure string work: no CUDA, no numba. May import: ``_base``, ``_compile.source``,
-``cuprims.op``, ``cuprims.types``.
+``cuprims.op``, ``cuprims._value_types``.
 """

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cuprims.types import ValueType, struct_fields
+from cuprims._value_types import ValueType, struct_fields
 
 # Struct values larger than this are held as described above. nvJitLink's CPU time for
 # a reduction over int8 fields (sm_90, ahead of time, the 2-core CPU machine with other

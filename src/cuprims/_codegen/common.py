@@ -16,7 +16,7 @@ from typing import Any, Mapping
 from cuprims._codegen.functors import is_direct
 from cuprims._compile.source import CODEGEN_VERSION, META_SYMBOL  # noqa: F401 (re-exported)
 from cuprims.op import OpSpec
-from cuprims.types import ValueType, struct_decls
+from cuprims._value_types import ValueType, struct_decls
 
 
 def preamble(value_types: tuple[ValueType, ...], arch: int) -> str:

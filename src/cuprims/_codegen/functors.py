@@ -21,7 +21,7 @@ from cuprims._codegen.builtin_ops import (ARITHMETIC_KINDS, BITWISE_KINDS, LOGIC
                                           common_type, comparator_expr, unary_expr)
 from cuprims.errors import ArgumentError
 from cuprims.op import OpKind, OpSpec, check_result
-from cuprims.types import ValueType
+from cuprims._value_types import ValueType
 
 
 def _functor(name: str, result: str, params: str, body: list[str], decl: str = "", state: str = "") -> str:

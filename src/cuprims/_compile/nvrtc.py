@@ -114,14 +114,40 @@ def _compile(source: Source, arch: int, output: str, mode_options: dict[str, obj
     try:
         obj = compile_with_pch(source.header_prefix, options, compile_unit)
     except Exception as exc:
-        log = str(exc)
-        path, why_not = save_source(source.text)
-        message = f"NVRTC could not compile the generated code for sm_{arch}"
-        if path is None:
-            message += f"\n(the generated source could not be written for inspection: {why_not})"
-        raise CompileError(message, log=log, source_path=path,
-                           options=(f"-arch=sm_{arch}",) + shown_options) from None
+        raise _compile_error(source.text, arch, "the generated code", str(exc), shown_options) from None
     return obj.code, dict(obj.symbol_mapping)
+
+
+def compile_operator(text: str, arch: int, what: str) -> bytes:
+    """LTO-IR of a user's own C++ (``what`` names it in a CompileError: ``the C++ operator
+    'f'``), compiled for ``sm_<arch>`` with the CCCL and CUDA headers on the include path.
+
+    The text is compiled as written (no headers moved up) and without a precompiled
+    header: a user's unit is small, its LTO-IR is cached whole, and its headers would make
+    PCHs of their own."""
+    from cuprims._compile.toolchain import check_deferred_arch
+
+    check_deferred_arch(arch)
+    dump = config.dump_dir()
+    if dump is not None:
+        write_source(text, dump)
+    include = [cccl_include_dir(), *filter(None, [cuda_include_dir()])]
+    options = dict(arch=f"sm_{arch}", include_path=include, **COMPILE_OPTIONS)
+    stats.bump("nvrtc_compiles")
+    try:
+        return nvrtc_compile(text.encode(), options, "ltoir", []).code
+    except Exception as exc:
+        raise _compile_error(text, arch, what, str(exc), BASE_OPTIONS) from None
+
+
+def _compile_error(text: str, arch: int, what: str, log: str, shown_options: tuple[str, ...]) -> CompileError:
+    """The CompileError of a failed compile of ``text``: NVRTC's log, the options, and
+    where the source was written for inspection (or why it could not be)."""
+    path, why_not = save_source(text)
+    message = f"NVRTC could not compile {what} for sm_{arch}"
+    if path is None:
+        message += f"\n(the source could not be written for inspection: {why_not})"
+    return CompileError(message, log=log, source_path=path, options=(f"-arch=sm_{arch}",) + shown_options)
 
 
 # ---------------------------------------------------------------------------- NVRTC itself

@@ -85,7 +85,7 @@ def _shape(x: Any) -> tuple:
 
 def array_kind(v: Any, name: str) -> tuple[np.dtype, int]:
     """(dtype, ndim) of a captured device array or ProxyArray; ``name`` labels errors."""
-    from cuprims.types import value_type
+    from cuprims._value_types import value_type
 
     if isinstance(v, ProxyArray):
         dt, ndim = v.dtype, v.ndim

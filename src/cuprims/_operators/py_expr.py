@@ -31,7 +31,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from cuprims._operators.captures import _first_line, _in_scope
-from cuprims.types import SCALARS
+from cuprims._value_types import SCALARS
 
 # the types an expression translates for (bool, integers, float32/64) -> their C++ names
 _CPP = {code: cpp for code, (cpp, _) in SCALARS.items() if code[0] in "biu" or code in ("f4", "f8")}

@@ -1,6 +1,6 @@
-"""What a RawOp's LTO-IR holds, checked before it is linked: that it is LTO-IR this
-nvJitLink can read at all (when the RawOp is made), and how many parameters its function
-really takes (when a cubin is first built with it).
+"""What a RawOp holds, checked before it is linked: a symbol name C++ can call, LTO-IR
+this nvJitLink can read at all (when the RawOp is made), and how many parameters its
+function really takes (when a cubin is first built with it).
 
 Readable: NVVM's container starts with a fixed magic, but nvJitLink reads only the
 container's header when the module is added; a corrupt or truncated body shows only at
@@ -22,15 +22,26 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cuprims._base import lazy, stats
-from cuprims.errors import ArgumentError
+from cuprims.errors import ArgumentError, ArgumentTypeError
 
 if TYPE_CHECKING:
     from cuprims.op import RawOp
 
 _PROBE_KERNEL = "cuprims_arity_probe"
+# The first bytes of every LTO-IR module NVVM writes (numba-cuda's and NVRTC's alike).
+LTOIR_MAGIC = b"\xedCN\x7f"
+_CPP_KEYWORDS = frozenset("""
+alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t char16_t char32_t class
+compl concept const consteval constexpr constinit const_cast continue co_await co_return co_yield decltype
+default delete do double dynamic_cast else enum explicit export extern false float for friend goto if inline
+int long mutable namespace new noexcept not not_eq nullptr operator or or_eq private protected public register
+reinterpret_cast requires return short signed sizeof static static_assert static_cast struct switch template
+this thread_local throw true try typedef typeid typename union unsigned using virtual void volatile wchar_t
+while xor xor_eq main memcpy memset malloc free printf
+""".split())
 _counts: dict[str, int | None] = {}     # RawOp digest -> parameter count (None: not found in PTX)
 _counts_lock = threading.Lock()
 
@@ -42,6 +53,35 @@ _UNREADABLE = ("ERROR_OUTDATED_LIBRARY", "ERROR_NVVM_COMPILE", "ERROR_INVALID_IN
                "ERROR_INCORRECT_INPUT_TYPE")
 _readable: set[str] = set()        # sha256 of modules that linked alone
 _FALLBACK_PROBE_ARCH = 90
+
+
+def check_symbol_name(name: Any) -> None:
+    """Refuse a RawOp ``name`` that is no C identifier, a C++ keyword, reserved (``__x``,
+    ``_X``) or cuprims' own (``cuprims_*``)."""
+    if not isinstance(name, str) or not name.isidentifier() or not name.isascii():
+        raise ArgumentError("name", "a C identifier naming the operator's symbol", name)
+    if name in _CPP_KEYWORDS or name.startswith("__") or (name[0] == "_" and name[1:2].isupper()) \
+            or name.startswith("cuprims_"):
+        raise ArgumentError("name", "a symbol name that is not a C++ keyword, not reserved (__x, _X) and not "
+                            "cuprims' own (cuprims_*)", name)
+
+
+def ltoir_bytes(code: Any, argument: str) -> bytes:
+    """``code`` (bytes, or a holder with a ``.code`` of bytes: cuda.core's ObjectCode) as bytes."""
+    if isinstance(code, (bytes, bytearray, memoryview)):
+        return bytes(code)
+    inner = getattr(code, "code", None)
+    if isinstance(inner, (bytes, bytearray, memoryview)):
+        return bytes(inner)
+    raise ArgumentTypeError(argument, "LTO-IR as bytes (or an object with a .code bytes attribute)", code)
+
+
+def check_ltoir(code: bytes, argument: str) -> None:
+    """Refuse ``code`` unless it is NVVM's LTO-IR that this nvJitLink reads whole."""
+    if not code.startswith(LTOIR_MAGIC):
+        raise ArgumentError(argument, "LTO-IR (NVVM's output, as numba-cuda's output='ltoir' or NVRTC's "
+                            "-dlto give)", f"{len(code)} bytes starting {code[:4]!r}")
+    check_ltoir_readable(code, argument)
 
 
 def _probe_arch() -> int:
@@ -108,11 +148,27 @@ def parameter_count(op: RawOp, arch: int) -> int | None:
     with _counts_lock:
         if digest in _counts:
             return _counts[digest]
+    count = _defined_count(op.name, [op.ltoir, *op.extra_ltoirs], arch,
+                           "the name of a function that the RawOp's ltoir defines")
+    with _counts_lock:
+        _counts[digest] = count
+    return count
+
+
+def check_defines(ltoir: bytes, name: str, arch: int) -> None:
+    """Refuse ``name`` unless ``ltoir`` (compiled from a C++ operator) defines a function of
+    that name for C to call."""
+    _defined_count(name, [ltoir], arch, 'the name of an extern "C" __device__ function that the source defines')
+
+
+def _defined_count(name: str, codes: list[bytes], arch: int, expected: str) -> int | None:
+    """Parameters of ``name`` as ``codes`` define it, read from the PTX of a probe linked
+    with them (None when the PTX does not show it); ArgumentError naming ``name`` when
+    they do not define it."""
     core = lazy.cuda_core()
     stats.bump("raw_op_probes")
-    objects = [core.ObjectCode.from_ltoir(_probe_ltoir(op.name, arch), name="probe"),
-               core.ObjectCode.from_ltoir(op.ltoir, name="op")]
-    objects += [core.ObjectCode.from_ltoir(code, name=f"extra{i}") for i, code in enumerate(op.extra_ltoirs)]
+    objects = [core.ObjectCode.from_ltoir(_probe_ltoir(name, arch), name="probe")]
+    objects += [core.ObjectCode.from_ltoir(code, name=f"op{i}") for i, code in enumerate(codes)]
     try:
         linker = core.Linker(*objects, options=core.LinkerOptions(arch=f"sm_{arch}", link_time_optimization=True,
                                                                   ptx=True))
@@ -123,14 +179,11 @@ def parameter_count(op: RawOp, arch: int) -> int | None:
     except Exception as exc:
         log = str(exc)
         if "undefined" in log.lower() or "unresolved" in log.lower():
-            raise ArgumentError("name", "the name of a function that the RawOp's ltoir defines",
-                                op.name) from None
+            raise ArgumentError("name", expected, name) from None
         return None     # anything else is the real link's to report, with its full log
-    count = _ptx_parameter_count(ptx, op.name)
+    count = _ptx_parameter_count(ptx, name)
     if count == -1:
-        raise ArgumentError("name", "the name of a function that the RawOp's ltoir defines", op.name)
-    with _counts_lock:
-        _counts[digest] = count
+        raise ArgumentError("name", expected, name)
     return count
 
 

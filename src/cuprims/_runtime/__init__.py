@@ -5,5 +5,5 @@ devices and their per-device state (``devices``), streams (``streams``), and the
 that stand for arrays and values in ahead-of-time builds (``proxy``).
 
 May import: ``cuprims.errors``, ``cuprims.config``, ``cuprims.enums``, ``cuprims._base``,
-``cuprims.types``. Nothing here generates or compiles code.
+``cuprims._value_types``. Nothing here generates or compiles code.
 """

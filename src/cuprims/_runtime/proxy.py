@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from cuprims.types import value_type
+from cuprims._value_types import value_type
 from cuprims.typing import DTypeLike
 
 

@@ -28,7 +28,7 @@ from cuprims._runtime import arrays as _arrays
 from cuprims.errors import ArgumentError, ArgumentTypeError
 from cuprims.iterators.base import IteratorBase, adapted_layout, check_direction
 from cuprims.op import op_spec
-from cuprims.types import ValueType, value_type
+from cuprims._value_types import ValueType, value_type
 
 POINTER = "pointer"
 

@@ -12,7 +12,7 @@ from cuprims._codegen.common import op_symbol
 from cuprims._operators.captures import captured_state
 from cuprims.errors import ArgumentError
 from cuprims.op import OpSpec, RawOp, op_spec
-from cuprims.types import ValueType, same_layout
+from cuprims._value_types import ValueType, same_layout
 
 
 def combiner_spec(op: Any, accum: ValueType) -> OpSpec:

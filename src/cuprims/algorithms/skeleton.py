@@ -30,12 +30,12 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
 from cuprims._base.frozen import frozen as description
 from cuprims._build.results import OpInput
 from cuprims._compile.source import Source
+from cuprims._compile.targets import parse_compute_capability, targets
 from cuprims._runtime import driver
 from cuprims._runtime.devices import several as several_devices
 from cuprims._runtime.streams import stream_handle
 from cuprims.algorithms.arguments import ArgKind, linked_objects, signature
-from cuprims.algorithms.common import (Builds, CompiledAlgorithm, Loaded, PerThreadCache, parse_compute_capability,
-                                       targets, temp_storage_info)
+from cuprims.algorithms.common import Builds, CompiledAlgorithm, Loaded, PerThreadCache, temp_storage_info
 from cuprims.algorithms.operators import combiner_ops, combiner_spec, functor_size, functor_state  # noqa: F401 (re-exported)
 from cuprims.config import settings
 from cuprims.errors import ArgumentError, CudaError

@@ -20,7 +20,7 @@ from cuprims.algorithms.sort_common import DoubleBuffer, opaque_value_type, over
 from cuprims.algorithms.sort_source import carrier_alignment
 from cuprims.errors import ArgumentError, ArgumentTypeError
 from cuprims.iterators.base import IteratorBase, check_direction
-from cuprims.types import ValueType, same_layout, value_type
+from cuprims._value_types import ValueType, same_layout, value_type
 
 if TYPE_CHECKING:
     from typing_extensions import Self

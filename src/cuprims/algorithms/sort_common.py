@@ -12,7 +12,7 @@ from cuprims._runtime import driver
 from cuprims.algorithms.arguments import signature
 from cuprims.enums import SortOrder
 from cuprims.errors import ArgumentError, CudaError
-from cuprims.types import ValueType, value_type
+from cuprims._value_types import ValueType, value_type
 from cuprims.typing import ArrayOrProxy
 
 __all__ = ["DoubleBuffer", "SortOrder"]

@@ -32,7 +32,7 @@ from __future__ import annotations
 from cuprims._codegen import builtin_ops
 from cuprims.errors import ArgumentError
 from cuprims.op import OpSpec
-from cuprims.types import ValueType
+from cuprims._value_types import ValueType
 
 CUB = "CUB_NS_QUALIFIER"
 

@@ -10,7 +10,7 @@ import numpy as np
 from cuprims._runtime import arrays as _arrays
 from cuprims._runtime.proxy import ProxyArray, ProxyValue
 from cuprims.errors import ArgumentError, ArgumentTypeError
-from cuprims.types import ValueType, value_type
+from cuprims._value_types import ValueType, value_type
 
 _HOST_SCALARS = (bool, int, float, complex, np.generic, np.ndarray)
 

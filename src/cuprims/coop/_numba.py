@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from cuprims._operators.numba_ops import import_numba
-from cuprims.types import ValueType
+from cuprims._value_types import ValueType
 
 _addr_fn = None
 _files: dict[tuple[str, ...], list] = {}

@@ -19,7 +19,7 @@ import numpy as np
 
 from cuprims.errors import ArgumentError
 from cuprims.op import OpSpec
-from cuprims.types import ValueType, value_type
+from cuprims._value_types import ValueType, value_type
 
 # Python names of CUB's algorithm enumerators, per primitive family
 LOAD_ALGORITHMS = {

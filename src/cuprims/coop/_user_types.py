@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from cuprims.errors import ArgumentError
-from cuprims.types import ValueType, value_type
+from cuprims._value_types import ValueType, value_type
 
 _METHOD_NAMES = ("construct", "assign")
 _cache: dict[Any, ValueType] = {}

@@ -6,7 +6,7 @@ from typing import Any
 
 from cuprims.errors import ArgumentError
 from cuprims.iterators.base import IteratorCode, PointerIterator
-from cuprims.types import shown_dtype
+from cuprims._value_types import shown_dtype
 from cuprims.typing import ArrayOrProxy
 
 # modifier -> CUB's load modifier: PTX ld.global.cs (evict-first streaming), .cg (cache in

@@ -9,7 +9,7 @@ import numpy as np
 from cuprims.errors import ArgumentError
 from cuprims.iterators.base import ValueStateIterator
 from cuprims.struct import StructBase
-from cuprims.types import host_bytes, value_type
+from cuprims._value_types import host_bytes, value_type
 
 
 class ConstantIterator(ValueStateIterator):

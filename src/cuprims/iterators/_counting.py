@@ -6,7 +6,7 @@ import numpy as np
 
 from cuprims.errors import ArgumentError
 from cuprims.iterators.base import ValueStateIterator
-from cuprims.types import host_bytes, value_type
+from cuprims._value_types import host_bytes, value_type
 
 
 class CountingIterator(ValueStateIterator):

@@ -7,7 +7,7 @@ from typing import Any
 from cuprims.errors import ArgumentError
 from cuprims.iterators.base import (IteratorBase, IteratorCode, Member, StateWriter, as_input, as_iterator, emit_member,
                                     pack_member)
-from cuprims.types import ValueType
+from cuprims._value_types import ValueType
 from cuprims.typing import ArrayIteratorOrProxy
 
 

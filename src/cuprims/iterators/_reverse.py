@@ -6,7 +6,7 @@ from typing import Any
 
 from cuprims.iterators.base import (IteratorBase, IteratorCode, Member, StateWriter, as_iterator, emit_member,
                                     pack_member)
-from cuprims.types import ValueType
+from cuprims._value_types import ValueType
 from cuprims.typing import ArrayIteratorOrProxy
 
 

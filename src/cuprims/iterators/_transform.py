@@ -11,8 +11,8 @@ from cuprims.errors import ArgumentError
 from cuprims.iterators.base import (IteratorBase, IteratorCode, LinkedOp, Member, StateWriter, as_input, as_iterator,
                                     emit_member, pack_member)
 from cuprims.op import OpSpec, RawOp, op_spec, shown_operator
-from cuprims.types import ValueType, shown_dtype
-from cuprims.types import value_type as make_value_type
+from cuprims._value_types import ValueType, shown_dtype
+from cuprims._value_types import value_type as make_value_type
 from cuprims.typing import ArrayIteratorOrProxy, DTypeLike, OperatorLike
 
 _inferred: dict[tuple[str, str], np.dtype] = {}
@@ -97,9 +97,9 @@ class TransformIterator(_OperatorIterator):
 
     ``transform_op`` is a unary OpKind (NEGATE, IDENTITY, BIT_NOT, LOGICAL_NOT), a Python
     callable (compiled by numba-cuda, inlined by link-time optimisation) or a RawOp
-    ``void name([state,] In* x, Out* result)``. ``value_type`` (a dtype or gpu_struct class)
-    is the result type; when omitted it is the built-in's result type, or what numba infers
-    for a Python callable (a RawOp needs it).
+    ``void name([state,] In* x, Out* result)``. ``value_type`` (a dtype, a type object such
+    as ``cuprims.types.int32``, or a gpu_struct class) is the result type; when omitted it is
+    the built-in's result type, or what numba infers for a Python callable (a RawOp needs it).
 
     ``is_input=False`` makes a :class:`TransformOutputIterator` (``value_type`` is then the
     type written through it).
@@ -135,7 +135,8 @@ class TransformIterator(_OperatorIterator):
         elif spec.kind == "python":
             self._vt = make_value_type(_infer(transform_op, spec, in_vt), argument="value_type")
         else:
-            raise ArgumentError("value_type", "the result dtype (a RawOp's result type cannot be inferred)", None)
+            raise ArgumentError("value_type", "the result type, such as cuprims.types.int32 or np.int32 (a RawOp's "
+                                "result type cannot be inferred)", None)
         if spec.kind == "builtin":
             from cuprims._codegen.builtin_ops import check_transform_builtin
 
@@ -172,7 +173,7 @@ class TransformOutputIterator(_OperatorIterator):
     """An output: writing ``v`` at ``i`` stores ``transform_op(v)`` at ``underlying[i]``
     (a device array or a writable iterator).
 
-    ``output_value_type`` (a dtype or gpu_struct class) is the type written through it,
+    ``output_value_type`` (a dtype, type object or gpu_struct class) is the type written through it,
     which ``transform_op`` takes; without it, the op's annotation of its argument, else
     ``underlying``'s value type. The op's result is converted to ``underlying``'s type.
 

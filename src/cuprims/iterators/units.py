@@ -12,7 +12,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from cuprims.iterators.base import IteratorBase, IteratorCode, LinkedOp
-from cuprims.types import ValueType
+from cuprims._value_types import ValueType
 
 
 @dataclass(frozen=True)

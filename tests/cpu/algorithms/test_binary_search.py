@@ -24,7 +24,7 @@ from cuprims.algorithms.binary_search.api import (hot_levels, lower_bound, make_
 from cuprims.algorithms.skeleton import functor_size
 from cuprims.errors import ArgumentError, CuprimsError, NoDeviceError
 from cuprims.op import OpSpec, op_spec
-from cuprims.types import value_type
+from cuprims._value_types import value_type
 from cpu_helpers import FakeDeviceArray, counters, delta
 from cpu_helpers import check_golden, kernel_param_sizes, pack_sizes, render_source
 

@@ -14,7 +14,7 @@ import pytest
 from cuprims import OpKind
 from cuprims.errors import ArgumentError
 from cuprims.op import OpSpec, op_spec
-from cuprims.types import value_type
+from cuprims._value_types import value_type
 from cuprims._codegen.builtin_ops import check_binary_builtin
 from cuprims.algorithms.reduce.source import reduce_source
 from cpu_helpers import check_golden, render_source

@@ -22,7 +22,7 @@ from cuprims.algorithms.histogram import api as hist_mod
 from cuprims.algorithms.histogram.bins import common_dtype, widened_samples
 from cuprims.algorithms.sort_common import temp_layout
 from cuprims.errors import ArgumentError, CuprimsError
-from cuprims.types import value_type
+from cuprims._value_types import value_type
 from cpu_helpers import (FakeArray, FakeMemory, FakePack, check_golden, check_kernel_params, render_source)
 
 ELF = b"\x7fELF"

@@ -25,7 +25,7 @@ from cuprims.algorithms.scan import api as scan_mod
 from cuprims.algorithms.scan.api import exclusive_scan, inclusive_scan, make_exclusive_scan, make_inclusive_scan
 from cuprims.errors import ArgumentError, ArgumentTypeError, CuprimsError, NoDeviceError
 from cuprims.op import OpSpec, op_spec
-from cuprims.types import value_type
+from cuprims._value_types import value_type
 from cpu_helpers import check_golden, render_source
 from cuprims._compile.elfmeta import kernel_param_layout
 

@@ -26,7 +26,7 @@ from cuprims.algorithms.segmented_sort.source import _key_order, segmented_sort_
 from cuprims.algorithms.sort_source import NAN_LAST_KEY, nan_last_radix_traits
 from cuprims.algorithms.segmented_sort import api as ss
 from cuprims.errors import ArgumentError, ArgumentTypeError
-from cuprims.types import value_type
+from cuprims._value_types import value_type
 from test_radix_nan_order import special_keys
 from test_radix_sort import ELF
 from twins import STRUCT, ordered_bits

@@ -15,7 +15,7 @@ from cuprims.algorithms import skeleton as _skeleton
 from cuprims.algorithms.arguments import describe
 from cuprims.algorithms.common import Builds
 from cuprims.errors import ArgumentError, ArgumentTypeError, CudaError
-from cuprims.types import value_type
+from cuprims._value_types import value_type
 from cpu_helpers import check_kernel_params
 
 

@@ -23,7 +23,7 @@ from cuprims.algorithms.transform.api import make_binary_transform, make_unary_t
 from cuprims.algorithms.skeleton import functor_size
 from cuprims.errors import ArgumentError, ArgumentTypeError, CuprimsError, NoDeviceError
 from cuprims.op import OpSpec, op_spec
-from cuprims.types import value_type
+from cuprims._value_types import value_type
 from cpu_helpers import counters, delta
 from cpu_helpers import FakeDeviceArray, check_golden, kernel_param_sizes, pack_sizes, render_source
 from twins import Pixel

@@ -13,7 +13,7 @@ import pytest
 
 from cuprims import OpKind
 from cuprims.op import op_spec
-from cuprims.types import value_type
+from cuprims._value_types import value_type
 from cuprims._build import build as jit_build
 from cuprims._codegen import common as codegen
 from cuprims._compile import source as compile_source

@@ -44,7 +44,7 @@ def test_coop_providers_of_one_header_set_share_a_header_prefix_and_another_head
     from cuprims.coop._codegen import unit_source
     from cuprims.coop._spec import ProviderSpec
     from cuprims.op import op_spec
-    from cuprims.types import value_type
+    from cuprims._value_types import value_type
 
     def unit(kind, dims, algorithm, dtype="f4"):
         return unit_source([ProviderSpec(kind, value_type(dtype), dims, 1, algorithm, op_spec(OpKind.PLUS))], 90)

@@ -31,7 +31,7 @@ from cuprims._operators import py_expr
 from cuprims._operators.py_expr import emit, parse_op, result_code
 from cuprims.errors import ArgumentTypeError
 from cuprims.op import op_spec
-from cuprims.types import value_type
+from cuprims._value_types import value_type
 from cpu_helpers import ARCH, check_golden, counters, delta, last_json, render_source, run_python
 from twins import NUMERIC
 

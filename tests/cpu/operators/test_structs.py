@@ -13,7 +13,7 @@ import pytest
 
 import cuprims
 from cuprims.errors import ArgumentError, OperatorCompileError
-from cuprims.types import host_bytes, value_type
+from cuprims._value_types import host_bytes, value_type
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -449,7 +449,7 @@ def test_storage_structs_have_typed_fields_at_numpy_offsets():
     from cuprims._compile import nvrtc
     from cuprims._compile.source import Source
     from cuprims._codegen.common import preamble
-    from cuprims.types import struct_decls
+    from cuprims._value_types import struct_decls
 
     inner = cuprims.gpu_struct({"a": np.uint8, "b": np.float64})
     outer = cuprims.gpu_struct({"flag": np.bool_, "inner": inner, "xs": (np.int16, 3), "z": np.complex64,

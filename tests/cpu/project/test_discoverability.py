@@ -14,7 +14,7 @@ import cuprims
 from cuprims import CountingIterator, DiscardIterator, OpKind, ProxyArray as P, ProxyValue as V
 
 PUBLIC_MODULES = ["cuprims", "cuprims.coop", "cuprims.coop.block", "cuprims.coop.warp", "cuprims.errors",
-                  "cuprims.typing"]
+                  "cuprims.types", "cuprims.typing"]
 
 
 @pytest.mark.parametrize("name", PUBLIC_MODULES)

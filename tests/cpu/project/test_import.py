@@ -29,7 +29,7 @@ def test_codegen_needs_neither_cuda_nor_numba():
         import json, sys
         import numpy as np
         from cuprims.op import OpKind, op_spec
-        from cuprims.types import value_type
+        from cuprims._value_types import value_type
         from cuprims.algorithms.reduce.source import reduce_source
         for op, linked in ((lambda a, b: a + b, False), (lambda a, b: a ** b, True)):   # C++, numba's
             src = reduce_source(in_type=value_type(np.float32), accum=value_type(np.float32),

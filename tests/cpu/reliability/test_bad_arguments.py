@@ -684,7 +684,7 @@ def test_a_built_object_refuses_a_count_past_64_bit_offsets(cache):
 @pytest.mark.parametrize("value,dtype", [(2 ** 70, i8), (-1, np.uint8), (np.int64(1 << 40), i4), (1e10, i4),
                                          (3.7, i4), (np.float32(2), i4), (1j, np.float64)])
 def test_initial_values_follow_same_kind_and_never_wrap(value, dtype):
-    from cuprims.types import host_bytes, value_type
+    from cuprims._value_types import host_bytes, value_type
 
     with pytest.raises(cuprims.errors.ArgumentError) as info:
         host_bytes(value, value_type(dtype), argument="h_init")

@@ -34,7 +34,7 @@ import cuprims
 from cuprims import ProxyArray as P, ProxyValue as V
 from cuprims._compile.source import META_SYMBOL
 from cuprims._compile.elfmeta import kernel_param_layout, read_meta
-from cuprims.types import value_type
+from cuprims._value_types import value_type
 
 
 def pick(a, b):

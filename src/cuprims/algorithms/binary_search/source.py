@@ -22,7 +22,7 @@ from cuprims._codegen.common import meta_export, op_symbol, preamble
 from cuprims._compile.source import Source
 from cuprims.iterators.units import IteratorUnit
 from cuprims.op import OpSpec
-from cuprims.types import ValueType
+from cuprims._value_types import ValueType
 
 META_FIELDS = ("threads", "value_size", "out_size")
 

@@ -43,7 +43,7 @@ from cuprims.algorithms.histogram.source import histogram_source
 from cuprims.algorithms.skeleton import Algorithm, Description, Plan, description
 from cuprims.algorithms.sort_common import align_base, temp_layout
 from cuprims.errors import ArgumentError
-from cuprims.types import ValueType, value_type
+from cuprims._value_types import ValueType, value_type
 from cuprims.typing import (ArrayIteratorOrProxy, ArrayOrIterator, ArrayOrProxy, ComputeCapabilityLike, DeviceArrayLike,
                             StreamLike)
 

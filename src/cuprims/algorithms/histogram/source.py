@@ -37,7 +37,7 @@ from typing import Any
 
 from cuprims._codegen.common import iterator_parts, meta_export, unit_head
 from cuprims._compile.source import Source
-from cuprims.types import ValueType
+from cuprims._value_types import ValueType
 
 META_FIELDS = ("threads", "pixels", "byte_bins", "init_threads", "global_privatized", "counter_size",
                "offset_size")

@@ -26,7 +26,7 @@ from cuprims.algorithms.skeleton import (Algorithm, CombinerDescription, Plan, c
 from cuprims.algorithms.values import check_host_value, host_value_dtype, scalar_init_type
 from cuprims.enums import Determinism
 from cuprims.errors import ArgumentError
-from cuprims.types import host_bytes
+from cuprims._value_types import host_bytes
 from cuprims.typing import (ArrayIteratorOrProxy, ArrayOrIterator, ComputeCapabilityLike, DeterminismLike,
                             DeviceArrayLike, HostValue, HostValueOrProxy, OperatorLike, StreamLike)
 

@@ -11,7 +11,7 @@ from cuprims._codegen.common import combiner_head, iterator_parts, meta_export, 
 from cuprims._codegen.functors import binary_functor
 from cuprims._compile.source import Source
 from cuprims.op import OpSpec
-from cuprims.types import ValueType
+from cuprims._value_types import ValueType
 
 
 def reduce_source(*, in_type: ValueType, accum: ValueType, op: OpSpec, has_init: bool,

@@ -31,7 +31,7 @@ from cuprims.algorithms.skeleton import (Algorithm, CombinerDescription, Plan, c
 from cuprims.algorithms.values import check_device_value, check_host_value, device_value_pointer, scalar_init_type
 from cuprims.algorithms.values import init_value_kind as _init_info
 from cuprims.errors import ArgumentError, ArgumentTypeError
-from cuprims.types import host_bytes
+from cuprims._value_types import host_bytes
 from cuprims.typing import (ArrayIteratorOrProxy, ArrayOrIterator, ComputeCapabilityLike, DeviceArrayLike, InitValue,
                             OperatorLike, StreamLike)
 

@@ -27,7 +27,7 @@ from cuprims.algorithms.skeleton import (Algorithm, CombinerDescription, Plan, c
                                          functor_state)
 from cuprims.algorithms.values import check_host_value, host_value_dtype, scalar_init_type
 from cuprims.errors import ArgumentError
-from cuprims.types import host_bytes
+from cuprims._value_types import host_bytes
 from cuprims.typing import (ArrayIteratorOrProxy, ArrayOrIterator, ComputeCapabilityLike, DeviceArrayLike, HostValue,
                             HostValueOrProxy, OperatorLike, StreamLike)
 

@@ -31,7 +31,7 @@ from cuprims._codegen.common import iterator_parts, meta_export, op_symbol, unit
 from cuprims._codegen.functors import transform_functor
 from cuprims._compile.source import Source
 from cuprims.op import OpSpec
-from cuprims.types import ValueType
+from cuprims._value_types import ValueType
 
 # The host decodes the kernel's algorithm with these numbers (pinned by static_asserts
 # in cuprims_transform.cuh).

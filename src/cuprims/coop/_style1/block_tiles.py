@@ -17,7 +17,7 @@ from cuprims.coop._spec import ProviderSpec, block_dims, element_type, items_cou
 from cuprims.coop._style1.factory import make_primitive
 from cuprims.coop._user_types import check_methods
 from cuprims.errors import ArgumentError
-from cuprims.types import ValueType
+from cuprims._value_types import ValueType
 
 
 def make_exchange(block_exchange_type: Any, dtype: Any, threads_per_block: Any, items_per_thread: int,

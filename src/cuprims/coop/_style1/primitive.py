@@ -140,7 +140,7 @@ class Primitive:
         ``<cuprims.coop block.sum: float32, block (128, 1, 1), 1 item per thread,
         algorithm=warp_reductions, op=OpKind.PLUS>``."""
         from cuprims.op import shown_operator
-        from cuprims.types import shown_dtype
+        from cuprims._value_types import shown_dtype
 
         def shown(vt: Any) -> str:     # a numba extension type by its own name
             return str(vt.numba) if vt.numba is not None else shown_dtype(vt.dtype)

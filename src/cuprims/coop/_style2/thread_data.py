@@ -41,7 +41,7 @@ from cuprims.coop._spec import element_type
 from cuprims.coop._style2 import ir as _ir
 from cuprims.coop._style2.nbtypes import StaticType, Stub, ThreadDataType
 from cuprims.errors import ArgumentError, CoopError
-from cuprims.types import ValueType
+from cuprims._value_types import ValueType
 
 
 @Stub
