@@ -67,12 +67,14 @@ def test_a_transform_iterator_by_a_cpp_operator_with_a_type_object(shared_cache)
     assert transform.cubin().startswith(b"\x7fELF")
 
 
+@pytest.mark.slow       # a whole build more; CI builds the reduce and the iterator above
 def test_a_cpp_operator_over_a_struct_type(shared_cache):
     Pair = types.struct({"key": types.int32, "weight": types.float32}, name="Pair")
     op = RawOp.from_cpp(HEAVIER, "cpp_heavier", compute_capability=ARCH)
     assert _reduce(op, dtype=Pair).cubin().startswith(b"\x7fELF")
 
 
+@pytest.mark.slow       # a whole build more; CI builds the reduce and the iterator above
 def test_a_stateful_cpp_operator_keeps_its_state(shared_cache):
     op = RawOp.from_cpp(SCALED, "cpp_scaled", compute_capability=ARCH, state=struct.pack("<f", 2.5),
                         state_alignment=4)
@@ -89,6 +91,7 @@ def test_a_coop_primitive_by_a_cpp_operator(sm90):
     assert any("cuprims_raw_" in f.name for f in prim.files)
 
 
+@pytest.mark.slow       # a whole build more; CI builds the reduce and the iterator above
 def test_the_lowest_target_is_compiled_and_builds_for_the_others(shared_cache):
     op = RawOp.from_cpp(MAX, "cpp_max", compute_capability=[90, 80])
     assert op.ltoir == RawOp.from_cpp(MAX, "cpp_max", compute_capability=80).ltoir

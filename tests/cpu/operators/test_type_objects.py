@@ -127,6 +127,7 @@ def test_reduce_builds_over_type_objects(shared_cache):
     assert obj.cubin().startswith(b"\x7fELF") and "d_in=float32 array" in repr(obj)
 
 
+@pytest.mark.slow       # a whole numba build; CI builds the scalar reductions above
 def test_reduce_of_a_struct_type_with_a_python_operator(shared_cache):
     Pair = types.struct({"key": types.int32, "weight": types.float32}, name="Pair")
 
