@@ -156,3 +156,25 @@ def test_a_built_object_takes_levels_its_level_type_holds(fake):
     with pytest.raises(ArgumentError) as info:
         narrow(**{**base, "h_num_output_levels": np.array([257], i4)})
     assert info.value.argument == "h_num_output_levels" and "make_histogram_even" in str(info.value)
+
+
+# the level cases of tests/gpu/algorithms/test_histogram_gpu.py, built ahead of time: (samples, bins, lower,
+# upper, the level type's C++)
+GPU_CASES = {
+    "uint8 levels, 256 bins": (u1, 256, u1(0), u1(255), "short"),
+    "int8 levels, 255 bins": (i1, 255, i1(-128), i1(127), "short"),
+    "int16 levels, 65535 bins": (i2, 65535, i2(-32768), i2(32767), "int"),
+    "int32 full range": (i4, 256, i4(-(1 << 31)), i4((1 << 31) - 1), "long long"),
+    "negative level, uint32 samples": (u4, 256, i4(-1), i4(1 << 20), "long long"),
+    "float32 width overflows": (f4, 64, f4(-3e38), f4(3e38), "double"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(GPU_CASES))
+def test_the_gpu_tests_level_cases_build(shared_cache, case):
+    sample, bins, lower, upper, cpp = GPU_CASES[case]
+    obj = cuprims.make_histogram_even(d_samples=P(sample), d_histogram=P(i4), h_num_output_levels=bins + 1,
+                                      h_lower_level=lower, h_upper_level=upper, num_samples=500_000,
+                                      compute_capability=90)
+    assert obj.cubin()[:4] == b"\x7fELF"
+    assert f"clamped_scale<{cpp}, cuprims_offset_t, " in obj._builds.source(90).text
