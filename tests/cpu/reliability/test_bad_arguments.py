@@ -163,8 +163,10 @@ ALGORITHMS: dict[str, Algo] = {
                           iterator_input="d_in_keys",
                           extra={"a float count": (dict(d_out_num_selected=P(f4)), "d_out_num_selected"),
                                  "a 16-bit count": (dict(d_out_num_selected=P(np.int16)), "d_out_num_selected"),
-                                 "keys out of another dtype": (dict(d_out_keys=P(i8)), "d_out_keys"),
-                                 "items out of another dtype": (dict(d_out_items=P(np.float64)), "d_out_items"),
+                                 # an output of another dtype is written with the items converted, where numpy's
+                                 # same_kind rule casts them (tests/cpu/algorithms/test_output_conversion.py)
+                                 "signed keys into unsigned ones": (dict(d_out_keys=P(np.uint32)), "d_out_keys"),
+                                 "float items into integers": (dict(d_out_items=P(i4)), "d_out_items"),
                                  "struct keys into int32 keys": (
                                      dict(d_in_keys=P(cuprims.gpu_struct({"q": i4}).dtype)), "d_out_keys"),
                                  "an ordering, not an equality": (dict(op=OpKind.LESS), "op")}),
@@ -183,10 +185,9 @@ ALGORITHMS: dict[str, Algo] = {
                                                                       "select_first_part_op"),
                                        "a second predicate not callable": (dict(select_second_part_op=42),
                                                                            "select_second_part_op"),
-                                       "first part of another dtype": (dict(d_first_part_out=P(f4)),
-                                                                       "d_first_part_out"),
-                                       "unselected of another dtype": (dict(d_unselected_out=P(i8)),
-                                                                       "d_unselected_out"),
+                                       "first part unsigned": (dict(d_first_part_out=P(np.uint8)),
+                                                               "d_first_part_out"),
+                                       "unselected bool": (dict(d_unselected_out=P(np.bool_)), "d_unselected_out"),
                                        "a float count": (dict(d_num_selected_out=P(f4)), "d_num_selected_out")}),
     "select": Algo(cuprims.make_select, dict(d_in=P(i4), d_out=P(i4), d_num_selected_out=P(i8), cond=_below_three),
                    ("d_in", "d_out", "d_num_selected_out"), no_iterators=("d_num_selected_out",), op="cond",
@@ -194,7 +195,8 @@ ALGORITHMS: dict[str, Algo] = {
                    extra={"a built-in predicate": (dict(cond=OpKind.EQUAL_TO), "cond"),
                           "a built-in ordering": (dict(cond=OpKind.LESS), "cond"),
                           "no predicate": (dict(cond=None), "cond"),
-                          "output of another dtype": (dict(d_out=P(f4)), "d_out"),
+                          "output unsigned": (dict(d_out=P(np.uint32)), "d_out"),
+                          "float items into integers": (dict(d_in=P(f4)), "d_out"),
                           "a float count": (dict(d_num_selected_out=P(f4)), "d_num_selected_out")}),
     "inclusive_scan": Algo(cuprims.make_inclusive_scan, dict(d_in=P(i4), d_out=P(i4), op=OpKind.PLUS),
                            ("d_in", "d_out"), op="op", operators={"op": "combiner"}, iterator_input="d_in",
@@ -257,9 +259,11 @@ ALGORITHMS: dict[str, Algo] = {
                        no_iterators=("d_out_keys", "d_out_values"), optional=("d_in_values", "d_out_values"),
                        op="op", operators={"op": "comparator"}, iterator_input="d_in_keys",
                        extra={"arithmetic comparator": (dict(op=OpKind.PLUS), "op"),
-                              # the inputs take iterators, but only ones of the outputs' dtype
-                              "d_in_keys: an iterator of another dtype": (
-                                  dict(d_in_keys=CountingIterator(np.int64(0))), "d_out_keys"),
+                              # the inputs take iterators of items the outputs' dtype holds (same_kind)
+                              "d_in_keys: an iterator of floats": (
+                                  dict(d_in_keys=CountingIterator(np.float64(0))), "d_out_keys"),
+                              "d_in_values: an iterator of floats": (
+                                  dict(d_in_values=CountingIterator(np.float32(0))), "d_out_values"),
                               "d_out_values: an iterator, values from one": (
                                   dict(d_in_values=CountingIterator(np.int64(0)),
                                        d_out_values=CountingIterator(np.int64(0))), "d_out_values")}),
