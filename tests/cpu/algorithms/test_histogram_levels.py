@@ -178,3 +178,9 @@ def test_the_gpu_tests_level_cases_build(shared_cache, case):
                                       compute_capability=90)
     assert obj.cubin()[:4] == b"\x7fELF"
     assert f"clamped_scale<{cpp}, cuprims_offset_t, " in obj._builds.source(90).text
+
+
+def test_a_widened_level_type_serializes(shared_cache):
+    obj = _make(P(u1), num_levels=257, lower=u1(0), upper=u1(255))
+    again = cuprims.deserialize(obj.serialize())
+    assert again.desc.level.dtype == np.dtype(i2) and again.cubin(90) == obj.cubin(90)

@@ -153,3 +153,9 @@ def test_what_same_kind_does_not_cast_is_refused(build, argument):
     assert "same_kind" in str(info.value)
     after = cuprims.cache_info()
     assert all(after[k] == before[k] for k in ("nvrtc_compiles", "links"))
+
+
+def test_a_converting_build_serializes(shared_cache):
+    obj = select(squares(), P(i4))
+    again = cuprims.deserialize(obj.serialize())
+    assert again.desc == obj.desc and again.cubin(90) == obj.cubin(90)

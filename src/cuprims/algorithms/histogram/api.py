@@ -67,7 +67,8 @@ _ONE_SHOT_NAMES = ("num_output_levels", "lower_level", "upper_level")
 
 @description
 class HistogramDescription(Description):
-    """An even-bin histogram: its samples (array or iterator), counters and level type;
+    """An even-bin histogram: its samples (array or iterator), counters and the level type
+    the kernel bins in (chosen from the levels, :func:`.bins.level_dtype`);
     ``wide_offsets`` (64-bit offsets), ``global_bins`` (privatized counters in global
     memory) and ``widened`` (samples read as int) are what its first call needs."""
 

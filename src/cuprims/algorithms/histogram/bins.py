@@ -196,7 +196,7 @@ def check_levels(sample: np.dtype, bins: int, level: np.dtype, lower: np.generic
     for ``level`` levels, bins ``sample`` values into ``bins`` even bins over
     ``[lower, upper)`` exactly as written (``hint`` ends the message of a bound that a wider
     level type would lift)."""
-    levels_name, lower_name, upper_name = names
+    _, lower_name, upper_name = names
     common = common_dtype(sample, level)
     where = f"in {common} (the common type of {level} levels and {sample} samples, which CUB bins in)"
     if level.kind in "iu":
@@ -205,20 +205,33 @@ def check_levels(sample: np.dtype, bins: int, level: np.dtype, lower: np.generic
             if not info.min <= int(v) <= info.max:
                 raise ArgumentError(name, f"a level that {level} holds", v)
     if common.kind == "f":
-        with np.errstate(all="ignore"):
-            lo, hi = (common.type(as_level(v, level)) for v in (lower, upper))
-            width = hi - lo
-            reciprocal = common.type(bins) / width
-        for v, name in ((lo, lower_name), (hi, upper_name)):
-            if not np.isfinite(v):
-                raise ArgumentError(name, f"a finite level {where}", v)
-        if not lo < hi:
-            raise ArgumentError(lower_name, f"a level below {upper_name}={upper!r} {where}", lower)
-        if not (np.isfinite(width) and np.isfinite(reciprocal) and reciprocal > 0):
-            raise ArgumentError(upper_name, f"levels whose width and bins / width are finite {where}{hint}", upper)
-        return
+        _check_float(common, bins, level, lower, upper, names, where, hint)
+    else:
+        _check_int(sample, common, bins, level, int(lower), int(upper), names, where, hint)
+
+
+def _check_float(common: np.dtype, bins: int, level: np.dtype, lower: np.generic, upper: np.generic,
+                 names: tuple[str, str, str], where: str, hint: str) -> None:
+    """check_levels in a floating-point CommonT: CUB's reciprocal multiply."""
+    _, lower_name, upper_name = names
+    with np.errstate(all="ignore"):
+        lo, hi = (common.type(as_level(v, level)) for v in (lower, upper))
+        width = hi - lo
+        reciprocal = common.type(bins) / width
+    for v, name in ((lo, lower_name), (hi, upper_name)):
+        if not np.isfinite(v):
+            raise ArgumentError(name, f"a finite level {where}", v)
+    if not lo < hi:
+        raise ArgumentError(lower_name, f"a level below {upper_name}={upper!r} {where}", lower)
+    if not (np.isfinite(width) and np.isfinite(reciprocal) and reciprocal > 0):
+        raise ArgumentError(upper_name, f"levels whose width and bins / width are finite {where}{hint}", upper)
+
+
+def _check_int(sample: np.dtype, common: np.dtype, bins: int, level: np.dtype, lo: int, hi: int,
+               names: tuple[str, str, str], where: str, hint: str) -> None:
+    """check_levels in an integer CommonT: CUB's exact multiply-divide in IntArithmeticT."""
+    levels_name, lower_name, upper_name = names
     info = np.iinfo(common)
-    lo, hi = int(lower), int(upper)
     for v, name in ((lo, lower_name), (hi, upper_name)):
         if not info.min <= v <= info.max:
             raise ArgumentError(name, f"a level that is a value {where}{hint}", v)
