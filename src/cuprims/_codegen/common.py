@@ -50,13 +50,30 @@ def preamble(value_types: tuple[ValueType, ...], arch: int) -> str:
 
 
 def unit_head(value_types: tuple[ValueType, ...], arch: int, headers: tuple[str, ...],
-              iterator_text: str = "") -> str:
+              iterator_text: str = "", converted: tuple[ValueType, ...] = ()) -> str:
     """The opening every algorithm unit shares: the :func:`preamble`, the kernel ``headers``
     (paths under the include roots), then the iterator header and ``iterator_text`` when the
-    arguments hold iterators, and one blank line."""
+    arguments hold iterators or ``converted`` (the types of output arrays written with
+    items of another type, :func:`converted_outputs`) is not empty, and one blank line."""
     includes = "".join(f"#include <{h}>\n" for h in headers)
-    iterators = "#include <cuprims_iterator.cuh>\n" + iterator_text if iterator_text else ""
-    return preamble(value_types, arch) + includes + iterators + "\n"
+    needed = iterator_text or converted
+    iterators = "#include <cuprims_iterator.cuh>\n" + iterator_text if needed else ""
+    return preamble(value_types + converted, arch) + includes + iterators + "\n"
+
+
+def output_param(arg: Any, items: ValueType) -> str:
+    """The C++ type of output ``arg`` written with ``items`` values: :func:`arg_param`, or
+    for an array of another type a ``cuprims::converting_output`` over its pointer (each
+    store converts as static_cast converts; the kernel parameter is still the address)."""
+    if arg.unit is None and arg.value.code != items.code:
+        return f"cuprims::converting_output<{arg.value.cpp}>"
+    return arg_param(arg, output=True)
+
+
+def converted_outputs(pairs: tuple[tuple[Any, ValueType], ...]) -> tuple[ValueType, ...]:
+    """The value types of the output arrays among ``pairs`` (output, the items written to
+    it) whose items are of another type (see :func:`output_param`)."""
+    return tuple(arg.value for arg, items in pairs if arg.unit is None and arg.value.code != items.code)
 
 
 def combiner_head(value_types: tuple[ValueType, ...], arch: int, header: str, iterator_text: str,

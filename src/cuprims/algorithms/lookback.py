@@ -9,6 +9,8 @@ import dataclasses
 import struct
 from typing import Any, Iterator, NamedTuple
 
+import numpy as np
+
 from cuprims._runtime import driver
 from cuprims.algorithms.arguments import ArgKind, describe
 from cuprims.algorithms.common import Loaded
@@ -97,12 +99,20 @@ class LookbackAlgorithm(Algorithm):
 
 
 def output_like(x: Any, name: str, like: ArgKind) -> ArgKind:
-    """Output argument ``name``, of input ``like``'s type: an array of that dtype, or an
-    output iterator (one of another scalar type converts on writing)."""
+    """Output argument ``name``, written with input ``like``'s items: an array of their
+    dtype, or of one numpy's ``same_kind`` rule casts them to (each item converted at the
+    store as C++ converts it: the generated code's ``converting_output``), or an output
+    iterator (one of another scalar type converts on writing). Structs go only to their
+    own type."""
     out = describe(x, name, iterators=True, output=True)
-    if out.value.code != like.value.code and (out.is_pointer or out.value.is_struct or like.value.is_struct):
+    if out.value.code == like.value.code or not (out.is_pointer or out.value.is_struct or like.value.is_struct):
+        return out
+    if out.value.is_struct or like.value.is_struct:
         raise ArgumentError(name, f"an array of {like.value.dtype} like its input (or an output iterator of that "
                             "type, e.g. DiscardIterator(that array))", out.value.dtype)
+    if not np.can_cast(like.value.dtype, out.value.dtype, "same_kind"):
+        raise ArgumentError(name, f"an array of a dtype that the input's {like.value.dtype} items cast to under "
+                            "numpy's same_kind rule", out.value.dtype)
     return out
 
 

@@ -208,7 +208,9 @@ class SortAlgorithm(Algorithm):
 
     @staticmethod
     def _iterator_dtype(d_in: IteratorBase, d_out: Any, names: tuple[str, str, str]) -> np.dtype:
-        """The output's dtype for an input iterator: the iterator's items' own, or a struct
+        """The output's dtype for an input iterator: the iterator's items' own, one numpy's
+        ``same_kind`` rule casts them to (the items are converted as they are read, and
+        sorted in the output's type, as CUB sorts in its output's value type), or a struct
         of their layout (a ZipIterator's items into an array of gpu_structs)."""
         what, name_in, name_out = names
         check_direction(d_in, name_in, output=False)  # before its dtype is compared with the output's
@@ -217,9 +219,15 @@ class SortAlgorithm(Algorithm):
             raise ArgumentError(name_out, f"a device array for the sorted {what} (an iterator cannot be sorted in "
                                 "place)", None)
         out_dt = _arrays.array_dtype(d_out, name_out)
-        if out_dt != dt and not (dt.names is not None and out_dt.names is not None and same_layout(dt, out_dt)):
-            raise ArgumentError(name_out, f"an array of the {what}' dtype {dt} (the items of {name_in}) or of a "
-                                "struct of its layout", f"an array of {out_dt}")
+        if out_dt == dt:
+            return out_dt
+        if dt.names is not None or out_dt.names is not None:
+            if dt.names is None or out_dt.names is None or not same_layout(dt, out_dt):
+                raise ArgumentError(name_out, f"an array of the {what}' dtype {dt} (the items of {name_in}) or of a "
+                                    "struct of its layout", f"an array of {out_dt}")
+        elif not np.can_cast(dt, out_dt, "same_kind"):
+            raise ArgumentError(name_out, f"an array of a dtype that the {what}' {dt} (the items of {name_in}) cast to "
+                                "under numpy's same_kind rule", f"an array of {out_dt}")
         return out_dt
 
     # -- call time -------------------------------------------------------------------

@@ -189,4 +189,80 @@ struct output_iterator
   }
 };
 
+// What a store through converting_output assigns through: the value converted to To as
+// static_cast converts it (an explicit constructor, such as complex<float>'s from
+// complex<double>, included).
+template <class To>
+struct converting_reference
+{
+  To* slot;
+
+  template <class T>
+  __host__ __device__ __forceinline__ const converting_reference& operator=(const T& v) const
+  {
+    *slot = static_cast<To>(v);
+    return *this;
+  }
+};
+
+// A device array of To that an algorithm writes items of another type into (int64 items
+// selected into an int32 array). It is laid out as the pointer it holds, so the kernel
+// parameter is the array's address, as for an array of the items' own type.
+template <class To>
+struct converting_output
+{
+  using value_type        = To;
+  using reference         = converting_reference<To>;
+  using pointer           = void;
+  using difference_type   = long long;
+  using iterator_category = ::cuda::std::random_access_iterator_tag;
+
+  To* ptr;
+
+  __host__ __device__ __forceinline__ reference operator*() const
+  {
+    return {ptr};
+  }
+  __host__ __device__ __forceinline__ reference operator[](difference_type i) const
+  {
+    return {ptr + i};
+  }
+  __host__ __device__ __forceinline__ converting_output operator+(difference_type n) const
+  {
+    return {ptr + n};
+  }
+  __host__ __device__ __forceinline__ converting_output operator-(difference_type n) const
+  {
+    return {ptr - n};
+  }
+  __host__ __device__ __forceinline__ difference_type operator-(const converting_output& other) const
+  {
+    return ptr - other.ptr;
+  }
+  __host__ __device__ __forceinline__ converting_output& operator+=(difference_type n)
+  {
+    ptr += n;
+    return *this;
+  }
+  __host__ __device__ __forceinline__ converting_output& operator++()
+  {
+    ++ptr;
+    return *this;
+  }
+  __host__ __device__ __forceinline__ converting_output operator++(int)
+  {
+    converting_output before = *this;
+    ++ptr;
+    return before;
+  }
+  __host__ __device__ __forceinline__ bool operator==(const converting_output& other) const
+  {
+    return ptr == other.ptr;
+  }
+  __host__ __device__ __forceinline__ bool operator!=(const converting_output& other) const
+  {
+    return ptr != other.ptr;
+  }
+};
+
 } // namespace cuprims

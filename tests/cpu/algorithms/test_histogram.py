@@ -152,7 +152,7 @@ def test_missing_keyword_and_one_shot_names():
     one_shot = dict(d_samples=FakeDeviceArray(10, "|u1"), d_histogram=FakeDeviceArray(4), num_output_levels=5,
                     lower_level=np.int32(0), upper_level=np.int32(256), num_samples=10)
     for over, argument in ((dict(num_output_levels=1), "num_output_levels"), (dict(lower_level="a"), "lower_level"),
-                           (dict(upper_level=np.float32(9)), "upper_level"),
+                           (dict(upper_level=np.float32(np.inf)), "upper_level"),
                            (dict(d_histogram=FakeDeviceArray(3)), "d_histogram")):
         with pytest.raises(ArgumentError) as info:
             cuprims.histogram_even(**{**one_shot, **over})

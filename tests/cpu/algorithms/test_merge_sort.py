@@ -255,10 +255,10 @@ def test_build_argument_errors(kwargs, argument):
     (dict(d_in_keys=CountingIterator(np.int32(0)), d_out_keys=ReverseIterator(P(i4))), "d_out_keys"),
     (dict(d_in_keys=P(i4), d_out_keys=P(i4), d_in_values=CountingIterator(np.int64(0)),
           d_out_values=DiscardIterator(P(i8))), "d_out_values"),
-    (dict(d_in_keys=CountingIterator(np.int64(0)), d_out_keys=P(i4)), "d_out_keys"),
+    (dict(d_in_keys=CountingIterator(np.float64(0)), d_out_keys=P(i4)), "d_out_keys"),  # not same_kind
     (dict(d_in_keys=CountingIterator(np.int32(0)), d_out_keys=None), "d_out_keys"),
     (dict(d_in_keys=ZipIterator(P(i4), P(np.int8)), d_out_keys=P(KEY_STRUCT)), "d_out_keys"),  # another layout
-    (dict(d_in_keys=P(i4), d_out_keys=P(i4), d_in_values=CountingIterator(np.int32(0)), d_out_values=P(i8)),
+    (dict(d_in_keys=P(i4), d_out_keys=P(i4), d_in_values=CountingIterator(np.float32(0)), d_out_values=P(i8)),
      "d_out_values"),
     (dict(d_in_keys=P(i4), d_out_keys=P(i4), d_in_values=CountingIterator(np.int64(0))), "d_out_values"),
 ], ids=["discard-keys", "transform-output-keys", "zip-over-discard", "discard-values", "out-keys-counting",

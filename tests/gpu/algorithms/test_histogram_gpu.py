@@ -2,7 +2,8 @@
 integer samples counted exactly, floating-point samples (out of range, NaN, infinities,
 both edges) against the bin arithmetic CUB does, replayed in numpy in the same type;
 empty input, sizes off the tile, more bins than shared memory holds, iterator samples,
-64-bit offsets, streams, counter types, and the object API with its temp_storage query.
+64-bit offsets, streams, counter types, the object API with its temp_storage query, and
+levels of two dtypes or of a type too narrow for the bins (binned in a wider level type).
 
 numpy's ``np.histogram`` counts a sample equal to the upper edge in the last bin; CUB
 (and cuprims) does not: bins cover ``[lower, upper)``. The references below count that
@@ -301,3 +302,68 @@ def test_matches_cuda_compute():
         cc.histogram_even(d_samples=x, d_histogram=theirs, num_output_levels=levels, lower_level=lo,
                           upper_level=hi, num_samples=x.size)
         np.testing.assert_array_equal(one_shot(x, levels - 1, lo, hi), cp.asnumpy(theirs))
+
+
+# ------------------------------------------------------------------ level types
+
+def _value(level) -> int | float:
+    return np.asarray(level).reshape(-1)[0].item()
+
+
+@pytest.mark.parametrize("lower, upper, bins", [
+    (np.uint8(0), np.uint8(255), 256),                          # more bins than uint8 counts: a wider level type
+    (np.array([0], np.uint8), np.array([256], np.int32), 256),  # a uint8 and an int32 level
+    (np.int32(0), np.float64(256), 256),                        # an int and a float level: double
+    (np.array([0], np.int32), np.array([256], np.int64), 128),
+    (0, 255, 100),                                              # Python ints
+])
+def test_uint8_samples_with_levels_of_any_types(lower, upper, bins):
+    h = np.random.default_rng(bins).integers(0, 256, 1_000_003).astype(np.uint8)
+    x = cp.asarray(h)
+    hist = cp.zeros(bins, np.int32)
+    cuprims.histogram_even(d_samples=x, d_histogram=hist, num_output_levels=bins + 1, lower_level=lower,
+                           upper_level=upper, num_samples=x.size)
+    lo, hi = _value(lower), _value(upper)
+    kept = h[h < hi]  # CUB's bins exclude the upper edge; numpy's last bin has it
+    np.testing.assert_array_equal(cp.asnumpy(hist), np.histogram(kept, bins=bins, range=(lo, hi))[0])
+    np.testing.assert_array_equal(cp.asnumpy(hist), reference(h, bins, lo, hi))
+
+
+@pytest.mark.parametrize("dtype, bins, lower, upper", [
+    (np.int8, 255, np.int8(-128), np.int8(127)),           # int8 levels, 255 bins
+    (np.int8, 200, np.int8(-100), np.int8(100)),           # a range of 200 in int8 levels
+    (np.int16, 65535, np.int16(-32768), np.int16(32767)),
+    (np.int32, 256, np.int32(-(1 << 31)), np.int32((1 << 31) - 1)),  # a range past int32
+    (np.uint32, 256, np.int32(-1), np.int32(1 << 20)),     # a negative level beside unsigned samples
+])
+def test_levels_binned_in_a_wider_type(dtype, bins, lower, upper):
+    info = np.iinfo(dtype)
+    h = np.random.default_rng(bins).integers(int(info.min), int(info.max), 500_000, endpoint=True,
+                                             dtype=np.int64).astype(dtype)
+    h[:3] = [info.min, info.max, max(int(info.min), int(upper) - 1)]
+    got = one_shot(cp.asarray(h), bins, lower, upper)
+    np.testing.assert_array_equal(got, reference(h, bins, int(lower), int(upper)))
+
+
+def test_float_levels_widened_past_float32():
+    h = _floats(300_001, np.float32) * np.float32(1e37)
+    lower, upper = np.float32(-3e38), np.float32(3e38)  # their width overflows float32: binned in double
+    got = one_shot(cp.asarray(h), 64, lower, upper)
+    np.testing.assert_array_equal(got, reference(h, 64, lower, upper, np.float64))
+
+
+def test_object_api_with_levels_of_two_dtypes():
+    h = np.random.default_rng(9).integers(0, 256, 200_001).astype(np.uint8)
+    x = cp.asarray(h)
+    hist = cp.zeros(256, np.int64)
+    args = dict(d_samples=x, d_histogram=hist, h_num_output_levels=np.array([257], np.int32),
+                h_lower_level=np.array([0], np.uint8), h_upper_level=np.array([255], np.uint8), num_samples=x.size)
+    obj = cuprims.make_histogram_even(**args)
+    tmp = cp.empty(obj(temp_storage=None, **args), cp.uint8)
+    obj(temp_storage=tmp, **args)
+    np.testing.assert_array_equal(cp.asnumpy(hist), np.histogram(h[h < 255], bins=256, range=(0, 255))[0])
+    call = {**args, "h_num_output_levels": np.array([11], np.int32), "h_lower_level": np.array([10], np.uint8),
+            "h_upper_level": np.array([200], np.int16)}
+    tmp = cp.empty(obj(temp_storage=None, **call), cp.uint8)
+    obj(temp_storage=tmp, **call)
+    np.testing.assert_array_equal(cp.asnumpy(hist[:10]), reference(h, 10, 10, 200))

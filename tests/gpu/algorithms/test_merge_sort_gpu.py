@@ -381,3 +381,16 @@ def test_comparator_capturing_a_global_one_shot(n):
         merge_sort(d_in_keys=d, d_out_keys=out, num_items=n, op=_by_rank)
         assert np.array_equal(cp.asnumpy(out), host[np.argsort(table[host], kind="stable")])
     assert _compiles() == before
+
+
+def test_iterator_keys_and_values_into_arrays_of_other_dtypes():
+    # int64 keys (numba's type of x * x over int32) sorted as the int32 output holds them, with an int64
+    # CountingIterator's indices into int32 values: CUB sorts in the output's type
+    h = np.random.default_rng(9).integers(-40_000, 40_000, 300_007).astype(np.int32)
+    out_k, out_v = cp.empty(h.size, np.int32), cp.empty(h.size, np.int32)
+    cuprims.merge_sort(d_in_keys=TransformIterator(cp.asarray(h), lambda x: x * x), d_in_values=CountingIterator(
+        np.int64(0)), d_out_keys=out_k, d_out_values=out_v, num_items=h.size, op=OpKind.LESS)
+    keys = (h.astype(np.int64) ** 2).astype(np.int32)
+    order = np.argsort(keys, kind="stable")
+    np.testing.assert_array_equal(out_k.get(), keys[order])
+    np.testing.assert_array_equal(out_v.get(), order.astype(np.int32))

@@ -466,3 +466,12 @@ def test_cuda_stream_protocol_object():
                         stream=ProtocolStream())
     s.synchronize()
     assert int(out[0]) == 10_001
+
+
+def test_int64_transform_iterator_reduced_into_int32():
+    # numba types x * x of int32 as int64; the reduction adds in its output's int32 (the sum stays below 2^31)
+    h = np.random.default_rng(12).integers(0, 100, 500_003).astype(np.int32)
+    out = cp.empty(1, np.int32)
+    cuprims.reduce_into(d_in=cuprims.TransformIterator(cp.asarray(h), lambda x: x * x), d_out=out, op=OpKind.PLUS,
+                        num_items=h.size, h_init=np.int32(0))
+    assert int(out.get()[0]) == int((h.astype(np.int64) ** 2).sum())

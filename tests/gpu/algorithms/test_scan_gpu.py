@@ -558,3 +558,12 @@ def test_bad_arguments_on_device():
     with pytest.raises(ArgumentError, match="d_in"):
         scan(temp_storage=None, d_in=cp.arange(10, dtype=cp.float64), d_out=out, op=OpKind.PLUS, init_value=None,
              num_items=10)
+
+
+def test_int64_transform_iterator_scanned_into_int32():
+    # numba types x * x of int32 as int64; the scan adds in its output's int32, the items converted to it
+    h = np.random.default_rng(11).integers(0, 100, 200_003).astype(np.int32)
+    out = cp.empty(h.size, np.int32)
+    cuprims.inclusive_scan(d_in=cuprims.TransformIterator(cp.asarray(h), lambda x: x * x), d_out=out, op=OpKind.PLUS,
+                           num_items=h.size)
+    np.testing.assert_array_equal(out.get(), np.cumsum(h.astype(np.int64) ** 2).astype(np.int32))

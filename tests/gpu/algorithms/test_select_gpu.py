@@ -108,3 +108,32 @@ def test_identity_selects_each_item_by_its_truth_value(dtype):
         host[::7] = np.nan
         host[1::11] = -0.0
     np.testing.assert_array_equal(_select(host, cuprims.OpKind.IDENTITY), host[host.astype(bool)])
+
+
+# ------------------------------------------------------------------ items into an array of another dtype
+
+def test_squares_of_int32_selected_into_int32():
+    # numba types x * x of int32 as int64: each selected item is converted to int32 at the store, as
+    # C++ converts (squares past 2^31 wrap, as numpy's astype wraps them)
+    from cuprims import TransformIterator
+
+    h = np.random.default_rng(4).integers(-100_000, 100_000, 1_000_003).astype(np.int32)
+    it = TransformIterator(cp.asarray(h), lambda x: x * x)
+    out, count = cp.empty(h.size, np.int32), cp.empty(1, np.int64)
+    cuprims.select(d_in=it, d_out=out, d_num_selected_out=count, cond=lambda v: v % 3 == 0, num_items=h.size)
+    squares = h.astype(np.int64) ** 2
+    want = squares[squares % 3 == 0].astype(np.int32)
+    assert int(count.get()[0]) == want.size
+    np.testing.assert_array_equal(out.get()[:want.size], want)
+
+
+@pytest.mark.parametrize("items, out", [(np.float64, np.float32), (np.int64, np.float16), (np.int16, np.int64),
+                                        (np.complex128, np.complex64)])
+def test_arrays_into_an_array_of_another_dtype(items, out):
+    h = (np.random.default_rng(5).random(300_001) * 2000 - 1000).astype(items)
+    y, count = cp.empty(h.size, out), cp.empty(1, np.int32)
+    cuprims.select(d_in=cp.asarray(h), d_out=y, d_num_selected_out=count, cond=cuprims.OpKind.IDENTITY,
+                   num_items=h.size)
+    want = h[h != 0].astype(out)
+    assert int(count.get()[0]) == want.size
+    np.testing.assert_array_equal(y.get()[:want.size], want)

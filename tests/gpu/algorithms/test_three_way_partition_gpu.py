@@ -117,3 +117,23 @@ def test_identity_as_the_first_predicate():
     np.testing.assert_array_equal(first.get()[:n1], host[host != 0])
     assert n2 == 0                          # every item > 5 is nonzero: the first part took it
     np.testing.assert_array_equal(rest.get()[:host.size - n1 - n2], host[host == 0])
+
+
+def test_squares_into_outputs_of_other_dtypes():
+    # int64 items (numba's type of x * x over int32) into int32, int64 and float64 arrays
+    from cuprims import TransformIterator
+
+    h = np.random.default_rng(6).integers(-60_000, 60_000, 500_001).astype(np.int32)
+    sq = h.astype(np.int64) ** 2
+    outs = [cp.empty(h.size, np.int32), cp.empty(h.size, np.int64), cp.empty(h.size, np.float64)]
+    counts = cp.empty(2, np.int64)
+    cuprims.three_way_partition(d_in=TransformIterator(cp.asarray(h), lambda x: x * x), d_first_part_out=outs[0],
+                                d_second_part_out=outs[1], d_unselected_out=outs[2], d_num_selected_out=counts,
+                                select_first_part_op=lambda v: v < 1_000_000, select_second_part_op=lambda v: v > 3e9,
+                                num_items=h.size)
+    first, second, rest = _partition(sq, lambda v: v < 1_000_000, lambda v: v > 3e9)
+    c1, c2 = (int(v) for v in counts.get())
+    assert (c1, c2) == (first.size, second.size)
+    np.testing.assert_array_equal(outs[0].get()[:c1], first.astype(np.int32))
+    np.testing.assert_array_equal(outs[1].get()[:c2], second)
+    np.testing.assert_array_equal(outs[2].get()[:rest.size], rest.astype(np.float64))

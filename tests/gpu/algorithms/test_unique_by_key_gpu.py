@@ -191,3 +191,18 @@ def test_both_builds_at_the_32_bit_boundary():
     finally:
         del io, tmp
         cp.get_default_memory_pool().free_all_blocks()
+
+
+def test_keys_and_items_into_arrays_of_other_dtypes():
+    # int64 keys (numba's type of x * x over int32) into int32, float32 items into float64
+    h = np.sort(np.random.default_rng(7).integers(0, 3000, 400_003)).astype(np.int32)
+    items = np.random.default_rng(8).random(h.size).astype(np.float32)
+    out_k, out_v, count = cp.empty(h.size, np.int32), cp.empty(h.size, np.float64), cp.empty(1, np.int64)
+    cuprims.unique_by_key(d_in_keys=TransformIterator(cp.asarray(h), lambda x: x * x), d_in_items=cp.asarray(items),
+                          d_out_keys=out_k, d_out_items=out_v, d_out_num_selected=count, op=OpKind.EQUAL_TO,
+                          num_items=h.size)
+    keys, firsts = np.unique(h.astype(np.int64) ** 2, return_index=True)
+    m = int(count.get()[0])
+    assert m == keys.size
+    np.testing.assert_array_equal(out_k.get()[:m], keys.astype(np.int32))
+    np.testing.assert_array_equal(out_v.get()[:m], items[firsts].astype(np.float64))

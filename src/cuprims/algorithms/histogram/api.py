@@ -8,7 +8,10 @@ computes them: ``d_histogram[b]`` counts the samples ``s`` with
 ``d_histogram`` is zeroed first. Samples are int8..int64, uint8..uint64 or
 float16/32/64 items of a device array or an input iterator; counters int32, uint32,
 int64 or uint64 (int64 counts are added with the uint64 atomics: the same bits); the two
-levels are numpy numbers of one integer or floating-point dtype.
+levels are integer or floating-point numbers, of one dtype or two. The kernel is built for
+one level type (part of the description, so of the build): the levels' common type, widened
+where CUB's arithmetic in it could not bin them right (uint8 levels 0 and 255 in 256 bins of
+uint8 samples bin in int16), see :mod:`.bins`.
 
 Host dispatch (ours, mirroring CUB's ``dispatch_even``; the kernels are CUB's, see
 :mod:`cuprims.algorithms.histogram.source`): the init kernel zeroes the histogram, then
@@ -38,7 +41,8 @@ from cuprims._compile.source import Source
 from cuprims._runtime import driver
 from cuprims.algorithms.arguments import ArgKind, describe, keyword_checked
 from cuprims.algorithms.common import Loaded, check_num_items
-from cuprims.algorithms.histogram.bins import bin_count, check_levels, level_scalar, widened_samples
+from cuprims.algorithms.histogram.bins import (as_level, bin_count, build_levels, level_dtype, level_scalar,
+                                              widened_samples)
 from cuprims.algorithms.histogram.source import histogram_source
 from cuprims.algorithms.skeleton import Algorithm, Description, Plan, description
 from cuprims.algorithms.sort_common import align_base, temp_layout
@@ -63,7 +67,8 @@ _ONE_SHOT_NAMES = ("num_output_levels", "lower_level", "upper_level")
 
 @description
 class HistogramDescription(Description):
-    """An even-bin histogram: its samples (array or iterator), counters and level type;
+    """An even-bin histogram: its samples (array or iterator), counters and the level type
+    the kernel bins in (chosen from the levels, :func:`.bins.level_dtype`);
     ``wide_offsets`` (64-bit offsets), ``global_bins`` (privatized counters in global
     memory) and ``widened`` (samples read as int) are what its first call needs."""
 
@@ -203,13 +208,13 @@ class HistogramEven(Algorithm):
                  h_lower_level: float | np.number | np.ndarray, h_upper_level: float | np.number | np.ndarray,
                  num_samples: int, stream: StreamLike | None = None) -> int | None:
         """Count ``num_samples`` samples into ``d_histogram`` (or, with ``temp_storage=None``,
-        return the temporary bytes needed). The levels may differ from the build's, not
-        their dtype."""
+        return the temporary bytes needed). The levels may differ from the build's if the
+        build's level type holds them (numpy's safe casting) and CUB's arithmetic bins them
+        right in it."""
         n = check_num_items(num_samples, "num_samples")
-        bins, lower, upper = _levels(self._samples.dtype, h_num_output_levels, h_lower_level, h_upper_level,
-                                     _NAMES)
-        if lower.dtype != self._level:
-            raise ArgumentError("h_lower_level", f"a {self._level} level (as at build time)", lower.dtype)
+        bins = bin_count(h_num_output_levels, _NAMES[0])
+        lower, upper = build_levels(self._samples.dtype, bins, self._level, level_scalar(h_lower_level, _NAMES[1]),
+                                    level_scalar(h_upper_level, _NAMES[2]), _NAMES)
         desc = self.desc
         args = _bound(desc, d_samples, d_histogram, n, bins, lower, upper, _NAMES)
         needed = _variant_flags(self._samples, n, bins)
@@ -218,11 +223,12 @@ class HistogramEven(Algorithm):
 
 
 def _levels(sample: np.dtype, levels: Any, lower: Any, upper: Any, names: tuple[str, str, str]) -> tuple:
-    """(bins, lower, upper) checked against CUB's bin arithmetic for ``sample`` values."""
+    """(bins, lower, upper) checked against CUB's bin arithmetic for ``sample`` values, the
+    levels as values of the level type chosen for them (:func:`.bins.level_dtype`)."""
     bins = bin_count(levels, names[0])
     lo, hi = level_scalar(lower, names[1]), level_scalar(upper, names[2])
-    check_levels(sample, bins, lo, hi, names)
-    return bins, lo, hi
+    level = level_dtype(sample, bins, lo, hi, names)
+    return bins, as_level(lo, level), as_level(hi, level)
 
 
 def _bound(desc: HistogramDescription, d_samples: Any, d_histogram: Any, n: int, bins: int, lower: np.generic,
@@ -258,8 +264,10 @@ def make_histogram_even(*, d_samples: ArrayIteratorOrProxy, d_histogram: ArrayOr
         d_histogram: device array of int32, uint32, int64 or uint64 counters, at least
             ``num_output_levels - 1`` of them.
         h_num_output_levels: host array whose first item is the number of levels (bins + 1).
-        h_lower_level, h_upper_level: host arrays (or numpy scalars) of one integer or
-            floating-point dtype: the bins cover ``[lower, upper)``.
+        h_lower_level, h_upper_level: host arrays of one item (or numpy scalars, Python
+            numbers) of integer or floating-point dtypes, not necessarily the same (the
+            kernel bins in their common type, or a wider one where that type cannot count the
+            bins or the range): the bins cover ``[lower, upper)``.
         num_samples: the number of samples (picks the offset width, as CUB does).
         compute_capability: build ahead of time for these targets (no GPU needed).
 
@@ -292,8 +300,8 @@ def histogram_even(*, d_samples: ArrayOrIterator, d_histogram: DeviceArrayLike, 
 
     Temporary storage is allocated and freed on ``stream`` (stream-ordered), so the call
     never synchronises. ``d_histogram`` holds int32, uint32, int64 or uint64 counters; the
-    levels are numpy scalars of one dtype (a Python int or float counts as int64 or float64);
-    samples as for :func:`make_histogram_even`.
+    levels are numpy scalars or one-item host arrays (a Python int or float counts as int64
+    or float64), as for :func:`make_histogram_even`; samples too.
 
     Example::
 

@@ -14,19 +14,23 @@ beside a double):
   ``sizeof(SampleT) + sizeof(CommonT) <= 4``, else uint64.
 
 CUB reports only a product that overflows ``IntArithmeticT`` (as cudaErrorInvalidValue),
-with the range computed in the level type (so an int32 range that overflows int32 is
-refused although int64 samples would bin it exactly). A range or bin count that does not
-fit CommonT goes through unchecked and every sample lands in bin 0
-(NVIDIA/cccl#10975). :func:`check_levels` refuses all of these with an ArgumentError
-naming the argument, and levels that are not finite, not ordered, or not values of
-CommonT (a negative level beside unsigned samples).
+with the range computed in the level type. A range or bin count that does not fit CommonT
+goes through unchecked and every sample lands in bin 0 (NVIDIA/cccl#10975).
+:func:`level_dtype` therefore chooses the level type the kernel is built for: the levels'
+common type (numpy's ``result_type``; two integer levels stay integers where one of int64
+and uint64 holds both), or where CommonT of that type cannot hold the levels, their range,
+the bin count or the product, the narrowest wider type whose CommonT can: an integer type
+(the arithmetic stays exact), else double (the samples are then binned in double, as
+numpy's ``histogram`` bins every sample type). :func:`check_levels` refuses, with an
+ArgumentError naming the argument, what no level type makes right: levels that are not
+finite or not ordered.
 
 CUB's sweep hands each privatized bin index to the output transform cast to SampleT
 (``AgentHistogram::StoreOutput``): an int8 bin 200 arrives as -56, a float16 bin 2049 as
 2048. The output transform of cuprims gives an integer back its unsigned bits, which is
 exact while the bins fit the sample's width; :func:`widened_samples` says when they do
-not (the samples are then read as int), and :func:`check_levels` refuses more float16 or
-float32 bins than those types count exactly.
+not (the samples are then read as int), and :func:`check_sample_bins` refuses more float16
+or float32 bins than those types count exactly.
 """
 
 from __future__ import annotations
@@ -38,11 +42,15 @@ import numpy as np
 
 from cuprims.errors import ArgumentError
 
-# (sample dtype, bins, level dtypes, lower, upper) of levels found good; bounded, emptied when full
-_checked: dict[tuple, bool] = {}
+# (sample dtype, bins, build level type or None, level dtypes, lower, upper) -> the level type found good;
+# bounded, emptied when full
+_checked: dict[tuple, np.dtype] = {}
 _MAX_CHECKED = 256
 _MAX_LEVELS = (1 << 31) - 1  # the kernels count bins in int
 _EXACT_FLOAT_BINS = {2: 1 << 11, 4: 1 << 24}  # the integers float16 / float32 hold exactly, from 0
+_WIDER_INTS = tuple(np.dtype(c) for c in ("i2", "u2", "i4", "u4", "i8", "u8"))
+_WIDE_INTS = (np.dtype(np.int64), np.dtype(np.uint64))
+_FLOATS = tuple(np.dtype(c) for c in ("f4", "f8"))
 
 
 def common_dtype(sample: np.dtype, level: np.dtype) -> np.dtype:
@@ -69,7 +77,7 @@ def level_scalar(value: Any, name: str) -> np.generic:
             raise ArgumentError(name, "a level (a numpy scalar or a host array of one)", "an empty array")
         x = x.reshape(-1)[0]
     elif type(x) is int:
-        x = np.int64(x) if -(1 << 63) <= x < 1 << 63 else x
+        x = np.int64(x) if -(1 << 63) <= x < 1 << 63 else np.uint64(x) if 0 <= x < 1 << 64 else x
     elif type(x) is float:
         x = np.float64(x)
     if not isinstance(x, np.generic) or x.dtype.kind not in "iuf":
@@ -101,50 +109,139 @@ def widened_samples(sample: np.dtype, bins: int) -> bool:
     return sample.kind in "iu" and sample.itemsize < 4 and bins > 1 << (8 * sample.itemsize)
 
 
-def check_levels(sample: np.dtype, bins: int, lower: np.generic, upper: np.generic, names: tuple[str, str, str]) -> None:
-    """Raise ArgumentError (naming ``names``: levels, lower, upper) unless CUB's scale bins
-    ``sample`` values into ``bins`` even bins over ``[lower, upper)`` exactly as written."""
-    key = (sample.char, bins, lower.dtype.char, upper.dtype.char, lower.item(), upper.item())
-    if key in _checked:
-        return
-    levels_name, lower_name, upper_name = names
-    if upper.dtype != lower.dtype:
-        raise ArgumentError(upper_name, f"a level of {lower_name}'s dtype {lower.dtype}", upper.dtype)
-    common = common_dtype(sample, lower.dtype)
-    where = f"in {common} (the common type of {lower.dtype} levels and {sample} samples, which CUB bins in)"
+def given_level_dtype(lower: np.generic, upper: np.generic) -> np.dtype:
+    """The common type of two levels: numpy's ``result_type``, except that two integers stay
+    integers (int64 or uint64, whichever holds both) where numpy gives float64."""
+    given = np.result_type(lower.dtype, upper.dtype)
+    if given.kind == "f" and lower.dtype.kind in "iu" and upper.dtype.kind in "iu":
+        lo, hi = sorted((int(lower), int(upper)))
+        for wide in _WIDE_INTS:
+            if np.iinfo(wide).min <= lo and hi <= np.iinfo(wide).max:
+                return wide
+    return given
+
+
+def _wider(given: np.dtype) -> tuple[np.dtype, ...]:
+    """The level types tried after ``given``, narrowest first: wider floats for a float, for
+    an integer the integers at least as wide and then double."""
+    if given.kind == "f":
+        return tuple(f for f in _FLOATS if f.itemsize > given.itemsize)
+    return tuple(t for t in _WIDER_INTS if t.itemsize >= given.itemsize and t != given) + (_FLOATS[1],)
+
+
+def as_level(value: np.generic, level: np.dtype) -> np.generic:
+    """``value`` as a ``level`` value (what the kernel is passed)."""
+    return value if value.dtype == level else level.type(value.item())
+
+
+def level_dtype(sample: np.dtype, bins: int, lower: np.generic, upper: np.generic,
+                names: tuple[str, str, str]) -> np.dtype:
+    """The level type CUB bins ``sample`` values in (the kernel's LevelT): the levels' common
+    type, or the first of the wider ones (:func:`_wider`) in which CUB's scale bins them
+    exactly as written. Raises the common type's ArgumentError when none does."""
+    key = (sample.char, bins, None, lower.dtype.char, upper.dtype.char, lower.item(), upper.item())
+    level = _checked.get(key)
+    if level is not None:
+        return level
+    check_sample_bins(sample, bins, names[0])
+    given = given_level_dtype(lower, upper)
+    first: ArgumentError | None = None
+    for level in (given, *_wider(given)):
+        try:
+            check_levels(sample, bins, level, lower, upper, names)
+        except ArgumentError as exc:
+            first = first or exc
+            continue
+        _remember(key, level)
+        return level
+    assert first is not None
+    raise first
+
+
+def build_levels(sample: np.dtype, bins: int, level: np.dtype, lower: np.generic, upper: np.generic,
+                 names: tuple[str, str, str]) -> tuple[np.generic, np.generic]:
+    """A built histogram's call: levels of types that ``level`` (its level type) holds,
+    checked in it; returns them as ``level`` values."""
+    key = (sample.char, bins, level.char, lower.dtype.char, upper.dtype.char, lower.item(), upper.item())
+    if key not in _checked:
+        for value, name in ((lower, names[1]), (upper, names[2])):
+            if not np.can_cast(value.dtype, level, "safe"):
+                raise ArgumentError(name, f"a level of a type that {level} holds (the level type this histogram "
+                                    "bins in)", value.dtype)
+        check_sample_bins(sample, bins, names[0])
+        check_levels(sample, bins, level, lower, upper, names,
+                     "; make_histogram_even with these levels builds for a level type that holds them")
+        _remember(key, level)
+    return as_level(lower, level), as_level(upper, level)
+
+
+def _remember(key: tuple, level: np.dtype) -> None:
+    if len(_checked) >= _MAX_CHECKED:
+        _checked.clear()
+    _checked[key] = level
+
+
+def check_sample_bins(sample: np.dtype, bins: int, levels_name: str) -> None:
+    """Refuse more bins than a float16 or float32 sample counts exactly (CUB passes each bin
+    index through a sample value)."""
     exact = _EXACT_FLOAT_BINS.get(sample.itemsize) if sample.kind == "f" else None
     if exact is not None and bins > exact:
         raise ArgumentError(levels_name, f"at most {exact + 1} levels for {sample} samples (CUB passes each bin "
                             f"index through a {sample} value, which counts exactly only to {exact})", bins + 1)
+
+
+def check_levels(sample: np.dtype, bins: int, level: np.dtype, lower: np.generic, upper: np.generic,
+                 names: tuple[str, str, str], hint: str = "") -> None:
+    """Raise ArgumentError (naming ``names``: levels, lower, upper) unless CUB's scale, built
+    for ``level`` levels, bins ``sample`` values into ``bins`` even bins over
+    ``[lower, upper)`` exactly as written (``hint`` ends the message of a bound that a wider
+    level type would lift)."""
+    _, lower_name, upper_name = names
+    common = common_dtype(sample, level)
+    where = f"in {common} (the common type of {level} levels and {sample} samples, which CUB bins in)"
+    if level.kind in "iu":
+        info = np.iinfo(level)
+        for v, name in ((lower, lower_name), (upper, upper_name)):
+            if not info.min <= int(v) <= info.max:
+                raise ArgumentError(name, f"a level that {level} holds", v)
     if common.kind == "f":
-        with np.errstate(all="ignore"):
-            lo, hi = common.type(lower), common.type(upper)
-            width = hi - lo
-            reciprocal = common.type(bins) / width
-        for v, name in ((lo, lower_name), (hi, upper_name)):
-            if not np.isfinite(v):
-                raise ArgumentError(name, f"a finite level {where}", v)
-        if not lo < hi:
-            raise ArgumentError(lower_name, f"a level below {upper_name}={upper!r} {where}", lower)
-        if not (np.isfinite(width) and np.isfinite(reciprocal) and reciprocal > 0):
-            raise ArgumentError(upper_name, f"levels whose width and bins / width are finite {where}", upper)
+        _check_float(common, bins, level, lower, upper, names, where, hint)
     else:
-        info = np.iinfo(common)
-        lo, hi = int(lower), int(upper)
-        for v, name in ((lo, lower_name), (hi, upper_name)):
-            if not info.min <= v <= info.max:
-                raise ArgumentError(name, f"a level that is a value {where}", v)
-        if lo >= hi:
-            raise ArgumentError(lower_name, f"a level below {upper_name}={hi}", lo)
-        hint = "; pass levels of a wider integer type"
-        if hi - lo > info.max:
-            raise ArgumentError(upper_name, f"a level range upper - lower that fits {where}{hint}", hi - lo)
-        if bins > info.max:
-            raise ArgumentError(levels_name, f"a bin count that fits {where}{hint}", bins)
-        arith = 32 if sample.itemsize + common.itemsize <= 4 else 64
-        if (hi - lo) * bins >= 1 << arith:
-            raise ArgumentError(upper_name, f"(upper - lower) * bins below 2^{arith} (CUB's bin arithmetic for "
-                                f"{sample} samples and {lower.dtype} levels){hint}", (hi - lo) * bins)
-    if len(_checked) >= _MAX_CHECKED:
-        _checked.clear()
-    _checked[key] = True
+        _check_int(sample, common, bins, level, int(lower), int(upper), names, where, hint)
+
+
+def _check_float(common: np.dtype, bins: int, level: np.dtype, lower: np.generic, upper: np.generic,
+                 names: tuple[str, str, str], where: str, hint: str) -> None:
+    """check_levels in a floating-point CommonT: CUB's reciprocal multiply."""
+    _, lower_name, upper_name = names
+    with np.errstate(all="ignore"):
+        lo, hi = (common.type(as_level(v, level)) for v in (lower, upper))
+        width = hi - lo
+        reciprocal = common.type(bins) / width
+    for v, name in ((lo, lower_name), (hi, upper_name)):
+        if not np.isfinite(v):
+            raise ArgumentError(name, f"a finite level {where}", v)
+    if not lo < hi:
+        raise ArgumentError(lower_name, f"a level below {upper_name}={upper!r} {where}", lower)
+    if not (np.isfinite(width) and np.isfinite(reciprocal) and reciprocal > 0):
+        raise ArgumentError(upper_name, f"levels whose width and bins / width are finite {where}{hint}", upper)
+
+
+def _check_int(sample: np.dtype, common: np.dtype, bins: int, level: np.dtype, lo: int, hi: int,
+               names: tuple[str, str, str], where: str, hint: str) -> None:
+    """check_levels in an integer CommonT: CUB's exact multiply-divide in IntArithmeticT."""
+    levels_name, lower_name, upper_name = names
+    info = np.iinfo(common)
+    for v, name in ((lo, lower_name), (hi, upper_name)):
+        if not info.min <= v <= info.max:
+            raise ArgumentError(name, f"a level that is a value {where}{hint}", v)
+    if lo >= hi:
+        raise ArgumentError(lower_name, f"a level below {upper_name}={hi}", lo)
+    if hi - lo > info.max:
+        raise ArgumentError(upper_name, f"a level range upper - lower that fits {where}{hint}", hi - lo)
+    if bins > info.max:
+        raise ArgumentError(levels_name, f"a bin count that fits {where}{hint}", bins)
+    arith = 32 if sample.itemsize + common.itemsize <= 4 else 64
+    if (hi - lo) * bins >= 1 << arith:
+        raise ArgumentError(upper_name, f"(upper - lower) * bins below 2^{arith} (CUB's bin arithmetic for "
+                            f"{sample} samples and {level} levels){hint}", (hi - lo) * bins)

@@ -12,7 +12,9 @@ The inputs may be iterators (``CountingIterator``, ``TransformIterator``,
 ``PermutationIterator``, ``ReverseIterator``, ``ZipIterator``, ...): the first kernel reads
 ``d_in_keys`` and ``d_in_values`` through them, so ``d_in_values=CountingIterator(np.int64(0))``
 gives a stable argsort without an index array. Their items must be of the output arrays'
-dtype (or, for structs, of its layout: a ZipIterator's items into an array of gpu_structs).
+dtype (or, for structs, of its layout: a ZipIterator's items into an array of gpu_structs),
+or numbers numpy's ``same_kind`` rule casts to it, converted as they are read (the keys are
+sorted in the output's type, as CUB sorts in its output's value type).
 Outputs are arrays; an iterator must not read from the outputs' memory (there is no in-place
 sort of an iterator). An object built for an iterator takes, at each call, any iterator of
 the same kind (its state, such as a counting start or the arrays inside, may differ).
@@ -192,10 +194,12 @@ def make_merge_sort(*, d_in_keys: ArrayIteratorOrProxy, d_in_values: ArrayIterat
     Args:
         d_in_keys: device array of keys (any dtype, structs too), a ``ProxyArray``, or an
             input iterator (``TransformIterator``, ``ReverseIterator``, ``PermutationIterator``,
-            ``ZipIterator``, ...) whose items are of ``d_out_keys``' dtype (or struct layout).
+            ``ZipIterator``, ...) whose items are of ``d_out_keys``' dtype (or struct layout), or
+            numbers numpy's ``same_kind`` rule casts to it (converted as they are read: the
+            keys are sorted in ``d_out_keys``' type, as CUB sorts).
         d_in_values: device array of values of any dtype, an input iterator of
-            ``d_out_values``' dtype (``CountingIterator(np.int64(0))``: the sorting
-            permutation, an argsort), or None.
+            ``d_out_values``' dtype or of numbers cast to it as the keys are
+            (``CountingIterator(np.int64(0))``: the sorting permutation, an argsort), or None.
         d_out_keys: device array for the sorted keys (``d_in_keys`` itself, an array, sorts
             in place). Never an iterator.
         d_out_values: device array for the sorted values, or None. Never an iterator.

@@ -24,19 +24,33 @@ MERGE_META = (
 MERGE_PARTITION_THREADS = 256
 
 
+def converted_values(values_in: Any, value: ValueType | None) -> bool:
+    """Whether a values iterator's items are numbers of another type than the sorted values'
+    (converted as they are read, before the sort moves them as bytes)."""
+    if value is None or values_in is None or values_in.unit is None:
+        return False
+    own = values_in.value
+    return own.code != value.code and own.kind in "biufc" and value.kind in "biufc"
+
+
 def _values_as_bytes(values_in: Any, value: ValueType) -> str:
     """C++ reading a values iterator's items as the opaque carrier the sort moves
     (``cuprims_value_t``): its state struct wrapped in one whose items are the same bytes
-    (a bitwise copy, never a numeric conversion), and ``cuprims_values_in_t``, the
-    kernel parameter over it, laid out as ``values_in``'s own iterator."""
+    (a bitwise copy; numbers of another type are first converted to the values' type, as
+    static_cast converts), and ``cuprims_values_in_t``, the kernel parameter over it, laid
+    out as ``values_in``'s own iterator."""
     state, own = values_in.unit.type_name, values_in.value.cpp
+    read = f"const {own} v = inner[i];"
+    if converted_values(values_in, value):
+        own = value.cpp
+        read = f"const {own} v = static_cast<{own}>(inner[i]);"
     name = "cuprims_values_bytes_t"
     adapted = f"cuprims::input_iterator<{name}, cuprims_value_t>"
     return (
         "// the values iterator's items, bit for bit, as the bytes the sort moves\n"
         f"struct {name}\n{{\n  {state} inner;\n"
         "  __device__ __forceinline__ cuprims_value_t operator[](long long i) const\n  {\n"
-        f"    const {own} v = inner[i];\n    cuprims_value_t r;\n"
+        f"    {read}\n    cuprims_value_t r;\n"
         "    ::cuda::std::memcpy(&r, &v, sizeof(r));\n    return r;\n  }\n};\n"
         f"static_assert(sizeof({own}) == sizeof(cuprims_value_t) && sizeof(cuprims_value_t) == {value.size}, "
         "\"values iterator items differ in size from the sorted values\");\n"
@@ -75,6 +89,8 @@ def merge_sort_source(*, key: ValueType, value: ValueType | None, op: OpSpec, wi
         value_t, value_decl = bytes_type(value)
     # what the block-sort kernel reads: arrays as pointers (the text of a sort of arrays is
     # as it always was), iterators under the aliases declared below
+    # the values' own type, where the values iterator's numbers are converted to it (its header, if any)
+    converted: tuple[ValueType, ...] = (value,) if value is not None and converted_values(values_in, value) else ()
     key_in_t = "cuprims_key_t*" if keys_in is None else "cuprims_keys_in_t"
     value_in_t = "cuprims_value_t*" if values_in is None else "cuprims_values_in_t"
     inputs = "" if keys_in is None else f"using cuprims_keys_in_t = {keys_in.cpp()};\n"
@@ -83,7 +99,8 @@ def merge_sort_source(*, key: ValueType, value: ValueType | None, op: OpSpec, wi
     agents = (f"cuprims_merge::merge_sort_vsmem_helper_t<cuprims_policy_getter_t, {key_in_t}, {value_in_t}, "
               "cuprims_key_t*, cuprims_value_t*, cuprims_offset_t, cuprims_compare_t, cuprims_key_t, cuprims_value_t>")
     text = (
-        unit_head((key,) + iterator_types, arch, ("cub/device/dispatch/kernels/kernel_merge_sort.cuh",), iterator_text)
+        unit_head((key,) + iterator_types + converted, arch, ("cub/device/dispatch/kernels/kernel_merge_sort.cuh",),
+                  iterator_text)
         + value_decl
         + functor
         + f"using cuprims_key_t = {key.cpp};\n"

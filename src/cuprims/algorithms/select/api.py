@@ -135,7 +135,9 @@ def make_select(*, d_in: ArrayIteratorOrProxy, d_out: ArrayIteratorOrProxy, d_nu
 
     Args:
         d_in: device array or iterator of items.
-        d_out: device array (room for ``num_items``) or output iterator of the input's type.
+        d_out: device array (room for ``num_items``) or output iterator, of the input's type
+            or of one numpy's ``same_kind`` rule casts it to (an int64 TransformIterator into
+            an int32 array: each item converted at the store, as C++ converts it).
         d_num_selected_out: a one-element device array of int32/int64 (or unsigned).
         cond: a Python callable ``f(x) -> bool`` or a RawOp.
         compute_capability: build ahead of time for these targets (no GPU needed).

@@ -6,7 +6,8 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from cuprims._codegen.common import arg_param, iterator_parts, lookback_meta, op_symbol, unit_head
+from cuprims._codegen.common import (arg_param, converted_outputs, iterator_parts, lookback_meta, op_symbol,
+                                     output_param, unit_head)
 from cuprims._codegen.functors import predicate_functor
 from cuprims._compile.source import Source
 from cuprims.op import OpSpec
@@ -27,9 +28,10 @@ def select_source(*, d_in: Any, d_out: Any, num_selected: Any, op: OpSpec, arch:
     vt = d_in.value
     functor, externs = predicate_functor("cuprims_predicate_t", op, vt, op_symbol(op, "cuprims_op_0"))
     iterator_text, iterator_types, iterator_symbols = iterator_parts((d_in, d_out))
-    p_in, p_out, p_count = arg_param(d_in), arg_param(d_out, output=True), f"{num_selected.value.cpp}*"
+    p_in, p_out, p_count = arg_param(d_in), output_param(d_out, vt), f"{num_selected.value.cpp}*"
     text = (
-        unit_head((vt, num_selected.value) + iterator_types, arch, ("select/cuprims_select.cuh",), iterator_text)
+        unit_head((vt, num_selected.value) + iterator_types, arch, ("select/cuprims_select.cuh",), iterator_text,
+                  converted_outputs(((d_out, vt),)))
         + functor
         + f"\nusing cuprims_selector_t = CUB_NS_QUALIFIER::detail::select::policy_selector_from_types<{p_in}, "
         + f"CUB_NS_QUALIFIER::NullType*, {p_out}, int, CUB_NS_QUALIFIER::SelectImpl::Select>;\n"

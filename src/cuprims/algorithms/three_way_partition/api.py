@@ -146,7 +146,8 @@ def make_three_way_partition(*, d_in: ArrayIteratorOrProxy, d_first_part_out: Ar
     Args:
         d_in: device array or iterator of items.
         d_first_part_out, d_second_part_out, d_unselected_out: device arrays (room for
-            ``num_items``) or output iterators of the input's type.
+            ``num_items``) or output iterators, of the input's type or of one numpy's
+            ``same_kind`` rule casts it to (converted at the store, as C++ converts).
         d_num_selected_out: a device array of two int32/int64 (or unsigned) counters.
         select_first_part_op, select_second_part_op: Python callables ``f(x) -> bool`` or
             RawOps.

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from cuprims._codegen.common import arg_param, iterator_parts, lookback_meta, op_symbol, unit_head
+from cuprims._codegen.common import (arg_param, converted_outputs, iterator_parts, lookback_meta, op_symbol,
+                                     output_param, unit_head)
 from cuprims._codegen.functors import predicate_functor
 from cuprims._compile.source import Source
 from cuprims.algorithms.lookback import CONTEXT_SIZE
@@ -24,10 +25,12 @@ def three_way_partition_source(*, d_in: Any, first: Any, second: Any, unselected
     f2, e2 = predicate_functor("cuprims_second_t", second_op, vt, op_symbol(second_op, "cuprims_op_1"))
     iterator_text, iterator_types, iterator_symbols = iterator_parts((d_in, first, second, unselected))
     p_in, p_count = arg_param(d_in), f"{num_selected.value.cpp}*"
-    p_outs = ", ".join(arg_param(a, output=True) for a in (first, second, unselected))
+    outputs = tuple((a, vt) for a in (first, second, unselected))
+    p_outs = ", ".join(output_param(a, vt) for a in (first, second, unselected))
     text = (
         unit_head((vt, num_selected.value) + iterator_types, arch,
-                  ("cub/device/dispatch/kernels/kernel_three_way_partition.cuh",), iterator_text)
+                  ("cub/device/dispatch/kernels/kernel_three_way_partition.cuh",), iterator_text,
+                  converted_outputs(outputs))
         + f1 + f2
         + "\nusing cuprims_selector_t = CUB_NS_QUALIFIER::detail::three_way_partition::policy_selector_from_types<"
         + f"{vt.cpp}, CUB_NS_QUALIFIER::detail::three_way_partition::per_partition_offset_t>;\n"

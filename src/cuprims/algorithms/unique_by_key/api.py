@@ -189,7 +189,8 @@ def make_unique_by_key(*, d_in_keys: ArrayIteratorOrProxy, d_in_items: ArrayIter
     Args:
         d_in_keys, d_in_items: device arrays or iterators of keys and their items.
         d_out_keys, d_out_items: device arrays (room for ``num_items``) or output
-            iterators, of the inputs' types.
+            iterators, of the inputs' types or of types numpy's ``same_kind`` rule casts them
+            to (converted at the store, as C++ converts).
         d_out_num_selected: a one-element device array of int32/int64 (or unsigned) that
             receives the number of runs.
         op: ``OpKind.EQUAL_TO``, a Python callable ``f(a, b) -> bool`` or a RawOp.

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from cuprims._codegen.common import arg_param, iterator_parts, meta_export, op_symbol, unit_head
+from cuprims._codegen.common import (arg_param, converted_outputs, iterator_parts, meta_export, op_symbol,
+                                     output_param, unit_head)
 from cuprims._codegen.functors import equality_functor
 from cuprims._compile.source import Source
 from cuprims.op import OpSpec
@@ -32,10 +33,12 @@ def unique_by_key_source(*, keys_in: Any, values_in: Any, keys_out: Any, values_
     key, value = keys_in.value, values_in.value
     functor, externs = equality_functor("cuprims_eq_t", op, key, op_symbol(op, "cuprims_op_0"))
     iterator_text, iterator_types, iterator_symbols = iterator_parts((keys_in, values_in, keys_out, values_out))
-    params = (arg_param(keys_in), arg_param(values_in), arg_param(keys_out, output=True),
-              arg_param(values_out, output=True), f"{num_selected.value.cpp}*")
+    params = (arg_param(keys_in), arg_param(values_in), output_param(keys_out, key), output_param(values_out, value),
+              f"{num_selected.value.cpp}*")
     headers = _WIDE_HEADERS if wide_offsets else ("unique_by_key/cuprims_unique.cuh",)
-    head = unit_head((key, value, num_selected.value) + iterator_types, arch, headers, iterator_text) + functor
+    converted = converted_outputs(((keys_out, key), (values_out, value)))
+    head = unit_head((key, value, num_selected.value) + iterator_types, arch, headers, iterator_text,
+                     converted) + functor
     text, names, options = (_wide if wide_offsets else _narrow)(head, key, value, params, arch)
     return Source(text=text, name_expressions=names, extern_symbols=externs + iterator_symbols,
                   meta_fields=UNIQUE_META, compile_options=options)
