@@ -343,8 +343,7 @@ def gpu_struct(field_dict: Any, name: str = "AnonymousStruct") -> type:
             numpy dtype, a struct type of :mod:`cuprims.types`, or a class whose
             annotations declare the fields (``r: np.int32``, ``r: types.int32``). A field's
             type may also be ``(dtype, shape)`` for a fixed-size array. A struct holds at
-            most ``cuprims.types.MAX_STRUCT_BYTES`` (1024) bytes, nests at most
-            ``MAX_STRUCT_DEPTH`` (16) deep, and every field has a non-zero size.
+            most 1024 bytes, nests at most 16 deep, and every field has a non-zero size.
         name: the class name (for an annotated class, its own name is the default).
 
     Returns:

@@ -89,6 +89,7 @@ def test_three_way_partition_converts_each_output(shared_cache):
     check_kernel_params(obj, 90)
 
 
+@pytest.mark.slow       # two whole builds; CI checks the conversion at the store through select
 def test_unique_by_key_converts_keys_and_items_in_both_builds(shared_cache):
     obj = cuprims.make_unique_by_key(d_in_keys=P(i8), d_in_items=P(f4), d_out_keys=P(i4), d_out_items=P(f8),
                                      d_out_num_selected=P(i8), op=OpKind.EQUAL_TO, compute_capability=90)
@@ -120,6 +121,7 @@ def test_merge_sort_reads_iterators_converted(shared_cache):
     check_kernel_params(obj, 90)
 
 
+@pytest.mark.slow       # reduce, scan, transform: builds CI makes elsewhere with other output types
 def test_algorithms_that_combine_in_the_output_type_take_the_iterator(shared_cache):
     """reduce, scan and transform compute in (or convert to) the output's type already."""
     for obj in (cuprims.make_reduce_into(d_in=squares(), d_out=P(i4), op=OpKind.PLUS, h_init=V(i4),
