@@ -23,7 +23,7 @@ PACKAGE = Path(__file__).resolve().parents[3] / "src" / "cuprims"
 LAYERS = (
     ("errors",),
     ("config", "enums", "_base"),
-    ("types", "struct", "typing"),
+    ("types", "struct", "struct_values", "typing"),
     ("_runtime",),
     ("_cache",),
     ("_compile",),
