@@ -157,7 +157,7 @@ my_ltoir_bytes = bytes(Program(
     ProgramOptions(arch=f"sm_{ARCH}", std="c++17", relocatable_device_code=True, link_time_optimization=True),
 ).compile("ltoir").code)
 """,
-    "cuprims.struct#2": 'Pixel = cuprims.gpu_struct({"r": np.int32, "g": np.float32}, name="Pixel")\n',
+    "cuprims.struct#3": 'Pixel = cuprims.gpu_struct({"r": np.int32, "g": np.float32}, name="Pixel")\n',
     "cuprims.coop.target": """@cuda.jit
 def kernel(x, out):
     total = coop.sum(coop.this_block(), x[cuda.threadIdx.x + 32 * cuda.threadIdx.y])

@@ -284,3 +284,79 @@ Pixel = cuprims.gpu_struct({"r": np.int32, "g": np.float32}, name="Pixel")   # t
 
 # the numeric types a Python operator written as C++ is checked over (py_expr, direct_ops)
 NUMERIC = ("i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "f4", "f8")
+
+
+# ================================================================ structs as cuda.compute programs write them
+
+@cuprims.gpu_struct
+class MinMax:             # built inside a TransformIterator's operator
+    lo: np.float64
+    hi: np.float64
+
+
+def to_minmax(v):
+    return MinMax(abs(v), abs(v))
+
+
+def minmax_op(a, b):
+    return MinMax(min(a.lo, b.lo), max(a.hi, b.hi))
+
+
+@cuprims.gpu_struct
+class ValueFlag:          # a ZipIterator of (value, head flag) scanned into it
+    value: np.int64
+    flag: np.int32
+
+
+def segmented_sum(a, b):  # the sum restarts at each head flag (Schwartz's operator)
+    value = b.value if b.flag else a.value + b.value
+    return ValueFlag(value, 1 if a.flag or b.flag else 0)
+
+
+@cuprims.gpu_struct
+class ValueScale:         # an exponential moving average's terms, value * EMA_ALPHA ** scale
+    value: np.float64
+    scale: np.int64
+
+
+EMA_ALPHA = 0.05
+
+
+def ema_combine(a, b):
+    if a.scale > b.scale:
+        return ValueScale(b.value + a.value * EMA_ALPHA ** (a.scale - b.scale), b.scale)
+    return ValueScale(a.value + b.value * EMA_ALPHA ** (b.scale - a.scale), a.scale)
+
+
+def ema_term(v, t):       # the average at t from the scan's term at t
+    return (1 - EMA_ALPHA) * v.value * EMA_ALPHA ** (t + v.scale)
+
+
+def negate(i):
+    return -i
+
+
+@cuprims.gpu_struct
+class SumCount:           # a ZipIterator of (value, count) reduced into it
+    total: np.float32
+    count: np.int32
+
+
+def sum_count(a, b):
+    return SumCount(a.total + b.total, a.count + b.count)
+
+
+# a nested struct written as dicts; its field ``pos`` is a class of its own, Particle_pos
+Particle = cuprims.gpu_struct({"id": np.int32, "pos": {"x": np.float32, "y": np.float32}}, name="Particle")
+
+
+def particle_sum(a, b):
+    return Particle(a.id + b.id, (a.pos.x + b.pos.x, a.pos.y + b.pos.y))
+
+
+def rightmost(a, b):      # the particle further right, the first on ties
+    return b if b.pos.x > a.pos.x else a
+
+
+def by_pos_x(a, b):
+    return a.pos.x < b.pos.x

@@ -12,11 +12,17 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
 from cuprims.errors import ArgumentError
+# struct dtypes' fields, layouts and display, kept beside the struct values that use them
+from cuprims.struct_values import same_layout as same_layout
+from cuprims.struct_values import shown_dtype as shown_dtype
+from cuprims.struct_values import shown_fields as shown_fields
+from cuprims.struct_values import struct_fields as struct_fields
+from cuprims.struct_values import struct_value
 
 # numpy kind+itemsize -> (C++ type, numba type name)
 SCALARS: dict[str, tuple[str, str]] = {
@@ -78,12 +84,6 @@ class ValueType:
 
 _cache: dict[Any, ValueType] = {}
 _DTYPE_EXPECTED = "a numpy dtype, a cuprims.types type (types.int32) or a gpu_struct type"
-
-
-def struct_fields(dt: np.dtype) -> list[tuple[str, np.dtype, int]]:
-    """(name, dtype, byte offset) of each field of a struct dtype, in order (none for a scalar)."""
-    fields: Mapping[str, tuple[Any, ...]] = dt.fields or {}
-    return [(name, fields[name][0], fields[name][1]) for name in dt.names or ()]
 
 
 def _struct_alignment(dt: np.dtype) -> int:
@@ -219,17 +219,6 @@ def struct_decls(vt: ValueType) -> list[tuple[str, str]]:
     return out
 
 
-def _layout_of(dt: np.dtype) -> Any:
-    if dt.names is None:
-        return (dt.str if dt.subdtype is None else (_layout_of(dt.subdtype[0]), dt.subdtype[1]))
-    return (dt.itemsize, tuple((_layout_of(field), offset) for _, field, offset in struct_fields(dt)))
-
-
-def same_layout(a: np.dtype, b: np.dtype) -> bool:
-    """Whether two dtypes store the same field types at the same offsets (names aside)."""
-    return a.itemsize == b.itemsize and _layout_of(a) == _layout_of(b)
-
-
 def numba_type_name(vt: ValueType) -> str:
     """numba's name for a scalar type (structs are handled by the operator compiler)."""
     return SCALARS[vt.code][1]
@@ -240,18 +229,17 @@ def host_bytes(value: Any, vt: ValueType, *, argument: str) -> bytes:
 
     Conversions follow numpy's ``same_kind`` rule (float64 -> float32 is fine, 3.7 -> int32
     is not), and a value that does not fit the target is an ArgumentError, never wrapped
-    or truncated. A struct value must be of ``vt``'s own struct type."""
+    or truncated. A struct value may take any form :mod:`cuprims.struct_values` lists (an
+    instance or record of ``vt``'s struct or of one of its layout, a dict or tuple of field
+    values)."""
     data = getattr(value, "_cuprims_data", None)
     if data is not None:
         value = data
     if vt.is_struct:
-        arr = np.asarray(value) if isinstance(value, np.ndarray | np.void) else None
-        if arr is None or arr.dtype != vt.dtype:
-            given = arr.dtype if arr is not None else value
-            raise ArgumentError(argument, f"a value of the output's struct type {vt.dtype}", given)
-    else:
-        arr = _scalar_array(value, vt, argument)
-    raw = arr.reshape(-1)[:1].tobytes()
+        if isinstance(value, np.ndarray | np.void) and value.dtype == vt.dtype and value.size == 1:
+            return value.tobytes()    # the common case: the struct's own value
+        return struct_value(value, vt.dtype, argument).tobytes()
+    raw = _scalar_array(value, vt, argument).reshape(-1)[:1].tobytes()
     if len(raw) != vt.size:
         raise ArgumentError(argument, f"one {vt.dtype} value", value)
     return raw
@@ -288,21 +276,3 @@ def _check_range(v: int, target: np.dtype, argument: str) -> None:
     info = np.iinfo(target)
     if not info.min <= v <= info.max:
         raise ArgumentError(argument, f"a value in the range of {target} ({info.min}..{info.max})", v)
-
-
-def shown_fields(dt: np.dtype) -> str:
-    """A struct dtype's fields for people: ``(r: int32, g: float32)`` (nested structs show
-    their own fields, arrays their shape)."""
-    parts = []
-    for name, field, _ in struct_fields(dt):
-        if field.subdtype is not None:
-            base, shape = field.subdtype
-            parts.append(f"{name}: {shown_dtype(base)}[{', '.join(map(str, shape))}]")
-        else:
-            parts.append(f"{name}: {shown_dtype(field)}")
-    return f"({', '.join(parts)})"
-
-
-def shown_dtype(dt: np.dtype) -> str:
-    """A dtype for people: numpy's name for a scalar, ``struct(a: int32, ...)`` for a struct."""
-    return f"struct{shown_fields(dt)}" if dt.names else str(dt)

@@ -13,11 +13,19 @@ A struct type is built from its fields and their types::
 
 The result is a class. Its ``dtype`` is an *aligned* numpy structured dtype (the
 layout a C compiler gives the equivalent struct), so numpy arrays of ``Pixel.dtype``
-hold the exact bytes the device sees. Fields may be nested ``gpu_struct`` types (or
-nested structured dtypes) and fixed-size sub-arrays (``(np.float32, 3)``).
+hold the exact bytes the device sees. Fields may be nested ``gpu_struct`` types, nested
+structs written as dicts or structured dtypes (each a class of its own, named
+``<struct>_<field>``), and fixed-size sub-arrays (``(np.float32, 3)``)::
 
-On the host, instances hold one value (``Pixel(1, 2.0)``, ``Pixel(r=1, g=2.0)``) and
-are accepted wherever an init value is (``h_init=Pixel(0, 0.0)``).
+    Particle = cuprims.gpu_struct({"id": np.int32, "pos": {"x": np.float32, "y": np.float32}})
+
+On the host, instances hold one value (``Pixel(1, 2.0)``, ``Pixel(r=1, g=2.0)``,
+``Pixel({"r": 1, "g": 2.0})``; a nested struct's value as an instance, a dict or a
+tuple: ``Particle(7, {"x": 1.5, "y": 2.0})``). Wherever an algorithm takes a struct
+value (``h_init=``, ``init_value=``) it takes an instance, a numpy record or one-element
+array, or the field values as a dict or (nested) tuple; a struct of the same layout
+(the same field types at the same offsets) stands for the algorithm's own
+(:mod:`cuprims.struct_values`).
 
 Inside a Python operator, arguments of a struct type arrive as records with the
 fields as attributes; the operator may return a record, a tuple of field values in
@@ -38,8 +46,9 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from cuprims._value_types import MAX_STRUCT_DEPTH, check_struct, value_type
 from cuprims.errors import ArgumentError
-from cuprims._value_types import check_struct, shown_fields, struct_fields, value_type
+from cuprims.struct_values import fill, shown_fields, struct_fields
 
 # Attribute names every struct class uses itself; fields may not take them.
 _RESERVED = frozenset({"dtype"})
@@ -70,6 +79,9 @@ class StructBase:
         if len(args) > len(names):
             raise ArgumentError("args", f"at most {len(names)} field values for {cls.__name__}{_field_list(cls)}",
                                 args)
+        whole = args[0] if len(args) == 1 and not kwargs else None
+        if isinstance(whole, dict) and set(whole) == set(names):
+            args, kwargs = (), whole   # cuda.compute's S({"x": 1, "y": 2}): every field by name
         values = dict(zip(names, args))
         for key, value in kwargs.items():
             if key not in cls._cuprims_fields:
@@ -83,7 +95,7 @@ class StructBase:
                                 "no value")
         data = np.zeros((), dtype=cls._cuprims_dtype)
         for name in names:
-            _assign(data, name, cls._cuprims_fields[name], values[name])
+            fill(data[name], values[name], name)
         object.__setattr__(self, "_cuprims_data", data)
 
     @classmethod
@@ -169,44 +181,6 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _to_assignable(value: Any) -> Any:
-    """Turn nested struct instances inside ``value`` into what numpy assigns to a record."""
-    if isinstance(value, StructBase):
-        return value._cuprims_data[()]
-    if isinstance(value, list):
-        return [_to_assignable(v) for v in value]
-    if isinstance(value, tuple):
-        return tuple(_to_assignable(v) for v in value)
-    return value
-
-
-def _assign(data: np.ndarray, name: str, field_type: Any, value: Any) -> None:
-    target_dt = data.dtype.fields[name][0]  # type: ignore[index]  # a struct dtype: it has fields
-    try:
-        if isinstance(field_type, type) and issubclass(field_type, StructBase):
-            if isinstance(value, StructBase):
-                if value._cuprims_data.dtype != target_dt:
-                    raise ArgumentError(name, f"a {field_type.__name__} value", value)
-                data[name] = value._cuprims_data
-                return
-            if isinstance(value, (np.void, np.ndarray)) and value.dtype == target_dt:
-                data[name] = value
-                return
-            if not isinstance(value, (tuple, list)):
-                raise ArgumentError(name, f"a {field_type.__name__} value or a tuple of its fields", value)
-            tmp = field_type(*value)
-            data[name] = tmp._cuprims_data
-            return
-        if isinstance(value, str) or (target_dt.names is None and target_dt.subdtype is None
-                                      and np.ndim(value) != 0):
-            raise ArgumentError(name, f"a {target_dt} value", value)
-        data[name] = _to_assignable(value)
-    except ArgumentError:
-        raise
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise ArgumentError(name, f"a value convertible to {target_dt}", value) from exc
-
-
 def _field_property(name: str, field_type: Any) -> property:
     nested = field_type if isinstance(field_type, type) and issubclass(field_type, StructBase) else None
 
@@ -218,7 +192,7 @@ def _field_property(name: str, field_type: Any) -> property:
         return value[()] if value.ndim == 0 else value
 
     def set_(self: Any, value: Any) -> None:
-        _assign(self._cuprims_data, name, field_type, value)
+        fill(self._cuprims_data[name], value, name)
 
     return property(get, set_, doc=f"field {name!r}")
 
@@ -255,10 +229,18 @@ def _aligned(dt: np.dtype, field: str) -> np.dtype:
     return np.dtype([(n, _aligned(field, n)) for n, field, _ in fields], align=True)
 
 
-def _field_type(spec: Any, field: str) -> tuple[Any, np.dtype]:
-    """(struct class or dtype, aligned dtype) for one field's declared type."""
+def _field_type(spec: Any, field: str, owner: str, module: str, depth: int) -> tuple[Any, np.dtype]:
+    """(struct class or dtype, aligned dtype) for one field's declared type. A dict or a
+    structured dtype is a nested struct: a class of its own, named ``<owner>_<field>``
+    (as cuda.compute names it), whose instances the field's attribute returns."""
     if _is_struct_class(spec):
         return spec, spec._cuprims_dtype
+    if isinstance(spec, dict) or isinstance(spec, np.dtype) and spec.names is not None:
+        if depth >= MAX_STRUCT_DEPTH:   # before recursing: a deep nest is an ArgumentError, not a RecursionError
+            raise ArgumentError("field_dict", f"structs nested at most {MAX_STRUCT_DEPTH} deep",
+                                "a deeper nest")
+        nested = _build(spec, f"{owner}_{field}", module, depth + 1)
+        return nested, nested._cuprims_dtype
     if isinstance(spec, tuple) and len(spec) == 2 and _is_struct_class(spec[0]):
         # a fixed-size array of structs
         cls, shape = spec
@@ -342,22 +324,39 @@ def gpu_struct(field_dict: Any, name: str = "AnonymousStruct") -> type:
         field_dict: ``{field name: dtype, type object or gpu_struct type}``, a structured
             numpy dtype, a struct type of :mod:`cuprims.types`, or a class whose
             annotations declare the fields (``r: np.int32``, ``r: types.int32``). A field's
-            type may also be ``(dtype, shape)`` for a fixed-size array. A struct holds at
-            most 1024 bytes, nests at most 16 deep, and every field has a non-zero size.
+            type may also be ``(dtype, shape)`` for a fixed-size array, or a dict (or a
+            structured dtype) of a nested struct's fields, which becomes a class of its
+            own named ``<name>_<field>`` (``Particle_pos``). A struct holds at most 1024
+            bytes, nests at most 16 deep, and every field has a non-zero size.
         name: the class name (for an annotated class, its own name is the default).
 
     Returns:
         A class with ``dtype`` (an aligned structured dtype), whose instances are
-        built with positional or keyword field values and expose them as attributes.
+        built with positional or keyword field values (or one dict of them all) and
+        expose them as attributes.
 
     Example::
 
         Pixel = cuprims.gpu_struct({"r": np.int32, "g": np.float32}, name="Pixel")
         p = Pixel(1, g=2.0)
         assert p.r == 1 and Pixel.dtype.itemsize == 8
+        Particle = cuprims.gpu_struct({"id": np.int32, "pos": {"x": np.float32, "y": np.float32}})
+        assert Particle(7, {"x": 1.5, "y": 2.0}).pos.x == 1.5
     """
     if not isinstance(name, str) or not name.isidentifier():
         raise ArgumentError("name", "a Python identifier", name)
+    if isinstance(field_dict, type) and not _is_struct_class(field_dict):
+        module = field_dict.__module__
+    else:  # like namedtuple: the caller's module, so that a module-level struct pickles by name
+        try:
+            module = sys._getframe(1).f_globals.get("__name__", __name__)
+        except (AttributeError, ValueError):
+            module = __name__
+    return _build(field_dict, name, module, 1)
+
+
+def _build(field_dict: Any, name: str, module: str, depth: int) -> GpuStructType:
+    """The class :func:`gpu_struct` returns; ``depth`` is its nesting level (1 at the top)."""
     items, default_name = _fields_of(field_dict)
     if not items:
         raise ArgumentError("field_dict", "at least one field", field_dict)
@@ -369,17 +368,10 @@ def gpu_struct(field_dict: Any, name: str = "AnonymousStruct") -> type:
         _check_name(field)
         if field in declared:
             raise ArgumentError("field_dict", "distinct field names", field)
-        declared[field], dt = _field_type(spec, field)
+        declared[field], dt = _field_type(spec, field, name, module, depth)
         dtypes.append((field, dt))
     dtype = np.dtype(dtypes, align=True)
     check_struct(dtype, "field_dict")  # size, depth and zero-size fields, before any build
-    if isinstance(field_dict, type) and not _is_struct_class(field_dict):
-        module = field_dict.__module__
-    else:  # like namedtuple: the caller's module, so that a module-level struct pickles by name
-        try:
-            module = sys._getframe(1).f_globals.get("__name__", __name__)
-        except (AttributeError, ValueError):
-            module = __name__
     namespace: dict[str, Any] = {
         "__slots__": (),
         "__module__": module,

@@ -31,7 +31,7 @@ supported dtype) and names the argument when something is off.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, List, Protocol, Tuple, Union, runtime_checkable
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Protocol, Tuple, Union, runtime_checkable
 
 import numpy as np
 
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SupportsCudaArrayInterface", "SupportsDLPack", "SupportsCudaStream", "SupportsStreamPointer",
     "SupportsCudaStreamAttribute", "DeviceArrayLike", "ArrayOrProxy", "IteratorLike", "ArrayOrIterator",
-    "ArrayIteratorOrProxy", "HostValue", "HostValueOrProxy", "InitValue", "StreamLike",
+    "ArrayIteratorOrProxy", "HostValue", "HostValueOrProxy", "InitValue", "StructFields", "StreamLike",
     "OperatorLike", "ComputeCapabilityLike", "DeterminismLike", "SortOrderLike", "DTypeLike",
 ]
 
@@ -115,16 +115,22 @@ ArrayIteratorOrProxy: TypeAlias = Union[SupportsCudaArrayInterface, SupportsDLPa
 """What a ``make_*`` function takes where the algorithm reads or writes items (an
 array, an iterator, or a :class:`~cuprims.ProxyArray` when building ahead of time)."""
 
-HostValue: TypeAlias = Union[np.generic, np.ndarray, StructBase, bool, int, float, complex]
-"""A value on the host, such as an initial value (a numpy scalar or one-element array,
-a :func:`~cuprims.gpu_struct` value, or a Python number), converted to the type the
-algorithm computes in by numpy's ``same_kind`` rule."""
+StructFields: TypeAlias = Union[Dict[str, Any], Tuple[Any, ...], List[Any]]
+"""A struct value given by its field values: a dict keyed by field name, or a tuple or
+list in field order (a nested struct in any of these forms again). It is read as the
+struct type the algorithm computes in."""
 
-HostValueOrProxy: TypeAlias = Union[np.generic, np.ndarray, StructBase, bool, int, float, complex, "ProxyValue"]
+HostValue: TypeAlias = Union[np.generic, np.ndarray, StructBase, bool, int, float, complex, StructFields]
+"""A value on the host, such as an initial value (a numpy scalar or one-element array,
+a :func:`~cuprims.gpu_struct` value or its field values, or a Python number), converted
+to the type the algorithm computes in by numpy's ``same_kind`` rule."""
+
+HostValueOrProxy: TypeAlias = Union[np.generic, np.ndarray, StructBase, bool, int, float, complex, StructFields,
+                                    "ProxyValue"]
 """A host value, or a :class:`~cuprims.ProxyValue` of its dtype when building ahead of time."""
 
-InitValue: TypeAlias = Union[np.generic, np.ndarray, StructBase, bool, int, float, complex, "ProxyValue",
-                             SupportsCudaArrayInterface, SupportsDLPack, "ProxyArray"]
+InitValue: TypeAlias = Union[np.generic, np.ndarray, StructBase, bool, int, float, complex, StructFields,
+                             "ProxyValue", SupportsCudaArrayInterface, SupportsDLPack, "ProxyArray"]
 """A scan's initial value, a host value (or :class:`~cuprims.ProxyValue`) or a one-element
 device array (or :class:`~cuprims.ProxyArray`) that the kernel reads when it runs."""
 

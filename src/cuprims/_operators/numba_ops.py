@@ -253,11 +253,12 @@ def infer_result_dtype(fn: Callable, arg_types: Sequence[ValueType], *, op_name:
     from numba.np import numpy_support
 
     signature_text = f"({', '.join(str(vt.dtype) for vt in arg_types)}) -> ?"
-    if any(vt.is_struct for vt in arg_types):
+    if any(vt.numba is not None for vt in arg_types):
         raise OperatorCompileError(op_name, signature_text, TypeError(
-            "the result type of an operator on structs cannot be inferred: give value_type="), argument=argument)
+            "the result type of an operator on a numba extension type cannot be inferred: give value_type="),
+            argument=argument)
     captures = captures_of(fn, captures)
-    scalar_types = tuple(getattr(types, numba_type_name(vt)) for vt in arg_types)
+    scalar_types = tuple(_argument_type(vt) for vt in arg_types)
     try:
         with target_capability((9, 0)):
             if captures:
@@ -275,8 +276,27 @@ def infer_result_dtype(fn: Callable, arg_types: Sequence[ValueType], *, op_name:
             else:
                 dispatcher = device_function(fn, {})
                 result = dispatcher.compile_device(scalar_types)
-        return np.dtype(numpy_support.as_dtype(result.signature.return_type))
+        return _result_dtype(result.signature.return_type, numpy_support)
     except OperatorCompileError:
         raise
     except Exception as exc:  # noqa: BLE001 - numba raises many kinds
         raise OperatorCompileError(op_name, signature_text, exc, argument=argument) from exc
+
+
+def _argument_type(vt: ValueType) -> Any:
+    """The numba type an operator's argument of ``vt`` has: a struct arrives as a record."""
+    _, types, _ = import_numba()
+    if vt.is_struct:
+        from numba.cuda.np.numpy_support import from_dtype
+
+        return from_dtype(vt.dtype)
+    return getattr(types, numba_type_name(vt))
+
+
+def _result_dtype(result: Any, numpy_support: Any) -> np.dtype:
+    """The dtype of a value of numba type ``result``: a value built by calling a gpu_struct
+    class (a named tuple numba knows as the struct's) is of the struct's dtype."""
+    struct_dtype = getattr(getattr(result, "instance_class", None), "_cuprims_dtype", None)
+    if isinstance(struct_dtype, np.dtype):
+        return struct_dtype
+    return np.dtype(numpy_support.as_dtype(result))

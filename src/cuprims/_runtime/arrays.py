@@ -16,6 +16,7 @@ import numpy as np
 from cuprims._runtime import devices
 from cuprims._runtime.proxy import ProxyValue
 from cuprims.errors import ArgumentError, ArgumentTypeError
+from cuprims._value_types import same_layout
 
 Info = tuple  # (ptr: int, dtype: np.dtype, size: int)
 
@@ -257,10 +258,12 @@ def checked_array(x: Any, name: str, dtype: np.dtype, min_items: int, align_mask
                   count_name: str | None = "num_items") -> tuple[int, int]:
     """(device pointer, number of items) of ``x`` after checking it holds at least
     ``min_items`` items of ``dtype`` (the build's type) at an address its C++ type can be
-    loaded from."""
+    loaded from. An array of a struct of ``dtype``'s layout (the same field types at the
+    same offsets) holds the same bytes, and passes."""
     reader = readers.get(type(x))
     ptr, dt, size = reader(x, name) if reader else array_info(x, name)
-    if dt is not dtype and dt != dtype:
+    if dt is not dtype and dt != dtype and not (dt.names is not None and dtype.names is not None
+                                                and same_layout(dt, dtype)):
         raise ArgumentError(name, f"an array of {dtype} (as at build time)", f"an array of {dt}")
     if size < min_items:
         need = f"at least {count_name}={min_items} items" if count_name else f"at least {min_items} item(s)"

@@ -12,7 +12,7 @@ from cuprims._codegen.common import op_symbol
 from cuprims._operators.captures import captured_state
 from cuprims.errors import ArgumentError
 from cuprims.op import OpSpec, RawOp, op_spec
-from cuprims._value_types import ValueType, same_layout
+from cuprims._value_types import ValueType, same_layout, shown_dtype
 
 
 def combiner_spec(op: Any, accum: ValueType) -> OpSpec:
@@ -54,15 +54,16 @@ def functor_state(spec: OpSpec, op: Any, argument: str = "op") -> bytes:
 
 def combined_input(in_arg: Any, out_arg: Any) -> Any:
     """The input argument kind of an algorithm combining its items in the output's type
-    (reduce, segmented reduce), checked against that type: an iterator's struct of the
-    output's layout (a ZipIterator's (v0, v1)) is read as the output's struct."""
+    (reduce, segmented reduce, scan), checked against that type: items of a struct of the
+    output's layout (a ZipIterator's (v0, v1), an array of another struct with the same
+    field types at the same offsets) are read as the output's struct, byte for byte."""
     in_vt, accum = in_arg.value, out_arg.value
-    if not in_arg.is_pointer and in_vt.is_struct and accum.is_struct and in_vt.code != accum.code \
-            and same_layout(in_vt.dtype, accum.dtype):
+    if in_vt.is_struct and accum.is_struct and in_vt.code != accum.code and same_layout(in_vt.dtype, accum.dtype):
         in_arg = in_arg.viewed_as(accum)
         in_vt = accum
     if accum.is_struct != in_vt.is_struct or (accum.is_struct and in_vt.code != accum.code):
-        raise ArgumentError("d_in", f"items of the output's type {accum.dtype}", in_vt.dtype)
+        raise ArgumentError("d_in", f"items of the output's type {shown_dtype(accum.dtype)} (or of a struct of "
+                            "its layout: the same field types at the same offsets)", shown_dtype(in_vt.dtype))
     if in_vt.kind == "c" and accum.kind != "c":
         raise ArgumentError("d_out", f"a complex output for {in_vt.dtype} input items (the imaginary part "
                             "would be lost)", accum.dtype)

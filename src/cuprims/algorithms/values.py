@@ -10,12 +10,13 @@ import numpy as np
 from cuprims._runtime import arrays as _arrays
 from cuprims._runtime.proxy import ProxyArray, ProxyValue
 from cuprims.errors import ArgumentError, ArgumentTypeError
-from cuprims._value_types import ValueType, value_type
+from cuprims._value_types import ValueType, host_bytes, same_layout, shown_dtype, value_type
+from cuprims.struct_values import is_field_values
 
 _HOST_SCALARS = (bool, int, float, complex, np.generic, np.ndarray)
 
 
-def host_value_dtype(value: Any) -> np.dtype | None:
+def host_value_dtype(value: Any, argument: str = "h_init") -> np.dtype | None:
     """dtype of a host value: a ProxyValue, a gpu_struct value, a numpy scalar or array, or
     a Python number (None for None)."""
     if value is None:
@@ -29,14 +30,36 @@ def host_value_dtype(value: Any) -> np.dtype | None:
     dt = getattr(value, "dtype", None)
     if isinstance(dt, np.dtype):
         return dt
-    return np.asarray(value).dtype
+    try:
+        return np.asarray(value).dtype
+    except (TypeError, ValueError) as exc:   # a ragged tuple, say
+        raise ArgumentError(argument, "a host value: a number, a numpy scalar or array, a gpu_struct value",
+                            value) from exc
+
+
+def checked_host_value(value: Any, accum: ValueType, argument: str) -> np.dtype | None:
+    """The dtype of host value ``value`` (None for None), checked as a value of ``accum``:
+    for a struct, a dict or tuple of its field values is converted to it now (the check
+    that it can be), and a struct value of its layout stands for it."""
+    if value is None:
+        return None
+    if accum.is_struct and is_field_values(value):
+        host_bytes(value, accum, argument=argument)
+        return accum.dtype
+    dtype = host_value_dtype(value, argument)
+    if dtype is not None:
+        check_host_value(dtype, accum, argument)
+    return dtype
 
 
 def check_host_value(dtype: np.dtype, accum: ValueType, argument: str) -> None:
     """Raise ArgumentError unless a host value of ``dtype`` can be converted to ``accum``."""
     if accum.is_struct or dtype.names is not None:
-        if dtype != accum.dtype:  # the output's own struct type, not merely one of its size
-            raise ArgumentError(argument, f"a value of the output's type {accum.dtype}", dtype)
+        # the output's own struct type, or one of its layout: the same bytes (not merely its size)
+        if dtype != accum.dtype and not (accum.is_struct and dtype.names is not None
+                                         and same_layout(dtype, accum.dtype)):
+            raise ArgumentError(argument, f"a value of the output's type {shown_dtype(accum.dtype)} (or of a "
+                                "struct of its layout; a dict or tuple of its field values)", shown_dtype(dtype))
         return
     if dtype.kind not in "biufc":
         raise ArgumentError(argument, f"a value convertible to {accum.dtype}", dtype)
@@ -58,6 +81,8 @@ def init_value_kind(value: Any) -> tuple[str, np.dtype | None]:
     struct_dtype = getattr(type(value), "_cuprims_dtype", None)
     if struct_dtype is not None:
         return "value", struct_dtype
+    if is_field_values(value):   # a struct's field values: their type is the output's
+        return "value", None
     if isinstance(value, _HOST_SCALARS):
         dt = getattr(value, "dtype", None)
         return "value", dt if isinstance(dt, np.dtype) else np.asarray(value).dtype
@@ -70,7 +95,7 @@ def init_value_kind(value: Any) -> tuple[str, np.dtype | None]:
 
 def check_device_value(dtype: np.dtype, accum: ValueType, argument: str) -> None:
     """A device-held value is read as ``accum`` itself: no conversion happens on the device."""
-    if dtype != accum.dtype and not (accum.is_struct and value_type(dtype, argument=argument).code == accum.code):
+    if dtype != accum.dtype and not (accum.is_struct and dtype.names is not None and same_layout(dtype, accum.dtype)):
         raise ArgumentError(argument, f"a one-element device array of the output's type {accum.dtype}",
                             f"a device array of {dtype}")
 

@@ -99,7 +99,9 @@ class TransformIterator(_OperatorIterator):
     callable (compiled by numba-cuda, inlined by link-time optimisation) or a RawOp
     ``void name([state,] In* x, Out* result)``. ``value_type`` (a dtype, a type object such
     as ``cuprims.types.int32``, or a gpu_struct class) is the result type; when omitted it is
-    the built-in's result type, or what numba infers for a Python callable (a RawOp needs it).
+    the built-in's result type, or what numba infers for a Python callable: a callable that
+    builds a struct by calling its gpu_struct class (``lambda v: MinMax(abs(v), abs(v))``)
+    gives that struct (a RawOp needs it).
 
     ``is_input=False`` makes a :class:`TransformOutputIterator` (``value_type`` is then the
     type written through it).

@@ -16,8 +16,9 @@ from cuprims.typing import ArrayIteratorOrProxy
 class ZipIterator(IteratorBase):
     """Item i is the struct ``(a[i], b[i], ...)`` of the items of ``a, b, ...`` (device
     arrays or iterators). Operators read its fields as ``v[0]``, ``v[1]``, ... (they are
-    also named ``v0``, ``v1``, ...); a reduction over it may write into a ``gpu_struct``
-    output of the same field types. Over arrays (or writable iterators) it is also an
+    also named ``v0``, ``v1``, ...); a reduction or scan over it may write into a
+    ``gpu_struct`` output of its layout (the same field types in the same order), whose
+    field names its operator then reads. Over arrays (or writable iterators) it is also an
     output: writing a struct stores each field into its sequence.
 
     Example (the index of the largest value, the first on ties, as numpy's argmax)::

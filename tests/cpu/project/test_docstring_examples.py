@@ -82,6 +82,7 @@ ON_CPU: dict[str, str] = {
     "cuprims.op": "build",
     "cuprims.struct": "run",
     "cuprims.struct#2": "run",
+    "cuprims.struct#3": "run",
     "cuprims.config.Settings": "run",
     "cuprims.coop": "coop",
     "cuprims.coop.target": "run",

@@ -23,7 +23,7 @@ PACKAGE = Path(__file__).resolve().parents[3] / "src" / "cuprims"
 LAYERS = (
     ("errors",),
     ("config", "enums", "_base"),
-    ("_value_types", "types", "struct", "typing"),
+    ("_value_types", "types", "struct", "struct_values", "typing"),
     ("_runtime",),
     ("_cache",),
     ("_compile",),

@@ -23,7 +23,7 @@ from cuprims.algorithms.operators import combined_input
 from cuprims.algorithms.reduce.source import reduce_source
 from cuprims.algorithms.skeleton import (Algorithm, CombinerDescription, Plan, combiner_spec, description, functor_size,
                                          functor_state)
-from cuprims.algorithms.values import check_host_value, host_value_dtype, scalar_init_type
+from cuprims.algorithms.values import checked_host_value, scalar_init_type
 from cuprims.enums import Determinism
 from cuprims.errors import ArgumentError
 from cuprims._value_types import host_bytes
@@ -94,9 +94,7 @@ def _describe(d_in: Any, d_out: Any, op: Any, h_init: Any, determinism: Any) -> 
     in_arg = describe(d_in, "d_in", iterators=True)
     out_arg = describe(d_out, "d_out", iterators=True, output=True)
     accum = out_arg.value
-    init_dt = host_value_dtype(h_init)
-    if init_dt is not None:
-        check_host_value(init_dt, accum, "h_init")
+    init_dt = checked_host_value(h_init, accum, "h_init")
     in_arg = combined_input(in_arg, out_arg)
     spec = combiner_spec(op, accum)
     return ReduceDescription(in_arg, out_arg, spec, init_dt is not None, det)
@@ -180,7 +178,8 @@ def make_reduce_into(*, d_in: ArrayIteratorOrProxy, d_out: ArrayIteratorOrProxy,
         d_out: device array whose first element receives the result; its dtype is the
             type the reduction computes in.
         op: an ``OpKind``, a Python callable ``f(a, b) -> value`` or a ``RawOp``.
-        h_init: initial value (numpy scalar/array, gpu_struct value or ``ProxyValue``), or None.
+        h_init: initial value (numpy scalar/array, gpu_struct value or its field values as a
+            dict or tuple, or ``ProxyValue``), or None.
         compute_capability: build ahead of time for these targets (no GPU needed).
         determinism: a :class:`Determinism` value (default RUN_TO_RUN).
 

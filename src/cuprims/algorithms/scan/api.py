@@ -3,12 +3,13 @@
 
 ``d_out[i]`` receives ``init ⊕ d_in[0] ⊕ ... ⊕ d_in[i]`` (inclusive) or
 ``init ⊕ d_in[0] ⊕ ... ⊕ d_in[i-1]`` (exclusive, so ``d_out[0] == init``), computed in the
-type of ``d_out`` (items are converted to it, like a reduction's accumulator). ``op``
+type of ``d_out`` (items are converted to it, like a reduction's accumulator; struct
+items of ``d_out``'s layout, a ``ZipIterator``'s, are read as ``d_out``'s). ``op``
 must be associative. An inclusive scan may go without ``init_value``; an exclusive scan
 needs one. ``init_value`` is a host value (numpy scalar or one-element array, gpu_struct
-value), fixed when the call is made, or a one-element device array, read by the kernel
-when it runs (so a value computed on the device by earlier work on the stream is
-used without a round trip to the host). ``d_in`` and ``d_out`` may be the same array
+value or its field values as a dict or tuple), fixed when the call is made, or a
+one-element device array, read by the kernel when it runs (so a value computed on the
+device by earlier work on the stream is used without a round trip to the host). ``d_in`` and ``d_out`` may be the same array
 (an in-place scan).
 
 Host dispatch (ours, mirroring CUB's DispatchScan for its look-back algorithm): one tile
@@ -28,7 +29,8 @@ from cuprims.algorithms.common import Loaded, check_num_items
 from cuprims.algorithms.scan.source import scan_source
 from cuprims.algorithms.skeleton import (Algorithm, CombinerDescription, Plan, combiner_spec, description, functor_size,
                                          functor_state)
-from cuprims.algorithms.values import check_device_value, check_host_value, device_value_pointer, scalar_init_type
+from cuprims.algorithms.operators import combined_input
+from cuprims.algorithms.values import check_device_value, checked_host_value, device_value_pointer, scalar_init_type
 from cuprims.algorithms.values import init_value_kind as _init_info
 from cuprims.errors import ArgumentError, ArgumentTypeError
 from cuprims._value_types import host_bytes
@@ -80,20 +82,16 @@ class _Plan(Plan):
 def _describe(d_in: Any, d_out: Any, op: Any, init_value: Any, inclusive: bool) -> ScanDescription:
     in_arg = describe(d_in, "d_in", iterators=True)
     out_arg = describe(d_out, "d_out", iterators=True, output=True)
-    in_vt, accum = in_arg.value, out_arg.value
-    if accum.is_struct != in_vt.is_struct or (accum.is_struct and in_vt.code != accum.code):
-        raise ArgumentError("d_in", f"items of the output's type {accum.dtype}", in_vt.dtype)
-    if in_vt.kind == "c" and accum.kind != "c":
-        raise ArgumentError("d_out", f"a complex output for {in_vt.dtype} input items (the imaginary part "
-                            "would be lost)", accum.dtype)
+    accum = out_arg.value
+    in_arg = combined_input(in_arg, out_arg)
     init_kind, init_dt = _init_info(init_value)
-    if init_dt is None:  # init_kind "none"
+    if init_kind == "none":
         if not inclusive:
             raise ArgumentError("init_value", "an initial value (an exclusive scan's first output); a host value "
                                 "or a one-element device array", None)
     elif init_kind == "value":
-        check_host_value(init_dt, accum, "init_value")
-    else:
+        checked_host_value(init_value, accum, "init_value")
+    elif init_dt is not None:   # a one-element device array of this dtype
         check_device_value(init_dt, accum, "init_value")
     spec = combiner_spec(op, accum)
     return ScanDescription(in_arg, out_arg, spec, init_kind, inclusive)
@@ -196,8 +194,9 @@ def make_inclusive_scan(*, d_in: ArrayIteratorOrProxy, d_out: ArrayIteratorOrPro
         d_in: device array (or ``ProxyArray`` when building ahead of time) of input items.
         d_out: device array of results; its dtype is the type the scan computes in.
         op: an associative ``OpKind``, Python callable ``f(a, b) -> value`` or ``RawOp``.
-        init_value: None, a host value (numpy scalar/array, gpu_struct value, ``ProxyValue``)
-            or a one-element device array (``ProxyArray``) read when the kernel runs.
+        init_value: None, a host value (numpy scalar/array, gpu_struct value or its field
+            values as a dict or tuple, ``ProxyValue``) or a one-element device array
+            (``ProxyArray``) read when the kernel runs.
         compute_capability: build ahead of time for these targets (no GPU needed).
 
     Example::
@@ -224,8 +223,9 @@ def make_exclusive_scan(*, d_in: ArrayIteratorOrProxy, d_out: ArrayIteratorOrPro
         d_in: device array (or ``ProxyArray``) of input items.
         d_out: device array of results; its dtype is the type the scan computes in.
         op: an associative ``OpKind``, Python callable or ``RawOp``.
-        init_value: a host value (numpy scalar/array, gpu_struct value, ``ProxyValue``) or a
-            one-element device array (``ProxyArray``) read when the kernel runs. Required.
+        init_value: a host value (numpy scalar/array, gpu_struct value or its field values as
+            a dict or tuple, ``ProxyValue``) or a one-element device array (``ProxyArray``)
+            read when the kernel runs. Required.
         compute_capability: build ahead of time for these targets (no GPU needed).
 
     Example::

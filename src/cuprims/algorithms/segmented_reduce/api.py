@@ -25,7 +25,7 @@ from cuprims.algorithms.operators import combined_input
 from cuprims.algorithms.segmented_reduce.source import segmented_reduce_source
 from cuprims.algorithms.skeleton import (Algorithm, CombinerDescription, Plan, combiner_spec, description, functor_size,
                                          functor_state)
-from cuprims.algorithms.values import check_host_value, host_value_dtype, scalar_init_type
+from cuprims.algorithms.values import checked_host_value, scalar_init_type
 from cuprims.errors import ArgumentError
 from cuprims._value_types import host_bytes
 from cuprims.typing import (ArrayIteratorOrProxy, ArrayOrIterator, ComputeCapabilityLike, DeviceArrayLike, HostValue,
@@ -126,10 +126,9 @@ def _describe(d_in: Any, d_out: Any, start_offsets_in: Any, end_offsets_in: Any,
     out_arg = describe(d_out, "d_out", iterators=True, output=True)
     begin, end = segment_offsets(start_offsets_in, end_offsets_in)
     accum = out_arg.value
-    init_dt = host_value_dtype(h_init)
-    if init_dt is None:
+    if h_init is None:
         raise ArgumentError("h_init", f"a {accum.dtype} value (the result of an empty segment)", None)
-    check_host_value(init_dt, accum, "h_init")
+    checked_host_value(h_init, accum, "h_init")
     in_arg = combined_input(in_arg, out_arg)
     return SegmentedReduceDescription(in_arg, out_arg, combiner_spec(op, accum), begin, end)
 
@@ -220,7 +219,8 @@ def make_segmented_reduce(*, d_in: ArrayIteratorOrProxy, d_out: ArrayIteratorOrP
             uint32/uint64) offsets into ``d_in``, one pair per segment.
         op: an ``OpKind``, a Python callable ``f(a, b) -> value`` or a ``RawOp``.
         h_init: the initial value (a numpy scalar or one-element array, a gpu_struct value
-            or a ``ProxyValue``): combined into every segment, the result of an empty one.
+            or its field values as a dict or tuple, or a ``ProxyValue``): combined into
+            every segment, the result of an empty one.
         compute_capability: build ahead of time for these targets (no GPU needed).
 
     Example::
