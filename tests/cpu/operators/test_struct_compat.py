@@ -132,6 +132,7 @@ def test_reduce_with_nested_h_init_builds(h_init):
     assert obj.desc.has_init and obj.desc.d_out.value == value_type(Particle)
 
 
+@pytest.mark.slow       # four more whole builds; CI builds the nested reduce
 def test_nested_scans_segmented_reduce_sort_and_constants_build():
     scan = cuprims.make_exclusive_scan(d_in=P(Particle), d_out=P(Particle), op=particle_sum,
                                        init_value={"id": 0, "pos": {"x": 0.0, "y": 0.0}}, compute_capability=90)
@@ -208,6 +209,7 @@ def test_zip_reduces_into_a_named_struct_build():
     assert _built(seg).desc.d_in.value == value_type(SumCount)
 
 
+@pytest.mark.slow       # CI builds the zip of that layout
 def test_an_array_of_another_struct_of_the_layout_is_read_as_the_output():
     pair = np.dtype([("v0", np.int64), ("v1", np.int32)], align=True)      # a ZipIterator's own item type
     obj = cuprims.make_inclusive_scan(d_in=P(pair), d_out=P(ValueFlag), op=segmented_sum, init_value=(0, 0),
