@@ -106,6 +106,7 @@ def test_golden_int32_keys_array_offsets(shared_cache):
     assert meta["partitioning_threshold"] == 500
 
 
+@pytest.mark.slow       # a whole segmented-sort build more; CI builds the int32 keys golden
 def test_golden_float_pairs_iterator_offsets(shared_cache):
     starts, ends = fixed_offsets(4096)
     obj = make(np.float32, np.int64, DESC, (starts, ends))

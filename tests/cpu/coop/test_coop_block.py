@@ -43,7 +43,7 @@ def test_block_sum_links_and_needs_its_files():
         link_kernel(kernel, args, [block_sum], with_files=False)
 
 
-@pytest.mark.ci_sample(every=4)
+@pytest.mark.ci_sample(every=5)
 @pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
                                    "float32", "float64"])
 def test_block_reduce_every_int_and_float(dtype):
@@ -87,7 +87,7 @@ def test_block_reduce_python_operator_partial_tile_and_user_storage():
     assert shared_bytes(cubin) >= 2 * red.temp_storage_bytes   # ours and the caller's
 
 
-@pytest.mark.ci_sample(every=4)
+@pytest.mark.ci_sample(every=5)
 @pytest.mark.parametrize("items", [1, 3, 16])
 def test_load_scan_store_pipeline(items):
     dims = (32, 4)
@@ -152,7 +152,7 @@ def test_providers_and_python_operator_inline_into_the_kernel():
     assert any("ld.global" in line and ".v4" in line for line in lines)   # the vectorized load
 
 
-@pytest.mark.ci_sample(every=4)
+@pytest.mark.ci_sample(every=5)
 @pytest.mark.parametrize("name", ["float16", "complex64", "complex128", "boolean"])
 def test_other_scalars_compile_and_link(name):
     # float16 and complex sums, bool by '|': compile and link; GPU results not yet checked

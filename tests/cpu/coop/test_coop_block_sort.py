@@ -42,7 +42,7 @@ def _sort_kernel(sort, nb, dims, items):
     return kernel
 
 
-@pytest.mark.ci_sample(every=4)
+@pytest.mark.ci_sample(every=5)
 @pytest.mark.parametrize("dtype", KEY_TYPES)
 def test_radix_sort_every_int_and_float_links_and_needs_its_files(dtype):
     nb = getattr(types, dtype)
@@ -56,7 +56,7 @@ def test_radix_sort_every_int_and_float_links_and_needs_its_files(dtype):
         link_kernel(kernel, (nb[::1],), [sort], with_files=False)
 
 
-@pytest.mark.ci_sample(every=4)
+@pytest.mark.ci_sample(every=5)
 @pytest.mark.parametrize("dims,items", [((128,), 1), ((256,), 4), ((32, 4), 7), ((64, 2, 2), 16)])
 def test_radix_sort_descending_shapes_items_bits_and_user_storage(dims, items):
     sort = coop.block.make_radix_sort_keys_descending(numba.uint32, dims, items)
@@ -125,7 +125,7 @@ def test_second_sort_build_compiles_nothing(fresh_caches):
     assert third.temp_storage_bytes == first.temp_storage_bytes > 1
 
 
-@pytest.mark.ci_sample(every=4)
+@pytest.mark.ci_sample(every=5)
 @pytest.mark.parametrize("kind", EXCHANGES)
 @pytest.mark.parametrize("sliced", [False, True])
 def test_exchange_every_kind_in_place_and_apart(kind, sliced):
@@ -148,7 +148,7 @@ def test_exchange_every_kind_in_place_and_apart(kind, sliced):
     assert shared_bytes(cubin) >= ex.temp_storage_bytes > 1
 
 
-@pytest.mark.ci_sample(every=4)
+@pytest.mark.ci_sample(every=5)
 @pytest.mark.parametrize("dtype", KEY_TYPES + ["complex64", "complex128", "boolean"])
 def test_exchange_any_type(dtype):
     nb = getattr(types, dtype)

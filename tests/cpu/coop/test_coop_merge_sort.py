@@ -49,7 +49,7 @@ def _kernel(sort, nb, threads, items, partial=False):
     return kernel
 
 
-@pytest.mark.ci_sample(every=4)
+@pytest.mark.ci_sample(every=5)
 @pytest.mark.parametrize("dtype", KEY_TYPES)
 def test_block_merge_sort_every_type_links_and_needs_its_files(dtype):
     nb = getattr(types, dtype)
@@ -62,7 +62,7 @@ def test_block_merge_sort_every_type_links_and_needs_its_files(dtype):
         link_kernel(_kernel(sort, nb, 128, 4), args, [sort], with_files=False)
 
 
-@pytest.mark.ci_sample(every=4)
+@pytest.mark.ci_sample(every=5)
 @pytest.mark.parametrize("dtype,op", [("float16", _less), ("int64", lambda a, b: a > b), ("boolean", _less),
                                       ("complex64", lambda a, b: a.real < b.real), ("uint8", "<"),
                                       ("float64", ">"), ("int32", OpKind.GREATER)])
@@ -82,7 +82,7 @@ def test_block_merge_sort_struct_keys_with_python_comparator_inline():
     assert not [line for line in linked_ptx(kernel, args, [sort]).splitlines() if "call" in line.split("//")[0]]
 
 
-@pytest.mark.ci_sample(every=4)
+@pytest.mark.ci_sample(every=5)
 @pytest.mark.parametrize("dims,items", [((128,), 1), ((32, 4), 7), ((64, 2, 2), 16), ((1024,), 2), ((1,), 5)])
 def test_block_merge_sort_shapes_items_and_callers_storage(dims, items):
     sort = coop.block.make_merge_sort_keys(numba.float32, dims, items, _less)
@@ -147,7 +147,7 @@ def test_merge_sort_providers_add_no_barrier_and_write_the_tail():
     assert "keys[i] = *oob" in text
 
 
-@pytest.mark.ci_sample(every=4)
+@pytest.mark.ci_sample(every=5)
 @pytest.mark.parametrize("lanes", [1, 2, 4, 8, 16, 32])
 def test_warp_merge_sort_logical_warps(lanes):
     sort = coop.warp.make_merge_sort_keys(numba.uint16, 3, _less, threads_in_warp=lanes)

@@ -47,7 +47,7 @@ def _link_pairs(sort, key_dtype, value_dtype, shape, items, calls=(0, 1, 2, 3)):
 
 # ---------------------------------------------------------------- Style 1: block radix sort of pairs
 
-@pytest.mark.ci_sample(every=4)
+@pytest.mark.ci_sample(every=5)
 @pytest.mark.parametrize("key,value", [("int8", "int32"), ("uint16", "float64"), ("int32", "int32"),
                                        ("uint64", "uint8"), ("float16", "int16"), ("float32", VALUE),
                                        ("float64", "complex64"), ("int64", "boolean")])
@@ -83,7 +83,7 @@ def test_radix_pairs_storage_holds_the_values_exchange():
 
 # ---------------------------------------------------------------- Style 1: merge sorts of pairs
 
-@pytest.mark.ci_sample(every=4)
+@pytest.mark.ci_sample(every=5)
 @pytest.mark.parametrize("key,value,op", [("int32", "float32", _less), ("float64", "int64", ">"),
                                           ("uint8", "uint8", OpKind.LESS), ("float16", "int32", OpKind.GREATER),
                                           ("boolean", "float64", _less), (KEY, VALUE, _by_k)])
@@ -97,14 +97,14 @@ def test_block_merge_sort_pairs_types_full_partial_and_callers_storage(key, valu
     assert sort.temp_storage_bytes <= shared_bytes(theirs) < shared_bytes(own) + sort.temp_storage_bytes
 
 
-@pytest.mark.ci_sample(every=4)
+@pytest.mark.ci_sample(every=5)
 @pytest.mark.parametrize("dims,items", [((128,), 1), ((32, 4), 5), ((64, 2, 2), 8), ((1,), 3)])
 def test_block_merge_sort_pairs_shapes(dims, items):
     sort = coop.block.make_merge_sort_pairs(numba.float32, VALUE, dims, items, _less)
     _link_pairs(sort, numba.float32, VALUE, dims, items, calls=(0, 3))
 
 
-@pytest.mark.ci_sample(every=4)
+@pytest.mark.ci_sample(every=5)
 @pytest.mark.parametrize("lanes", [1, 2, 8, 16, 32])
 def test_warp_merge_sort_pairs_logical_warps(lanes):
     sort = coop.warp.make_merge_sort_pairs(numba.int16, numba.float64, 3, _less, threads_in_warp=lanes)
@@ -235,7 +235,7 @@ def _link2(kernel, argtypes, block):
     return cubin
 
 
-@pytest.mark.ci_sample(every=4)
+@pytest.mark.ci_sample(every=5)
 @pytest.mark.parametrize("block", [(128,), (32, 4), (64, 2, 2)])
 def test_style2_sorts_of_pairs(block):
     def by_i(a, b):

@@ -77,7 +77,7 @@ def _tile_kernel(scan, nb, items, tile, state_nb=None):
     return kernel
 
 
-@pytest.mark.ci_sample(every=4)
+@pytest.mark.ci_sample(every=5)
 @pytest.mark.parametrize("items", [1, 4])
 @pytest.mark.parametrize("which", ["exclusive_sum", "inclusive_sum", "exclusive_scan", "inclusive_scan",
                                    "make_scan"])

@@ -48,7 +48,7 @@ def test_which_types_are_copied_into_aligned_locals(name, expected):
         assert f"{t} items[4];" in load and "memcpy(items_raw, items, sizeof(items));" in load
 
 
-@pytest.mark.ci_sample(every=4)
+@pytest.mark.ci_sample(every=5)
 @pytest.mark.parametrize("nb", [numba.complex64, numba.complex128, numba.from_dtype(PAIR)],
                          ids=["complex64", "complex128", "struct"])
 def test_under_aligned_items_in_local_memory_link(nb):

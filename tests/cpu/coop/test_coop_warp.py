@@ -18,7 +18,7 @@ from twins import bigger  # noqa: E402
 pytestmark = pytest.mark.usefixtures("sm90")     # coop primitives built for sm_90 (tests/cpu/conftest.py)
 
 
-@pytest.mark.ci_sample(every=4)
+@pytest.mark.ci_sample(every=5)
 @pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                                    "float32", "float64"])
 def test_warp_sum_every_int_and_float(dtype):
@@ -56,7 +56,7 @@ def test_warp_reduce_logical_warps_and_python_operator(lanes):
     assert shared_bytes(cubin) <= 1024 // lanes
 
 
-@pytest.mark.ci_sample(every=4)
+@pytest.mark.ci_sample(every=5)
 @pytest.mark.parametrize("lanes", [32, 8])
 @pytest.mark.parametrize("dtype", ["int32", "float64", "uint8"])
 def test_warp_exclusive_sum(lanes, dtype):

@@ -55,7 +55,7 @@ def _warp_kernel(load, store, nb, lanes, items, partial=False, caller_storage=Fa
     return kernel
 
 
-@pytest.mark.ci_sample(every=4)
+@pytest.mark.ci_sample(every=5)
 @pytest.mark.parametrize("algorithm", WARP_IO_ALGORITHMS)
 @pytest.mark.parametrize("lanes,items", [(32, 4), (8, 3), (1, 2)])
 def test_warp_load_store_algorithms_link_and_need_their_files(algorithm, lanes, items):
@@ -73,7 +73,7 @@ def test_warp_load_store_algorithms_link_and_need_their_files(algorithm, lanes, 
         link_kernel(_warp_kernel(load, store, numba.int32, lanes, items), args, [load, store], with_files=False)
 
 
-@pytest.mark.ci_sample(every=4)
+@pytest.mark.ci_sample(every=5)
 @pytest.mark.parametrize("dtype", ["uint8", "int64", "float16", "float64", "complex64"])
 def test_warp_transpose_types_and_callers_storage(dtype):
     nb = getattr(types, dtype)
@@ -298,7 +298,7 @@ def _exchange_kernel(ex, nb, items):
     return kernel
 
 
-@pytest.mark.ci_sample(every=4)
+@pytest.mark.ci_sample(every=5)
 @pytest.mark.parametrize("dtype", [np.int32, np.float16, np.complex128, np.bool_, PAIR])
 @pytest.mark.parametrize("mode", ["StripedToBlocked", "BlockedToStriped"])
 def test_warp_exchange_links_inlined_and_is_keyed_by_its_arrangement(dtype, mode):
