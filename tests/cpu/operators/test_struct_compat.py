@@ -183,6 +183,10 @@ def test_zip_scans_into_a_named_struct_build():
                                              op=segmented_sum, init_value=ValueFlag(0, 0), compute_capability=90))
     assert obj.desc.d_in.value == obj.desc.d_out.value == value_type(ValueFlag)
     assert obj.desc.d_in.key.startswith("zip(")
+
+
+@pytest.mark.slow       # four builds more; CI builds the segmented sum above
+def test_more_zip_scans_into_named_structs_build():
     # the exponential moving average's scan: values beside negated exponents
     ema = cuprims.make_inclusive_scan(d_in=ZipIterator(P(np.float64), TransformIterator(CountingIterator(np.int64(0)),
                                                                                         negate)),
