@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -175,27 +176,34 @@ def check_kernel_params(obj, arch: int = ARCH) -> None:
 # each kernel is emulated by what it computes (see test_radix_sort.py, test_histogram.py).
 
 class FakeMemory:
+    # device memory is shared by every host thread: the fake's bookkeeping takes a lock, so
+    # threads allocating, freeing and reading at once see whole allocations
     def __init__(self):
         self.blocks: dict[int, np.ndarray] = {}
         self.next = 1 << 36
         self.freed: list[int] = []
+        self.lock = threading.Lock()
 
     def alloc(self, nbytes: int, skew: int = 0) -> int:
-        base = self.next + skew
-        self.blocks[base] = np.full(max(nbytes, 1), 0xCD, np.uint8)  # garbage, like fresh device memory
-        self.next = (base + nbytes + 8192) // 4096 * 4096
-        return base
+        with self.lock:
+            base = self.next + skew
+            self.blocks[base] = np.full(max(nbytes, 1), 0xCD, np.uint8)  # garbage, like fresh device memory
+            self.next = (base + nbytes + 8192) // 4096 * 4096
+            return base
 
     def free(self, ptr: int) -> None:
-        assert ptr in self.blocks, hex(ptr)
-        self.freed.append(ptr)
-        del self.blocks[ptr]
+        with self.lock:
+            assert ptr in self.blocks, hex(ptr)
+            self.freed.append(ptr)
+            del self.blocks[ptr]
 
     def view(self, ptr: int, dtype, count: int) -> np.ndarray:
         dtype = np.dtype(dtype)
         nbytes = count * dtype.itemsize
         assert ptr % max(dtype.alignment, 1) == 0 or dtype.names is not None, f"misaligned {dtype} at {hex(ptr)}"
-        for base, block in self.blocks.items():
+        with self.lock:
+            blocks = list(self.blocks.items())
+        for base, block in blocks:
             if base <= ptr and ptr + nbytes <= base + block.size:
                 return block[ptr - base:ptr - base + nbytes].view(dtype)
         if nbytes == 0:

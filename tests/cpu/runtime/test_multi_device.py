@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import traceback
 
 import numpy as np
 import pytest
@@ -193,15 +194,15 @@ def test_threads_on_two_devices_never_launch_another_devices_handles(shared_cach
                 _run(obj, fake)
                 x, out = FakeArray(fake.mem, np.ones(N, f4)), FakeArray.empty(fake.mem, 1, f4)
                 cuprims.reduce_into(d_in=x, d_out=out, num_items=N, op=OpKind.PLUS, h_init=f4(0))
-        except Exception as exc:   # noqa: BLE001 - reported below
-            errors.append(exc)
+        except Exception:   # noqa: BLE001 - reported below, with where it was raised
+            errors.append(traceback.format_exc())
 
     threads = [threading.Thread(target=worker, args=(d,)) for d in (0, 1, 0, 1)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert errors == []
+    assert errors == [], "\n".join(errors)
     assert _wrong_launches(fake) == [] and len(fake.launches) == 4 * 30 * 4
     assert sorted(obj._builds._by_device) == [0, 1]
 
