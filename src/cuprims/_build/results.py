@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cuprims._base.schema import IDENTIFIER, Int, MapOf, Node, SchemaError, Str, child, shown
-from cuprims.op import OpSpec
-from cuprims._value_types import ValueType
-from cuprims._compile.source import META_SYMBOL, Source
 from cuprims._compile.elfmeta import cuda_arch, read_meta, sections
+from cuprims._compile.source import META_SYMBOL, Source
+from cuprims._value_types import ValueType
+from cuprims.op import OpSpec
 
 
 @dataclass(frozen=True)

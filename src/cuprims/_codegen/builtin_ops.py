@@ -66,9 +66,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from cuprims._value_types import ValueType, value_type
 from cuprims.errors import ArgumentError
 from cuprims.op import COMPARISON_KINDS, UNARY_KINDS, OpKind, OpSpec
-from cuprims._value_types import ValueType, value_type
 
 ARITHMETIC_KINDS = frozenset({OpKind.PLUS, OpKind.MINUS, OpKind.MULTIPLIES, OpKind.DIVIDES, OpKind.MODULUS})
 BITWISE_KINDS = frozenset({OpKind.BIT_AND, OpKind.BIT_OR, OpKind.BIT_XOR})

@@ -15,8 +15,8 @@ from typing import Any, Mapping
 
 from cuprims._codegen.functors import is_direct
 from cuprims._compile.source import CODEGEN_VERSION, META_SYMBOL  # noqa: F401 (re-exported)
-from cuprims.op import OpSpec
 from cuprims._value_types import ValueType, struct_decls
+from cuprims.op import OpSpec
 
 
 def preamble(value_types: tuple[ValueType, ...], arch: int) -> str:

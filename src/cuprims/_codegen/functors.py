@@ -19,9 +19,9 @@ from cuprims._codegen.accumulators import Accumulator
 from cuprims._codegen.builtin_ops import (ARITHMETIC_KINDS, BITWISE_KINDS, LOGICAL_KINDS, binary_expr,
                                           check_binary_builtin, check_comparator_builtin, check_equality_builtin,
                                           common_type, comparator_expr, unary_expr)
+from cuprims._value_types import ValueType
 from cuprims.errors import ArgumentError
 from cuprims.op import OpKind, OpSpec, check_result
-from cuprims._value_types import ValueType
 
 
 def _functor(name: str, result: str, params: str, body: list[str], decl: str = "", state: str = "") -> str:

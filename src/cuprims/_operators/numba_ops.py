@@ -19,8 +19,8 @@ import numpy as np
 from cuprims._operators.numba_device import device_function, import_numba, target_capability
 from cuprims._operators.numba_shims import recording_cu_compiles, mergeable_shims
 from cuprims._operators.numba_state import array_type, capture_call, captures_of, state_array, stateful_target
-from cuprims.errors import OperatorCompileError
 from cuprims._value_types import ValueType, numba_type_name
+from cuprims.errors import OperatorCompileError
 
 # import_numba stays importable from here for coop/
 __all__ = ["compile_python_op", "compile_state_op", "infer_result_dtype", "import_numba", "numba_version"]

@@ -39,8 +39,8 @@ from numba.cuda.typing.templates import AbstractTemplate, signature
 
 from cuprims._operators.numba_struct_layout import Node, layout, store_problem
 from cuprims._operators.numba_struct_lowering import I8P, emit_convert, emit_store
-from cuprims.struct import GpuStructType, StructBase
 from cuprims._value_types import ValueType
+from cuprims.struct import GpuStructType, StructBase
 
 _lock = threading.RLock()
 _names: dict[str, Any] = {}          # wrapper-visible name -> intrinsic

@@ -15,8 +15,8 @@ import numpy as np
 
 from cuprims._runtime import devices
 from cuprims._runtime.proxy import ProxyValue
-from cuprims.errors import ArgumentError, ArgumentTypeError
 from cuprims._value_types import same_layout
+from cuprims.errors import ArgumentError, ArgumentTypeError
 
 Info = tuple  # (ptr: int, dtype: np.dtype, size: int)
 

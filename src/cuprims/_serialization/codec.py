@@ -28,11 +28,11 @@ import numpy as np
 
 from cuprims._base.schema import IDENTIFIER, Checked, Choice, Int, Node, SchemaError, Str, shown, validate
 from cuprims._operators.captures import Capture
+from cuprims._value_types import MAX_STRUCT_BYTES, MAX_STRUCT_DEPTH, ValueType, value_type
 from cuprims.algorithms.arguments import ArgKind
 from cuprims.enums import Determinism, SortOrder
 from cuprims.errors import ArgumentError
 from cuprims.op import OpKind, OpSpec
-from cuprims._value_types import MAX_STRUCT_BYTES, MAX_STRUCT_DEPTH, ValueType, value_type
 
 _ENUMS: dict[str, type[enum.Enum]] = {e.__name__: e for e in (SortOrder, Determinism, OpKind)}
 _MAX_DEPTH = 32

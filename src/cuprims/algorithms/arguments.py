@@ -25,10 +25,10 @@ import numpy as np
 
 from cuprims._base.frozen import frozen
 from cuprims._runtime import arrays as _arrays
+from cuprims._value_types import ValueType, value_type
 from cuprims.errors import ArgumentError, ArgumentTypeError
 from cuprims.iterators.base import IteratorBase, adapted_layout, check_direction
 from cuprims.op import op_spec
-from cuprims._value_types import ValueType, value_type
 
 POINTER = "pointer"
 

@@ -10,9 +10,9 @@ from cuprims._build.results import OpInput
 from cuprims._codegen.builtin_ops import check_binary_builtin
 from cuprims._codegen.common import op_symbol
 from cuprims._operators.captures import captured_state
+from cuprims._value_types import ValueType, same_layout, shown_dtype
 from cuprims.errors import ArgumentError
 from cuprims.op import OpSpec, RawOp, op_spec
-from cuprims._value_types import ValueType, same_layout, shown_dtype
 
 
 def combiner_spec(op: Any, accum: ValueType) -> OpSpec:

@@ -13,6 +13,7 @@ import numpy as np
 
 from cuprims._runtime import arrays as _arrays
 from cuprims._runtime import driver
+from cuprims._value_types import ValueType, same_layout, value_type
 from cuprims.algorithms.arguments import ArgKind, describe
 from cuprims.algorithms.common import Loaded
 from cuprims.algorithms.skeleton import Algorithm, Description, Plan, description
@@ -20,7 +21,6 @@ from cuprims.algorithms.sort_common import DoubleBuffer, opaque_value_type, over
 from cuprims.algorithms.sort_source import carrier_alignment
 from cuprims.errors import ArgumentError, ArgumentTypeError
 from cuprims.iterators.base import IteratorBase, check_direction
-from cuprims._value_types import ValueType, same_layout, value_type
 
 if TYPE_CHECKING:
     from typing_extensions import Self

@@ -9,10 +9,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from cuprims._runtime import driver
+from cuprims._value_types import ValueType, value_type
 from cuprims.algorithms.arguments import signature
 from cuprims.enums import SortOrder
 from cuprims.errors import ArgumentError, CudaError
-from cuprims._value_types import ValueType, value_type
 from cuprims.typing import ArrayOrProxy
 
 __all__ = ["DoubleBuffer", "SortOrder"]

@@ -30,9 +30,9 @@ order), GREATER its reverse (NaN first).
 from __future__ import annotations
 
 from cuprims._codegen import builtin_ops
+from cuprims._value_types import ValueType
 from cuprims.errors import ArgumentError
 from cuprims.op import OpSpec
-from cuprims._value_types import ValueType
 
 CUB = "CUB_NS_QUALIFIER"
 

@@ -9,8 +9,8 @@ import numpy as np
 
 from cuprims._runtime import arrays as _arrays
 from cuprims._runtime.proxy import ProxyArray, ProxyValue
-from cuprims.errors import ArgumentError, ArgumentTypeError
 from cuprims._value_types import ValueType, host_bytes, same_layout, shown_dtype, value_type
+from cuprims.errors import ArgumentError, ArgumentTypeError
 from cuprims.struct_values import is_field_values
 
 _HOST_SCALARS = (bool, int, float, complex, np.generic, np.ndarray)

@@ -13,9 +13,9 @@ import dataclasses
 import enum
 from typing import Any
 
+from cuprims._value_types import ValueType, host_bytes
 from cuprims.errors import ArgumentError
 from cuprims.op import OpKind, OpSpec, op_spec
-from cuprims._value_types import ValueType, host_bytes
 
 # operator spellings of the established interface
 _OPERATOR_NAMES = {"+": OpKind.PLUS, "*": OpKind.MULTIPLIES, "min": OpKind.MINIMUM, "max": OpKind.MAXIMUM,

@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
+from cuprims._value_types import ValueType, value_type
 from cuprims.errors import ArgumentError
 from cuprims.op import OpSpec
-from cuprims._value_types import ValueType, value_type
 
 # Python names of CUB's algorithm enumerators, per primitive family
 LOAD_ALGORITHMS = {

@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from cuprims.errors import ArgumentError
 from cuprims._value_types import ValueType, value_type
+from cuprims.errors import ArgumentError
 
 _METHOD_NAMES = ("construct", "assign")
 _cache: dict[Any, ValueType] = {}

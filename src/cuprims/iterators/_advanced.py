@@ -16,10 +16,10 @@ import operator
 import struct
 from typing import Any
 
+from cuprims._value_types import ValueType
 from cuprims.errors import ArgumentError, ArgumentTypeError
 from cuprims.iterators.base import (MAX_ITERATOR_DEPTH, IteratorBase, IteratorCode, Member, StateWriter, emit_member,
                                     pack_member)
-from cuprims._value_types import ValueType
 
 _MAX_DISTANCE = (1 << 63) - 1
 

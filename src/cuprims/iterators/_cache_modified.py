@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from cuprims._value_types import shown_dtype
 from cuprims.errors import ArgumentError
 from cuprims.iterators.base import IteratorCode, PointerIterator
-from cuprims._value_types import shown_dtype
 from cuprims.typing import ArrayOrProxy
 
 # modifier -> CUB's load modifier: PTX ld.global.cs (evict-first streaming), .cg (cache in

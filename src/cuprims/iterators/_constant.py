@@ -6,10 +6,10 @@ from typing import Any
 
 import numpy as np
 
+from cuprims._value_types import host_bytes, value_type
 from cuprims.errors import ArgumentError
 from cuprims.iterators.base import ValueStateIterator
 from cuprims.struct import StructBase
-from cuprims._value_types import host_bytes, value_type
 
 
 class ConstantIterator(ValueStateIterator):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from cuprims._value_types import host_bytes, value_type
 from cuprims.errors import ArgumentError
 from cuprims.iterators.base import ValueStateIterator
-from cuprims._value_types import host_bytes, value_type
 
 
 class CountingIterator(ValueStateIterator):

@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 
 from cuprims._runtime import arrays as _arrays
-from cuprims.iterators.base import IteratorBase, IteratorCode, Member, StateWriter
 from cuprims._value_types import ValueType, shown_dtype, value_type
+from cuprims.iterators.base import IteratorBase, IteratorCode, Member, StateWriter
 from cuprims.typing import ArrayIteratorOrProxy
 
 

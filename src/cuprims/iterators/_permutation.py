@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from cuprims._value_types import ValueType
 from cuprims.errors import ArgumentError
 from cuprims.iterators.base import (IteratorBase, IteratorCode, Member, StateWriter, as_input, as_iterator, emit_member,
                                     pack_member)
-from cuprims._value_types import ValueType
 from cuprims.typing import ArrayIteratorOrProxy
 
 

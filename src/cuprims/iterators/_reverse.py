@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from cuprims._value_types import ValueType
 from cuprims.iterators.base import (IteratorBase, IteratorCode, Member, StateWriter, as_iterator, emit_member,
                                     pack_member)
-from cuprims._value_types import ValueType
 from cuprims.typing import ArrayIteratorOrProxy
 
 

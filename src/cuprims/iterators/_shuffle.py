@@ -7,9 +7,9 @@ import struct
 
 import numpy as np
 
+from cuprims._value_types import ValueType, value_type
 from cuprims.errors import ArgumentError
 from cuprims.iterators.base import IteratorBase, IteratorCode, Member, StateWriter
-from cuprims._value_types import ValueType, value_type
 
 # Feistel rounds: each mixes one half of the index with a keyed hash of the other half.
 _ROUNDS = 6

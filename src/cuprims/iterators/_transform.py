@@ -7,12 +7,12 @@ from typing import Any
 
 import numpy as np
 
+from cuprims._value_types import ValueType, shown_dtype
+from cuprims._value_types import value_type as make_value_type
 from cuprims.errors import ArgumentError
 from cuprims.iterators.base import (IteratorBase, IteratorCode, LinkedOp, Member, StateWriter, as_input, as_iterator,
                                     emit_member, pack_member)
 from cuprims.op import OpSpec, RawOp, op_spec, shown_operator
-from cuprims._value_types import ValueType, shown_dtype
-from cuprims._value_types import value_type as make_value_type
 from cuprims.typing import ArrayIteratorOrProxy, DTypeLike, OperatorLike
 
 _inferred: dict[tuple[str, str], np.dtype] = {}

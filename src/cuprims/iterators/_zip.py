@@ -6,10 +6,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from cuprims._value_types import ValueType, struct_fields, value_type
 from cuprims.errors import ArgumentError
 from cuprims.iterators.base import (IteratorBase, IteratorCode, Member, StateWriter, as_iterator, emit_member,
                                     pack_member)
-from cuprims._value_types import ValueType, struct_fields, value_type
 from cuprims.typing import ArrayIteratorOrProxy
 
 

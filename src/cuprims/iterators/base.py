@@ -28,9 +28,9 @@ from typing import Any, Callable
 import numpy as np
 
 from cuprims._runtime import arrays as _arrays
+from cuprims._value_types import ValueType, shown_dtype, value_type
 from cuprims.errors import ArgumentError, ArgumentTypeError
 from cuprims.op import OpSpec
-from cuprims._value_types import ValueType, shown_dtype, value_type
 
 MAX_ITERATOR_DEPTH = 64
 """How many levels an iterator tree may have (an array or a leaf iterator is one level;

@@ -11,8 +11,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from cuprims.iterators.base import IteratorBase, IteratorCode, LinkedOp
 from cuprims._value_types import ValueType
+from cuprims.iterators.base import IteratorBase, IteratorCode, LinkedOp
 
 
 @dataclass(frozen=True)

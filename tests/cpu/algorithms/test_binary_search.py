@@ -15,16 +15,16 @@ import pytest
 
 import cuprims
 from cuprims import OpKind, ProxyArray
-from cuprims.algorithms.binary_search import source as cgb
-from cuprims._compile.source import Source
 from cuprims._codegen.common import preamble
 from cuprims._codegen.functors import comparator_functor
+from cuprims._compile.source import Source
+from cuprims._value_types import value_type
+from cuprims.algorithms.binary_search import source as cgb
 from cuprims.algorithms.binary_search.api import (hot_levels, lower_bound, make_lower_bound, make_upper_bound,
                                                   upper_bound)
 from cuprims.algorithms.skeleton import functor_size
 from cuprims.errors import ArgumentError, CuprimsError, NoDeviceError
 from cuprims.op import OpSpec, op_spec
-from cuprims._value_types import value_type
 from cpu_helpers import FakeDeviceArray, counters, delta
 from cpu_helpers import check_golden, kernel_param_sizes, pack_sizes, render_source
 

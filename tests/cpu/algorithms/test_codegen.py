@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 from cuprims import OpKind
+from cuprims._codegen.builtin_ops import check_binary_builtin
+from cuprims._value_types import value_type
+from cuprims.algorithms.reduce.source import reduce_source
 from cuprims.errors import ArgumentError
 from cuprims.op import OpSpec, op_spec
-from cuprims._value_types import value_type
-from cuprims._codegen.builtin_ops import check_binary_builtin
-from cuprims.algorithms.reduce.source import reduce_source
 from cpu_helpers import check_golden, render_source
 
 

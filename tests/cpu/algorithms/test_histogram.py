@@ -14,15 +14,15 @@ import pytest
 
 import cuprims
 from cuprims import CountingIterator, ProxyArray as P, TransformIterator
-from cuprims._runtime import driver
 from cuprims._build.build import build
-from cuprims._compile.source import Source
 from cuprims._codegen.common import meta_export, preamble
+from cuprims._compile.source import Source
+from cuprims._runtime import driver
+from cuprims._value_types import value_type
 from cuprims.algorithms.histogram import api as hist_mod
 from cuprims.algorithms.histogram.bins import common_dtype, widened_samples
 from cuprims.algorithms.sort_common import temp_layout
 from cuprims.errors import ArgumentError, CuprimsError
-from cuprims._value_types import value_type
 from cpu_helpers import (FakeArray, FakeMemory, FakePack, check_golden, check_kernel_params, render_source)
 
 ELF = b"\x7fELF"

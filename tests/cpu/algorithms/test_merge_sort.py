@@ -24,13 +24,13 @@ import cuprims
 from cuprims import (CountingIterator, DiscardIterator, OpKind, PermutationIterator, ProxyArray, RawOp,
                      ReverseIterator, TransformIterator, TransformOutputIterator, ZipIterator)
 from cuprims._runtime import driver
-from cuprims.algorithms.merge_sort.source import merge_sort_source
+from cuprims._value_types import value_type
 from cuprims.algorithms.merge_sort import api as ms
-from cuprims.algorithms.skeleton import functor_size
 from cuprims.algorithms.merge_sort.api import make_merge_sort, merge_sort
+from cuprims.algorithms.merge_sort.source import merge_sort_source
+from cuprims.algorithms.skeleton import functor_size
 from cuprims.errors import ArgumentError
 from cuprims.op import OpSpec, op_spec
-from cuprims._value_types import value_type
 from cpu_helpers import check_golden, counters, delta, render_source, stub_ltoir
 from test_radix_sort import ELF, FakeArray, FakeMemory, FakePack, check_param_layout
 from twins import KEY_STRUCT, struct_less

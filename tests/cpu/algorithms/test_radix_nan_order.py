@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 
 from cuprims import SortOrder
-from cuprims._compile.source import Source
 from cuprims._codegen.common import preamble
-from cuprims.algorithms.sort_source import NAN_LAST_KEY, nan_last_radix_traits
-from cuprims.algorithms.radix_sort.source import radix_sort_source
+from cuprims._compile.source import Source
 from cuprims._value_types import value_type
+from cuprims.algorithms.radix_sort.source import radix_sort_source
+from cuprims.algorithms.sort_source import NAN_LAST_KEY, nan_last_radix_traits
 from test_radix_sort import ELF, _radix, check_param_layout
 from twins import ordered_bits, sorted_keys
 

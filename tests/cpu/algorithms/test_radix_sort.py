@@ -18,13 +18,13 @@ import pytest
 import cuprims
 from cuprims import ProxyArray, SortOrder
 from cuprims._runtime import driver
-from cuprims.algorithms.radix_sort.source import radix_sort_source
-from cuprims.algorithms.radix_sort import api as rs
+from cuprims._value_types import value_type
 from cuprims.algorithms import sort_common
+from cuprims.algorithms.radix_sort import api as rs
 from cuprims.algorithms.radix_sort.api import make_radix_sort, radix_sort
+from cuprims.algorithms.radix_sort.source import radix_sort_source
 from cuprims.algorithms.sort_common import DoubleBuffer
 from cuprims.errors import ArgumentError
-from cuprims._value_types import value_type
 from cpu_helpers import FakeArray, FakeMemory, FakePack, check_golden, kernel_param_sizes, pack_sizes, render_source
 from twins import STRUCT, ordered_bits, random_keys, sorted_keys  # the radix order's model, test_radix_sort_gpu's too
 

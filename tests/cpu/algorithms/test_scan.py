@@ -20,12 +20,12 @@ import cuprims
 from cuprims import OpKind, ProxyArray, ProxyValue
 from cuprims._runtime import driver
 from cuprims._runtime import launch as launch_module
-from cuprims.algorithms.scan.source import SCAN_META_FIELDS, scan_source
+from cuprims._value_types import value_type
 from cuprims.algorithms.scan import api as scan_mod
 from cuprims.algorithms.scan.api import exclusive_scan, inclusive_scan, make_exclusive_scan, make_inclusive_scan
+from cuprims.algorithms.scan.source import SCAN_META_FIELDS, scan_source
 from cuprims.errors import ArgumentError, ArgumentTypeError, CuprimsError, NoDeviceError
 from cuprims.op import OpSpec, op_spec
-from cuprims._value_types import value_type
 from cpu_helpers import check_golden, render_source
 from cuprims._compile.elfmeta import kernel_param_layout
 

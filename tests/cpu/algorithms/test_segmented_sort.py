@@ -20,13 +20,13 @@ import pytest
 import cuprims
 from cpu_helpers import check_golden, check_kernel_params, counters, delta, render_source
 from cuprims import CountingIterator, DoubleBuffer, ProxyArray as P, SortOrder, TransformIterator
-from cuprims._compile.source import Source
 from cuprims._codegen.common import preamble
+from cuprims._compile.source import Source
+from cuprims._value_types import value_type
+from cuprims.algorithms.segmented_sort import api as ss
 from cuprims.algorithms.segmented_sort.source import _key_order, segmented_sort_source
 from cuprims.algorithms.sort_source import NAN_LAST_KEY, nan_last_radix_traits
-from cuprims.algorithms.segmented_sort import api as ss
 from cuprims.errors import ArgumentError, ArgumentTypeError
-from cuprims._value_types import value_type
 from test_radix_nan_order import special_keys
 from test_radix_sort import ELF
 from twins import STRUCT, ordered_bits

@@ -11,11 +11,11 @@ import pytest
 
 import cuprims
 from cuprims import CountingIterator, OpKind, ProxyArray, ProxyValue, TransformIterator
+from cuprims._value_types import value_type
 from cuprims.algorithms import skeleton as _skeleton
 from cuprims.algorithms.arguments import describe
 from cuprims.algorithms.common import Builds
 from cuprims.errors import ArgumentError, ArgumentTypeError, CudaError
-from cuprims._value_types import value_type
 from cpu_helpers import check_kernel_params
 
 

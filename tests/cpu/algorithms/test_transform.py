@@ -15,15 +15,15 @@ import numpy as np
 import pytest
 
 from cuprims import OpKind, ProxyArray
-from cuprims.algorithms.transform import source as cgt
-from cuprims._compile.source import Source
 from cuprims._codegen.common import preamble
+from cuprims._compile.source import Source
+from cuprims._value_types import value_type
+from cuprims.algorithms.skeleton import functor_size
+from cuprims.algorithms.transform import source as cgt
 from cuprims.algorithms.transform import api as tr
 from cuprims.algorithms.transform.api import make_binary_transform, make_unary_transform, unary_transform
-from cuprims.algorithms.skeleton import functor_size
 from cuprims.errors import ArgumentError, ArgumentTypeError, CuprimsError, NoDeviceError
 from cuprims.op import OpSpec, op_spec
-from cuprims._value_types import value_type
 from cpu_helpers import counters, delta
 from cpu_helpers import FakeDeviceArray, check_golden, kernel_param_sizes, pack_sizes, render_source
 from twins import Pixel

@@ -12,16 +12,16 @@ import numpy as np
 import pytest
 
 from cuprims import OpKind
-from cuprims.op import op_spec
-from cuprims._value_types import value_type
 from cuprims._build import build as jit_build
+from cuprims._build.build import OpInput, build_key, kernel_key
 from cuprims._codegen import common as codegen
 from cuprims._compile import source as compile_source
-from cuprims.algorithms.reduce.source import reduce_source
-from cuprims._operators import recipe
 from cuprims._compile import toolchain
-from cuprims._build.build import OpInput, build_key, kernel_key
+from cuprims._operators import recipe
 from cuprims._operators.recipe import callable_recipe
+from cuprims._value_types import value_type
+from cuprims.algorithms.reduce.source import reduce_source
+from cuprims.op import op_spec
 
 
 def _src_and_ops(*, in_dt="f4", out_dt="f4", op=OpKind.PLUS, has_init=True, portable=False, arch=90):

@@ -13,11 +13,11 @@ import pytest
 
 from cuprims import OpKind
 from cuprims._codegen import builtin_ops
+from cuprims._value_types import value_type
 from cuprims.algorithms.binary_search.source import binary_search_source
 from cuprims.algorithms.merge_sort.source import merge_sort_source
 from cuprims.algorithms.transform.source import transform_source
 from cuprims.op import op_spec
-from cuprims._value_types import value_type
 
 OPERATORS = [k for k in OpKind if k not in (OpKind.STATELESS, OpKind.STATEFUL)]
 

@@ -9,12 +9,12 @@ numba = pytest.importorskip("numba")
 
 from cuprims import coop  # noqa: E402
 from cuprims._base import stats  # noqa: E402
+from cuprims._value_types import value_type  # noqa: E402
 from cuprims.coop import _build  # noqa: E402
-from cuprims.coop._codegen import entry_points, unit_source  # noqa: E402
 from cuprims.coop._arguments import combiner  # noqa: E402
+from cuprims.coop._codegen import entry_points, unit_source  # noqa: E402
 from cuprims.coop._spec import ProviderSpec  # noqa: E402
 from cuprims.op import OpKind, op_spec  # noqa: E402
-from cuprims._value_types import value_type  # noqa: E402
 
 PLUS = op_spec(OpKind.PLUS)
 

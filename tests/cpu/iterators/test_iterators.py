@@ -17,11 +17,11 @@ import pytest
 import cuprims
 from cuprims import (CacheModifiedInputIterator, ConstantIterator, CountingIterator, OpKind, PermutationIterator,
                      ProxyArray, RawOp, ReverseIterator, TransformIterator)
-from cuprims.algorithms.binary_search.source import binary_search_source
-from cuprims.iterators.units import iterator_unit
-from cuprims.errors import ArgumentError, NoDeviceError, OperatorCompileError
-from cuprims.op import op_spec
 from cuprims._value_types import value_type
+from cuprims.algorithms.binary_search.source import binary_search_source
+from cuprims.errors import ArgumentError, NoDeviceError, OperatorCompileError
+from cuprims.iterators.units import iterator_unit
+from cuprims.op import op_spec
 from cpu_helpers import FakeDeviceArray, check_golden, kernel_param_sizes, render_source, stub_ltoir
 
 Pair = cuprims.gpu_struct({"key": np.int64, "weight": np.float32}, name="Pair")

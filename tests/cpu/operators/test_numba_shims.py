@@ -15,8 +15,8 @@ from cuprims._compile.link import link_cubin  # noqa: E402
 from cuprims._operators.numba_device import target_capability  # noqa: E402
 from cuprims._operators.numba_ops import compile_python_op  # noqa: E402
 from cuprims._operators.numba_shims import mergeable_text  # noqa: E402
-from cuprims.errors import LinkError  # noqa: E402
 from cuprims._value_types import value_type  # noqa: E402
+from cuprims.errors import LinkError  # noqa: E402
 
 
 def _kernel_codes() -> list[bytes]:

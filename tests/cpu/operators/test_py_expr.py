@@ -29,9 +29,9 @@ import cuprims
 from cuprims import ProxyArray as P, ProxyValue as V
 from cuprims._operators import py_expr
 from cuprims._operators.py_expr import emit, parse_op, result_code
+from cuprims._value_types import value_type
 from cuprims.errors import ArgumentTypeError
 from cuprims.op import op_spec
-from cuprims._value_types import value_type
 from cpu_helpers import ARCH, check_golden, counters, delta, last_json, render_source, run_python
 from twins import NUMERIC
 

@@ -13,9 +13,9 @@ import pytest
 import cuprims
 from cuprims import (ConstantIterator, CountingIterator, ProxyArray, ProxyValue, TransformIterator, ZipIterator,
                      gpu_struct)
+from cuprims._value_types import host_bytes, value_type
 from cuprims.errors import ArgumentError, CuprimsError
 from cuprims.struct import GpuStructType
-from cuprims._value_types import host_bytes, value_type
 from twins import (MinMax, Particle, SumCount, ValueFlag, ValueScale, by_pos_x, ema_combine, ema_term, minmax_op,
                    negate, particle_sum, rightmost, segmented_sum, sum_count, to_minmax)
 

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import cuprims
-from cuprims.errors import ArgumentError, OperatorCompileError
 from cuprims._value_types import host_bytes, value_type
+from cuprims.errors import ArgumentError, OperatorCompileError
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -11,8 +11,8 @@ import pytest
 
 import cuprims
 from cuprims import types
-from cuprims.errors import ArgumentError, ArgumentTypeError, CuprimsError
 from cuprims._value_types import value_type
+from cuprims.errors import ArgumentError, ArgumentTypeError, CuprimsError
 from cpu_helpers import ARCH, stub_ltoir
 
 SCALARS = {"int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64, "uint8": np.uint8,

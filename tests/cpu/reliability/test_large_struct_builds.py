@@ -32,8 +32,8 @@ import json, re, time
 import numpy as np
 import cuprims
 from cuprims import ProxyArray as P, ProxyValue as V
-from cuprims._compile.source import META_SYMBOL
 from cuprims._compile.elfmeta import kernel_param_layout, read_meta
+from cuprims._compile.source import META_SYMBOL
 from cuprims._value_types import value_type
 
 

@@ -18,8 +18,8 @@ import pytest
 import cuprims
 from cuprims._codegen.functors import direct_expr
 from cuprims._operators.py_expr import result_code
-from cuprims.op import op_spec
 from cuprims._value_types import value_type
+from cuprims.op import op_spec
 from twins import NUMERIC
 
 cp = pytest.importorskip("cupy")

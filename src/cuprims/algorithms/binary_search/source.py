@@ -20,9 +20,9 @@ from __future__ import annotations
 from cuprims._codegen import builtin_ops, functors
 from cuprims._codegen.common import meta_export, op_symbol, preamble
 from cuprims._compile.source import Source
+from cuprims._value_types import ValueType
 from cuprims.iterators.units import IteratorUnit
 from cuprims.op import OpSpec
-from cuprims._value_types import ValueType
 
 META_FIELDS = ("threads", "value_size", "out_size")
 

@@ -39,6 +39,7 @@ import numpy as np
 
 from cuprims._compile.source import Source
 from cuprims._runtime import driver
+from cuprims._value_types import ValueType, value_type
 from cuprims.algorithms.arguments import ArgKind, describe, keyword_checked
 from cuprims.algorithms.common import Loaded, check_num_items
 from cuprims.algorithms.histogram.bins import (as_level, bin_count, build_levels, level_dtype, level_scalar,
@@ -47,7 +48,6 @@ from cuprims.algorithms.histogram.source import histogram_source
 from cuprims.algorithms.skeleton import Algorithm, Description, Plan, description
 from cuprims.algorithms.sort_common import align_base, temp_layout
 from cuprims.errors import ArgumentError
-from cuprims._value_types import ValueType, value_type
 from cuprims.typing import (ArrayIteratorOrProxy, ArrayOrIterator, ArrayOrProxy, ComputeCapabilityLike, DeviceArrayLike,
                             StreamLike)
 

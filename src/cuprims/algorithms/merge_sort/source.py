@@ -9,9 +9,9 @@ from typing import Any
 from cuprims._codegen import functors
 from cuprims._codegen.common import iterator_parts, meta_export, op_symbol, unit_head
 from cuprims._compile.source import Source
+from cuprims._value_types import ValueType
 from cuprims.algorithms.sort_source import CUB, bytes_type, check_comparator_builtin
 from cuprims.op import OpSpec
-from cuprims._value_types import ValueType
 
 MERGE_META = (
     "key_size", "value_size", "offset_size", "threads", "items", "block_sort_vsmem", "merge_vsmem",

@@ -9,9 +9,9 @@ from typing import Any, Mapping
 
 from cuprims._codegen.common import meta_export, tuned_selector, unit_head
 from cuprims._compile.source import Source
+from cuprims._value_types import ValueType
 from cuprims.algorithms.sort_source import (CUB, NAN_LAST_KEY, RADIX_META, bytes_type, check_radix_key,
                                             nan_last_radix_traits, radix_tuning)
-from cuprims._value_types import ValueType
 
 
 def radix_sort_source(*, key: ValueType, value: ValueType | None, descending: bool, wide_offsets: bool,

@@ -17,6 +17,7 @@ from typing import Any
 
 from cuprims._compile.source import Source
 from cuprims._runtime import driver
+from cuprims._value_types import host_bytes
 from cuprims.algorithms.arguments import describe, keyword_checked
 from cuprims.algorithms.common import Loaded, check_num_items
 from cuprims.algorithms.operators import combined_input
@@ -26,7 +27,6 @@ from cuprims.algorithms.skeleton import (Algorithm, CombinerDescription, Plan, c
 from cuprims.algorithms.values import checked_host_value, scalar_init_type
 from cuprims.enums import Determinism
 from cuprims.errors import ArgumentError
-from cuprims._value_types import host_bytes
 from cuprims.typing import (ArrayIteratorOrProxy, ArrayOrIterator, ComputeCapabilityLike, DeterminismLike,
                             DeviceArrayLike, HostValue, HostValueOrProxy, OperatorLike, StreamLike)
 

@@ -10,8 +10,8 @@ from cuprims._codegen.accumulators import accumulator
 from cuprims._codegen.common import combiner_head, iterator_parts, meta_export, op_symbol
 from cuprims._codegen.functors import binary_functor
 from cuprims._compile.source import Source
-from cuprims.op import OpSpec
 from cuprims._value_types import ValueType
+from cuprims.op import OpSpec
 
 
 def reduce_source(*, in_type: ValueType, accum: ValueType, op: OpSpec, has_init: bool,

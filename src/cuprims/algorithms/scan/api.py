@@ -24,16 +24,16 @@ from __future__ import annotations
 from typing import Any
 
 from cuprims._compile.source import Source
+from cuprims._value_types import host_bytes
 from cuprims.algorithms.arguments import describe, keyword_checked
 from cuprims.algorithms.common import Loaded, check_num_items
+from cuprims.algorithms.operators import combined_input
 from cuprims.algorithms.scan.source import scan_source
 from cuprims.algorithms.skeleton import (Algorithm, CombinerDescription, Plan, combiner_spec, description, functor_size,
                                          functor_state)
-from cuprims.algorithms.operators import combined_input
 from cuprims.algorithms.values import check_device_value, checked_host_value, device_value_pointer, scalar_init_type
 from cuprims.algorithms.values import init_value_kind as _init_info
 from cuprims.errors import ArgumentError, ArgumentTypeError
-from cuprims._value_types import host_bytes
 from cuprims.typing import (ArrayIteratorOrProxy, ArrayOrIterator, ComputeCapabilityLike, DeviceArrayLike, InitValue,
                             OperatorLike, StreamLike)
 

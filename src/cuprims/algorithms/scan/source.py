@@ -14,8 +14,8 @@ from cuprims._codegen.accumulators import accumulator
 from cuprims._codegen.common import combiner_head, iterator_parts, meta_export, op_symbol
 from cuprims._codegen.functors import binary_functor
 from cuprims._compile.source import Source
-from cuprims.op import OpSpec
 from cuprims._value_types import ValueType
+from cuprims.op import OpSpec
 
 # What the init value is, as the kernel sees it.
 INIT_KINDS = ("none", "value", "device")

@@ -9,8 +9,8 @@ from typing import Any
 from cuprims._codegen.common import arg_param, iterator_parts, meta_export, op_symbol, unit_head
 from cuprims._codegen.functors import binary_functor
 from cuprims._compile.source import Source
-from cuprims.op import OpSpec
 from cuprims._value_types import ValueType
+from cuprims.op import OpSpec
 
 SEGMENTED_META = ("threads", "items", "medium_items_per_tile", "medium_segments_per_block", "small_items_per_tile",
                   "small_segments_per_block", "accum_size", "accum_align", "warp_threads")

@@ -17,8 +17,8 @@ from typing import Any
 
 from cuprims._codegen.common import arg_param, iterator_parts, meta_export, unit_head
 from cuprims._compile.source import Source
-from cuprims.algorithms.sort_source import FLOAT_BITS, NAN_LAST_KEY, bytes_type, check_radix_key, nan_last_radix_traits
 from cuprims._value_types import ValueType
+from cuprims.algorithms.sort_source import FLOAT_BITS, NAN_LAST_KEY, bytes_type, check_radix_key, nan_last_radix_traits
 
 _CUB = "CUB_NS_QUALIFIER"
 _SS = _CUB + "::detail::segmented_sort"

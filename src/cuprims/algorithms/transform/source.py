@@ -30,8 +30,8 @@ from cuprims._codegen.builtin_ops import check_transform_builtin, common_type  #
 from cuprims._codegen.common import iterator_parts, meta_export, op_symbol, unit_head
 from cuprims._codegen.functors import transform_functor
 from cuprims._compile.source import Source
-from cuprims.op import OpSpec
 from cuprims._value_types import ValueType
+from cuprims.op import OpSpec
 
 # The host decodes the kernel's algorithm with these numbers (pinned by static_asserts
 # in cuprims_transform.cuh).

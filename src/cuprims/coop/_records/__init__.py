@@ -66,12 +66,10 @@ def serving(call: str, warp: bool) -> Record | None:
 def logical_warp_lanes(kind: str, threads_in_warp: Any, argument: str = "threads_in_warp") -> int:
     """``threads_in_warp`` checked for the warp primitive ``kind``: 1..32 lanes where CUB
     takes any logical warp size (reductions and scans), else a power of two."""
-    if not record(kind).any_lanes:
-        if (not isinstance(threads_in_warp, int) or isinstance(threads_in_warp, bool)
-                or threads_in_warp not in (1, 2, 4, 8, 16, 32)):
-            raise ArgumentError(argument, f"1, 2, 4, 8, 16 or 32 (CUB's {kind} takes a power of two)",
-                                threads_in_warp)
-    elif (not isinstance(threads_in_warp, int) or isinstance(threads_in_warp, bool)
-            or not 1 <= threads_in_warp <= 32):
-        raise ArgumentError(argument, "an int from 1 to 32", threads_in_warp)
-    return threads_in_warp
+    any_lanes = record(kind).any_lanes
+    lanes = threads_in_warp
+    if not isinstance(lanes, int) or isinstance(lanes, bool) or not 1 <= lanes <= 32 or (
+            not any_lanes and lanes & (lanes - 1)):
+        expected = "an int from 1 to 32" if any_lanes else f"1, 2, 4, 8, 16 or 32 (CUB's {kind} takes a power of two)"
+        raise ArgumentError(argument, expected, threads_in_warp)
+    return lanes

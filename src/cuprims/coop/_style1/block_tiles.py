@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from cuprims._value_types import ValueType
 from cuprims.coop._arguments import block_exchange_kind, comparator, python_callable
 from cuprims.coop._spec import ProviderSpec, block_dims, element_type, items_count
 from cuprims.coop._style1.factory import make_primitive
 from cuprims.coop._user_types import check_methods
 from cuprims.errors import ArgumentError
-from cuprims._value_types import ValueType
 
 
 def make_exchange(block_exchange_type: Any, dtype: Any, threads_per_block: Any, items_per_thread: int,

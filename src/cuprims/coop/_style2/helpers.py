@@ -24,13 +24,13 @@ from numba import types
 from numba.cuda import cgutils
 from numba.cuda.extending import intrinsic
 
+from cuprims._value_types import value_type
 from cuprims.coop._codegen import entries
 from cuprims.coop._numba import addr, declare, state_pointer, trap_if
 from cuprims.coop._spec import ProviderSpec
 from cuprims.coop._style2.nbtypes import Static
 from cuprims.coop._style2.operands import Plan
 from cuprims.coop._style2.thread_data import _local_array, _trap
-from cuprims._value_types import value_type
 
 # the element type of a helper's int64 result (a run-length decode's total)
 _INT64 = Static(("dtype", "int64"), value_type("int64"))

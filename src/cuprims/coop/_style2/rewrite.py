@@ -93,10 +93,10 @@ class _FrontEnd:
             if name == "this_block":
                 values, fn = block_shape(self.state, where), _block_group
             else:
-                threads = args.get("threads")
-                lanes = WARP_THREADS if threads is None else self.constant(name, where, "threads", threads)
-                if threads is not None:
-                    self.consumed.append(threads)
+                lanes = WARP_THREADS
+                if "threads" in args:
+                    lanes = self.constant(name, where, "threads", args["threads"])
+                    self.consumed.append(args["threads"])
                 values, fn = (lanes,), _warp_group
             consts = [_ir.const_var(self.func_ir, block, stmt, v) for v in values]
             fn_var = _ir.global_var(self.func_ir, block, stmt, fn, f"_{name}")

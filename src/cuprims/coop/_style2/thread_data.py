@@ -36,12 +36,12 @@ from numba.cuda.core import ir
 from numba.cuda.extending import intrinsic
 from numba.cuda.np.numpy_support import as_dtype, from_dtype
 
+from cuprims._value_types import ValueType
 from cuprims.coop._numba import emit_trap
 from cuprims.coop._spec import element_type
 from cuprims.coop._style2 import ir as _ir
 from cuprims.coop._style2.nbtypes import StaticType, Stub, ThreadDataType
 from cuprims.errors import ArgumentError, CoopError
-from cuprims._value_types import ValueType
 
 
 @Stub
