@@ -182,8 +182,11 @@ def test_nested_segmented_reduce_and_constant_iterator():
         if b == e:
             assert got[s]["id"] == -1 and got[s]["pos"]["x"] == -np.inf
         else:
-            first = b + int(np.argmax(h["pos"]["x"][b:e]))
-            assert got[s].tobytes() == h[first].tobytes()
+            # CUB's reductions combine items out of order (they take the operator to be
+            # commutative), so of the particles tied furthest right, any one may come back
+            seg = h[b:e]
+            furthest = seg[seg["pos"]["x"] == seg["pos"]["x"].max()]
+            assert got[s].tobytes() in {p.tobytes() for p in furthest}
     const = ConstantIterator(Particle(1, {"x": 0.5, "y": 0.25}))
     out = cp.empty(1, dtype=Particle.dtype)
     cuprims.reduce_into(d_in=const, d_out=out, op=particle_sum, num_items=1000, h_init=(0, (0.0, 0.0)))

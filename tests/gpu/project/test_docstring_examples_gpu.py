@@ -24,6 +24,8 @@ EXAMPLES = {e.id: e for e in docstring_examples.collect()}
 # items), 500 of them valid.
 _FLOAT_TILE = "x = cp.arange(512, dtype=np.float32); y = cp.zeros_like(x); n = 500\n"
 _INT_TILE = "x = cp.arange(512, dtype=np.int32)[::-1].copy(); y = cp.zeros_like(x); n = 500\n"
+_RUNS_TILE = "x = cp.arange(512, dtype=np.int32) // 3; y = cp.zeros_like(x); n = 500\n"
+_SQUARES_TILE = "x = cp.arange(512, dtype=np.int32) ** 2 % 1000; y = cp.zeros_like(x); n = 500\n"
 _LAUNCH = "kernel[1, 128](x, y, n)\n"
 
 _LOADED = """@cuda.jit
@@ -120,9 +122,140 @@ def kernel(x, y, n):
     "cuprims.coop.radix_sort_pairs": ("x = cp.arange(512, dtype=np.float32)[::-1].copy(); "
                                       "y = cp.arange(512, dtype=np.int32); n = 500\n"
                                       + _PAIRS.replace("VALUES", "indices") + _LAUNCH),
+    "cuprims.coop.flag_heads": _RUNS_TILE + """@cuda.jit
+def kernel(x, y, n):
+    block = coop.this_block()
+    items = coop.ThreadData(4)
+    coop.load(block, x, items)
+    prev = x[0]
+    EXAMPLE
+    coop.store(block, y, flags)
+""" + _LAUNCH,
+    "cuprims.coop.flag_tails": _RUNS_TILE + """@cuda.jit
+def kernel(x, y, n):
+    block = coop.this_block()
+    items = coop.ThreadData(4)
+    flags = coop.ThreadData(4, dtype=numba.int32)
+    coop.load(block, x, items)
+    following = x[511] + 1
+    EXAMPLE
+    coop.store(block, y, flags)
+""" + _LAUNCH,
+    "cuprims.coop.flag_heads_and_tails": _RUNS_TILE + """@cuda.jit
+def kernel(x, y, n):
+    block = coop.this_block()
+    items = coop.ThreadData(4)
+    heads = coop.ThreadData(4, dtype=numba.int32)
+    tails = coop.ThreadData(4, dtype=numba.int32)
+    coop.load(block, x, items)
+    EXAMPLE
+    for i in range(4):
+        heads[i] += 2 * tails[i]
+    coop.store(block, y, heads)
+""" + _LAUNCH,
+    "cuprims.coop.subtract_left": _SQUARES_TILE + """@cuda.jit
+def kernel(x, y, n):
+    block = coop.this_block()
+    items = coop.ThreadData(4)
+    deltas = coop.ThreadData(4, dtype=numba.int32)
+    coop.load(block, x, items)
+    prev = 0
+    EXAMPLE
+    coop.store(block, y, deltas)
+""" + _LAUNCH,
+    "cuprims.coop.subtract_right": _SQUARES_TILE + _KEYS.replace("keys", "items") + _LAUNCH,
+    "cuprims.coop.histogram": """x = cp.asarray(np.arange(1024) * 7 % 256, dtype=np.int32); y = cp.zeros(256, np.int32)
+@cuda.jit
+def kernel(x, y):
+    block = coop.this_block()
+    items = coop.ThreadData(4)
+    more_items = coop.ThreadData(4)
+    coop.load(block, x, items)
+    coop.load(block, x[512:], more_items)
+    EXAMPLE
+    for b in range(cuda.threadIdx.x, 256, 128):
+        y[b] = counts[b]
+kernel[1, 128](x, y)
+""",
+    "cuprims.coop.shuffle": """a = cp.arange(512, dtype=np.float32) * 3; y = cp.zeros(1024, np.float32)
+@cuda.jit
+def kernel(a, y):
+    block = coop.this_block()
+    x = a[cuda.threadIdx.x]
+    items = coop.ThreadData(4)
+    coop.load(block, a, items)
+    EXAMPLE
+    y[cuda.threadIdx.x] = left
+    coop.store(block, y[128:], items)
+    if cuda.threadIdx.x == 0:
+        y[640] = last
+kernel[1, 128](a, y)
+""",
+    "cuprims.coop.run_length_decode": """x = cp.arange(256, dtype=np.float32) * 2; y = cp.zeros(513, np.float32)
+@cuda.jit
+def kernel(x, y):
+    block = coop.this_block()
+    values = coop.ThreadData(2)
+    lengths = coop.ThreadData(2, dtype=numba.uint32)
+    decoded = coop.ThreadData(4, dtype=numba.float32)
+    coop.load(block, x, values)
+    for i in range(2):
+        lengths[i] = 2
+    EXAMPLE
+    coop.store(block, y, decoded)
+    if cuda.threadIdx.x == 0:
+        y[512] = total
+kernel[1, 128](x, y)
+""",
+    **{f"cuprims.coop.shuffle_{mode}": """a = cp.arange(128, dtype=np.float32) * 3; y = cp.zeros(128, np.float32)
+@cuda.jit
+def kernel(a, y):
+    warp = coop.this_warp()
+    x = a[cuda.threadIdx.x]
+    EXAMPLE
+    y[cuda.threadIdx.x] = RESULT
+kernel[1, 128](a, y)
+""".replace("RESULT", result) for mode, result in (("index", "first"), ("up", "before"), ("down", "after"),
+                                                    ("xor", "partner"))},
 }
 
 CHECKS: dict[str, str] = {
+    "cuprims.coop.flag_heads": """h = np.arange(512) // 3
+assert (y.get() == np.r_[0, h[1:] != h[:-1]]).all()
+""",
+    "cuprims.coop.flag_tails": """h = np.arange(512) // 3
+assert (y.get() == np.r_[h[:-1] != h[1:], 1]).all()
+""",
+    "cuprims.coop.flag_heads_and_tails": """h = np.arange(512) // 3
+assert (y.get() == np.r_[1, h[1:] != h[:-1]] + 2 * np.r_[h[:-1] != h[1:], 1]).all()
+""",
+    "cuprims.coop.subtract_left": """h = np.arange(512) ** 2 % 1000
+assert (y.get() == np.diff(h, prepend=0)).all()
+""",
+    "cuprims.coop.subtract_right": """h = np.arange(512) ** 2 % 1000
+assert (y.get() == np.r_[h[:499] - h[1:500], h[499:]]).all()
+""",
+    "cuprims.coop.histogram": """assert (y.get() == np.bincount(np.arange(1024) * 7 % 256, minlength=256)).all()
+""",
+    "cuprims.coop.shuffle": """h = np.arange(512, dtype=np.float32) * 3
+got = y.get()
+assert (got[:128] == np.r_[h[0], h[:127]]).all() and (got[128:640] == np.r_[h[0], h[:511]]).all()
+assert got[640] == h[511]
+""",
+    "cuprims.coop.run_length_decode": """got = y.get()
+assert (got[:512] == np.repeat(np.arange(256, dtype=np.float32) * 2, 2)).all() and got[512] == 512
+""",
+    "cuprims.coop.shuffle_index": """lane0 = np.arange(128) // 32 * 32
+assert (y.get() == lane0 * 3).all()
+""",
+    "cuprims.coop.shuffle_up": """i = np.arange(128)
+assert (y.get() == np.where(i % 32 == 0, i, i - 1) * 3).all()
+""",
+    "cuprims.coop.shuffle_down": """i = np.arange(128)
+assert (y.get() == np.where(i % 32 == 31, i, i + 1) * 3).all()
+""",
+    "cuprims.coop.shuffle_xor": """assert (y.get() == (np.arange(128) ^ 1) * 3).all()
+""",
     "cuprims.coop": """x = cp.arange(128, dtype=np.int32); out = cp.zeros(1, np.int32)
 kernel[1, 128](x, out)
 assert int(out[0]) == 127 * 128 // 2
