@@ -10,6 +10,8 @@ GPU.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 numba = pytest.importorskip("numba")
@@ -47,6 +49,25 @@ def test_own_storage_has_a_slot_per_logical_warp_of_cubs_layout():
     # powers of two keep one slot per 16 threads in a row
     source, _ = provider_text(coop.warp.make_sum(numba.int32, threads_in_warp=16).spec)
     assert "storage[64]" in source and "storage[tid / 16]" in source
+
+
+@pytest.mark.parametrize("mode", ["exclusive", "inclusive"])
+def test_sums_over_partial_logical_warps_go_through_the_functor(mode):
+    # CUB pads a shared-memory warp scan with cuda::std::plus's identity written by the
+    # lanes present only: the partial logical warp ending each hardware warp (5 lanes:
+    # 6 x 5 + 2) would read unset padding. A functor with no identity element makes CUB
+    # guard each read by the lane.
+    def spec(lanes):   # Style 1 makes the exclusive sum; Style 2's warp calls make both
+        return dataclasses.replace(coop.warp.make_exclusive_sum(numba.int64, threads_in_warp=lanes).spec, mode=mode)
+
+    source, _ = provider_text(spec(5))
+    assert f"{mode.capitalize()}Sum(" not in source
+    init = "zero, " if mode == "exclusive" else ""
+    assert f"prim.{mode.capitalize()}Scan(in[0], out[0], {init}" in source and "_functor{})" in source
+    assert ("const long long zero{};" in source) == (mode == "exclusive")
+    # a power of two keeps CUB's shuffle sum
+    source, _ = provider_text(spec(16))
+    assert f"prim.{mode.capitalize()}Sum(in[0], out[0]);" in source
 
 
 @pytest.mark.parametrize("factory,args", [

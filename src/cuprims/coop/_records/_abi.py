@@ -99,5 +99,11 @@ def is_plus(spec: ProviderSpec) -> bool:
 def is_sum(spec: ProviderSpec) -> bool:
     """Whether CUB's Sum entry points serve ``spec``. Not for bool: CUB's warp scans derive a
     sum's exclusive prefix as ``inclusive - input``, which a saturating bool sum (a logical
-    or) breaks, so bool sums go through the functor, ``bool(a + b)``."""
+    or) breaks, so bool sums go through the functor, ``bool(a + b)``. Nor for a warp scan
+    over logical warps whose size is not a power of two: there CUB's shared-memory scan
+    pads with ``cuda::std::plus``'s identity written by the lanes present only, so the
+    partial logical warp that ends each hardware warp would read unset padding; through
+    the functor (no identity element) CUB guards each read by the lane instead."""
+    if spec.kind == "warp_scan" and spec.dims[0] & (spec.dims[0] - 1):
+        return False
     return is_plus(spec) and spec.vt.cpp != "bool"
