@@ -74,7 +74,9 @@ def test_source_shape():
     assert "cuprims_meta[4]" in src.text
     builtin = _generate(SPECS["reduce_f4_plus_init_sm90"])
     assert builtin.extern_symbols == ()
-    assert "a + b" in builtin.text
+    # a built-in sum is CUB's own cuda::std::plus (its thread reduction sums a tree of items)
+    assert "using cuprims_op_t = ::cuda::std::plus<>;" in builtin.text
+    assert "struct cuprims_op_t" in _generate(SPECS["reduce_i8_maximum_noinit_sm90"]).text   # other built-ins
     noinit = _generate(SPECS["reduce_i8_maximum_noinit_sm90"])
     assert all("no_init" in n for n in noinit.name_expressions)
     assert "long long" in noinit.text

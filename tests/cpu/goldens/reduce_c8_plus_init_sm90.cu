@@ -8,13 +8,7 @@
 #endif
 #include <reduce/cuprims_reduce.cuh>
 
-struct cuprims_op_t
-{
-  __device__ __forceinline__ ::cuda::std::complex<float> operator()(const ::cuda::std::complex<float>& a, const ::cuda::std::complex<float>& b) const
-  {
-    return static_cast<::cuda::std::complex<float>>(a + b);
-  }
-};
+using cuprims_op_t = ::cuda::std::plus<>;
 
 using cuprims_selector_t = CUB_NS_QUALIFIER::detail::reduce::policy_selector_from_types<::cuda::std::complex<float>, long long, cuprims_op_t>;
 constexpr auto cuprims_policy = cuprims_selector_t{}(::cuda::compute_capability{9, 0});

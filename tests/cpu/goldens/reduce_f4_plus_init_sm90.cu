@@ -7,13 +7,7 @@
 #endif
 #include <reduce/cuprims_reduce.cuh>
 
-struct cuprims_op_t
-{
-  __device__ __forceinline__ float operator()(const float& a, const float& b) const
-  {
-    return static_cast<float>(a + b);
-  }
-};
+using cuprims_op_t = ::cuda::std::plus<>;
 
 using cuprims_selector_t = CUB_NS_QUALIFIER::detail::reduce::policy_selector_from_types<float, long long, cuprims_op_t>;
 constexpr auto cuprims_policy = cuprims_selector_t{}(::cuda::compute_capability{9, 0});

@@ -23,7 +23,13 @@ def reduce_source(*, in_type: ValueType, accum: ValueType, op: OpSpec, has_init:
     struct's word form where CUB would move it byte by byte); the init value, the result
     and the per-block partials keep ``accum``'s own type."""
     acc = accumulator(accum)
-    functor, externs = binary_functor("cuprims_op_t", op, accum, op_symbol(op, "cuprims_op_0"), acc)
+    if _plain_sum(op, accum):
+        # CUB recognises cuda::std::plus by its type: a thread's items are then summed as a
+        # tree, not one after another (the chain of dependent adds is what a misaligned
+        # float32 input, read without vector loads, waits on), and its tunings for sums apply
+        functor, externs = "using cuprims_op_t = ::cuda::std::plus<>;\n", ()
+    else:
+        functor, externs = binary_functor("cuprims_op_t", op, accum, op_symbol(op, "cuprims_op_0"), acc)
     iterator_text, iterator_types, iterator_symbols = iterator_parts((d_in, d_out))
     externs += iterator_symbols
     t, a = accum.cpp, acc.cpp
@@ -73,3 +79,11 @@ def reduce_source(*, in_type: ValueType, accum: ValueType, op: OpSpec, has_init:
     names = (kernel.format(in_param), kernel.format(f"const {t}*"))
     return Source(text=text, name_expressions=names, extern_symbols=externs,
                   meta_fields=("threads", "items", "accum_size", "accum_align"))
+
+
+def _plain_sum(op: OpSpec, accum: ValueType) -> bool:
+    """Whether ``op`` is the built-in PLUS over a number type C++'s ``+`` adds as numpy
+    does (not bool, whose sum saturates, nor a struct)."""
+    return (op.kind == "builtin" and op.builtin is not None and op.builtin.name == "PLUS"
+            and not accum.is_struct and accum.dtype.kind in "iufc")
+
