@@ -68,6 +68,18 @@ def main():
     rows["transform object (lambda)"] = lambda: small(d_in=x, d_out=y, op=affine, num_items=1024)
     rows["unary_transform one-shot"] = lambda: cuprims.unary_transform(d_in=x, d_out=y, op=affine, num_items=1024)
     rows["make_unary_transform hit"] = lambda: cuprims.make_unary_transform(d_in=x, d_out=y, op=affine)
+    # the arguments cuda.compute's users pass: a view of a larger array, a 1-element numpy
+    # initial value, op= on every call; each alone, then all together
+    big = cp.random.random(4096, dtype=cp.float32)
+    view, init1 = big[:1024], np.zeros(1, np.float32)
+    rows["object, view"] = lambda: r(temp_storage=tmp, d_in=view, d_out=out, num_items=1024, h_init=init)
+    rows["object, 1-element init"] = lambda: r(temp_storage=tmp, d_in=x, d_out=out, num_items=1024, h_init=init1)
+    rows["object, op="] = lambda: r(temp_storage=tmp, d_in=x, d_out=out, num_items=1024, h_init=init,
+                                    op=OpKind.PLUS)
+    rows["object, all three"] = lambda: r(temp_storage=tmp, d_in=view, d_out=out, num_items=1024, h_init=init1,
+                                          op=OpKind.PLUS)
+    rows["cupy view CAI"] = lambda: view.__cuda_array_interface__
+    rows["cupy view data.ptr"] = lambda: view.data.ptr
     for name, fn in rows.items():
         try:
             us = per_call(fn)
@@ -78,9 +90,11 @@ def main():
     import cProfile
     import pstats
 
-    one_shot = rows["unary_transform one-shot"]
-    cProfile.runctx("for _ in range(2000): one_shot()", globals(), {"one_shot": one_shot}, "/tmp/one_shot.prof")
-    pstats.Stats("/tmp/one_shot.prof").sort_stats("tottime").print_stats(16)
+    for name in ("unary_transform one-shot", "object, all three"):
+        print(f"--- profile: {name}")
+        fn = rows[name]
+        cProfile.runctx("for _ in range(2000): fn()", globals(), {"fn": fn}, "/tmp/host.prof")
+        pstats.Stats("/tmp/host.prof").sort_stats("tottime").print_stats(16)
 
 
 if __name__ == "__main__":
