@@ -232,6 +232,8 @@ def host_bytes(value: Any, vt: ValueType, *, argument: str) -> bytes:
     or truncated. A struct value may take any form :mod:`cuprims.struct_values` lists (an
     instance or record of ``vt``'s struct or of one of its layout, a dict or tuple of field
     values)."""
+    if type(value) is np.ndarray and value.size == 1 and value.dtype == vt.dtype and not vt.is_struct:
+        return value.tobytes()        # cuda.compute's usual form: a 1-element array of the type
     data = getattr(value, "_cuprims_data", None)
     if data is not None:
         value = data
