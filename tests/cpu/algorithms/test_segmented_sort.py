@@ -28,7 +28,7 @@ from cuprims.algorithms.segmented_sort.source import _key_order, segmented_sort_
 from cuprims.algorithms.sort_source import NAN_LAST_KEY, nan_last_radix_traits
 from cuprims.errors import ArgumentError, ArgumentTypeError
 from test_radix_nan_order import special_keys
-from test_radix_sort import ELF
+from test_radix_sort import ELF, check_param_layout
 from twins import STRUCT, ordered_bits
 
 pytestmark = pytest.mark.runs_long   # long tests: sent to the workers first
@@ -85,7 +85,12 @@ def test_build_every_key_type(key, value, order, offsets, double_buffer, shared_
     kd = np.dtype(key)
     assert meta["key_size"] == kd.itemsize and meta["key_bits"] == 8 * kd.itemsize
     assert meta["value_size"] == (0 if value is None else np.dtype(value).itemsize)
-    assert meta["offset_size"] == (4 if offsets in (i4,) else 8)  # CUB's signed choice: uint32 -> int64
+    # variant 0 computes offsets in 32 bits whatever their type; the wide variant (past
+    # 2^31 - 1 items) makes CUB's signed choice: uint32 -> int64
+    assert meta["offset_size"] == 4
+    wide_text = obj.desc.variant(1).source(90).text
+    assert f"using cuprims_offset_t = {'int' if offsets in (i4,) else 'long long'};" in wide_text
+    assert ("narrow_offsets<" in obj._builds.source(90).text) == (offsets not in (i4,))
     assert meta["radix_bits"] == (4 if kd.itemsize == 1 else 6)
     assert 0 <= meta["mid_items"] < meta["large_items"]
     assert meta["medium_threads"] == meta["small_threads"] == meta["large_threads"]
@@ -165,10 +170,90 @@ def test_source_kernels_and_offset_types():
 
     for offsets, cpp in ((i4, "int"), (np.uint32, "long long"), (i8, "long long"), (np.uint64, "long long")):
         b = describe(P(offsets), "start_offsets_in")
-        src = segmented_sort_source(key=value_type(np.dtype(i4)), value=None, descending=False, begin=b, end=b, arch=90)
-        assert f"using cuprims_offset_t = {cpp};" in src.text
-        assert len(src.name_expressions) == 6 and src.name_expressions[5].endswith("cuprims_mid_items, true>")
-        assert dict(src.compile_options)["device_as_default_execution_space"] is True
+        own = f"const {value_type(np.dtype(offsets)).cpp}*"
+        for wide in (True, False):
+            src = segmented_sort_source(key=value_type(np.dtype(i4)), value=None, descending=False, begin=b, end=b,
+                                        arch=90, wide_offsets=wide)
+            # the wide build: CUB's signed choice; the narrow one: 32 bits, other types read narrowed
+            assert f"using cuprims_offset_t = {cpp if wide else 'int'};" in src.text
+            param = own if wide or offsets is i4 else f"cuprims::segmented_sort::narrow_offsets<{own}>"
+            assert all(f", {param}, {param}, cuprims_offset_t" in e for e in src.name_expressions if "Three" not in e)
+            assert len(src.name_expressions) == 6 and src.name_expressions[5].endswith("cuprims_mid_items, true>")
+            assert dict(src.compile_options)["device_as_default_execution_space"] is True
+
+
+def test_offset_width_follows_the_problem_not_the_offsets_type():
+    """Variant 0 (32-bit offsets) for every offset type, arrays and iterators; variant 1
+    (the offsets' own width) for any but int32, whose narrow build serves every size."""
+    int64_iterators = fixed_offsets(64, np.int64)
+    advanced = (int64_iterators[0], int64_iterators[0] + 1)   # `it + 1` as the end offsets
+    counting = (CountingIterator(i4(0)), CountingIterator(i4(1)))
+    # (i * 64 over an int32 count is int64: numba's type for the lambda's result)
+    for offsets, wide in ((i4, 0), (np.uint32, 1), (i8, 1), (np.uint64, 1), (counting, 0), (fixed_offsets(64), 1),
+                          (int64_iterators, 1), (advanced, 1)):
+        starts, ends = (P(offsets), P(offsets)) if not isinstance(offsets, tuple) else offsets
+        desc = ss._describe(P(i4), P(i4), None, None, starts, ends, ASC)
+        obj = ss.SegmentedSort.__new__(ss.SegmentedSort)
+        obj._adopt(desc, {})
+        assert not desc.wide_offsets and desc.variant(1).wide_offsets and obj._wide_variant == wide
+        assert ("narrow_offsets<" in desc.source(90).text) == bool(wide)
+        assert "narrow_offsets<" not in desc.variant(1).source(90).text
+        assert desc.variant(1).kernel_params() == desc.kernel_params()   # one parameter layout
+    assert ss.NARROW_MAX_ITEMS == (1 << 31) - 1
+
+
+def test_int64_offsets_build_both_variants(shared_cache):
+    """CuPy's default offsets (int64 arrays): 32-bit kernels (variant 0, built ahead of time)
+    and, past 2^31 - 1 items, 64-bit ones (variant 1), each laid out as the host packs it."""
+    obj = make(i4, offsets=i8)
+    check_kernel_params(obj, 90)
+    assert obj._builds.result(90).meta["offset_size"] == 4
+    wide = obj._builds_of(1)
+    wide.build_for([90], ())
+    result, source = wide.result(90), wide.source(90)
+    assert result.meta["offset_size"] == 8 and "using cuprims_offset_t = long long;" in source.text
+    check_param_layout(result, source, obj.desc.variant(1).kernel_params())
+    # the offset width changes no tuning: both builds export the same launch facts
+    assert {k: v for k, v in result.meta.items() if k != "offset_size"} == \
+        {k: v for k, v in obj._builds.result(90).meta.items() if k != "offset_size"}
+
+
+def test_golden_int64_offsets_narrowed(shared_cache):
+    obj = make(i4, offsets=i8)
+    check_golden("segmented_sort_i4_keys_asc_i8_offsets_sm90", render_source(obj._builds.source(90)))
+
+
+def test_int64_iterator_offsets_build_narrow(shared_cache):
+    starts, ends = fixed_offsets(4096, np.int64)
+    obj = make(i4, offsets=(starts, starts + 1))
+    check_kernel_params(obj, 90)
+    assert obj._builds.result(90).meta["offset_size"] == 4
+    assert "narrow_offsets<cuprims::input_iterator<" in obj._builds.source(90).text
+
+
+def test_narrowed_offsets_keep_valid_segments_and_empty_ones_empty():
+    """NVRTC evaluates narrow_offsets on offsets of each wide type: values in [0, INT_MAX]
+    unchanged, the rest clamped (monotone: an end at or below its start stays so)."""
+    from cuprims._compile.nvrtc import compile_to_ltoir
+
+    top = (1 << 31) - 1
+    cases = {
+        "long long": [0, 5, top, top + 1, 1 << 32, (1 << 32) - 100, -1, -(1 << 40), (1 << 62)],
+        "unsigned int": [0, 5, top, top + 1, (1 << 32) - 1],
+        "unsigned long long": [0, 5, top, top + 1, (1 << 32) - 100, (1 << 64) - 1],
+    }
+    checks = []
+    for cpp, values in cases.items():
+        arr = f"cuprims_{cpp.replace(' ', '_')}"
+        lits = ", ".join(f"static_cast<{cpp}>({v}ull)" if v >= 0 else f"static_cast<{cpp}>({v}ll)" for v in values)
+        checks.append(f"constexpr {cpp} {arr}[] = {{{lits}}};")
+        for i, v in enumerate(values):
+            want = min(max(v, 0), top)
+            checks.append(f"static_assert(cuprims::segmented_sort::narrow_offsets<const {cpp}*>{{{arr}}}[{i}] == "
+                          f"{want}, \"{cpp} {v}\");")
+    text = (preamble((value_type(np.dtype(i4)),), 90) + "#include <segmented_sort/cuprims_segmented_sort.cuh>\n"
+            + "\n".join(checks) + "\n")
+    assert compile_to_ltoir(Source(text, (), (), (), (("device_as_default_execution_space", True),)), 90)[0]
 
 
 # ----------------------------------------------------------------------- argument errors

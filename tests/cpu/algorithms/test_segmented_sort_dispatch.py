@@ -40,39 +40,53 @@ META = dict(radix_bits=3, large_threads=4, large_items=8, mid_items=4, medium_th
             partition_threads=4, partition_items=2, tile_padding=32, tile_word_bytes=16)
 
 
-def _meta(key_dt, value_dt, offset_dt, **over):
+def _meta(key_dt, value_dt, offset_dt, wide=False, **over):
+    """A build's exported facts; ``wide``: variant 1, whose offsets take CUB's signed width
+    (variant 0 computes them in 32 bits whatever their type)."""
     kd = np.dtype(key_dt)
     od = np.dtype(offset_dt)
     meta = dict(META, key_size=kd.itemsize, value_size=0 if value_dt is None else np.dtype(value_dt).itemsize,
-                offset_size=4 if od == np.int32 else 8, key_bits=8 * kd.itemsize)
+                offset_size=4 if od == np.int32 or not wide else 8, key_bits=8 * kd.itemsize)
     meta.update(over)
     return meta
 
 
 class FakeSegmentedDevice:
-    """Emulates the six kernels; ``handles`` are (role, offset size) tuples."""
+    """Emulates the six kernels; ``handles`` are (role, offset size) tuples: the kernels of a
+    4-byte build read the offsets as int32 (other types through narrow_offsets' clamp)."""
 
     def __init__(self, mem, key_dt, value_dt, offset_dt, descending, meta):
         self.mem, self.kdt, self.odt, self.desc, self.m = mem, np.dtype(key_dt), np.dtype(offset_dt), descending, meta
         self.vdt = None if value_dt is None else np.dtype((np.void, np.dtype(value_dt).itemsize))
-        self.launches, self.sorted = [], []
+        self.launches, self.sorted, self.offset_sizes = [], [], []
         self.tile = meta["large_threads"] * meta["large_items"]
         self.mid_tile = meta["large_threads"] * meta["mid_items"]
         self.medium_tile = meta["medium_warp"] * meta["medium_items"]
         self.small_tile = meta["small_warp"] * meta["small_items"]
 
     def launch(self, kernel, grid, block, stream, params, shared=0):
-        role = kernel[0]
+        role, self.offset_size = kernel
         assert grid >= 1, (role, grid)
         self.launches.append((role, grid, block, stream))
+        self.offset_sizes.append(self.offset_size)
         getattr(self, "_" + role)(grid, block, *params)
 
     # -- reading what the host packed ----------------------------------------------
     def offsets(self, begin, end, count):
-        """The offsets as the kernels' signed type reads them (CUB's choice)."""
-        wide = np.int32 if self.odt == np.int32 else np.int64
-        return (self.mem.view(begin, self.odt, count).astype(wide).astype(np.int64),
-                self.mem.view(end, self.odt, count).astype(wide).astype(np.int64))
+        """The offsets as the kernels read them: in a wide build as CUB's signed type, in a
+        narrow one as int32, those of other types clamped to [0, INT_MAX] (narrow_offsets)."""
+        return self._read(begin, count), self._read(end, count)
+
+    def _read(self, ptr, count):
+        raw = self.mem.view(ptr, self.odt, count)
+        if self.odt == np.int32:
+            return raw.astype(np.int64)
+        if self.offset_size == 8:
+            return raw.astype(np.int64)    # uint32 -> int64 exactly; uint64 wraps, as C++ converts it
+        top = (1 << 31) - 1
+        if self.odt.kind == "u":
+            return np.minimum(raw, self.odt.type(top)).astype(np.int64)
+        return np.clip(raw.astype(np.int64), 0, top)
 
     def segment(self, s):
         b, e = self.bounds
@@ -208,9 +222,9 @@ def fake(monkeypatch):
     state = {}
 
     def make(key, value=None, order=ASC, offsets=np.int32, double_buffer=False, **meta_over):
-        meta = _meta(key, value, offsets, **meta_over)
-        dev = state["dev"] = FakeSegmentedDevice(mem, key, value, offsets, order is DESC, meta)
-        monkeypatch.setattr(ss.SegmentedSort, "_builds_of", lambda self, variant: FakeBuilds(meta, ROLES))
+        metas = [_meta(key, value, offsets, wide, **meta_over) for wide in (False, True)]
+        dev = state["dev"] = FakeSegmentedDevice(mem, key, value, offsets, order is DESC, metas[0])
+        monkeypatch.setattr(ss.SegmentedSort, "_builds_of", lambda self, variant: FakeBuilds(metas[variant], ROLES))
         ph = _Placeholder
         if double_buffer:
             kw = dict(d_in_keys=DoubleBuffer(ph(key), ph(key)),
@@ -261,7 +275,7 @@ def segments(lengths, rng, offset_dt=np.int32, gap=3, negative=0):
 
 def reference(keys, values, starts, ends, descending):
     out_k, out_v = keys.copy(), None if values is None else values.copy()
-    for b, e in zip(starts.astype(np.int64), ends.astype(np.int64)):
+    for b, e in zip(starts.tolist(), ends.tolist()):   # Python ints: exact for every offset type
         if e > b:
             order = np.argsort(ordered_bits(keys[b:e], descending), kind="stable")
             out_k[b:e] = keys[b:e][order]
@@ -321,8 +335,9 @@ def check(make_fake, obj, dev, keys, values, starts, ends, double_buffer, **kw):
     got_k, got_v, args, sentinel = run(make_fake, obj, keys, values, starts, ends, double_buffer, **kw)
     want_k, want_v = reference(keys, values, starts, ends, dev.desc)
     inside = np.zeros(keys.size, bool)
-    for b, e in zip(starts.astype(np.int64), ends.astype(np.int64)):
-        inside[b:max(b, e)] = True
+    for b, e in zip(starts.tolist(), ends.tolist()):
+        if e > b:
+            inside[b:e] = True
     assert same_keys(got_k[inside], want_k[inside])
     if not double_buffer:  # items outside every segment are left as the output had them
         assert same_keys(got_k[~inside], sentinel[~inside])
@@ -330,7 +345,7 @@ def check(make_fake, obj, dev, keys, values, starts, ends, double_buffer, **kw):
         assert np.array_equal(got_v[inside], want_v[inside]) if values.dtype.names else \
             np.array_equal(got_v[inside].view(np.uint8), want_v[inside].view(np.uint8))
     # every non-empty segment was sorted exactly once, by one kernel
-    nonempty = sorted(int(s) for s in np.flatnonzero(ends.astype(np.int64) > starts.astype(np.int64)))
+    nonempty = sorted(int(s) for s in np.flatnonzero(ends > starts))
     assert sorted(dev.sorted) == nonempty
     dev.sorted.clear()
     return args
@@ -481,3 +496,39 @@ def test_call_time_argument_errors(fake):
             obj(**dict(base, **over))
         assert info.value.argument == argument, (over, str(info.value))
     assert not dev.launches
+
+
+@pytest.mark.parametrize("offsets", [np.int32, np.int64, np.uint32, np.uint64])
+def test_offset_width_follows_num_items(fake, offsets, monkeypatch):
+    """32-bit kernels up to NARROW_MAX_ITEMS items whatever the offsets' type; past it, the
+    offsets' own width (int32 offsets keep the narrow build, which addresses all they can)."""
+    monkeypatch.setattr(ss, "NARROW_MAX_ITEMS", 2000)
+    rng = np.random.default_rng(21)
+    obj, dev = fake(np.int16, np.int32, ASC, offsets)
+    for lengths, wide in ((LENGTHS * 3, False), (LENGTHS * 12, True)):
+        starts, ends, n = segments(lengths, rng, offsets)
+        assert (n > 2000) == wide
+        check(fake, obj, dev, random_keys(np.int16, n, rng), np.arange(n, dtype=np.int32), starts, ends, False)
+        assert set(dev.offset_sizes) == {8 if wide and offsets is not np.int32 else 4}
+        assert sorted(obj._plans) == ([0, 1] if wide and offsets is not np.int32 else [0])
+        dev.offset_sizes.clear()
+
+
+@pytest.mark.parametrize("offsets", [np.int64, np.uint32, np.uint64])
+def test_narrow_build_keeps_far_empty_segments_empty(fake, offsets):
+    """Segments whose end lies at or below their start stay empty in the 32-bit build
+    whatever their values (past 2^31, or negative): narrow_offsets clamps monotonically."""
+    rng = np.random.default_rng(23)
+    obj, dev = fake(np.float32, None, DESC, offsets)
+    starts, ends, n = segments(LENGTHS * 2, rng, np.int64)
+    far = [((1 << 32) - 100, 0), ((1 << 32) + 5, (1 << 32)), ((1 << 31), 7), ((1 << 31) + 9, (1 << 31) + 9)]
+    if offsets is np.int64:
+        far += [(1 << 40, 1 << 40), (5, -(1 << 40)), (-3, -3), ((1 << 62), -(1 << 62))]
+    elif offsets is np.uint64:
+        far += [((1 << 64) - 1, 0), ((1 << 64) - 1, (1 << 63))]
+    if offsets is np.uint32:
+        far = [(b, e) for b, e in far if b < (1 << 32) and e < (1 << 32)]
+    starts = np.array(starts.tolist() + [b for b, _ in far], dtype=offsets)
+    ends = np.array(ends.tolist() + [e for _, e in far], dtype=offsets)
+    check(fake, obj, dev, random_keys(np.float32, n, rng), None, starts, ends, False)
+    assert set(dev.offset_sizes) == {4}

@@ -289,3 +289,98 @@ def test_nans_in_numpys_order(key):
                 assert np.array_equal(got[b:e][~nan], want[~nan]), (b, e, order)  # -0.0 == +0.0
         perm = reference_perm(keys, starts, ends, order is SortOrder.DESCENDING)
         assert same_keys(got[inside], keys[perm][inside])  # stable: zeros keep their input order
+
+
+# ------------------------------------------------------------------ offsets as users give them
+
+def _fixed_offsets(form, n, size):
+    """Start and end offsets of segments of ``size`` items, in the form a user writes them."""
+    if form == "int64-arrays":
+        offsets = cp.arange(0, n + 1, size)  # CuPy's default integer
+        assert offsets.dtype == cp.int64
+        return offsets[:-1], offsets[1:]
+    if form == "int32-arrays":
+        offsets = cp.arange(0, n + 1, size, dtype=cp.int32)
+        return offsets[:-1], offsets[1:]
+    starts = TransformIterator(CountingIterator(np.int64(0)), lambda i: i * 4096)
+    if form == "transform-iterators":
+        return starts, TransformIterator(CountingIterator(np.int64(1)), lambda i: i * 4096)
+    return starts, starts + 1  # "advanced-iterator": iterator arithmetic for the ends
+
+
+@pytest.mark.parametrize("form", ["int64-arrays", "int32-arrays", "transform-iterators", "advanced-iterator"])
+def test_fixed_size_segments_with_the_offsets_users_write(form):
+    """2^12 segments of 4096 int32 keys (the benchmark's shape, fewer segments), the offsets
+    as CuPy's default int64 arange, int32 arrays, int64 TransformIterators, and ``it + 1``:
+    the one-shot call with numpy scalar counts, then the object API with values,
+    descending; against numpy."""
+    ns, size = 1 << 12, 4096
+    n = ns * size
+    rng = np.random.default_rng(29)
+    host = rng.integers(-(1 << 31), 1 << 31, n, dtype=np.int64).astype(np.int32)
+    keys, out = cp.asarray(host), cp.empty(n, cp.int32)
+    starts, ends = _fixed_offsets(form, n, size)
+    cuprims.segmented_sort(d_in_keys=keys, d_out_keys=out, num_items=np.int64(n), num_segments=np.int32(ns),
+                           start_offsets_in=starts, end_offsets_in=ends, order=SortOrder.ASCENDING)
+    assert np.array_equal(cp.asnumpy(out).reshape(ns, size), np.sort(host.reshape(ns, size), axis=1)), form
+    vals, out_v = cp.arange(n, dtype=cp.int32), cp.empty(n, cp.int32)
+    kw = dict(d_in_keys=keys, d_out_keys=out, d_in_values=vals, d_out_values=out_v, start_offsets_in=starts,
+              end_offsets_in=ends)
+    sorter = cuprims.make_segmented_sort(**kw, order=SortOrder.DESCENDING)
+    call = dict(kw, num_items=n, num_segments=ns)
+    sorter(temp_storage=cp.empty(sorter(temp_storage=None, **call), np.uint8), **call)
+    b = np.arange(ns, dtype=np.int64) * size
+    perm = reference_perm(host, b, b + size, True)
+    assert np.array_equal(cp.asnumpy(out), host[perm]) and np.array_equal(cp.asnumpy(out_v), perm), form
+
+
+@pytest.mark.parametrize("offsets", [np.int64, np.uint32, np.uint64])
+def test_wide_typed_offsets_every_path_and_far_empty_segments(offsets):
+    """Offsets of 64-bit (and unsigned) types run on 32-bit kernels below 2^31 items: every
+    kernel's path, and segments whose end lies at or below a start far past num_items (or
+    below zero) stay empty (the conversion clamps monotonically)."""
+    rng = np.random.default_rng(31)
+    starts, ends, n = layout(LENGTHS * 10, rng)
+    far = [((1 << 32) - 100, 0), ((1 << 32) + 5, 1 << 32), (1 << 31, 7), ((1 << 31) + 9, (1 << 31) + 9)]
+    if offsets is np.int64:
+        far += [(1 << 40, 1 << 40), (5, -(1 << 40)), (-3, -3), (1 << 62, -(1 << 62))]
+    elif offsets is np.uint64:
+        far += [((1 << 64) - 1, 0), ((1 << 64) - 1, 1 << 63)]
+    else:
+        far = [(b, e) for b, e in far if max(b, e) < 1 << 32]
+    starts = np.array(starts.tolist() + [b for b, _ in far], dtype=offsets)
+    ends = np.array(ends.tolist() + [e for _, e in far], dtype=offsets)
+    keys = random_keys("int32", n, rng)
+    sentinel = random_keys("int32", n, rng)
+    out = cp.asarray(sentinel)
+    sort(cp.asarray(keys), out, None, None, n, cp.asarray(starts), cp.asarray(ends), SortOrder.ASCENDING)
+    real = slice(0, starts.size - len(far))   # the far ones are empty: reference them out
+    perm = reference_perm(keys, starts[real], ends[real], False)
+    inside = inside_mask(n, starts[real], ends[real])
+    got = cp.asnumpy(out)
+    assert same_bits(got[inside], keys[perm][inside]) and same_bits(got[~inside], sentinel[~inside]), offsets
+
+
+@pytest.mark.big_memory
+@pytest.mark.parametrize("offsets", [np.int64, np.uint32])
+def test_offsets_past_2_pow_31_items(offsets):
+    """Past 2^31 - 1 items the kernels compute offsets in 64 bits: 600 segments (partitioned)
+    spread over 2^31 + 10^4 int8 keys, those near the end starting past 2^31 (about 6.5 GB)."""
+    n = (1 << 31) + 10_000
+    rng = np.random.default_rng(37)
+    body = np.sort(rng.choice((1 << 31) - 10_000, 595, replace=False))
+    tail = (1 << 31) - 3000 + np.arange(5) * 2500   # the first across 2^31, the rest past it
+    starts = np.concatenate([body, tail]).astype(np.int64)
+    following = np.concatenate([starts[1:], [n]])
+    ends = starts + np.minimum(rng.integers(0, 6000, 600), following - starts)   # no overlaps
+    ends[-5:] = np.minimum(starts[-5:] + 2000, following[-5:])
+    keys = cp.random.default_rng(5).integers(-128, 128, n, dtype=cp.int16).astype(cp.int8)
+    out = cp.full(n, 77, cp.int8)
+    sort(keys, out, None, None, n, cp.asarray(starts.astype(offsets)), cp.asarray(ends.astype(offsets)),
+         SortOrder.DESCENDING)
+    for b, e in zip(starts.tolist(), ends.tolist()):
+        want = np.sort(cp.asnumpy(keys[b:e]))[::-1]
+        assert np.array_equal(cp.asnumpy(out[b:e]), want), (b, e)
+    gaps = [(e, b) for e, b in zip(ends[:-1].tolist(), starts[1:].tolist()) if b > e]
+    for e, b in gaps[-10:]:   # items no segment covers, past 2^31 too, are left alone
+        assert bool(cp.all(out[e:b] == 77)), (e, b)

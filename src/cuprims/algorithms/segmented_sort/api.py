@@ -5,7 +5,13 @@ each segment is sorted on its own, in ``order``, and lands at the same positions
 output. Items outside every segment are left as they are in the output. Offsets are
 arrays or iterators of one 32- or 64-bit integer type (fixed-size segments, for example,
 as ``TransformIterator(CountingIterator(0), lambda i: i * size)``); an end at or below
-its start is an empty segment.
+its start is an empty segment, whatever the two values; a segment's items lie in
+``[0, num_items)``.
+
+The offsets' type does not set the kernels' index width: up to 2^31 - 1 items the kernels
+compute offsets in 32 bits, reading 64-bit (or unsigned) offsets through a conversion, so
+CuPy's default int64 offsets and int64 iterators cost what int32 offsets do. A larger
+problem runs on a build variant with 64-bit offsets (made the first time one comes).
 
 Keys of any bool, integer or floating-point dtype are ordered as ``radix_sort`` orders
 them, which is numpy's order: floating-point NaNs (either sign) after +inf ascending and
@@ -23,24 +29,21 @@ synchronises: see ``dispatch`` and ``algorithms/segmented_sort/cuprims_segmented
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cuprims._compile.source import Source
 from cuprims.algorithms.arguments import ArgKind, keyword_checked, segment_offsets
 from cuprims.algorithms.common import check_num_items
 from cuprims.algorithms.segmented_sort.dispatch import SegmentedSortPlan, dispatch, temp_bytes
-from cuprims.algorithms.segmented_sort.source import segmented_sort_source, selector_layout
-from cuprims.algorithms.skeleton import Description, description
-from cuprims.algorithms.sort_base import SortAlgorithm, SortCall, SortDescription
+from cuprims.algorithms.segmented_sort.source import is_int32, segmented_sort_source, selector_layout
+from cuprims.algorithms.skeleton import description
+from cuprims.algorithms.sort_base import NARROW_MAX_ITEMS, SortAlgorithm, SortCall, SortDescription
 from cuprims.algorithms.sort_common import DoubleBuffer, parse_order
 from cuprims.algorithms.sort_source import check_radix_key
 from cuprims.enums import SortOrder
 from cuprims.errors import ArgumentError
 from cuprims.typing import (ArrayIteratorOrProxy, ArrayOrIterator, ArrayOrProxy, ComputeCapabilityLike, DeviceArrayLike,
                             SortOrderLike, StreamLike)
-
-if TYPE_CHECKING:
-    from typing_extensions import Self
 
 __all__ = ["SegmentedSort", "make_segmented_sort", "segmented_sort"]
 
@@ -51,23 +54,24 @@ _DESCENDING = SortOrder.DESCENDING
 @description
 class SegmentedSortDescription(SortDescription):
     """Keys and values (as the sorts describe them), the start and end offsets' kinds,
-    the order, and ``mid_items``: the large kernel's middle tier (None: the default of
-    ``algorithms/segmented_sort/cuprims_segmented_sort.cuh``; 0: CUB's tiers alone), a tuning knob."""
+    the order, ``mid_items``: the large kernel's middle tier (None: the default of
+    ``algorithms/segmented_sort/cuprims_segmented_sort.cuh``; 0: CUB's tiers alone), a tuning knob,
+    and ``wide_offsets``: variant 1, the kernels' offsets in the offsets' own width for
+    problems past 2^31 - 1 items (variant 0 computes them in 32 bits whatever their type)."""
 
     begin: ArgKind
     end: ArgKind
     order: SortOrder
     mid_items: int | None = None
+    wide_offsets: bool = False
 
     def __post_init__(self) -> None:
         check_radix_key(self.key)
 
-    def variant(self, index: int) -> Self:
-        return Description.variant(self, index)  # one build: the offsets' type sets the kernels' width
-
     def source(self, arch: int) -> Source:
         return segmented_sort_source(key=self.key, value=self.value, descending=self.order is _DESCENDING,
-                                     begin=self.begin, end=self.end, arch=arch, mid_items=self.mid_items)
+                                     begin=self.begin, end=self.end, arch=arch, mid_items=self.mid_items,
+                                     wide_offsets=self.wide_offsets)
 
     def _link(self) -> tuple:
         return self.begin.linked_ops() + self.end.linked_ops()
@@ -114,6 +118,8 @@ class SegmentedSort(SortAlgorithm):
         super()._setup()
         offsets, size = selector_layout(self.desc.begin, self.desc.end)
         self._selector = (offsets[1], size)
+        # int32 offsets need no wide build: the narrow one is theirs at every size
+        self._wide_variant = 0 if is_int32(self.desc.begin) else 1
 
     def _temp_bytes(self, plan: SegmentedSortPlan, call: SortCall) -> int:
         return temp_bytes(plan, call, self._key_size, self._value_size)
@@ -135,7 +141,11 @@ class SegmentedSort(SortAlgorithm):
         call.segments = ns
         if n == 0 or ns == 0:  # nothing to sort (CUB returns before touching any buffer, selector included)
             return 1 if temp_storage is None and not one_shot else None
-        needed = self._execute(temp_storage, stream, one_shot, call, (None, start_offsets_in, end_offsets_in))
+        # the offset width from the problem's size, not from the offsets' type (the segment
+        # indices are 32-bit in every build: num_segments is capped above)
+        variant = self._wide_variant if n > NARROW_MAX_ITEMS else 0
+        needed = self._execute(temp_storage, stream, one_shot, call, (None, start_offsets_in, end_offsets_in),
+                               variant)
         self._follow_flips(call, d_in_keys, d_in_values)
         return needed
 
@@ -166,7 +176,8 @@ def make_segmented_sort(*, d_in_keys: ArrayOrProxy | DoubleBuffer, d_out_keys: A
         d_in_values, d_out_values: values of any dtype that travel with their keys, as
             the keys are given; or None for keys alone.
         start_offsets_in, end_offsets_in: device arrays or iterators of int32/int64 (or
-            uint32/uint64) offsets, one pair per segment.
+            uint32/uint64) offsets, one pair per segment. Their type does not set the
+            kernels' offset width: 32 bits up to 2^31 - 1 items, 64 past it.
         order: ``SortOrder.ASCENDING`` or ``SortOrder.DESCENDING``.
         compute_capability: build ahead of time for these targets (no GPU needed).
 

@@ -22,6 +22,11 @@
 // comes in two instances: `Mid` sorts the segments of at most MidItems items per thread
 // with an agent (and so a register count) sized for that tile, the other one the longer
 // segments with CUB's tile. MidItems == 0 leaves CUB's single tier.
+//
+// Offsets: CUB computes them in the offsets' own type, so int64 offsets (CuPy's default)
+// make every agent's index arithmetic 64-bit, and the middle tier loses its second block
+// per SM. Problems of at most INT_MAX items read offsets of any other type than int
+// through narrow_offsets and compute in int; only larger ones are built with 64 bits.
 #pragma once
 
 #include <cub/device/dispatch/kernels/kernel_segmented_sort.cuh>
@@ -29,6 +34,8 @@
 
 #include <cuda/iterator>
 #include <cuda/std/iterator>
+#include <cuda/std/limits>
+#include <cuda/std/type_traits>
 #include <cuda/std/utility>
 
 namespace cuprims
@@ -64,6 +71,34 @@ struct policies
   // one kernel runs both sub-warp sorts: they must agree on the block
   static_assert(medium.threads_per_block == small.threads_per_block,
                 "cuprims runs medium and small segments in one kernel");
+};
+
+// The user's offsets (an array or an iterator of any other integer type) read as int, for
+// the build of problems of at most INT_MAX items: the agents then do their index arithmetic
+// in 32 bits whatever the offsets' type. Each offset is clamped to [0, INT_MAX], which
+// changes no offset of a valid segment (those lie in [0, num_items]) and, being monotone,
+// keeps every segment whose end is at or below its start empty, whatever its values. The
+// wrapper has its iterator's layout, so the host packs it as it packs the iterator.
+template <class It>
+struct narrow_offsets
+{
+  It it;
+
+  template <class Index>
+  __host__ __device__ __forceinline__ constexpr int operator[](Index i) const
+  {
+    const auto v    = it[i];
+    using V         = ::cuda::std::remove_cv_t<decltype(v)>;
+    constexpr V top = V(::cuda::std::numeric_limits<int>::max());
+    if constexpr (::cuda::std::is_signed_v<V>)
+    {
+      if (v < V(0))
+      {
+        return 0;
+      }
+    }
+    return v > top ? int(top) : static_cast<int>(v);
+  }
 };
 
 // The partition's two predicates over segment indices. CUB's own selectors carry their

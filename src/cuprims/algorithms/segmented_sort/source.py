@@ -34,12 +34,29 @@ SEGMENTED_SORT_META = (
 )
 
 
-def offset_size(begin: Any) -> int:
-    """Bytes of the kernels' offset type for offsets of ``begin``'s type: CUB's signed
-    choice (int32 stays int32; uint32 and 64-bit offsets are taken as int64), so that an
-    end below its start reads as an empty segment and never as a huge one."""
+def offset_size(begin: Any, wide_offsets: bool) -> int:
+    """Bytes of the kernels' offset type for offsets of ``begin``'s type. The narrow build
+    (problems of at most 2^31 - 1 items) takes every type as int32, reading offsets of any
+    other type through ``narrow_offsets``; the wide one makes CUB's signed choice (int32
+    stays int32; uint32 and 64-bit offsets are taken as int64). Either way an end below its
+    start reads as an empty segment and never as a huge one."""
+    return 4 if not wide_offsets or is_int32(begin) else 8
+
+
+def is_int32(begin: Any) -> bool:
+    """Whether the offsets are int32, the kernels' narrow offset type itself: one build
+    serves every size of problem (int32 offsets address no item past 2^31 - 1)."""
     vt = begin.value
-    return 4 if vt.size == 4 and vt.kind == "i" else 8
+    return vt.size == 4 and vt.kind == "i"
+
+
+def offset_params(begin: Any, end: Any, wide_offsets: bool) -> tuple[str, str]:
+    """The C++ types the kernels take the start and end offsets as: the arguments' own, or
+    wrapped in ``narrow_offsets`` where the narrow build reads them as int32."""
+    if wide_offsets or is_int32(begin):
+        return arg_param(begin), arg_param(end)
+    wrap = "cuprims::segmented_sort::narrow_offsets<{}>"
+    return wrap.format(arg_param(begin)), wrap.format(arg_param(end))
 
 
 def selector_layout(begin: Any, end: Any) -> tuple[tuple[int, int], int]:
@@ -107,6 +124,18 @@ _PACKED_SIZES = (
 )
 
 
+def _narrow_layout(p_begin: str, p_end: str, begin: Any, end: Any) -> str:
+    """Pins each ``narrow_offsets`` wrapper to its iterator's size and alignment (the host
+    packs the iterator's state); nothing when the offsets are not wrapped."""
+    pins = ""
+    for wrapped, arg in dict(((p_begin, begin), (p_end, end))).items():  # once for a type both share
+        own = arg_param(arg)
+        if wrapped != own:
+            pins += (f"static_assert(sizeof({wrapped}) == sizeof({own}) && alignof({wrapped}) == alignof({own}), "
+                     "\"cuprims packs the narrowed offsets as their iterator\");\n")
+    return pins
+
+
 def _meta(value: ValueType | None) -> str:
     """The exported facts the host reads back (:data:`SEGMENTED_SORT_META`, in order)."""
     return meta_export((
@@ -148,9 +177,12 @@ def _kernel_names(order: str, p_begin: str, p_end: str) -> tuple[str, ...]:
 
 
 def segmented_sort_source(*, key: ValueType, value: ValueType | None, descending: bool, begin: Any, end: Any,
-                          arch: int, mid_items: int | None = None) -> Source:
+                          arch: int, mid_items: int | None = None, wide_offsets: bool = False) -> Source:
     """Source for sorting the segments [begin[i], end[i]) of ``key`` keys (and ``value``
     values); ``begin``/``end`` are argument kinds (arrays or iterators of one integer type).
+
+    ``wide_offsets``: the build for problems past 2^31 - 1 items, whose kernels compute
+    offsets in the offsets' own width (see :func:`offset_size`); else in 32 bits.
 
     ``mid_items``: items per thread of the large kernel's middle shared-memory tier
     (None: the header's default, ``mid_tier_items``; 0: CUB's tiers only).
@@ -165,7 +197,7 @@ def segmented_sort_source(*, key: ValueType, value: ValueType | None, descending
     value_t, value_decl = (f"{_CUB}::NullType", "") if value is None else bytes_type(value)
     is_float = key.kind == "f"
     order = f"cub::SortOrder::{'Descending' if descending else 'Ascending'}"
-    p_begin, p_end = arg_param(begin), arg_param(end)
+    p_begin, p_end = offset_params(begin, end, wide_offsets)
     text = (
         unit_head((key, begin.value) + iterator_types, arch,
                   ("segmented_sort/cuprims_segmented_sort.cuh",), iterator_text)
@@ -173,9 +205,10 @@ def segmented_sort_source(*, key: ValueType, value: ValueType | None, descending
         + (nan_last_radix_traits(key) + _key_order(key) if is_float else "")
         + f"using cuprims_key_t = {NAN_LAST_KEY if is_float else key.cpp};\n"
         + f"using cuprims_value_t = {value_t};\n"
-        + f"using cuprims_offset_t = {'int' if offset_size(begin) == 4 else 'long long'};\n"
+        + f"using cuprims_offset_t = {'int' if offset_size(begin, wide_offsets) == 4 else 'long long'};\n"
         + _policies(arch, mid_items)
         + _selectors(p_begin, p_end, selector_layout(begin, end)[1])
+        + _narrow_layout(p_begin, p_end, begin, end)
         + _PACKED_SIZES
         + _meta(value)
     )
