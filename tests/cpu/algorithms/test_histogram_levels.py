@@ -213,6 +213,7 @@ def test_a_calls_level_arguments_are_checked_once(fake):
     bins ask for) is done at the first call with those level arguments, then looked up."""
     obj = fake(u1, np.int32, 257, i4(0), i4(256))
     samples = np.random.default_rng(3).integers(0, 256, 5000).astype(u1)
+    hist_api._one_shots.clear()   # the one-shots' remembered descriptions, a cache
     calls = []
     real = type(obj)._checked_call
 
