@@ -20,6 +20,7 @@ from cuprims._compile.source import Source
 from cuprims._runtime import driver
 from cuprims._value_types import value_type
 from cuprims.algorithms.histogram import api as hist_mod
+from cuprims.algorithms.histogram import plan as plan_mod
 from cuprims.algorithms.histogram.bins import common_dtype, widened_samples
 from cuprims.algorithms.sort_common import temp_layout
 from cuprims.errors import ArgumentError, CuprimsError
@@ -49,6 +50,7 @@ BUILDS = {
                               np.float64(-1), np.float64(1)),
     "i1-wide": lambda: _make(P(np.int8), np.int64, 17, np.int16(-128), np.int16(128), n=1 << 32),
     "i1-300-bins": lambda: _make(P(np.int8), num_levels=301, lower=np.int16(-128), upper=np.int16(128)),
+    "i2-70000-bins": lambda: _make(P(np.int16), num_levels=70001, lower=np.int32(-35000), upper=np.int32(35000)),
 }
 
 
@@ -67,16 +69,22 @@ def test_ahead_of_time_builds_match_their_cubin(shared_cache, case):
     assert meta["counter_size"] == desc.d_histogram.value.size == desc.counter.size
     assert meta["offset_size"] == (8 if desc.wide_offsets else 4)
     assert meta["global_privatized"] == desc.global_bins  # CUB's policies all prefer shared memory
-    assert desc.byte_path == (case == "u1")
+    assert meta["work_stealing"] == 0  # the sweep never reads the tile queue: one-shot calls share a scratch word
+    # 8-bit integer samples, int8 too, privatize their 256 bit patterns, whatever the bins
+    assert desc.byte_path == (case in ("u1", "i1-wide", "i1-300-bins"))
     if case == "u1":  # CUB's sm_90 tuning for one-byte samples and 4-byte counters
         assert (meta["threads"], meta["pixels"]) == (768, 12)
     if case == "i1-wide":
         assert desc.counter.code == "u8" and desc.wide_offsets and not desc.global_bins
     sweep = obj._builds.source(90).name_expressions[1]
-    assert desc.widened == (case == "i1-300-bins") and ("widened_samples<" in sweep) == desc.widened
+    assert desc.widened == (case == "i2-70000-bins") and ("widened_samples<" in sweep) == desc.widened
     # CUB's pass-through hands each privatized bin on cast to the sample type: ours restores it
-    assert sweep.endswith(("cuprims_pass_thru_t, cuprims_scale_t, cuprims_offset_t, true>" if desc.byte_path else
+    assert sweep.endswith(("cuprims::histogram::byte_bits, cuprims_scale_t, cuprims_offset_t, true>"
+                           if desc.byte_path else
                            "cuprims_scale_t, cuprims::histogram::bin_index_pass_thru, cuprims_offset_t, true>"))
+    # integer samples between integer levels bin exactly, in cuprims' scale
+    scale = "exact_scale<" if desc.d_samples.value.kind in "iu" and desc.level.dtype.kind in "iu" else "clamped_scale<"
+    assert f"using cuprims_scale_t = cuprims::histogram::{scale}" in obj._builds.source(90).text
     if case == "i4-1024-bins":
         assert desc.global_bins and "DeviceHistogramSweepDeviceInitKernel<cuprims_selector_t, 0," in \
             obj._builds.source(90).name_expressions[1]
@@ -164,8 +172,8 @@ def test_call_checks_come_before_the_device(shared_cache):
     call = dict(temp_storage=None, d_samples=FakeDeviceArray(100, "|u1"), d_histogram=FakeDeviceArray(256),
                 h_num_output_levels=np.array([257], i4), h_lower_level=np.array([0], i4),
                 h_upper_level=np.array([256], i4), num_samples=100)
-    for over, argument in ((dict(h_lower_level=np.array([0], np.int64), h_upper_level=np.array([256], np.int64)),
-                            "h_lower_level"),
+    for over, argument in ((dict(h_lower_level=np.array([0.5]), h_upper_level=np.array([256.0])),
+                            "h_lower_level"),                      # the build bins integral levels exactly
                            (dict(h_num_output_levels=np.array([258], i4)), "d_histogram"),
                            (dict(h_upper_level=np.array([0], i4)), "h_lower_level"),
                            (dict(d_samples=FakeDeviceArray(100, "<i4")), "d_samples"),
@@ -199,6 +207,7 @@ class FakeHistogramDevice:
 
     def __init__(self, mem: FakeMemory):
         self.mem, self.launches, self.queue = mem, [], None
+        self.scratch = mem.alloc(8)  # the device's tile-queue scratch word (plan.queue_scratch)
 
     def launch(self, kernel, grid, block, stream, params, shared=0, pdl=False):
         role, desc, meta = kernel
@@ -232,7 +241,7 @@ class FakeHistogramDevice:
 
 def _fake_meta(desc, overrides):
     meta = dict(threads=32, pixels=3, byte_bins=256, init_threads=256, global_privatized=int(desc.global_bins),
-                counter_size=desc.counter.size, offset_size=8 if desc.wide_offsets else 4)
+                counter_size=desc.counter.size, offset_size=8 if desc.wide_offsets else 4, work_stealing=0)
     meta.update(overrides)
     return meta
 
@@ -262,6 +271,7 @@ def fake(monkeypatch):
         return True
 
     monkeypatch.setattr(hist_mod.HistogramEven, "_builds_of", builds_of)
+    monkeypatch.setattr(plan_mod, "queue_scratch", lambda device: dev.scratch)
     monkeypatch.setattr(driver, "ParamPack", FakePack)
     monkeypatch.setattr(driver, "current_device", lambda: 0)
     monkeypatch.setattr(driver, "compute_capability", lambda device: (9, 0))
@@ -302,9 +312,10 @@ def test_fake_device_bytes(fake, n, caller_temp):
     roles = [(role, grid) for role, grid, *_ in fake.dev.launches]
     assert roles == ([("init", 1)] if n == 0 else [("init", 1), ("sweep", min(-(-n // 96), 2 * 12))])  # two waves
     assert all(pdl for *_, pdl, _ in fake.dev.launches)  # sm_90, settings.pdl on
-    if not caller_temp:  # one allocation: the tile queue only (privatized counters live in shared memory)
-        assert [nbytes for _, nbytes, _ in fake.allocations] == [256 + 255]
-        assert not fake.mem.blocks.keys() & {p for p, _, _ in fake.allocations}  # freed
+    if not caller_temp:  # no allocation: the tile queue is the device's scratch word (counters in shared memory)
+        assert fake.allocations == [] and fake.dev.queue == fake.dev.scratch
+    else:  # the object API's queue lies in the caller's temporary storage, as CUB lays it out
+        assert fake.dev.queue != fake.dev.scratch
 
 
 @pytest.mark.parametrize("dtype,levels,lower,upper", [

@@ -10,22 +10,22 @@
 using cuprims_selector_t = CUB_NS_QUALIFIER::detail::histogram::policy_selector_from_types<unsigned char, int, 1, 1, true>;
 constexpr auto cuprims_policy = cuprims_selector_t{}(::cuda::compute_capability{9, 0});
 using cuprims_offset_t = int;
-using cuprims_scale_t = cuprims::histogram::clamped_scale<int, cuprims_offset_t, unsigned char>;
-using cuprims_pass_thru_t = CUB_NS_QUALIFIER::detail::histogram::Transforms<int, cuprims_offset_t, unsigned char>::PassThruTransform;
-using cuprims_levels_t = ::cuda::std::array<int, 1>;
-static_assert(sizeof(CUB_NS_QUALIFIER::GridQueue<int>) == sizeof(void*) && sizeof(cuprims_levels_t) == sizeof(int), "cuprims: histogram kernel parameter layout");
-extern "C" __device__ __attribute__((used)) const long long cuprims_meta[7] = {
+using cuprims_scale_t = cuprims::histogram::exact_scale<long long, unsigned char>;
+using cuprims_levels_t = ::cuda::std::array<long long, 1>;
+static_assert(sizeof(CUB_NS_QUALIFIER::GridQueue<int>) == sizeof(void*) && sizeof(cuprims_levels_t) == sizeof(long long), "cuprims: histogram kernel parameter layout");
+extern "C" __device__ __attribute__((used)) const long long cuprims_meta[8] = {
   (long long)(cuprims_policy.threads_per_block) /* threads */,
   (long long)(cuprims_policy.pixels_per_thread) /* pixels */,
   (long long)(cuprims::histogram::privatized_smem_bins) /* byte_bins */,
   (long long)(cuprims::histogram::init_threads) /* init_threads */,
   (long long)(cuprims::histogram::privatized_smem_bins == 0 || cuprims_policy.mem_preference != CUB_NS_QUALIFIER::SMEM) /* global_privatized */,
   (long long)(sizeof(int)) /* counter_size */,
-  (long long)(sizeof(cuprims_offset_t)) /* offset_size */};
+  (long long)(sizeof(cuprims_offset_t)) /* offset_size */,
+  (long long)(cuprims_policy.use_work_stealing) /* work_stealing */};
 
 // ---- name_expressions ----
 // CUB_NS_QUALIFIER::detail::histogram::DeviceHistogramInitKernel<cuprims_selector_t, 1, int, cuprims_offset_t>
-// CUB_NS_QUALIFIER::detail::histogram::DeviceHistogramSweepDeviceInitKernel<cuprims_selector_t, cuprims::histogram::privatized_smem_bins, 1, 1, const unsigned char*, int, cuprims_levels_t, cuprims_levels_t, cuprims_pass_thru_t, cuprims_scale_t, cuprims_offset_t, true>
+// CUB_NS_QUALIFIER::detail::histogram::DeviceHistogramSweepDeviceInitKernel<cuprims_selector_t, cuprims::histogram::privatized_smem_bins, 1, 1, const unsigned char*, int, cuprims_levels_t, cuprims_levels_t, cuprims::histogram::byte_bits, cuprims_scale_t, cuprims_offset_t, true>
 // ---- extern_symbols ----
 // ---- meta_fields ----
 // threads
@@ -35,3 +35,4 @@ extern "C" __device__ __attribute__((used)) const long long cuprims_meta[7] = {
 // global_privatized
 // counter_size
 // offset_size
+// work_stealing

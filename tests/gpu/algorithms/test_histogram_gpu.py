@@ -367,3 +367,189 @@ def test_object_api_with_levels_of_two_dtypes():
     tmp = cp.empty(obj(temp_storage=None, **call), cp.uint8)
     obj(temp_storage=tmp, **call)
     np.testing.assert_array_equal(cp.asnumpy(hist[:10]), reference(h, 10, 10, 200))
+
+
+# ------------------------------------------------------------------ every level dtype a user passes
+#
+# Integer samples between levels of integral values bin exactly whatever the levels' dtypes, in one build
+# per sample type (the levels travel as int64): numpy's histogram is the reference, with the upper edge
+# excluded as CUB excludes it.
+
+def _numpy_counts(h: np.ndarray, bins: int, lo: int, hi: int) -> np.ndarray:
+    kept = h[(h >= lo) & (h < hi)].astype(np.int64)
+    return np.histogram(kept, bins=bins, range=(lo, hi))[0]
+
+
+def _level_forms(lo: int, hi: int, own) -> dict:
+    """The ways a user writes the same two integral levels."""
+    return {"int32": (np.int32(lo), np.int32(hi)), "int64": (np.int64(lo), np.int64(hi)),
+            "float32": (np.float32(lo), np.float32(hi)), "float64": (np.float64(lo), np.float64(hi)),
+            "own": (own(lo), own(hi)), "python": (lo, hi),
+            "arrays": (np.array([lo], np.int32), np.array([hi], np.float64)),
+            "mixed": (np.int16(lo) if -32768 <= lo < 32768 else np.int64(lo), np.float32(hi))}
+
+
+@pytest.mark.parametrize("form", ["int32", "int64", "float32", "float64", "own", "python", "arrays", "mixed"])
+def test_uint8_256_bins_every_level_dtype(form):
+    h = np.random.default_rng(11).integers(0, 256, 1_000_003).astype(np.uint8)
+    x = cp.asarray(h)
+    if form == "own":    # uint8 cannot hold 256: its own levels are 0 and 255
+        bins, (lower, upper), want = 255, (np.uint8(0), np.uint8(255)), _numpy_counts(h, 255, 0, 255)
+    else:
+        bins, (lower, upper), want = 256, _level_forms(0, 256, np.int64)[form], np.bincount(h, minlength=256)
+    np.testing.assert_array_equal(one_shot(x, bins, lower, upper), want)
+    hist = cp.full(bins, 7, cp.int32)
+    args = dict(d_samples=x, d_histogram=hist, h_num_output_levels=np.array([bins + 1]), h_lower_level=lower,
+                h_upper_level=upper, num_samples=x.size)
+    obj = cuprims.make_histogram_even(**args)
+    assert obj.desc.level.dtype == np.dtype(np.int64)   # one build for every form
+    tmp = cp.empty(obj(temp_storage=None, **args), cp.uint8)
+    obj(temp_storage=tmp, **args)
+    np.testing.assert_array_equal(cp.asnumpy(hist), want)
+
+
+def test_integral_levels_of_every_dtype_share_one_object():
+    x = cp.asarray(np.random.default_rng(12).integers(0, 256, 10_000).astype(np.uint8))
+    hist = cp.zeros(256, cp.int32)
+    objs = {id(cuprims.make_histogram_even(d_samples=x, d_histogram=hist, h_num_output_levels=257, h_lower_level=lo,
+                                           h_upper_level=hi, num_samples=x.size))
+            for lo, hi in _level_forms(0, 256, np.int16).values()}
+    assert len(objs) == 1
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint16, np.int16, np.int32, np.uint32, np.int64])
+@pytest.mark.parametrize("form", ["int32", "int64", "float32", "float64", "own", "python", "arrays"])
+def test_integer_samples_every_level_dtype(dtype, form):
+    info = np.iinfo(dtype)
+    lo, hi = (-100, 100) if info.min < 0 else (5, 205)
+    h = np.random.default_rng(13).integers(max(int(info.min), lo - 300), min(int(info.max), hi + 300) + 1,
+                                          400_001).astype(dtype)
+    h[:4] = [lo, hi - 1, hi, lo - 1]
+    x = cp.asarray(h)
+    lower, upper = _level_forms(lo, hi, np.dtype(dtype).type)[form]
+    for bins in (1, 7, 200, 256, 300):
+        want = _numpy_counts(h, bins, lo, hi)
+        np.testing.assert_array_equal(reference(h, bins, lo, hi), want)
+        np.testing.assert_array_equal(one_shot(x, bins, lower, upper), want)
+        hist = cp.full(bins, 7, cp.int64)   # int64 counters, as CuPy makes them
+        args = dict(d_samples=x, d_histogram=hist, h_num_output_levels=np.array([bins + 1], np.int64),
+                    h_lower_level=lower, h_upper_level=upper, num_samples=x.size)
+        obj = cuprims.make_histogram_even(**args)
+        tmp = cp.empty(obj(temp_storage=None, **args), cp.uint8)
+        obj(temp_storage=tmp, **args)
+        np.testing.assert_array_equal(cp.asnumpy(hist), want)
+
+
+def test_a_sample_on_an_edge_between_float_levels_of_integral_value():
+    # float32 levels 0 and 14 in 62 bins: edge 31 is exactly 7. CUB's float32 scale (1 / 62 * 14 rounded)
+    # put a uint8 7 in bin 30; integral levels bin exactly, as numpy does
+    h = np.arange(256, dtype=np.uint8).repeat(3)
+    x = cp.asarray(h)
+    want = _numpy_counts(h, 62, 0, 14)
+    assert want[31] == 3
+    for lower, upper in ((np.float32(0), np.float32(14)), (np.float64(0), np.float64(14)), (0, 14.0)):
+        np.testing.assert_array_equal(one_shot(x, 62, lower, upper), want)
+    i = cp.asarray(h.astype(np.int16))
+    np.testing.assert_array_equal(one_shot(i, 62, np.float32(0), np.float32(14)), want)
+
+
+@pytest.mark.parametrize("dtype, lo, hi, bins", [
+    (np.int32, -(1 << 23), 1 << 23, 256),      # (range - 1) * bins below 2^32: 32-bit arithmetic
+    (np.int32, -(1 << 23), 1 << 23, 257),      # just past it: 64-bit
+    (np.uint16, 0, 65536, 65536),              # 65535 * 65536 fits 32 bits
+    (np.int16, -32768, 32768, 65537),          # read as int, 64-bit arithmetic
+    (np.int64, -(1 << 40), 1 << 40, 1000),
+    (np.uint32, 0, 1 << 32, 3),                # a range of 2^32: 64-bit arithmetic
+])
+def test_exact_bins_on_both_sides_of_32_bit_arithmetic(dtype, lo, hi, bins):
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(bins)
+    h = rng.integers(max(int(info.min), lo - 1000), min(int(info.max), hi + 1000) + 1, 300_000,
+                     dtype=np.int64).astype(dtype)
+    edges = [v for v in (lo, hi - 1, hi, lo - 1, int(info.min), int(info.max)) if info.min <= v <= info.max]
+    h[:len(edges)] = edges
+    for lower, upper in ((np.int64(lo), np.int64(hi)), (float(lo), float(hi))):
+        np.testing.assert_array_equal(one_shot(cp.asarray(h), bins, lower, upper), reference(h, bins, lo, hi))
+
+
+def test_uint64_samples_between_levels_past_int64():
+    lo, hi = (1 << 63) + 5, (1 << 63) + (1 << 40)
+    h = (np.random.default_rng(14).integers(0, 1 << 41, 200_000, dtype=np.uint64) + np.uint64(1 << 63)
+         - np.uint64(1 << 39))
+    h[:3] = [lo, hi - 1, hi]
+    got = one_shot(cp.asarray(h), 256, np.uint64(lo), np.uint64(hi))
+    x, bins = h.astype(object), 256
+    keep = (x >= lo) & (x < hi)
+    want = np.bincount(((x[keep] - lo) * bins // (hi - lo)).astype(np.int64), minlength=bins)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("bins, lower, upper", [(256, np.int32(-128), np.int32(128)), (1000, -500, 500),
+                                                (10, np.float32(-3.5), np.float32(100.25)), (3, -1, 2)])
+def test_int8_samples_take_the_byte_path(bins, lower, upper):
+    h = np.random.default_rng(bins).integers(-128, 128, 500_003).astype(np.int8)
+    h[:2] = [-128, 127]
+    x = cp.asarray(h)
+    obj = cuprims.make_histogram_even(d_samples=x, d_histogram=cp.zeros(bins, cp.int32),
+                                      h_num_output_levels=bins + 1, h_lower_level=lower, h_upper_level=upper,
+                                      num_samples=x.size)
+    assert obj.desc.byte_path
+    float_type = np.float32 if isinstance(lower, np.floating) else None
+    np.testing.assert_array_equal(one_shot(x, bins, lower, upper), reference(h, bins, lower, upper, float_type))
+
+
+def test_one_shot_allocates_nothing_unless_counters_live_in_global_memory(monkeypatch):
+    from cuprims._runtime import driver
+
+    sizes = []
+    real = driver.alloc_async
+    monkeypatch.setattr(driver, "alloc_async", lambda n, s, d=-1: sizes.append(n) or real(n, s, d))
+    u = cp.asarray(np.random.default_rng(15).integers(0, 256, 100_000).astype(np.uint8))
+    i = cp.asarray(np.random.default_rng(16).integers(-2000, 2000, 100_000).astype(np.int32))
+    for _ in range(3):
+        np.testing.assert_array_equal(one_shot(u, 256, 0, 256), np.bincount(cp.asnumpy(u), minlength=256))
+        np.testing.assert_array_equal(one_shot(i, 64, np.int32(-1024), np.int32(1024)),
+                                      reference(cp.asnumpy(i), 64, -1024, 1024))
+    assert sizes == []
+    np.testing.assert_array_equal(one_shot(i, 1000, -1024, 1024), reference(cp.asnumpy(i), 1000, -1024, 1024))
+    assert len(sizes) == 1          # privatized counters in global memory: temporary storage
+
+
+def test_one_shots_on_two_streams_share_the_queue_word():
+    n = 1 << 22
+    streams = [cp.cuda.Stream(non_blocking=True) for _ in range(2)]
+    xs, hists = [], []
+    for k, s in enumerate(streams):
+        with s:
+            xs.append(cp.full(n, k + 1, cp.uint8))
+            hists.append(cp.full(256, 7, cp.int32))
+    for _ in range(20):
+        for s, x, hist in zip(streams, xs, hists):
+            cuprims.histogram_even(d_samples=x, d_histogram=hist, num_output_levels=257, lower_level=0,
+                                   upper_level=256, num_samples=n, stream=s)
+    for k, (s, hist) in enumerate(zip(streams, hists)):
+        s.synchronize()
+        want = np.zeros(256, np.int64)
+        want[k + 1] = n
+        np.testing.assert_array_equal(cp.asnumpy(hist), want)
+
+
+def test_a_built_object_takes_integral_levels_of_any_dtype():
+    h = np.random.default_rng(17).integers(-3000, 3000, 300_001).astype(np.int16)
+    x = cp.asarray(h)
+    hist = cp.zeros(1000, cp.int32)
+    base = dict(d_samples=x, d_histogram=hist, num_samples=x.size)
+    obj = cuprims.make_histogram_even(**base, h_num_output_levels=np.array([257], np.int32),
+                                      h_lower_level=np.int32(-1024), h_upper_level=np.int32(1024))
+    for bins, lower, upper in ((256, np.int32(-1024), np.int32(1024)), (100, np.float64(-2000), np.float32(2500)),
+                               (999, -3000, 3000), (7, np.uint8(0), np.int64(1 << 40)),
+                               (256, np.array([-1024], np.int64), np.array([1024.0]))):
+        args = dict(**base, h_num_output_levels=np.array([bins + 1]), h_lower_level=lower, h_upper_level=upper)
+        tmp = cp.empty(obj(temp_storage=None, **args), cp.uint8)
+        obj(temp_storage=tmp, **args)
+        lo, hi = _value(lower), _value(upper)
+        np.testing.assert_array_equal(cp.asnumpy(hist[:bins]), reference(h, bins, int(lo), int(hi)))
+    with pytest.raises(cuprims.errors.ArgumentError) as info:   # not a whole number: another build bins it
+        obj(temp_storage=tmp, **base, h_num_output_levels=257, h_lower_level=np.float32(0.5),
+            h_upper_level=np.float32(1000))
+    assert info.value.argument == "h_lower_level"

@@ -3,31 +3,41 @@
 ``num_output_levels`` levels make ``num_output_levels - 1`` bins of equal width over
 ``[lower_level, upper_level)``, as CUB's ``DeviceHistogram::HistogramEven`` (one channel)
 computes them: ``d_histogram[b]`` counts the samples ``s`` with
-``floor((s - lower) * bins / (upper - lower)) == b``, in the arithmetic of
-:mod:`._even_bins`; a sample outside ``[lower, upper)``, or a NaN, is not counted.
-``d_histogram`` is zeroed first. Samples are int8..int64, uint8..uint64 or
-float16/32/64 items of a device array or an input iterator; counters int32, uint32,
-int64 or uint64 (int64 counts are added with the uint64 atomics: the same bits); the two
-levels are integer or floating-point numbers, of one dtype or two. The kernel is built for
-one level type (part of the description, so of the build): the levels' common type, widened
-where CUB's arithmetic in it could not bin them right (uint8 levels 0 and 255 in 256 bins of
-uint8 samples bin in int16), see :mod:`.bins`.
+``floor((s - lower) * bins / (upper - lower)) == b``; a sample outside ``[lower, upper)``,
+or a NaN, is not counted. ``d_histogram`` is zeroed first. Samples are int8..int64,
+uint8..uint64 or float16/32/64 items of a device array or an input iterator; counters
+int32, uint32, int64 or uint64 (int64 counts are added with the uint64 atomics: the same
+bits); the two levels are integer or floating-point numbers, of one dtype or two. The
+kernel is built for one level type (part of the description, so of the build), chosen
+from the levels' values by :mod:`.bins`: integer samples between levels of integral
+values, whatever their dtypes, bin exactly in integer arithmetic with the levels as int64
+(one build for int32, int64, float32 or float64 levels 0 and 256, or Python ints); other
+levels bin in CUB's arithmetic in their common type, widened where that could not bin
+them right.
 
 Host dispatch (ours, mirroring CUB's ``dispatch_even``; the kernels are CUB's, see
 :mod:`cuprims.algorithms.histogram.source`): the init kernel zeroes the histogram, then
 ``min(tiles, occupancy x SMs)`` blocks sweep the samples (tile = threads x pixels per
 thread of the exported policy), each into a privatized histogram (in shared memory, or
-for more than 256 bins of samples other than uint8 in global memory: temporary storage,
-sized as CUB sizes it) that it adds to the output with atomics. Both launches use
+for more than 256 bins of samples other than 8-bit integers in global memory: temporary
+storage, sized as CUB sizes it) that it adds to the output with atomics. Both launches use
 programmatic dependent launch on sm_90+ (``settings.pdl``). Offsets are 32-bit while the
 samples' bytes stay below 2^31 - 1, as CUB chooses. Another offset width, privatization or
 sample width than the first call's is a build variant, made when a call first needs it.
+A one-shot call needs temporary storage only for privatized counters in global memory:
+CUB's tile queue, which the sweep never reads without work stealing, is then one scratch
+word per device.
 
-Departures from CUB, each avoiding a wrong count: int8 samples take the scale path, not
-CUB's byte path (which never counts a negative int8 sample, NVIDIA/cccl#10977); each
-privatized bin reaches the output whole (CUB casts it to the sample type: an int8 bin past
-127 was lost), see :mod:`._even_bins`; a floating-point bin that rounds up to ``bins`` is
-counted in the last bin; temporary storage holds no privatized counters kept in shared memory.
+The host work of a call is checked once per level arguments: an object remembers what
+each (dtype, value) of its level arguments gives the kernel, and ``histogram_even`` the
+description of each combination of argument types and levels.
+
+Departures from CUB, each avoiding a wrong count: int8 samples take the byte path with
+their bit patterns privatized (CUB's never counts a negative int8 sample, NVIDIA/cccl#10977);
+integer samples between integral levels are binned by cuprims' exact integer scale; each
+privatized bin reaches the output whole (CUB casts it to the sample type: an int16 bin past
+32767 was lost), see :mod:`.bins`; a floating-point bin that rounds up to ``bins`` is
+counted in the last bin.
 """
 
 from __future__ import annotations
@@ -38,14 +48,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cuprims._compile.source import Source
-from cuprims._runtime import driver
 from cuprims._value_types import ValueType, value_type
-from cuprims.algorithms.arguments import ArgKind, describe, keyword_checked
-from cuprims.algorithms.common import Loaded, check_num_items
-from cuprims.algorithms.histogram.bins import (as_level, bin_count, build_levels, level_dtype, level_scalar,
-                                              widened_samples)
+from cuprims.algorithms.arguments import ArgKind, describe, keyword_checked, signature
+from cuprims.algorithms.common import MAX_ITEMS, Loaded, check_num_items
+from cuprims.algorithms.histogram.bins import (as_level, bin_count, build_levels, level_dtype, level_key,
+                                              level_scalar, widened_samples)
+from cuprims.algorithms.histogram.plan import QUEUE_BYTES, HistogramPlan
 from cuprims.algorithms.histogram.source import histogram_source
-from cuprims.algorithms.skeleton import Algorithm, Description, Plan, description
+from cuprims.algorithms.skeleton import Algorithm, Description, description
 from cuprims.algorithms.sort_common import align_base, temp_layout
 from cuprims.errors import ArgumentError
 from cuprims.typing import (ArrayIteratorOrProxy, ArrayOrIterator, ArrayOrProxy, ComputeCapabilityLike, DeviceArrayLike,
@@ -58,8 +68,9 @@ __all__ = ["HistogramEven", "make_histogram_even", "histogram_even"]
 
 _SMEM_BINS = 256  # cuprims::histogram::privatized_smem_bins (CUB's max_privatized_smem_bins), in the meta
 _NARROW_BYTES = (1 << 31) - 1  # CUB's 32-bit offsets: samples' bytes below INT_MAX
-_QUEUE_BYTES = 8  # CUB's GridQueue<int>::AllocationSize()
 _COUNTERS = ("i4", "u4", "i8", "u8")
+_BYTE_SAMPLES = ("u1", "i1")  # privatized per bit pattern (the byte path)
+_MAX_CALLS = 64  # level arguments remembered per object (their checked kernel values)
 _VARIANT_FLAGS = ("wide_offsets", "global_bins", "widened")  # bit i of a variant index flips flag i
 _NAMES = ("h_num_output_levels", "h_lower_level", "h_upper_level")
 _ONE_SHOT_NAMES = ("num_output_levels", "lower_level", "upper_level")
@@ -81,7 +92,7 @@ class HistogramDescription(Description):
 
     @property
     def byte_path(self) -> bool:
-        return self.d_samples.value.code == "u1"
+        return self.d_samples.value.code in _BYTE_SAMPLES
 
     @property
     def counter(self) -> ValueType:
@@ -114,22 +125,6 @@ class HistogramDescription(Description):
         return dataclasses.replace(self, **flips) if flips else self
 
 
-class _Plan(Plan):
-    """The two kernels, their launch shapes, the grid cap and the temporary-storage facts."""
-
-    def __init__(self, loaded: Loaded, kernel_params: tuple[tuple[Any, ...], ...], waves: int):
-        meta = loaded.meta
-        self.init, self.sweep = loaded.handles  # codegen order: init, sweep
-        self.packs = tuple(driver.ParamPack(kinds) for kinds in kernel_params)
-        self.threads, self.init_threads = meta["threads"], meta["init_threads"]
-        self.tile = meta["threads"] * meta["pixels"]
-        occupancy = loaded.module.max_active_blocks(loaded.names[1], self.threads)
-        self.max_grid = max(1, occupancy) * driver.sm_count(loaded.device) * waves
-        self.global_privatized = bool(meta["global_privatized"])
-        self.counter_size = meta["counter_size"]
-        self.pdl_capable = loaded.arch >= 90  # CUB launches both kernels as dependent launches there
-
-
 def _describe(d_samples: Any, d_histogram: Any, lower: np.generic, *flags: bool) -> HistogramDescription:
     """Check the build arguments' kinds and dtypes and describe the histogram."""
     samples = _sample_kind(d_samples)
@@ -149,9 +144,14 @@ def _sample_kind(d_samples: Any) -> ArgKind:
 
 def _variant_flags(samples: ValueType, n: int, bins: int) -> dict[str, bool]:
     """The description flags (``_VARIANT_FLAGS``) that ``n`` samples in ``bins`` bins need."""
-    byte_path = samples.code == "u1"
+    byte_path = samples.code in _BYTE_SAMPLES
     return {"wide_offsets": n * samples.size >= _NARROW_BYTES, "global_bins": not byte_path and bins > _SMEM_BINS,
             "widened": not byte_path and widened_samples(samples.dtype, bins)}
+
+
+# one-shot calls: (signatures of the arrays, keys of the level arguments) -> description
+_one_shots: dict[tuple, HistogramDescription] = {}
+_MAX_ONE_SHOTS = 256
 
 
 class HistogramEven(Algorithm):
@@ -168,34 +168,52 @@ class HistogramEven(Algorithm):
     def _setup(self) -> None:
         desc = self.desc
         self._samples, self._level = desc.d_samples.value, desc.level.dtype
+        self._sample_size = self._samples.size
         self._privatized_bins = _SMEM_BINS if desc.byte_path else 0  # 0: one per output bin
+        # level arguments (by level_key) -> (bins, lower bytes, upper bytes, variant bits
+        # the bins flip): what a call's levels give the kernel, checked once
+        self._calls: dict[tuple, tuple[int, bytes, bytes, int]] = {}
 
-    def _make_plan(self, loaded: Loaded, variant: int) -> _Plan:
+    @classmethod
+    def _forget_descriptions(cls) -> None:
+        _one_shots.clear()
+        super()._forget_descriptions()
+
+    def _make_plan(self, loaded: Loaded, variant: int) -> HistogramPlan:
         # byte samples: two waves of blocks keep SMs busy while blocks add up (H200: 1.6% faster)
-        return _Plan(loaded, self.desc.variant(variant).kernel_params(), 2 if self.desc.byte_path else 1)
+        return HistogramPlan(loaded, self.desc.variant(variant).kernel_params(), 2 if self.desc.byte_path else 1)
 
-    # args: (p_samples, p_histogram, n, bins, lower bytes, upper bytes)
-    def _layout(self, plan: _Plan, n: int, bins: int) -> tuple[int, int, int, list[int], int]:
+    def _layout(self, plan: HistogramPlan, n: int, bins: int) -> tuple[int, int, int, list[int], int]:
         """(tiles, grid, privatized bins per block, offsets of the privatized counters and
         the tile queue from the 256-aligned base, bytes to allocate): CUB's layout."""
+        last = plan.last_layout
+        if last and last[0] == n and last[1] == bins:
+            return last[2]
         tiles = -(-n // plan.tile)
         if tiles > _NARROW_BYTES:
             raise ArgumentError("num_samples", f"at most {_NARROW_BYTES * plan.tile} samples (the tile count is "
                                 "a 32-bit int)", n)
         grid = min(tiles, plan.max_grid)
         per_block = self._privatized_bins or bins
-        privatized = grid * per_block * plan.counter_size if plan.global_privatized else 0
-        offsets, total = temp_layout((privatized, _QUEUE_BYTES))
-        return tiles, grid, per_block, offsets, total
+        if plan.global_privatized:
+            layout = (tiles, grid, per_block, *temp_layout((grid * per_block * plan.counter_size, QUEUE_BYTES)))
+        else:
+            layout = (tiles, grid, per_block, *plan.queue_layout)
+        plan.last_layout = (n, bins, layout)
+        return layout
 
-    def _temp_bytes(self, plan: _Plan, args: tuple) -> int:
+    # args: (p_samples, p_histogram, n, bins, lower bytes, upper bytes, one-shot)
+    def _temp_bytes(self, plan: HistogramPlan, args: tuple) -> int:
+        if args[6] and plan.queue and not plan.global_privatized:
+            return 0  # the tile queue is the scratch word (see HistogramPlan)
         return self._layout(plan, args[2], args[3])[4]
 
-    def _dispatch(self, plan: _Plan, args: tuple, temp: int, stream: int) -> None:
-        p_samples, p_histogram, n, bins, lower, upper = args
+    def _dispatch(self, plan: HistogramPlan, args: tuple, temp: int, stream: int) -> None:
+        p_samples, p_histogram, n, bins, lower, upper, _ = args
         tiles, grid, per_block, offsets, _ = self._layout(plan, n, bins)
         base = align_base(temp)
-        privatized, queue = base + offsets[0], base + offsets[1]
+        # no temporary storage: a one-shot call's queue is the scratch word (_temp_bytes)
+        privatized, queue = base + offsets[0], base + offsets[1] if temp else plan.queue
         launch = self._launcher(plan)
         launch(plan.init, -(-bins // plan.init_threads), plan.init_threads, stream,
                plan.packs[0].pack(bins, p_histogram, queue))
@@ -208,18 +226,51 @@ class HistogramEven(Algorithm):
                  h_lower_level: float | np.number | np.ndarray, h_upper_level: float | np.number | np.ndarray,
                  num_samples: int, stream: StreamLike | None = None) -> int | None:
         """Count ``num_samples`` samples into ``d_histogram`` (or, with ``temp_storage=None``,
-        return the temporary bytes needed). The levels may differ from the build's if the
-        build's level type holds them (numpy's safe casting) and CUB's arithmetic bins them
-        right in it."""
-        n = check_num_items(num_samples, "num_samples")
-        bins = bin_count(h_num_output_levels, _NAMES[0])
-        lower, upper = build_levels(self._samples.dtype, bins, self._level, level_scalar(h_lower_level, _NAMES[1]),
-                                    level_scalar(h_upper_level, _NAMES[2]), _NAMES)
+        return the temporary bytes needed). The levels may differ from the build's where
+        the build's level type bins them: for integer samples between integral levels, any
+        such levels that int64 (uint64 for a uint64 build) holds, of any dtype; else levels
+        of types the build's level type holds (numpy's safe casting) that CUB's arithmetic
+        in it bins right."""
+        n = num_samples if type(num_samples) is int and 0 <= num_samples <= MAX_ITEMS else \
+            check_num_items(num_samples, "num_samples")
+        keys = (level_key(h_num_output_levels), level_key(h_lower_level), level_key(h_upper_level))
+        return self._run(temp_storage, stream, False, d_samples, d_histogram, n, keys,
+                         (h_num_output_levels, h_lower_level, h_upper_level), _NAMES)
+
+    def _run(self, temp_storage: Any, stream: Any, one_shot: bool, d_samples: Any, d_histogram: Any, n: int,
+             keys: tuple, levels: tuple, names: tuple[str, str, str]) -> int | None:
+        """A call (object API or one-shot) of ``n`` samples: the kernel values of its level
+        arguments (``levels``: levels, lower, upper) come from ``_calls`` by their ``keys``
+        (:func:`.bins.level_key`) after the first call with the same ones."""
+        call = self._calls.get(keys)
+        if call is None:
+            call = self._checked_call(keys, levels, names)
+        bins, lower_bytes, upper_bytes, variant = call
         desc = self.desc
-        args = _bound(desc, d_samples, d_histogram, n, bins, lower, upper, _NAMES)
-        needed = _variant_flags(self._samples, n, bins)
-        variant = sum(1 << bit for bit, name in enumerate(_VARIANT_FLAGS) if needed[name] != getattr(desc, name))
-        return self._execute(temp_storage, stream, False, args, (None, d_samples), variant)
+        if (n * self._sample_size >= _NARROW_BYTES) != desc.wide_offsets:
+            variant ^= 1  # bit 0: wide_offsets
+        args = (desc.d_samples.bind(d_samples, n, "num_samples"),
+                desc.d_histogram.bind(d_histogram, bins, f"{names[0]} - 1"), n, bins, lower_bytes, upper_bytes,
+                one_shot)
+        return self._execute(temp_storage, stream, one_shot, args, (None, d_samples), variant)
+
+    def _checked_call(self, keys: tuple, levels: tuple, names: tuple[str, str, str]) -> tuple:
+        """The ``_calls`` entry of these level arguments (levels, lower, upper), checked against
+        the build's level type (remembered when every argument has a key)."""
+        num_levels, lower, upper = levels
+        bins = bin_count(num_levels, names[0])
+        lo, hi = build_levels(self._samples.dtype, bins, self._level, level_scalar(lower, names[1]),
+                              level_scalar(upper, names[2]), names)
+        flags = _variant_flags(self._samples, 0, bins)
+        desc = self.desc
+        variant = sum(1 << bit for bit, name in enumerate(_VARIANT_FLAGS)
+                      if name != "wide_offsets" and flags[name] != getattr(desc, name))
+        call = (bins, lo.tobytes(), hi.tobytes(), variant)
+        if None not in keys:
+            if len(self._calls) >= _MAX_CALLS:
+                self._calls.clear()
+            self._calls[keys] = call
+        return call
 
 
 def _levels(sample: np.dtype, levels: Any, lower: Any, upper: Any, names: tuple[str, str, str]) -> tuple:
@@ -229,13 +280,6 @@ def _levels(sample: np.dtype, levels: Any, lower: Any, upper: Any, names: tuple[
     lo, hi = level_scalar(lower, names[1]), level_scalar(upper, names[2])
     level = level_dtype(sample, bins, lo, hi, names)
     return bins, as_level(lo, level), as_level(hi, level)
-
-
-def _bound(desc: HistogramDescription, d_samples: Any, d_histogram: Any, n: int, bins: int, lower: np.generic,
-           upper: np.generic, names: tuple[str, str, str]) -> tuple:
-    """A call's kernel arguments (args of _temp_bytes and _dispatch), arrays checked."""
-    return (desc.d_samples.bind(d_samples, n, "num_samples"),
-            desc.d_histogram.bind(d_histogram, bins, f"{names[0]} - 1"), n, bins, lower.tobytes(), upper.tobytes())
 
 
 def _prepare(d_samples: Any, d_histogram: Any, levels: Any, lower: Any, upper: Any, num_samples: Any,
@@ -265,9 +309,11 @@ def make_histogram_even(*, d_samples: ArrayIteratorOrProxy, d_histogram: ArrayOr
             ``num_output_levels - 1`` of them.
         h_num_output_levels: host array whose first item is the number of levels (bins + 1).
         h_lower_level, h_upper_level: host arrays of one item (or numpy scalars, Python
-            numbers) of integer or floating-point dtypes, not necessarily the same (the
-            kernel bins in their common type, or a wider one where that type cannot count the
-            bins or the range): the bins cover ``[lower, upper)``.
+            numbers) of integer or floating-point dtypes, not necessarily the same: the bins
+            cover ``[lower, upper)``. Integer samples between levels of integral values
+            (of any dtypes) bin exactly, in one build whatever the dtypes; other levels bin
+            in CUB's arithmetic in their common type, or a wider one where that type cannot
+            count the bins or the range.
         num_samples: the number of samples (picks the offset width, as CUB does).
         compute_capability: build ahead of time for these targets (no GPU needed).
 
@@ -298,10 +344,12 @@ def histogram_even(*, d_samples: ArrayOrIterator, d_histogram: DeviceArrayLike, 
     """Count ``num_samples`` samples into ``num_output_levels - 1`` even bins over
     ``[lower_level, upper_level)`` in ``d_histogram``, in one call.
 
-    Temporary storage is allocated and freed on ``stream`` (stream-ordered), so the call
-    never synchronises. ``d_histogram`` holds int32, uint32, int64 or uint64 counters; the
-    levels are numpy scalars or one-item host arrays (a Python int or float counts as int64
-    or float64), as for :func:`make_histogram_even`; samples too.
+    The call never synchronises: temporary storage, needed only for privatized counters in
+    global memory (more than 256 bins of samples wider than a byte), is allocated and freed
+    on ``stream`` (stream-ordered). ``d_histogram`` holds int32, uint32, int64 or uint64
+    counters; the levels are numpy scalars or one-item host arrays (a Python int or float
+    counts as int64 or float64), as for :func:`make_histogram_even`; samples too. The
+    checks of a call's arguments are made once per argument types and level values.
 
     Example::
 
@@ -312,7 +360,21 @@ def histogram_even(*, d_samples: ArrayOrIterator, d_histogram: DeviceArrayLike, 
                                lower_level=np.float32(0), upper_level=np.float32(2), num_samples=6)
         assert hist.tolist() == [1, 2]
     """
-    desc, n, bins, lo, hi = _prepare(d_samples, d_histogram, num_output_levels, lower_level, upper_level,
-                                     num_samples, _ONE_SHOT_NAMES)
-    args = _bound(desc, d_samples, d_histogram, n, bins, lo, hi, _ONE_SHOT_NAMES)
-    HistogramEven._make(desc, None, (None, d_samples))._execute(None, stream, True, args, (None, d_samples))
+    n = num_samples if type(num_samples) is int and 0 <= num_samples <= MAX_ITEMS else \
+        check_num_items(num_samples, "num_samples")
+    levels = (num_output_levels, lower_level, upper_level)
+    keys = (level_key(num_output_levels), level_key(lower_level), level_key(upper_level))
+    key = (signature(d_samples), signature(d_histogram), keys)
+    desc = _one_shots.get(key)
+    obj = None if desc is None else HistogramEven._object_cache.get((desc, None))
+    if obj is None:  # checked afresh, arrays too, before anything is built
+        # the description of narrow offsets: a call past them runs its variant
+        desc, _, bins, _, _ = _prepare(d_samples, d_histogram, *levels, 0, _ONE_SHOT_NAMES)
+        desc.d_samples.bind(d_samples, n, "num_samples")
+        desc.d_histogram.bind(d_histogram, bins, f"{_ONE_SHOT_NAMES[0]} - 1")
+        if None not in key and None not in keys:
+            if len(_one_shots) >= _MAX_ONE_SHOTS:
+                _one_shots.clear()
+            _one_shots[key] = desc
+        obj = HistogramEven._make(desc, None, (None, d_samples))
+    obj._run(None, stream, True, d_samples, d_histogram, n, keys, levels, _ONE_SHOT_NAMES)

@@ -1,11 +1,21 @@
-"""The arithmetic of CUB's even-bin scale (``Transforms<...>::ScaleTransform`` in
-``kernel_histogram.cuh``), redone on the host to check a histogram's levels before any
-kernel computes with them.
+"""The level type a histogram's kernel bins in, and the checks of its levels against that
+kernel's arithmetic, done on the host before any kernel computes with them.
 
-CUB bins a sample in ``CommonT = cuda::std::common_type_t<LevelT, SampleT>`` (the C++
-usual arithmetic conversions, except that two equal types stay themselves: int8 with
-int8 is int8, int8 with uint8 is int; ``__half`` with anything else is float, or double
-beside a double):
+Integer samples between levels of integral values (integers of any dtype, or floats that
+are whole numbers: int32 0 and 256, int64, float32 0.0 and 256.0, a Python int) are
+binned exactly, ``floor((s - lower) * bins / (upper - lower))``, by cuprims' own
+``exact_scale`` (``cuprims_histogram.cuh``), whatever the levels' dtypes: the levels travel
+as int64 (uint64 past int64's range) and the kernel computes in 32-bit arithmetic wherever
+``(upper - lower - 1) * bins`` fits 32 bits, else in 64-bit (:func:`exact_level_dtype`).
+Equal levels of different dtypes so make one build, and narrow samples never pay for a
+wide level type. Levels whose ``(upper - lower) * bins`` reaches 2^64, or that are not
+whole numbers, and every floating-point sample, take CUB's scale as follows.
+
+CUB's scale (``Transforms<...>::ScaleTransform`` in ``kernel_histogram.cuh``) bins a
+sample in ``CommonT = cuda::std::common_type_t<LevelT, SampleT>`` (the C++ usual
+arithmetic conversions, except that two equal types stay themselves: int8 with int8 is
+int8, int8 with uint8 is int; ``__half`` with anything else is float, or double beside a
+double):
 
 * floating point: ``bin = int((sample - lower) * reciprocal)`` with
   ``reciprocal = CommonT(bins) / CommonT(upper - lower)``, every step in CommonT;
@@ -16,25 +26,27 @@ beside a double):
 CUB reports only a product that overflows ``IntArithmeticT`` (as cudaErrorInvalidValue),
 with the range computed in the level type. A range or bin count that does not fit CommonT
 goes through unchecked and every sample lands in bin 0 (NVIDIA/cccl#10975).
-:func:`level_dtype` therefore chooses the level type the kernel is built for: the levels'
-common type (numpy's ``result_type``; two integer levels stay integers where one of int64
-and uint64 holds both), or where CommonT of that type cannot hold the levels, their range,
-the bin count or the product, the narrowest wider type whose CommonT can: an integer type
-(the arithmetic stays exact), else double (the samples are then binned in double, as
-numpy's ``histogram`` bins every sample type). :func:`check_levels` refuses, with an
+:func:`level_dtype` therefore chooses, where the exact bins do not apply, the level type
+the kernel is built for: the levels' common type (numpy's ``result_type``; two integer
+levels stay integers where one of int64 and uint64 holds both), or where CommonT of that
+type cannot hold the levels, their range, the bin count or the product, the narrowest
+wider type whose CommonT can, ending with double (the samples are then binned in double,
+as numpy's ``histogram`` bins every sample type). :func:`check_levels` refuses, with an
 ArgumentError naming the argument, what no level type makes right: levels that are not
 finite or not ordered.
 
 CUB's sweep hands each privatized bin index to the output transform cast to SampleT
-(``AgentHistogram::StoreOutput``): an int8 bin 200 arrives as -56, a float16 bin 2049 as
-2048. The output transform of cuprims gives an integer back its unsigned bits, which is
-exact while the bins fit the sample's width; :func:`widened_samples` says when they do
-not (the samples are then read as int), and :func:`check_sample_bins` refuses more float16
-or float32 bins than those types count exactly.
+(``AgentHistogram::StoreOutput``): an int16 bin 40000 arrives as -25536, a float16 bin
+2049 as 2048. The output transform of cuprims gives an integer back its unsigned bits,
+which is exact while the bins fit the sample's width; :func:`widened_samples` says when
+they do not (the samples are then read as int), and :func:`check_sample_bins` refuses
+more float16 or float32 bins than those types count exactly. (8-bit samples privatize
+their 256 bit patterns instead, and the cast hands the output transform the sample.)
 """
 
 from __future__ import annotations
 
+import math
 import operator
 from typing import Any
 
@@ -50,6 +62,7 @@ _MAX_LEVELS = (1 << 31) - 1  # the kernels count bins in int
 _EXACT_FLOAT_BINS = {2: 1 << 11, 4: 1 << 24}  # the integers float16 / float32 hold exactly, from 0
 _WIDER_INTS = tuple(np.dtype(c) for c in ("i2", "u2", "i4", "u4", "i8", "u8"))
 _WIDE_INTS = (np.dtype(np.int64), np.dtype(np.uint64))
+_EXACT_PRODUCT = 1 << 64  # exact_scale's widest arithmetic: (upper - lower) * bins stays below
 _FLOATS = tuple(np.dtype(c) for c in ("f4", "f8"))
 
 
@@ -85,6 +98,24 @@ def level_scalar(value: Any, name: str) -> np.generic:
     return x
 
 
+_SCALARS = frozenset(t for t in np.sctypeDict.values() if issubclass(t, (np.integer, np.floating)))
+
+
+def level_key(value: Any) -> tuple | None:
+    """A cheap, hashable stand-in for a level argument (levels, lower or upper) that equal
+    arguments share: its value, with its Python or numpy scalar type, or an array's dtype
+    character code; None for anything else (an empty array, a bool, another object), which
+    is then checked afresh. Per call, so it reads only what it must."""
+    tp = type(value)
+    if tp is int or tp is float:
+        return (tp, value)
+    if tp in _SCALARS:
+        return (tp, value.item())
+    if tp is np.ndarray:
+        return (value.dtype.char, value.item(0)) if value.size else None
+    return None
+
+
 def bin_count(levels: Any, name: str) -> int:
     """The number of bins of ``levels`` levels (an integer, or the first item of a host
     numpy array of integers, as cuda.compute passes it): at least 1."""
@@ -104,8 +135,9 @@ def bin_count(levels: Any, name: str) -> int:
 
 def widened_samples(sample: np.dtype, bins: int) -> bool:
     """Whether ``bins`` privatized bins do not survive a cast to the integer ``sample``
-    type and back through its unsigned type (int8 beyond 256 bins, int16 beyond 65536):
-    the kernel then reads the samples as int."""
+    type and back through its unsigned type (int16 or uint16 beyond 65536 bins; int8
+    beyond 256, though 8-bit samples privatize their bit patterns and never ask): the
+    kernel then reads the samples as int."""
     return sample.kind in "iu" and sample.itemsize < 4 and bins > 1 << (8 * sample.itemsize)
 
 
@@ -131,12 +163,46 @@ def _wider(given: np.dtype) -> tuple[np.dtype, ...]:
 
 def as_level(value: np.generic, level: np.dtype) -> np.generic:
     """``value`` as a ``level`` value (what the kernel is passed)."""
-    return value if value.dtype == level else level.type(value.item())
+    if value.dtype == level:
+        return value
+    return level.type(int(value) if level.kind in "iu" else value.item())
+
+
+def exact_bins(sample: np.dtype, level: np.dtype) -> bool:
+    """Whether a kernel for ``sample`` values and ``level`` levels bins with ``exact_scale``
+    (integer samples, an integer level type) rather than CUB's scale."""
+    return sample.kind in "iu" and level.kind in "iu"
+
+
+def integral_value(value: np.generic) -> int | None:
+    """The integer a level holds: an integer's value or a whole float's, else None."""
+    if value.dtype.kind in "iu":
+        return int(value)
+    f = float(value)  # exact: float16/32/64 values are doubles
+    return int(f) if math.isfinite(f) and f.is_integer() else None
+
+
+def exact_level_dtype(sample: np.dtype, bins: int, lower: np.generic, upper: np.generic) -> np.dtype | None:
+    """The level type ``exact_scale`` bins ``sample`` values between these levels in: int64
+    (uint64 for levels past int64 that uint64 holds), for integer samples between ordered
+    levels of integral values whose ``(upper - lower) * bins`` stays below 2^64; else None
+    (CUB's scale decides, :func:`level_dtype`)."""
+    if sample.kind not in "iu":
+        return None
+    lo, hi = integral_value(lower), integral_value(upper)
+    if lo is None or hi is None or not lo < hi or (hi - lo) * bins >= _EXACT_PRODUCT:
+        return None
+    for wide in _WIDE_INTS:
+        info = np.iinfo(wide)
+        if info.min <= lo and hi <= info.max:
+            return wide
+    return None
 
 
 def level_dtype(sample: np.dtype, bins: int, lower: np.generic, upper: np.generic,
                 names: tuple[str, str, str]) -> np.dtype:
-    """The level type CUB bins ``sample`` values in (the kernel's LevelT): the levels' common
+    """The level type the kernel bins ``sample`` values in (its LevelT): the exact integer
+    one where :func:`exact_level_dtype` gives one; else, for CUB's scale, the levels' common
     type, or the first of the wider ones (:func:`_wider`) in which CUB's scale bins them
     exactly as written. Raises the common type's ArgumentError when none does."""
     key = (sample.char, bins, None, lower.dtype.char, upper.dtype.char, lower.item(), upper.item())
@@ -144,6 +210,10 @@ def level_dtype(sample: np.dtype, bins: int, lower: np.generic, upper: np.generi
     if level is not None:
         return level
     check_sample_bins(sample, bins, names[0])
+    exact = exact_level_dtype(sample, bins, lower, upper)
+    if exact is not None:
+        _remember(key, exact)
+        return exact
     given = given_level_dtype(lower, upper)
     first: ArgumentError | None = None
     for level in (given, *_wider(given)):
@@ -163,7 +233,12 @@ def build_levels(sample: np.dtype, bins: int, level: np.dtype, lower: np.generic
     """A built histogram's call: levels of types that ``level`` (its level type) holds,
     checked in it; returns them as ``level`` values."""
     key = (sample.char, bins, level.char, lower.dtype.char, upper.dtype.char, lower.item(), upper.item())
-    if key not in _checked:
+    if key in _checked:
+        pass
+    elif exact_bins(sample, level):
+        check_exact(bins, level, lower, upper, names)
+        _remember(key, level)
+    else:
         for value, name in ((lower, names[1]), (upper, names[2])):
             if not np.can_cast(value.dtype, level, "safe"):
                 raise ArgumentError(name, f"a level of a type that {level} holds (the level type this histogram "
@@ -179,6 +254,30 @@ def _remember(key: tuple, level: np.dtype) -> None:
     if len(_checked) >= _MAX_CHECKED:
         _checked.clear()
     _checked[key] = level
+
+
+def check_exact(bins: int, level: np.dtype, lower: np.generic, upper: np.generic, names: tuple[str, str, str]) -> None:
+    """Raise ArgumentError (naming ``names``: levels, lower, upper) unless ``exact_scale``,
+    built for ``level`` (int64 or uint64) levels, bins between these: ordered levels of
+    integral values that ``level`` holds, ``(upper - lower) * bins`` below 2^64."""
+    _, lower_name, upper_name = names
+    hint = "; make_histogram_even with these levels builds for a level type that bins them"
+    info = np.iinfo(level)
+    values = []
+    for v, name in ((lower, lower_name), (upper, upper_name)):
+        whole = integral_value(v)
+        if whole is None:
+            raise ArgumentError(name, "a level of integral value (this histogram bins integer samples between "
+                                f"integer levels exactly){hint}", v)
+        if not info.min <= whole <= info.max:
+            raise ArgumentError(name, f"a level that {level} holds (the level type this histogram bins in){hint}", v)
+        values.append(whole)
+    lo, hi = values
+    if lo >= hi:
+        raise ArgumentError(lower_name, f"a level below {upper_name}={hi}", lo)
+    if (hi - lo) * bins >= _EXACT_PRODUCT:
+        raise ArgumentError(upper_name, f"(upper - lower) * bins below 2^64 (exact integer bins){hint}",
+                            (hi - lo) * bins)
 
 
 def check_sample_bins(sample: np.dtype, bins: int, levels_name: str) -> None:

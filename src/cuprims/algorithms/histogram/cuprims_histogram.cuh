@@ -1,6 +1,18 @@
 // cuprims even-bin histogram: CUB's kernels (DeviceHistogramInitKernel and
 // DeviceHistogramSweepDeviceInitKernel, instantiated by name from the generated unit)
-// with one decode operator of ours.
+// with decode operators of ours.
+//
+// exact_scale bins integer samples between integer levels exactly, whatever the levels'
+// type: (sample - lower) * bins / (upper - lower) in 32-bit unsigned arithmetic where every
+// product fits it, else in 64-bit (the host refuses levels whose product does not fit 64
+// bits), with the comparisons done without conversion surprises. CUB's ScaleTransform
+// computes in the common type of level and sample types, which made a 64-bit division per
+// sample out of int32 levels over 16-bit samples and different kernels out of equal levels
+// of different types.
+//
+// byte_bits privatizes one counter per bit pattern of an 8-bit sample (CUB's byte path,
+// for int8 too: CUB's pass-through gives a negative int8 a negative bin); the output
+// operator then bins each of the 256 values once per block.
 //
 // clamped_scale is CUB's ScaleTransform (the even-bin computation, in the common type of
 // the level and sample types: a reciprocal multiply for floating point, an exact
@@ -15,7 +27,9 @@
 #include <cub/device/dispatch/kernels/kernel_histogram.cuh>
 
 #include <cuda/std/iterator>
+#include <cuda/std/limits>
 #include <cuda/std/type_traits>
+#include <cuda/std/utility>
 
 namespace cuprims
 {
@@ -50,6 +64,104 @@ struct clamped_scale
     if (bin >= num_bins)
     {
       bin = num_bins - 1;
+    }
+  }
+};
+
+template <class LevelT, class SampleT>
+struct exact_scale
+{
+  static_assert(::cuda::std::is_integral_v<LevelT> && ::cuda::std::is_integral_v<SampleT>,
+                "exact_scale bins integer samples between integer levels");
+  using u32 = unsigned int;
+  using u64 = unsigned long long;
+  // Samples narrower than 8 bytes are compared in a wider signed type, against levels
+  // clamped to it (which keeps every comparison's result: the type holds every sample);
+  // 8-byte samples are compared with the mixed-sign-safe cmp_less.
+  using compare_t = ::cuda::std::conditional_t<
+    (sizeof(SampleT) <= 2),
+    int,
+    ::cuda::std::conditional_t<(sizeof(SampleT) == 4), long long, LevelT>>;
+
+  compare_t m_lower;
+  compare_t m_upper;
+  u64 m_lower_bits; // the lower level modulo 2^64: sample - lower is exact in unsigned arithmetic below
+  u64 m_bins;
+  u64 m_range; // upper - lower (the host passes ordered levels)
+  bool m_narrow; // every (sample - lower) * bins fits 32 bits
+
+  static _CCCL_HOST_DEVICE _CCCL_FORCEINLINE compare_t clamped(LevelT v)
+  {
+    if constexpr (::cuda::std::is_same_v<compare_t, LevelT>)
+    {
+      return v;
+    }
+    else
+    {
+      constexpr compare_t lo = ::cuda::std::numeric_limits<compare_t>::min();
+      constexpr compare_t hi = ::cuda::std::numeric_limits<compare_t>::max();
+      return ::cuda::std::cmp_less(v, lo) ? lo : ::cuda::std::cmp_greater(v, hi) ? hi : static_cast<compare_t>(v);
+    }
+  }
+
+  _CCCL_HOST_DEVICE _CCCL_FORCEINLINE void Init(int num_levels, LevelT max_level, LevelT min_level)
+  {
+    m_lower      = clamped(min_level);
+    m_upper      = clamped(max_level);
+    m_lower_bits = static_cast<u64>(min_level);
+    m_bins       = static_cast<u64>(num_levels - 1);
+    m_range      = static_cast<u64>(max_level) - m_lower_bits;
+    m_narrow     = m_range <= 0xffffffffull && (m_range - 1) * m_bins <= 0xffffffffull;
+  }
+
+  _CCCL_HOST_DEVICE _CCCL_FORCEINLINE bool in_range(SampleT sample) const
+  {
+    if constexpr (sizeof(SampleT) == 8)
+    {
+      return !::cuda::std::cmp_less(sample, m_lower) && ::cuda::std::cmp_less(sample, m_upper);
+    }
+    else
+    {
+      const compare_t s = static_cast<compare_t>(sample);
+      return s >= m_lower && s < m_upper;
+    }
+  }
+
+  template <CUB_NS_QUALIFIER::CacheLoadModifier LoadModifier>
+  _CCCL_HOST_DEVICE _CCCL_FORCEINLINE void BinSelect(SampleT sample, int& bin, bool valid) const
+  {
+    if (valid && in_range(sample))
+    {
+      if (m_narrow)
+      {
+        const u32 offset = static_cast<u32>(sample) - static_cast<u32>(m_lower_bits);
+        bin              = static_cast<int>(offset * static_cast<u32>(m_bins) / static_cast<u32>(m_range));
+      }
+      else
+      {
+        const u64 offset = static_cast<u64>(sample) - m_lower_bits;
+        bin              = static_cast<int>(offset * m_bins / m_range);
+      }
+    }
+  }
+};
+
+// The privatized transform of the byte path: a counter per bit pattern of an 8-bit sample.
+// The sweep hands each counter's index to the output transform cast back to the sample
+// type, so the output transform sees the sample's value (an int8 -56 from counter 200).
+struct byte_bits
+{
+  template <typename T>
+  _CCCL_HOST_DEVICE _CCCL_FORCEINLINE void Init(int, T, T)
+  {}
+
+  template <CUB_NS_QUALIFIER::CacheLoadModifier LoadModifier, typename SampleT>
+  _CCCL_HOST_DEVICE _CCCL_FORCEINLINE void BinSelect(SampleT sample, int& bin, bool valid) const
+  {
+    static_assert(sizeof(SampleT) == 1, "the byte path privatizes 8-bit samples");
+    if (valid)
+    {
+      bin = static_cast<int>(static_cast<unsigned char>(sample));
     }
   }
 };

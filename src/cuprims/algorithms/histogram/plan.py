@@ -1,0 +1,60 @@
+"""An even-bin histogram's launch facts on one device (:class:`HistogramPlan`) and the
+scratch word its one-shot calls pass as CUB's tile queue (:func:`queue_scratch`)."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from cuprims._base.lazy import driver_bindings
+from cuprims._runtime import driver
+from cuprims.algorithms.common import Loaded
+from cuprims.algorithms.skeleton import Plan
+from cuprims.algorithms.sort_common import temp_layout
+from cuprims.errors import CudaError
+
+QUEUE_BYTES = 8  # CUB's GridQueue<int>::AllocationSize()
+
+
+class HistogramPlan(Plan):
+    """The two kernels, their launch shapes, the grid cap and the temporary-storage facts."""
+
+    def __init__(self, loaded: Loaded, kernel_params: tuple[tuple[Any, ...], ...], waves: int):
+        meta = loaded.meta
+        self.init, self.sweep = loaded.handles  # codegen order: init, sweep
+        self.packs = tuple(driver.ParamPack(kinds) for kinds in kernel_params)
+        self.threads, self.init_threads = meta["threads"], meta["init_threads"]
+        self.tile = meta["threads"] * meta["pixels"]
+        occupancy = loaded.module.max_active_blocks(loaded.names[1], self.threads)
+        self.max_grid = max(1, occupancy) * driver.sm_count(loaded.device) * waves
+        self.global_privatized = bool(meta["global_privatized"])
+        self.counter_size = meta["counter_size"]
+        self.pdl_capable = loaded.arch >= 90  # CUB launches both kernels as dependent launches there
+        # Without work stealing the sweep never reads the tile queue (the init kernel only
+        # writes a zero to it): a one-shot call whose privatized counters live in shared
+        # memory passes the device's scratch word and allocates nothing, so it launches
+        # what the object API launches and nothing between.
+        self.queue = 0 if meta["work_stealing"] else queue_scratch(loaded.device)
+        self.queue_layout = temp_layout((0, QUEUE_BYTES))
+        self.last_layout: tuple = ()  # (n, bins, layout) of the last call: _temp_bytes' work, reused
+
+
+_scratch: dict[int, int] = {}  # device -> its tile-queue scratch word
+_scratch_lock = threading.Lock()
+
+
+def queue_scratch(device: int) -> int:
+    """The device memory every histogram call on ``device`` (the current one) passes as
+    CUB's tile queue where the sweep does not steal work: the init kernel writes a zero
+    to it, nothing reads it, so calls on any stream may share it. Allocated at the first
+    plan on the device, kept for the process."""
+    ptr = _scratch.get(device)
+    if ptr is None:
+        with _scratch_lock:
+            ptr = _scratch.get(device)
+            if ptr is None:
+                err, got = driver_bindings().cuMemAlloc(QUEUE_BYTES)
+                if int(err):
+                    raise CudaError("cuMemAlloc", driver.error_name(int(err)), f"{QUEUE_BYTES} bytes")
+                ptr = _scratch[device] = int(got)
+    return ptr
