@@ -13,7 +13,8 @@ import cuprims
 from cpu_helpers import check_golden, check_kernel_params, counters, delta, render_source
 from cuprims import CountingIterator, OpKind, ProxyArray as P, ProxyValue as V, TransformIterator
 from cuprims._compile import elfmeta
-from cuprims.algorithms.segmented_reduce.api import ADAPTIVE_WAVES, adaptive_grid, cub_grid, slices_for, warp_grid
+from cuprims.algorithms.segmented_reduce.api import (ADAPTIVE_SPREAD_WAVES, ADAPTIVE_WAVES, adaptive_grid, cub_grid,
+                                                     slices_for, warp_grid)
 
 f4, i4, i8 = np.float32, np.int32, np.int64
 
@@ -163,14 +164,17 @@ def test_adaptive_kernel_is_built_for_each_kind_of_segment_source(shared_cache, 
         assert _frame_bytes(result.cubin, result.kernels[source.name_expressions[3]]) == 0
 
 
-@pytest.mark.parametrize("segments, blocks", [
-    (1, 1),
-    (8, 1),
-    (9, 2),                                       # a group of eight segments a block
-    (1 << 16, 1 << 13),                           # 2^16 irregular segments: one group each, below the cap
-    (1 << 20, ADAPTIVE_WAVES * 132 * 4),          # capped: the blocks stride over the groups
-    ((1 << 31) - 1, ADAPTIVE_WAVES * 132 * 4),
+@pytest.mark.parametrize("segments, blocks, parts", [
+    (9, 16, 8),                                   # few groups of eight: a block per segment
+    (1000, 1000, 8),                              # a thousand long rows get a thousand blocks
+    (5000, 4375, 7),                              # seven blocks share each group: 8 waves of blocks
+    (1 << 15, 1 << 13, 2),
+    (1 << 16, 1 << 13, 1),                        # 2^16 irregular segments: a block per group, below the cap
+    (1 << 20, ADAPTIVE_WAVES * 132 * 4, 1),       # capped: the blocks stride over the groups
+    ((1 << 31) - 1, ADAPTIVE_WAVES * 132 * 4, 1),
 ])
-def test_adaptive_grid_is_a_block_per_group_up_to_a_few_waves(segments, blocks):
-    assert adaptive_grid(PLAN, segments) == blocks
-    assert ADAPTIVE_WAVES * PLAN.adaptive_slots >= (1 << 16) // 8   # 2^16 segments stay one group a block
+def test_adaptive_grid_spreads_few_groups_and_caps_many(segments, blocks, parts):
+    assert adaptive_grid(PLAN, segments) == (blocks, parts)
+    groups = -(-segments // 8)
+    assert blocks == groups * parts if parts > 1 else blocks <= groups   # the kernel's mapping needs this
+    assert blocks >= min(ADAPTIVE_SPREAD_WAVES * PLAN.adaptive_slots, segments)

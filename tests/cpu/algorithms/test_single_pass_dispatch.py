@@ -94,15 +94,17 @@ def test_segmented_reduce_without_a_hint_runs_the_adaptive_kernel(recorder):
     assert obj(temp_storage=None, num_segments=ns, **kw) == 1       # no temporary storage (a query says 1)
     obj._run(None, num_segments=ns, op=None, max_segment_size=None, stream=None, one_shot=True, **kw)
     [(kernel, grid, block, params)] = recorder.launches
-    assert (kernel, grid, block) == (names[4], -(-ns // 8), 256)
-    assert params[:5] == (x.ptr, out.ptr, starts.ptr, ends.ptr, ns) and params[6] == f4(2).tobytes()
+    # 125 groups of eight for 8 waves of 24 block slots: two blocks share each group
+    assert (kernel, grid, block) == (names[4], 2 * -(-ns // 8), 256)
+    assert params[:6] == (x.ptr, out.ptr, starts.ptr, ends.ptr, ns, 2) and params[7] == f4(2).tobytes()
     # many segments: the grid is capped at a few waves of the kernel's block slots
     recorder.launches.clear()
     big = 1 << 16
     wide = dict(kw, d_out=FakeArray.empty(mem, big, f4), start_offsets_in=FakeArray(mem, np.zeros(big, i8)),
                 end_offsets_in=FakeArray(mem, np.zeros(big, i8)))
     obj._run(None, num_segments=big, op=None, max_segment_size=None, stream=None, one_shot=True, **wide)
-    assert [(k, g) for k, g, _, _ in recorder.launches] == [(names[4], ADAPTIVE_WAVES * 24)]
+    [(kernel, grid, _, params)] = recorder.launches
+    assert (kernel, grid, params[5]) == (names[4], ADAPTIVE_WAVES * 24, 1)
     # a hint keeps its paths: a warp each within the warp tile, CUB's block each beyond
     for hint, kernel, grid in ((300, names[3], 32), (4096, names[0], ns)):
         recorder.launches.clear()

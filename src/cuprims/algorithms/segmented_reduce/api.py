@@ -20,7 +20,9 @@ one launch or two, nothing read back from the device:
   group's offsets, so the warps agree on the long segments without a barrier: a group of
   short segments costs none. Its grid is one block per group, capped at
   :data:`ADAPTIVE_WAVES` waves of its block slots (the blocks then stride over the groups,
-  fetching the next group's offsets while they reduce);
+  fetching the next group's offsets while they reduce); with few groups, up to eight
+  blocks share each one (:data:`ADAPTIVE_SPREAD_WAVES`), so that a few thousand long
+  segments still get a block each;
 * a hint within CUB's thread tile: CUB's kernel, a thread per segment;
 * a hint within CUB's warp tile: cuprims' warp kernel, a warp per segment (vector loads,
   the next offsets read ahead; the warps stride over the segments, one wave of blocks);
@@ -59,11 +61,16 @@ __all__ = ["SegmentedReduce", "make_segmented_reduce", "segmented_reduce"]
 _MAX_SEGMENTS = (1 << 31) - 1       # CUB's kernel counts segments in an int
 _SLICED_BELOW = 2                   # sliced dispatch while segments * this <= block slots
 _MIN_SLICE_TILES = 4                # ... and a hinted segment spans more tiles than this
-# The adaptive grid's cap, in waves of its block slots. A group of long segments is a long
-# block's work (up to eight of them), so many blocks, dynamically scheduled by the
-# hardware, keep the GPU evenly busy where segment lengths vary (2^16 segments of 1..8192
-# items: 8192 blocks, one group each, with four blocks an SM); past the cap, each block
-# strides over several groups and fetches the next group's offsets while it reduces.
+# The adaptive kernel's grid, in waves of its block slots. A group of long segments is a
+# long block's work (up to eight of them), so the grid is made of many blocks, which the
+# hardware schedules dynamically, keeping the GPU evenly busy where lengths vary:
+# * with fewer groups than ADAPTIVE_SPREAD_WAVES waves, up to eight blocks share each group
+#   (a segment each at most), as many as it takes to reach that many blocks (1000 segments
+#   of a million items each get 1000 blocks, not 125);
+# * with more, a block per group (2^16 segments of 1..8192 items: 8192 blocks, one group
+#   each, at four blocks an SM), up to ADAPTIVE_WAVES waves; past that cap each block
+#   strides over several groups and fetches the next group's offsets while it reduces.
+ADAPTIVE_SPREAD_WAVES = 8
 ADAPTIVE_WAVES = 16
 
 
@@ -94,8 +101,8 @@ class SegmentedReduceDescription(CombinerDescription):
             ("ptr", self.d_out.param, *offsets, "i32", f, a),
             # warp: d_in, d_out, begin, end, num_segments, op, init
             (self.d_in.param, self.d_out.param, *offsets, "i32", f, a),
-            # adaptive: as the warp kernel
-            (self.d_in.param, self.d_out.param, *offsets, "i32", f, a),
+            # adaptive: d_in, d_out, begin, end, num_segments, parts, op, init
+            (self.d_in.param, self.d_out.param, *offsets, "i32", "i32", f, a),
         )
 
 
@@ -144,11 +151,17 @@ def warp_grid(plan: Any, num_segments: int, hint: int) -> int:
     return min(-(-num_segments // (plan.warp_threads // 32)), plan.warp_blocks)
 
 
-def adaptive_grid(plan: Any, num_segments: int) -> int:
-    """Blocks of cuprims' adaptive kernel (no hint): one per group of a block's warps'
-    worth of segments, at most :data:`ADAPTIVE_WAVES` waves of its block slots."""
-    groups = -(-num_segments // (plan.warp_threads // 32))
-    return min(groups, ADAPTIVE_WAVES * plan.adaptive_slots)
+def adaptive_grid(plan: Any, num_segments: int) -> tuple[int, int]:
+    """(blocks, parts) of cuprims' adaptive kernel (no hint), whose groups are a block's
+    warps' worth of segments: ``parts`` blocks share each group when there are fewer than
+    :data:`ADAPTIVE_SPREAD_WAVES` waves of groups, else a block per group up to
+    :data:`ADAPTIVE_WAVES` waves of its block slots."""
+    per_group = plan.warp_threads // 32
+    groups = -(-num_segments // per_group)
+    parts = min(per_group, max(1, -(-ADAPTIVE_SPREAD_WAVES * plan.adaptive_slots // groups)))
+    if parts > 1:
+        return groups * parts, parts
+    return min(groups, ADAPTIVE_WAVES * plan.adaptive_slots), 1
 
 
 def cub_grid(plan: Any, num_segments: int, hint: int) -> int:
@@ -203,8 +216,9 @@ class SegmentedReduce(Algorithm):
             return
         slices = slices_for(plan, ns, hint)
         if slices == 1 and not hint:
-            driver.launch(plan.adaptive, adaptive_grid(plan, ns), plan.warp_threads, stream,
-                          self._adaptive_params.pack(p_in, p_out, p_begin, p_end, ns, state, init))
+            blocks, parts = adaptive_grid(plan, ns)
+            driver.launch(plan.adaptive, blocks, plan.warp_threads, stream,
+                          self._adaptive_params.pack(p_in, p_out, p_begin, p_end, ns, parts, state, init))
             return
         warp_blocks = warp_grid(plan, ns, hint) if slices == 1 else 0
         if warp_blocks:

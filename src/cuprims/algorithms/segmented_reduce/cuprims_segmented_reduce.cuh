@@ -364,10 +364,16 @@ __device__ __forceinline__ long long read_group(BeginT d_begin, EndT d_end, long
 // if the group has long segments, the whole block reduces them one after another (as
 // CUB's block per segment would, in 16-byte vectors from the first aligned item). A
 // group of short segments costs no barrier: the warps run as independently as in
-// warp_kernel.
+// warp_kernel. When there are few groups for the GPU, `parts` consecutive blocks share
+// each group (the grid is then exactly groups * parts blocks): block j takes the group's
+// segments w with w % parts == j, so long segments spread over up to a block each.
+// Four blocks an SM (up to 64 registers a thread), the warp kernel's occupancy: left free,
+// ptxas chose fewer registers and parked the prefetched offsets in local memory, a store
+// that waits for them as soon as they are asked for.
 template <class Selector, class InputT, class OutputIt, class BeginT, class EndT, class AccumT, class OpT>
-__global__ __launch_bounds__(warp_threads)
-void adaptive_kernel(InputT d_in, OutputIt d_out, BeginT d_begin, EndT d_end, int num_segments, OpT op, AccumT init)
+__global__ __launch_bounds__(warp_threads, 4)
+void adaptive_kernel(InputT d_in, OutputIt d_out, BeginT d_begin, EndT d_end, int num_segments, int parts, OpT op,
+                     AccumT init)
 {
   constexpr int warps           = warp_threads / 32;
   constexpr unsigned all_lanes  = 0xffffffffu;
@@ -380,15 +386,24 @@ void adaptive_kernel(InputT d_in, OutputIt d_out, BeginT d_begin, EndT d_end, in
   const int lane         = int(threadIdx.x) % 32;
   const int warp         = int(threadIdx.x) / 32;
   const long long groups = (static_cast<long long>(num_segments) + warps - 1) / warps;
-  const long long stride = static_cast<long long>(gridDim.x) * warps;
-  long long offsets      = read_group(d_begin, d_end, static_cast<long long>(blockIdx.x) * warps, num_segments, lane);
-  for (long long group = blockIdx.x; group < groups; group += gridDim.x)
+  const long long step   = gridDim.x / parts;  // groups from one of a block's turns to the next
+  const int part         = int(blockIdx.x % parts);
+  unsigned mine          = 0;  // the group's segments this block reduces: part, part + parts, ...
+  _CCCL_PRAGMA_UNROLL_FULL()
+  for (int k = 0; k < warps; ++k)
+  {
+    const int w = part + k * parts;
+    mine |= w < warps ? 1u << w : 0u;
+  }
+  long long group   = blockIdx.x / parts;
+  long long offsets = read_group(d_begin, d_end, group * warps, num_segments, lane);
+  for (; group < groups; group += step)
   {
     const long long first = group * warps;
-    const long long next  = read_group(d_begin, d_end, first + stride, num_segments, lane);
+    const long long next  = read_group(d_begin, d_end, first + step * warps, num_segments, lane);
     const long long ends  = __shfl_down_sync(all_lanes, offsets, 8);  // lane l < 8: segment l's end
-    const unsigned longs  = __ballot_sync(all_lanes, lane < 8 && ends - offsets > warp_tile);
-    if (!(longs >> warp & 1u) && first + warp < num_segments)
+    const unsigned longs  = __ballot_sync(all_lanes, lane < 8 && ends - offsets > warp_tile) & mine;
+    if (((mine & ~longs) >> warp & 1u) && first + warp < num_segments)
     {
       const long long begin = __shfl_sync(all_lanes, offsets, warp);
       const long long end   = __shfl_sync(all_lanes, offsets, warp + 8);
