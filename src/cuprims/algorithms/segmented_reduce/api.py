@@ -29,9 +29,11 @@ one launch or two, nothing read back from the device:
 * a longer hint: CUB's kernel, a block per segment.
 
 Offsets of any of the four integer types are read once per segment and widened to 64
-bits; the warp and adaptive kernels count a segment's items in 32 bits where they know it
-fits (a warp's segment), so 64-bit offsets cost their bytes (8 more a segment) and a few
-64-bit additions a block's segment, nothing per item.
+bits, so int64 offset arrays (CuPy's default) cost their 4 extra bytes an offset and
+nothing else: the loops are the same as for int32. The adaptive kernel's warps count a
+segment's items in 32 bits (it is at most a warp tile); its block path counts in 64 bits,
+as CUB's kernels do for 64-bit offsets (a few integer instructions per 16-byte load of a
+memory-bound loop).
 
 Results: each path combines ``h_init`` on the left of its segment's total, and a segment's
 items in an order of its own (CUB takes the operator to be commutative, as every path here

@@ -19,8 +19,8 @@
 //   * combine_kernel: one block per segment combines its non-empty partials and the
 //     initial value into d_out[s] (the initial value alone for an empty segment).
 // adaptive_kernel and warp_kernel read the offsets in their own type, once per segment, and
-// count items within a segment in 32 bits (a segment longer than 2^30 items is read in
-// chunks of that many).
+// widen them to 64 bits; adaptive_kernel's warps count a segment's items in 32 bits (it is
+// at most a warp tile), its block and warp_kernel (whose hint is only a promise) in 64.
 #pragma once
 
 #include <cub/agent/agent_reduce.cuh>
