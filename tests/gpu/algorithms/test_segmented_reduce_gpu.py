@@ -175,7 +175,9 @@ def test_object_api_temp_query_int32_offsets_and_a_stream():
 # Segments of at most CUB's warp tile (512 float32 items) go to a warp, longer ones to the
 # block; item values are small integers, so float sums are exact in any order.
 
-NO_HINT_SEGMENTS = 3000     # more than half the GPU's block slots: not the sliced path
+# more than half the GPU's block slots (not the sliced path), few enough groups of eight
+# that several blocks share each (8 here; 5 for the 8000 irregular segments below)
+NO_HINT_SEGMENTS = 3000
 
 
 def _adaptive_run(values, starts, ends, out_dtype, init):
@@ -211,8 +213,9 @@ def test_no_hint_irregular_segments_with_empty_ones(dtype, offset_dtype):
 
 
 def test_no_hint_many_groups_stride_over_the_grid():
-    # more groups of eight than the capped grid has blocks: each block takes several, the
-    # warps fetching the next group's offsets while they reduce, short and long mixed
+    # more groups of eight than the capped grid has blocks (a block per group, no sharing):
+    # each block takes several, the warps fetching the next group's offsets while they
+    # reduce, short and long segments mixed
     starts, ends = _irregular(1 << 17, 1200, seed=13, empty_every=5)
     values = np.random.default_rng(14).integers(-9, 10, int(ends[-1])).astype(np.float32)
     got = _adaptive_run(values, starts, ends, np.float32, init=1)
