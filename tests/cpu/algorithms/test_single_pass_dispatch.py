@@ -72,6 +72,50 @@ def test_segmented_reduce_cub_and_sliced_dispatch(recorder):
     assert p1[5] == p2[0]   # the slices' partials are what the combine reads
 
 
+def test_segmented_reduce_without_a_hint_runs_the_adaptive_kernel(recorder):
+    from cuprims.algorithms.segmented_reduce.api import ADAPTIVE_WAVES
+
+    obj = cuprims.make_segmented_reduce(d_in=P(f4), d_out=P(f4), start_offsets_in=P(i8), end_offsets_in=P(i8),
+                                        op=OpKind.PLUS, h_init=V(f4), compute_capability=90)
+    meta = obj._builds.result(90).meta
+    names = obj._builds.source(90).name_expressions
+    plan, _, _ = _plan(obj, cub=names[0], slice=names[1], combine=names[2], warp=names[3], adaptive=names[4],
+                       medium_tile=meta["medium_items_per_tile"], medium_segments=meta["medium_segments_per_block"],
+                       small_tile=meta["small_items_per_tile"], small_segments=meta["small_segments_per_block"],
+                       block_slots=64, warp_threads=meta["warp_threads"], warp_blocks=32, adaptive_slots=24,
+                       accum_size=4)
+    mem, ns = recorder.mem, 1000
+    lengths = np.arange(ns) % 5000                  # short and long segments, empty ones too: the kernel sorts them
+    ends = np.cumsum(lengths).astype(i8)
+    x = FakeArray(mem, np.ones(int(ends[-1]), f4))
+    out = FakeArray.empty(mem, ns, f4)
+    starts, ends = FakeArray(mem, ends - lengths), FakeArray(mem, ends)
+    kw = dict(d_in=x, d_out=out, start_offsets_in=starts, end_offsets_in=ends, h_init=f4(2))
+    assert obj(temp_storage=None, num_segments=ns, **kw) == 1       # no temporary storage (a query says 1)
+    obj._run(None, num_segments=ns, op=None, max_segment_size=None, stream=None, one_shot=True, **kw)
+    [(kernel, grid, block, params)] = recorder.launches
+    # 125 groups of eight for 8 waves of 24 block slots: two blocks share each group
+    assert (kernel, grid, block) == (names[4], 2 * -(-ns // 8), 256)
+    assert params[:6] == (x.ptr, out.ptr, starts.ptr, ends.ptr, ns, 2) and params[7] == f4(2).tobytes()
+    # many segments: the grid is capped at a few waves of the kernel's block slots
+    recorder.launches.clear()
+    big = 1 << 16
+    wide = dict(kw, d_out=FakeArray.empty(mem, big, f4), start_offsets_in=FakeArray(mem, np.zeros(big, i8)),
+                end_offsets_in=FakeArray(mem, np.zeros(big, i8)))
+    obj._run(None, num_segments=big, op=None, max_segment_size=None, stream=None, one_shot=True, **wide)
+    [(kernel, grid, _, params)] = recorder.launches
+    assert (kernel, grid, params[5]) == (names[4], ADAPTIVE_WAVES * 24, 1)
+    # a hint keeps its paths: a warp each within the warp tile, CUB's block each beyond
+    for hint, kernel, grid in ((300, names[3], 32), (4096, names[0], ns)):
+        recorder.launches.clear()
+        obj._run(None, num_segments=ns, op=None, max_segment_size=hint, stream=None, one_shot=True, **kw)
+        assert [(k, g) for k, g, _, _ in recorder.launches] == [(kernel, grid)]
+    # few segments without a hint: still sliced over the GPU
+    recorder.launches.clear()
+    obj._run(None, num_segments=3, op=None, max_segment_size=None, stream=None, one_shot=True, **kw)
+    assert [k for k, *_ in recorder.launches] == [names[1], names[2]]
+
+
 def test_unique_by_key_dispatch(recorder):
     obj = cuprims.make_unique_by_key(d_in_keys=P(i4), d_in_items=P(f4), d_out_keys=P(i4), d_out_items=P(f4),
                                      d_out_num_selected=P(i8), op=OpKind.EQUAL_TO, compute_capability=90)

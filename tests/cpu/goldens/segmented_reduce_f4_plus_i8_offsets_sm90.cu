@@ -33,6 +33,7 @@ extern "C" __device__ __attribute__((used)) const long long cuprims_meta[9] = {
 // cuprims::segmented_reduce::slice_kernel<cuprims_selector_t, const float*, const long long*, const long long*, float, cuprims_op_t>
 // cuprims::segmented_reduce::combine_kernel<cuprims_selector_t, float*, const long long*, const long long*, float, cuprims_op_t>
 // cuprims::segmented_reduce::warp_kernel<const float*, float*, const long long*, const long long*, float, cuprims_op_t>
+// cuprims::segmented_reduce::adaptive_kernel<cuprims_selector_t, const float*, float*, const long long*, const long long*, float, cuprims_op_t>
 // ---- extern_symbols ----
 // ---- meta_fields ----
 // threads

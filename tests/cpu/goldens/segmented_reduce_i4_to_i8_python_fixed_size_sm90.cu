@@ -94,6 +94,7 @@ extern "C" __device__ __attribute__((used)) const long long cuprims_meta[9] = {
 // cuprims::segmented_reduce::slice_kernel<cuprims_selector_t, const int*, cuprims::input_iterator<cuprims_start_offsets_in_it_2, long long>, cuprims::input_iterator<cuprims_end_offsets_in_it_2, long long>, long long, cuprims_op_t>
 // cuprims::segmented_reduce::combine_kernel<cuprims_selector_t, long long*, cuprims::input_iterator<cuprims_start_offsets_in_it_2, long long>, cuprims::input_iterator<cuprims_end_offsets_in_it_2, long long>, long long, cuprims_op_t>
 // cuprims::segmented_reduce::warp_kernel<const int*, long long*, cuprims::input_iterator<cuprims_start_offsets_in_it_2, long long>, cuprims::input_iterator<cuprims_end_offsets_in_it_2, long long>, long long, cuprims_op_t>
+// cuprims::segmented_reduce::adaptive_kernel<cuprims_selector_t, const int*, long long*, cuprims::input_iterator<cuprims_start_offsets_in_it_2, long long>, cuprims::input_iterator<cuprims_end_offsets_in_it_2, long long>, long long, cuprims_op_t>
 // ---- extern_symbols ----
 // ---- meta_fields ----
 // threads

@@ -1,5 +1,6 @@
-"""Segmented reduce on the GPU against numpy: every dispatch (a thread, a warp or a block
-per segment by the max_segment_size hint, and slices over the whole GPU for few
+"""Segmented reduce on the GPU against numpy: every dispatch (without a hint the adaptive
+kernel, a warp per short segment and the block for each long one; a thread, a warp or a
+block per segment by the max_segment_size hint; slices over the whole GPU for few
 segments), empty segments, one huge segment, iterator offsets, struct values, streams."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import pytest
 cp = pytest.importorskip("cupy")
 
 import cuprims  # noqa: E402
-from cuprims import CountingIterator, OpKind, TransformIterator  # noqa: E402
+from cuprims import CountingIterator, OpKind, TransformIterator, TransformOutputIterator  # noqa: E402
 
 
 def _expected_sums(values: np.ndarray, starts: np.ndarray, ends: np.ndarray, init) -> np.ndarray:
@@ -40,7 +41,7 @@ def _run(values, starts, ends, out_dtype, op=OpKind.PLUS, init=0, hint=None, str
 @pytest.mark.parametrize("segments, max_len, hint", [
     (5000, 12, 16),            # a thread per segment
     (5000, 300, 512),          # a warp per segment
-    (5000, 3000, None),        # a block per segment
+    (5000, 3000, None),        # no hint: the adaptive kernel (warps and blocks)
     (3, 400_000, None),        # few segments: sliced over the GPU
     (1, 1 << 24, 1 << 24),     # one huge segment
 ])
@@ -166,3 +167,126 @@ def test_object_api_temp_query_int32_offsets_and_a_stream():
       h_init=np.int64(0), stream=stream)
     stream.synchronize()
     np.testing.assert_array_equal(out.get(), _expected_sums(values, starts, ends, 0))
+
+
+# ---------------------------------------------------------------- no hint: the adaptive kernel
+#
+# As a user calls it: no max_segment_size, CuPy's int64 offsets (int32 too), numpy scalars.
+# Segments of at most CUB's warp tile (512 float32 items) go to a warp, longer ones to the
+# block; item values are small integers, so float sums are exact in any order.
+
+# more than half the GPU's block slots (not the sliced path), few enough groups of eight
+# that several blocks share each (8 here; 5 for the 8000 irregular segments below)
+NO_HINT_SEGMENTS = 3000
+
+
+def _adaptive_run(values, starts, ends, out_dtype, init):
+    out = cp.full(len(starts), -1, out_dtype)
+    cuprims.segmented_reduce(d_in=cp.asarray(values), d_out=out, num_segments=len(starts),
+                             start_offsets_in=cp.asarray(starts), end_offsets_in=cp.asarray(ends), op=OpKind.PLUS,
+                             h_init=np.asarray(init, out_dtype)[()])
+    return out.get()
+
+
+@pytest.mark.parametrize("offset_dtype", [np.int64, np.int32])
+@pytest.mark.parametrize("size", [0, 1, 31, 32, 33, 256, 4096, 8192])
+@pytest.mark.parametrize("dtype", [np.float32, np.int64])
+def test_no_hint_fixed_sizes_against_numpy(size, dtype, offset_dtype):
+    ends = np.arange(1, NO_HINT_SEGMENTS + 1, dtype=offset_dtype) * size
+    starts = ends - size
+    values = np.random.default_rng(size).integers(-50, 50, NO_HINT_SEGMENTS * size + 5).astype(dtype)
+    got = _adaptive_run(values, starts, ends, dtype, init=3)
+    np.testing.assert_array_equal(got, _expected_sums(values, starts, ends, 3).astype(dtype))
+
+
+@pytest.mark.parametrize("offset_dtype", [np.int64, np.int32])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int8])
+def test_no_hint_irregular_segments_with_empty_ones(dtype, offset_dtype):
+    # lengths 1..8192 (every seventh empty): starts at every alignment, short and long
+    # segments in the same groups of eight
+    starts, ends = _irregular(8000, 8192, seed=11)
+    starts, ends = starts.astype(offset_dtype), ends.astype(offset_dtype)
+    values = np.random.default_rng(12).integers(-50, 50, int(ends[-1]) + 7).astype(dtype)
+    out_dtype = np.int64 if dtype == np.int8 else dtype      # int8 items into int64 sums: read one at a time
+    got = _adaptive_run(values, starts, ends, out_dtype, init=-4)
+    np.testing.assert_array_equal(got, _expected_sums(values, starts, ends, -4).astype(out_dtype))
+
+
+def test_no_hint_many_groups_stride_over_the_grid():
+    # more groups of eight than the capped grid has blocks (a block per group, no sharing):
+    # each block takes several, the warps fetching the next group's offsets while they
+    # reduce, short and long segments mixed
+    starts, ends = _irregular(1 << 17, 1200, seed=13, empty_every=5)
+    values = np.random.default_rng(14).integers(-9, 10, int(ends[-1])).astype(np.float32)
+    got = _adaptive_run(values, starts, ends, np.float32, init=1)
+    np.testing.assert_array_equal(got, _expected_sums(values, starts, ends, 1).astype(np.float32))
+    # segments of at most a warp tile only (no block phase at all), 2^20 of them
+    ends = np.arange(1, (1 << 20) + 1, dtype=np.int64) * 37
+    starts = ends - 37
+    values = np.random.default_rng(15).integers(-9, 10, int(ends[-1])).astype(np.float32)
+    got = _adaptive_run(values, starts, ends, np.float32, init=0)
+    np.testing.assert_array_equal(got, values.reshape(-1, 37).sum(axis=1, dtype=np.float64).astype(np.float32))
+
+
+@pytest.mark.parametrize("size", [33, 256, 4096])
+def test_no_hint_offsets_from_iterators(size):
+    starts = TransformIterator(CountingIterator(np.int64(0)), lambda i: i * size)
+    ends = TransformIterator(CountingIterator(np.int64(1)), lambda i: i * size)
+    values = np.random.default_rng(size).integers(-50, 50, NO_HINT_SEGMENTS * size).astype(np.float32)
+    out = cp.full(NO_HINT_SEGMENTS, -1, np.float32)
+    cuprims.segmented_reduce(d_in=cp.asarray(values), d_out=out, num_segments=NO_HINT_SEGMENTS,
+                             start_offsets_in=starts, end_offsets_in=ends, op=OpKind.PLUS, h_init=np.float32(0))
+    np.testing.assert_array_equal(out.get(), values.reshape(-1, size).sum(axis=1))
+
+
+def test_no_hint_irregular_offsets_from_iterators_and_an_iterator_input():
+    # segment i is [i(i+1)/2, (i+1)(i+2)/2): i + 1 items, 1..3000 (warps, then blocks)
+    starts = TransformIterator(CountingIterator(np.int64(0)), lambda i: i * (i + 1) // 2)
+    ends = TransformIterator(CountingIterator(np.int64(1)), lambda i: i * (i + 1) // 2)
+    i = np.arange(NO_HINT_SEGMENTS, dtype=np.int64)
+    lo, hi = i * (i + 1) // 2, (i + 1) * (i + 2) // 2
+    out = cp.full(NO_HINT_SEGMENTS, -1, np.int64)
+    # the items are their own positions: segment sums have a closed form
+    cuprims.segmented_reduce(d_in=CountingIterator(np.int64(0)), d_out=out, num_segments=NO_HINT_SEGMENTS,
+                             start_offsets_in=starts, end_offsets_in=ends, op=OpKind.PLUS, h_init=np.int64(10))
+    np.testing.assert_array_equal(out.get(), (lo + hi - 1) * (hi - lo) // 2 + 10)
+
+
+def test_no_hint_output_iterator_python_op_and_h_init_as_an_array():
+    starts, ends = _irregular(NO_HINT_SEGMENTS, 2000, seed=16)
+    values = np.random.default_rng(17).integers(-1000, 1000, int(ends[-1])).astype(np.int32)
+    doubled = cp.full(NO_HINT_SEGMENTS, -1, np.int64)
+    cuprims.segmented_reduce(d_in=cp.asarray(values), d_out=TransformOutputIterator(doubled, lambda v: v * 2, np.int32),
+                             num_segments=NO_HINT_SEGMENTS, start_offsets_in=cp.asarray(starts),
+                             end_offsets_in=cp.asarray(ends), op=lambda a, b: max(a, b),
+                             h_init=np.array([-5000], np.int32))
+    expected = np.array([values[s:e].max(initial=-5000) for s, e in zip(starts, ends)], np.int64) * 2
+    np.testing.assert_array_equal(doubled.get(), expected)
+
+
+@pytest.mark.parametrize("hint", [None, 300])
+def test_struct_items_at_four_bytes_past_an_eight_byte_boundary(hint):
+    # a struct of two float32 is aligned to 4 bytes but 8 long: at an odd word its items
+    # never fall on 16-byte vectors (read one at a time), by the warp and the block alike
+    pair = cuprims.gpu_struct({"lo": np.float32, "hi": np.float32})
+
+    def widest(a, b):
+        return pair(min(a.lo, b.lo), max(a.hi, b.hi))
+
+    starts, ends = _irregular(NO_HINT_SEGMENTS, 300 if hint else 3000, seed=18)
+    host = np.zeros(int(ends[-1]), pair.dtype)
+    host["lo"] = np.random.default_rng(19).random(host.size, dtype=np.float32)
+    host["hi"] = host["lo"] + 1
+    raw = cp.zeros(host.nbytes + 16, np.uint8)
+    raw[4:4 + host.nbytes] = cp.asarray(host.view(np.uint8))
+    d_in = cp.ndarray((host.size,), pair.dtype, memptr=raw.data + 4)   # 4 bytes past an 8-byte boundary
+    assert d_in.data.ptr % 8 == 4
+    out = cp.empty(NO_HINT_SEGMENTS, pair.dtype)
+    cuprims.segmented_reduce(d_in=d_in, d_out=out, num_segments=NO_HINT_SEGMENTS, start_offsets_in=cp.asarray(starts),
+                             end_offsets_in=cp.asarray(ends), op=widest, h_init=pair(np.inf, -np.inf),
+                             max_segment_size=hint)
+    got = out.get()
+    for k in range(0, NO_HINT_SEGMENTS, 7):
+        s, e = starts[k], ends[k]
+        want = (host["lo"][s:e].min(), host["hi"][s:e].max()) if e > s else (np.inf, -np.inf)
+        assert (got[k]["lo"], got[k]["hi"]) == want, k

@@ -5,12 +5,39 @@ Segment ``i`` is ``d_in[start_offsets_in[i]:end_offsets_in[i]]``; ``d_out[i]`` r
 of ``d_out``. Offsets are arrays or iterators of one integer type, for example fixed-size
 segments as ``TransformIterator(CountingIterator(0), lambda i: i * size)``.
 
-Host dispatch (ours): with a ``max_segment_size`` hint small enough, CUB's kernel gives a
-segment to one thread, or cuprims' warp kernel to one warp (vector loads, the next
-offsets read ahead; the warps stride over the segments); otherwise CUB gives one block each. When there are fewer
-segments than the GPU has block slots, each segment is cut into whole-tile slices
-reduced by several blocks, whose partials a second kernel combines with ``h_init``
-(``algorithms/segmented_reduce/cuprims_segmented_reduce.cuh``): one huge segment uses the whole GPU.
+Host dispatch (ours; kernels in ``algorithms/segmented_reduce/cuprims_segmented_reduce.cuh``),
+one launch or two, nothing read back from the device:
+
+* fewer segments than half the GPU's block slots (and no hint, or a hint over four of
+  CUB's block tiles): each segment is cut into whole-tile slices reduced by several blocks,
+  whose partials a second kernel combines with ``h_init``: one huge segment uses the whole GPU;
+* no ``max_segment_size`` hint: cuprims' adaptive kernel, which learns each segment's
+  length on the device. A block of eight warps takes eight consecutive segments at a time;
+  a warp reduces each segment of at most CUB's warp tile (512 float32 items) as the warp
+  kernel below does, and the whole block the group's longer segments one after another
+  (16-byte vector loads from each segment's first aligned item), so short segments cost a
+  warp and long ones get a block, as CUB gives every segment. Every warp reads the whole
+  group's offsets, so the warps agree on the long segments without a barrier: a group of
+  short segments costs none. Its grid is one block per group, capped at
+  :data:`ADAPTIVE_WAVES` waves of its block slots (the blocks then stride over the groups,
+  fetching the next group's offsets while they reduce); with few groups, up to eight
+  blocks share each one (:data:`ADAPTIVE_SPREAD_WAVES`), so that a few thousand long
+  segments still get a block each;
+* a hint within CUB's thread tile: CUB's kernel, a thread per segment;
+* a hint within CUB's warp tile: cuprims' warp kernel, a warp per segment (vector loads,
+  the next offsets read ahead; the warps stride over the segments, one wave of blocks);
+* a longer hint: CUB's kernel, a block per segment.
+
+Offsets of any of the four integer types are read once per segment and widened to 64
+bits, so int64 offset arrays (CuPy's default) cost their 4 extra bytes an offset and
+nothing else: the loops are the same as for int32. The adaptive kernel's warps count a
+segment's items in 32 bits (it is at most a warp tile); its block path counts in 64 bits,
+as CUB's kernels do for 64-bit offsets (a few integer instructions per 16-byte load of a
+memory-bound loop).
+
+Results: each path combines ``h_init`` on the left of its segment's total, and a segment's
+items in an order of its own (CUB takes the operator to be commutative, as every path here
+does); an empty segment gives ``h_init``.
 """
 
 from __future__ import annotations
@@ -36,6 +63,17 @@ __all__ = ["SegmentedReduce", "make_segmented_reduce", "segmented_reduce"]
 _MAX_SEGMENTS = (1 << 31) - 1       # CUB's kernel counts segments in an int
 _SLICED_BELOW = 2                   # sliced dispatch while segments * this <= block slots
 _MIN_SLICE_TILES = 4                # ... and a hinted segment spans more tiles than this
+# The adaptive kernel's grid, in waves of its block slots. A group of long segments is a
+# long block's work (up to eight of them), so the grid is made of many blocks, which the
+# hardware schedules dynamically, keeping the GPU evenly busy where lengths vary:
+# * with fewer groups than ADAPTIVE_SPREAD_WAVES waves, up to eight blocks share each group
+#   (a segment each at most), as many as it takes to reach that many blocks (1000 segments
+#   of a million items each get 1000 blocks, not 125);
+# * with more, a block per group (2^16 segments of 1..8192 items: 8192 blocks, one group
+#   each, at four blocks an SM), up to ADAPTIVE_WAVES waves; past that cap each block
+#   strides over several groups and fetches the next group's offsets while it reduces.
+ADAPTIVE_SPREAD_WAVES = 8
+ADAPTIVE_WAVES = 16
 
 
 @description
@@ -65,20 +103,22 @@ class SegmentedReduceDescription(CombinerDescription):
             ("ptr", self.d_out.param, *offsets, "i32", f, a),
             # warp: d_in, d_out, begin, end, num_segments, op, init
             (self.d_in.param, self.d_out.param, *offsets, "i32", f, a),
+            # adaptive: d_in, d_out, begin, end, num_segments, parts, op, init
+            (self.d_in.param, self.d_out.param, *offsets, "i32", "i32", f, a),
         )
 
 
 class _Plan(Plan):
     """Kernel handles, block size, tile sizes of the three per-segment mappings, and the
-    block slots of the GPU for the sliced dispatch."""
+    block slots of the GPU for the sliced, warp and adaptive dispatches."""
 
-    __slots__ = ("cub", "slice", "combine", "warp", "threads", "tile_items", "medium_tile", "medium_segments",
-                 "small_tile", "small_segments", "block_slots", "warp_threads", "warp_blocks", "accum_size",
-                 "temp_align", "device")
+    __slots__ = ("cub", "slice", "combine", "warp", "adaptive", "threads", "tile_items", "medium_tile",
+                 "medium_segments", "small_tile", "small_segments", "block_slots", "warp_threads", "warp_blocks",
+                 "adaptive_slots", "accum_size", "temp_align", "device")
 
     def __init__(self, loaded: Loaded):
         meta = loaded.meta
-        self.cub, self.slice, self.combine, self.warp = loaded.handles
+        self.cub, self.slice, self.combine, self.warp, self.adaptive = loaded.handles
         self.threads = meta["threads"]
         self.tile_items = self.threads * meta["items"]
         self.medium_tile, self.medium_segments = meta["medium_items_per_tile"], meta["medium_segments_per_block"]
@@ -88,6 +128,8 @@ class _Plan(Plan):
         self.warp_threads = meta["warp_threads"]
         warp_occupancy = loaded.module.max_active_blocks(loaded.names[3], self.warp_threads)
         self.warp_blocks = max(1, warp_occupancy) * driver.sm_count(loaded.device)  # a full GPU of warp blocks
+        adaptive_occupancy = loaded.module.max_active_blocks(loaded.names[4], self.warp_threads)
+        self.adaptive_slots = max(1, adaptive_occupancy) * driver.sm_count(loaded.device)
         self.accum_size, self.temp_align = meta["accum_size"], meta["accum_align"]
 
 
@@ -109,6 +151,19 @@ def warp_grid(plan: Any, num_segments: int, hint: int) -> int:
     if not plan.small_tile < hint <= plan.medium_tile:
         return 0
     return min(-(-num_segments // (plan.warp_threads // 32)), plan.warp_blocks)
+
+
+def adaptive_grid(plan: Any, num_segments: int) -> tuple[int, int]:
+    """(blocks, parts) of cuprims' adaptive kernel (no hint), whose groups are a block's
+    warps' worth of segments: ``parts`` blocks share each group when there are fewer than
+    :data:`ADAPTIVE_SPREAD_WAVES` waves of groups, else a block per group up to
+    :data:`ADAPTIVE_WAVES` waves of its block slots."""
+    per_group = plan.warp_threads // 32
+    groups = -(-num_segments // per_group)
+    parts = min(per_group, max(1, -(-ADAPTIVE_SPREAD_WAVES * plan.adaptive_slots // groups)))
+    if parts > 1:
+        return groups * parts, parts
+    return min(groups, ADAPTIVE_WAVES * plan.adaptive_slots), 1
 
 
 def cub_grid(plan: Any, num_segments: int, hint: int) -> int:
@@ -143,7 +198,8 @@ class SegmentedReduce(Algorithm):
     desc: SegmentedReduceDescription
 
     def _setup(self) -> None:
-        self._cub_params, self._slice_params, self._combine_params, self._warp_params = self._packs
+        (self._cub_params, self._slice_params, self._combine_params, self._warp_params,
+         self._adaptive_params) = self._packs
         self._accum = self.desc.d_out.value
         self._init_type = scalar_init_type(self._accum, True)
         self._stateful = bool(self.desc.op.state_size)
@@ -161,6 +217,11 @@ class SegmentedReduce(Algorithm):
         if ns == 0:
             return
         slices = slices_for(plan, ns, hint)
+        if slices == 1 and not hint:
+            blocks, parts = adaptive_grid(plan, ns)
+            driver.launch(plan.adaptive, blocks, plan.warp_threads, stream,
+                          self._adaptive_params.pack(p_in, p_out, p_begin, p_end, ns, parts, state, init))
+            return
         warp_blocks = warp_grid(plan, ns, hint) if slices == 1 else 0
         if warp_blocks:
             driver.launch(plan.warp, warp_blocks, plan.warp_threads, stream,
@@ -198,8 +259,9 @@ class SegmentedReduce(Algorithm):
                  op: OperatorLike | None = None, h_init: HostValue, max_segment_size: int | None = None,
                  stream: StreamLike | None = None) -> int | None:
         """Run the segmented reduction (or, with ``temp_storage=None``, return the temporary
-        bytes needed). ``max_segment_size``: no segment is longer (a promise that lets
-        short segments go to a thread or a warp each)."""
+        bytes needed). ``max_segment_size``: no segment is longer (a promise: segments
+        within CUB's thread tile then go to a thread each, within its warp tile to a warp
+        each; without it the kernel tells short segments from long ones itself)."""
         return self._run(temp_storage, d_in, d_out, num_segments, start_offsets_in, end_offsets_in, op, h_init,
                          max_segment_size, stream, False)
 

@@ -1,5 +1,5 @@
-"""Source for segmented reductions: CUB's DeviceSegmentedReduceKernel, cuprims' slice and
-combine kernels for few segments and its warp kernel for short ones
+"""Source for segmented reductions: CUB's DeviceSegmentedReduceKernel, and cuprims' slice and
+combine kernels for few segments, warp kernel for short ones and adaptive kernel for any
 (``algorithms/segmented_reduce/cuprims_segmented_reduce.cuh``)."""
 
 from __future__ import annotations
@@ -56,6 +56,9 @@ def segmented_reduce_source(*, d_in: Any, d_out: Any, begin: Any, end: Any, accu
         "cuprims_op_t>",
         # a warp per segment (segments within CUB's medium tile)
         f"cuprims::segmented_reduce::warp_kernel<{p_in}, {p_out}, {p_begin}, {p_end}, {t}, cuprims_op_t>",
+        # no hint: a warp per short segment, the block for each long one
+        f"cuprims::segmented_reduce::adaptive_kernel<cuprims_selector_t, {p_in}, {p_out}, {p_begin}, {p_end}, {t}, "
+        "cuprims_op_t>",
     )
     # CUB's kernel dispatches through an unannotated lambda, which NVRTC 13.0 treats as host code
     return Source(text=text, name_expressions=names, extern_symbols=externs, meta_fields=SEGMENTED_META,
