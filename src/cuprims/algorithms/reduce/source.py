@@ -23,6 +23,7 @@ def reduce_source(*, in_type: ValueType, accum: ValueType, op: OpSpec, has_init:
     struct's word form where CUB would move it byte by byte); the init value, the result
     and the per-block partials keep ``accum``'s own type."""
     acc = accumulator(accum)
+    externs: tuple[str, ...]
     if _plain_sum(op, accum):
         # CUB recognises cuda::std::plus by its type: a thread's items are then summed as a
         # tree, not one after another (the chain of dependent adds is what a misaligned
