@@ -128,7 +128,12 @@ def segsort(add: Callable[..., None], cc: Any) -> None:
         if size == 4096:
             start = TransformIterator(CountingIterator(np.int64(0)), lambda i: i * 4096)
             t_it = device_ms(ours(keys, out, ns, start, start + 1))
-            add(work, "cuprims offsets from iterators", t_it, "ms", t_it / t_fast, "ratio = iterators/int32 arrays")
+            add(work, "cuprims offsets from iterators (start, start + 1)", t_it, "ms", t_it / t_fast,
+                "ratio = iterators/int32 arrays")
+            end = TransformIterator(CountingIterator(np.int64(1)), lambda i: i * 4096)
+            t_two = device_ms(ours(keys, out, ns, start, end))
+            add(work, "cuprims offsets from two TransformIterators", t_two, "ms", t_two / t_fast,
+                "ratio = iterators/int32 arrays")
         if cc is not None:
             _peer(add, work, "cuda.compute int64 offset arrays", _lazy(lambda: _object(
                 cc.make_segmented_sort(d_in_keys=keys, d_out_keys=out, d_in_values=None, d_out_values=None,
