@@ -235,6 +235,51 @@ class FakeArray:
         return cls(mem, np.zeros(n, dtype))
 
 
+class _FakeMemoryPointer:
+    __slots__ = ("ptr", "device_id")
+
+    def __init__(self, ptr: int, device_id: int):
+        self.ptr, self.device_id = ptr, device_id
+
+
+class _FakeCupyBase:
+    """What cuprims reads of a CuPy ndarray (``data.ptr``, ``data.device_id``, ``dtype``,
+    ``size``, ``_c_contiguous``), over fake memory; weakly referenceable, as CuPy's is.
+    ``reads`` counts the reads of ``data`` (each array read of a call reads it once)."""
+
+    __slots__ = ("_data", "dtype", "size", "_c_contiguous", "mem", "__weakref__")
+    reads = 0
+
+    @property
+    def data(self) -> _FakeMemoryPointer:
+        _FakeCupyBase.reads += 1
+        return self._data
+
+    def get(self) -> np.ndarray:
+        return self.mem.view(self._data.ptr, np.uint8, self.size * self.dtype.itemsize).copy().view(self.dtype)
+
+    def view(self, start: int, n: int):
+        """Items ``start`` to ``start + n`` (a new object, as CuPy's slicing makes)."""
+        v = object.__new__(type(self))
+        v.mem, v.dtype, v.size, v._c_contiguous = self.mem, self.dtype, n, True
+        v._data = _FakeMemoryPointer(self._data.ptr + start * self.dtype.itemsize, self._data.device_id)
+        return v
+
+
+def fake_cupy_array(mem: FakeMemory, host: np.ndarray, device: int = 0):
+    """A fake CuPy ndarray (its type is named ``ndarray`` in a ``cupy`` module, so cuprims
+    reads it as CuPy's) holding ``host``'s items in fake memory."""
+    arr = object.__new__(FakeCupyNdarray)
+    arr.mem, arr.dtype, arr.size, arr._c_contiguous = mem, host.dtype, host.size, True
+    ptr = mem.alloc(host.nbytes)
+    mem.view(ptr, np.uint8, host.nbytes)[:] = host.view(np.uint8).reshape(-1)
+    arr._data = _FakeMemoryPointer(ptr, device)
+    return arr
+
+
+FakeCupyNdarray = type("ndarray", (_FakeCupyBase,), {"__module__": "cupy._core.core", "__slots__": ()})
+
+
 class FakeDeviceArray:
     """The CUDA Array Interface of ``n`` items at a made-up address, and nothing else: an
     argument's checks read it, nothing is ever read or written through it."""

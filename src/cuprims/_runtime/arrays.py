@@ -21,6 +21,12 @@ from cuprims.errors import ArgumentError, ArgumentTypeError
 Info = tuple  # (ptr: int, dtype: np.dtype, size: int)
 
 readers: dict[type, Callable[[Any, str], Info]] = {}  # type -> reader, filled on first sight
+# Array types whose device pointer, dtype, size and contiguity cannot change for the life of
+# an array (CuPy's ndarray: read-only attributes), filled as readers are chosen: what an
+# algorithm object's memo of its last call may remember by identity. Not a torch tensor
+# (``set_``/``resize_`` change its storage in place), nor any other producer (a CUDA Array
+# Interface or DLPack object can answer differently each time).
+fixed_types: set[type] = set()
 devices.on_reset(readers.clear)
 # In a process that sees several devices the registered reader also checks that the
 # array is on the current device (cuprims._runtime.devices); with one device it is the plain one.
@@ -208,6 +214,8 @@ def _reader_for(tp: type, x: Any = None) -> Callable[[Any, str], Info] | None:
 
 def _plain_reader(x: Any, name: str) -> Callable[[Any, str], Info]:
     reader = _reader_for(type(x), x)
+    if reader is _read_cupy_fast or reader is _read_cupy:
+        fixed_types.add(type(x))
     if reader is None:
         if isinstance(x, np.ndarray):
             raise ArgumentTypeError(name, "a device array (CuPy, PyTorch, numba, CUDA Array Interface "

@@ -16,6 +16,7 @@ from cuprims._build.results import BuildResult, OpInput
 from cuprims._compile.source import Source
 from cuprims._compile.targets import parse_compute_capability
 from cuprims._runtime import driver
+from cuprims._runtime.arrays import array_info
 from cuprims.errors import ArgumentError, NoDeviceError
 from cuprims.typing import ComputeCapabilityLike
 
@@ -259,8 +260,6 @@ def check_num_items(num_items: Any, name: str = "num_items") -> int:
 
 def temp_storage_info(temp_storage: Any, needed: int = 0) -> tuple[int, int]:
     """(pointer, size in bytes) of a temporary-storage device array holding at least ``needed`` bytes."""
-    from cuprims._runtime.arrays import array_info
-
     ptr, dt, size = array_info(temp_storage, "temp_storage")
     nbytes = size * dt.itemsize
     if nbytes < needed:

@@ -249,10 +249,17 @@ class HistogramEven(Algorithm):
         desc = self.desc
         if (n * self._sample_size >= _NARROW_BYTES) != desc.wide_offsets:
             variant ^= 1  # bit 0: wide_offsets
-        args = (desc.d_samples.bind(d_samples, n, "num_samples"),
-                desc.d_histogram.bind(d_histogram, bins, f"{names[0]} - 1"), n, bins, lower_bytes, upper_bytes,
-                one_shot)
-        return self._execute(temp_storage, stream, one_shot, args, (None, d_samples), variant)
+        arrays, counts = (d_samples, d_histogram), (n, bins)
+        bound = self._recall(arrays, counts)
+        arrays_read = bound is None
+        if arrays_read:
+            bound = (desc.d_samples.bind(d_samples, n, "num_samples"),
+                     desc.d_histogram.bind(d_histogram, bins, f"{names[0]} - 1"))
+        args = (*bound, n, bins, lower_bytes, upper_bytes, one_shot)
+        needed = self._execute(temp_storage, stream, one_shot, args, (None, d_samples), variant)
+        if arrays_read:
+            self._remember(arrays, counts, bound)
+        return needed
 
     def _checked_call(self, keys: tuple, levels: tuple, names: tuple[str, str, str]) -> tuple:
         """The ``_calls`` entry of these level arguments (levels, lower, upper), checked against

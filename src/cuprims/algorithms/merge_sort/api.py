@@ -121,12 +121,19 @@ class MergeSort(SortAlgorithm):
     _in_place = True
     _iterators = True
 
+    _last_layout: tuple = (-1, None, None, 0)  # (n, plan, layout, bytes) of the last call
+
     def _temp_bytes(self, plan: _Plan, call: SortCall) -> int:
         n = call.n
+        last = self._last_layout
+        if last[0] == n and last[1] is plan:
+            call.layout = last[2]
+            return last[3]
         num_tiles = -(-n // plan.tile)
         offsets, needed = temp_layout(((1 + num_tiles) * plan.offset_size, n * self._key_size, n * self._value_size,
                                        num_tiles * plan.vsmem))
         call.layout = (offsets, num_tiles)
+        self._last_layout = (n, plan, call.layout, needed)
         return needed
 
     def _dispatch(self, plan: _Plan, call: SortCall, temp: int, s: int) -> None:
@@ -157,15 +164,17 @@ class MergeSort(SortAlgorithm):
 
     def _run(self, temp_storage: Any, d_in_keys: Any, d_in_values: Any, d_out_keys: Any, d_out_values: Any,
              num_items: Any, op: Any, stream: Any, one_shot: bool) -> int | None:
-        n = check_num_items(num_items)
-        call = self._bind(d_in_keys, d_out_keys, d_in_values, d_out_values, n)
+        call, memo = self._bound_call(d_in_keys, d_out_keys, d_in_values, d_out_values, num_items)
+        n = call.n
         if n == 0:
             return 1 if temp_storage is None and not one_shot else None
         spec = self.desc.op
         # a RawOp's state, or the arrays a Python comparator captures, read from it now
         call.state = functor_state(spec, op) if spec.state_size else self._state
-        return self._execute(temp_storage, stream, one_shot, call, (op, d_in_keys, d_in_values),
-                             1 if n > NARROW_MAX_ITEMS else 0)
+        needed = self._execute(temp_storage, stream, one_shot, call, (op, d_in_keys, d_in_values),
+                               1 if n > NARROW_MAX_ITEMS else 0)
+        self.remember_call(memo)
+        return needed
 
     def __call__(self, *, temp_storage: DeviceArrayLike | None, d_in_keys: ArrayOrIterator,
                  d_in_values: ArrayOrIterator | None, d_out_keys: DeviceArrayLike, d_out_values: DeviceArrayLike | None,

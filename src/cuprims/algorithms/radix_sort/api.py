@@ -193,8 +193,9 @@ class RadixSort(SortAlgorithm):
 
     def _run(self, temp_storage: Any, d_in_keys: Any, d_out_keys: Any, d_in_values: Any, d_out_values: Any,
              num_items: Any, begin_bit: Any, end_bit: Any, stream: Any, one_shot: bool) -> int | None:
-        n = check_num_items(num_items)
-        call = self._bind(d_in_keys, d_out_keys, d_in_values, d_out_values, n)
+        call, memo = self._bound_call(d_in_keys, d_out_keys, d_in_values, d_out_values, num_items,
+                                      (begin_bit, end_bit))
+        n = call.n
         call.begin, call.end = b, e = bit_range(begin_bit, end_bit, self._key)
         if n == 0 or b == e:  # nothing to sort; with an empty bit range the output is the input
             if temp_storage is None and not one_shot:
@@ -207,6 +208,7 @@ class RadixSort(SortAlgorithm):
             return None
         needed = self._execute(temp_storage, stream, one_shot, call, (), 1 if n > NARROW_MAX_ITEMS else 0)
         self._follow_flips(call, d_in_keys, d_in_values)
+        self.remember_call(memo)
         return needed
 
     def __call__(self, *, temp_storage: DeviceArrayLike | None, d_in_keys: DeviceArrayLike | DoubleBuffer,

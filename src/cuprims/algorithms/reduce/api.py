@@ -151,11 +151,21 @@ class Reduce(Algorithm):
 
     def _run(self, temp_storage: Any, d_in: Any, d_out: Any, num_items: Any, op: Any, h_init: Any,
              stream: Any, one_shot: bool) -> int | None:
-        n = check_num_items(num_items)
         desc = self.desc
-        args = (desc.d_in.bind(d_in, n), desc.d_out.bind(d_out, 1, None), n,
-                functor_state(desc.op, op) if self._stateful else self._state, self._init_bytes(h_init))
-        return self._execute(temp_storage, stream, one_shot, args, (op, d_in, d_out))
+        arrays, counts = (d_in, d_out), (num_items,)
+        bound = self._recall(arrays, counts)
+        if bound is None:
+            n = check_num_items(num_items)
+            bound = (desc.d_in.bind(d_in, n), desc.d_out.bind(d_out, 1, None), n)
+            arrays_read = True
+        else:
+            arrays_read = False
+        # read every call: h_init (a mutable host array) and the operator's state
+        args = (*bound, functor_state(desc.op, op) if self._stateful else self._state, self._init_bytes(h_init))
+        needed = self._execute(temp_storage, stream, one_shot, args, (op, d_in, d_out))
+        if arrays_read:
+            self._remember(arrays, counts, bound)
+        return needed
 
     def __call__(self, *, temp_storage: DeviceArrayLike | None, d_in: ArrayOrIterator, d_out: ArrayOrIterator,
                  num_items: int, op: OperatorLike | None = None, h_init: HostValue | None = None,

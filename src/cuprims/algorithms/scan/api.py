@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from cuprims._compile.source import Source
 from cuprims._value_types import host_bytes
 from cuprims.algorithms.arguments import describe, keyword_checked
@@ -119,6 +121,9 @@ class Scan(Algorithm):
         if kind == "value":
             if type(init_value) is self._init_scalar_type:  # the common case: a numpy scalar of the output type
                 return init_value.tobytes()
+            if (type(init_value) is np.ndarray and init_value.size == 1 and init_value.dtype == self._accum.dtype
+                    and self._init_scalar_type is not None):  # cuda.compute's: a 1-element array of the type
+                return init_value.tobytes()
             if init_value is None:
                 raise ArgumentError("init_value", f"a {self._accum.dtype} value (this scan was built with one)", None)
             if _init_info(init_value)[0] != "value":
@@ -158,11 +163,21 @@ class Scan(Algorithm):
 
     def _run(self, temp_storage: Any, d_in: Any, d_out: Any, num_items: Any, op: Any, init_value: Any,
              stream: Any, one_shot: bool) -> int | None:
-        n = check_num_items(num_items)
         desc = self.desc
-        args = (desc.d_in.bind(d_in, n), desc.d_out.bind(d_out, n), n,
-                functor_state(desc.op, op) if desc.op.state_size else self._state, self._init_arg(init_value))
-        return self._execute(temp_storage, stream, one_shot, args, (op, d_in, d_out))
+        arrays, counts = (d_in, d_out), (num_items,)
+        bound = self._recall(arrays, counts)
+        if bound is None:
+            n = check_num_items(num_items)
+            bound = (desc.d_in.bind(d_in, n), desc.d_out.bind(d_out, n), n)
+            arrays_read = True
+        else:
+            arrays_read = False
+        # read every call: the initial value (a mutable host array, or a device array) and the operator's state
+        args = (*bound, functor_state(desc.op, op) if desc.op.state_size else self._state, self._init_arg(init_value))
+        needed = self._execute(temp_storage, stream, one_shot, args, (op, d_in, d_out))
+        if arrays_read:
+            self._remember(arrays, counts, bound)
+        return needed
 
     def __call__(self, *, temp_storage: DeviceArrayLike | None, d_in: ArrayOrIterator, d_out: ArrayOrIterator,
                  op: OperatorLike, init_value: InitValue | None, num_items: int,

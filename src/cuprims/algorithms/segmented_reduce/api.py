@@ -239,20 +239,31 @@ class SegmentedReduce(Algorithm):
     def _run(self, temp_storage: Any, d_in: Any, d_out: Any, num_segments: Any, start_offsets_in: Any,
              end_offsets_in: Any, op: Any, h_init: Any, max_segment_size: Any, stream: Any,
              one_shot: bool) -> int | None:
-        ns = check_num_items(num_segments, "num_segments")
-        if ns > _MAX_SEGMENTS:
-            raise ArgumentError("num_segments", f"at most {_MAX_SEGMENTS} segments", ns)
-        hint = 0 if max_segment_size is None else check_num_items(max_segment_size, "max_segment_size")
         desc = self.desc
-        # d_in is read where the offsets say: only its dtype, device and alignment are checked
-        args = (desc.d_in.bind(d_in, 0), desc.d_out.bind(d_out, ns, "num_segments"),
-                desc.begin.bind(start_offsets_in, ns, "num_segments"),
-                desc.end.bind(end_offsets_in, ns, "num_segments"), ns,
-                functor_state(desc.op, op) if self._stateful else self._state,
+        arrays, counts = (d_in, d_out, start_offsets_in, end_offsets_in), (num_segments, max_segment_size)
+        bound = self._recall(arrays, counts)
+        if bound is None:
+            ns = check_num_items(num_segments, "num_segments")
+            if ns > _MAX_SEGMENTS:
+                raise ArgumentError("num_segments", f"at most {_MAX_SEGMENTS} segments", ns)
+            hint = 0 if max_segment_size is None else check_num_items(max_segment_size, "max_segment_size")
+            # d_in is read where the offsets say: only its dtype, device and alignment are checked
+            bound = (desc.d_in.bind(d_in, 0), desc.d_out.bind(d_out, ns, "num_segments"),
+                     desc.begin.bind(start_offsets_in, ns, "num_segments"),
+                     desc.end.bind(end_offsets_in, ns, "num_segments"), ns)
+            arrays_read = True
+        else:
+            hint, arrays_read = max_segment_size or 0, False
+        # read every call: h_init (a mutable host array) and the operator's state
+        args = (*bound, functor_state(desc.op, op) if self._stateful else self._state,
                 h_init.tobytes() if type(h_init) is self._init_type else host_bytes(h_init, self._accum,
                                                                                    argument="h_init"),
                 hint)
-        return self._execute(temp_storage, stream, one_shot, args, (op, d_in, d_out, start_offsets_in, end_offsets_in))
+        needed = self._execute(temp_storage, stream, one_shot, args,
+                               (op, d_in, d_out, start_offsets_in, end_offsets_in))
+        if arrays_read:
+            self._remember(arrays, counts, bound)
+        return needed
 
     def __call__(self, *, temp_storage: DeviceArrayLike | None, d_in: ArrayOrIterator, d_out: ArrayOrIterator,
                  num_segments: int, start_offsets_in: ArrayOrIterator, end_offsets_in: ArrayOrIterator,

@@ -156,16 +156,23 @@ class _Transform(Algorithm):
         driver.launch(plan.kernel, grid, plan.threads, stream,
                       self._params.pack(n, ipt, flag, b"\0", state, p_out, *inputs), smem)
 
-    def _launch(self, n: int, p_ins: tuple[Any, ...], d_out: Any, op: Any, stream: Any, raw: tuple) -> None:
+    def _launch(self, n: int, p_ins: tuple[Any, ...], d_out: Any, op: Any, stream: Any, raw: tuple,
+                counts: tuple) -> None:
         """Run on ``n`` items whose inputs are bound (``p_ins``); ``raw``: the input and
-        output arguments as given (their iterators' operators, for a build)."""
+        output arguments as given (their iterators' operators, for a build), remembered
+        with ``counts`` for the next call (:meth:`Algorithm._recall`) once this one succeeds."""
+        bound = (n, p_ins, self.desc.out.bind(d_out, n))
+        self._launch_bound(bound, op, stream, raw)
+        self._remember(raw, counts, bound)
+
+    def _launch_bound(self, bound: tuple, op: Any, stream: Any, raw: tuple) -> None:
         desc = self.desc
-        p_out = desc.out.bind(d_out, n)
         s = stream_handle(stream) if stream is not None else 0  # checked before any device is asked for
-        if n == 0:
+        if bound[0] == 0:
             return
-        state = functor_state(desc.op, op) if desc.op.state_size else self._state
-        self._execute(None, s, True, (n, p_ins, p_out, state), (op,) + raw)
+        # the operator's state: read every call
+        self._execute(None, s, True, (*bound, functor_state(desc.op, op) if desc.op.state_size else self._state),
+                      (op,) + raw)
 
 
 class UnaryTransform(_Transform):
@@ -177,8 +184,13 @@ class UnaryTransform(_Transform):
     """
 
     def _run(self, d_in: Any, d_out: Any, num_items: Any, op: Any, stream: Any) -> None:
+        arrays, counts = (d_in, d_out), (num_items,)
+        bound = self._recall(arrays, counts)
+        if bound is not None:
+            self._launch_bound(bound, op, stream, arrays)
+            return
         n = check_num_items(num_items)
-        self._launch(n, (self.desc.inputs[0].bind(d_in, n),), d_out, op, stream, (d_in, d_out))
+        self._launch(n, (self.desc.inputs[0].bind(d_in, n),), d_out, op, stream, arrays, counts)
 
     def __call__(self, *, d_in: ArrayOrIterator, d_out: ArrayOrIterator, op: OperatorLike | None = None,
                  num_items: int, stream: StreamLike | None = None) -> None:
@@ -195,9 +207,14 @@ class BinaryTransform(_Transform):
     """
 
     def _run(self, d_in1: Any, d_in2: Any, d_out: Any, num_items: Any, op: Any, stream: Any) -> None:
+        arrays, counts = (d_in1, d_in2, d_out), (num_items,)
+        bound = self._recall(arrays, counts)
+        if bound is not None:
+            self._launch_bound(bound, op, stream, arrays)
+            return
         n = check_num_items(num_items)
         in1, in2 = self.desc.inputs
-        self._launch(n, (in1.bind(d_in1, n), in2.bind(d_in2, n)), d_out, op, stream, (d_in1, d_in2, d_out))
+        self._launch(n, (in1.bind(d_in1, n), in2.bind(d_in2, n)), d_out, op, stream, arrays, counts)
 
     def __call__(self, *, d_in1: ArrayOrIterator, d_in2: ArrayOrIterator, d_out: ArrayOrIterator,
                  op: OperatorLike | None = None, num_items: int, stream: StreamLike | None = None) -> None:
