@@ -18,12 +18,12 @@ An algorithm module writes four things and copies nothing:
 capability (and per variant, such as 64-bit offsets), per-device plans (looked up per
 call where the process sees several devices), the retry on another device after a
 launch fails, and temporary storage (the size query, the caller's buffer checks,
-stream-ordered allocation for one-shot calls).
+stream-ordered allocation for one-shot calls), and, through :class:`~cuprims.algorithms.call_memo.CallMemo`,
+the memo of the last call's bound arrays.
 """
 
 from __future__ import annotations
 
-import weakref
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
 
@@ -32,13 +32,13 @@ from cuprims._base.frozen import frozen as description
 from cuprims._build.results import OpInput
 from cuprims._compile.source import Source
 from cuprims._compile.targets import parse_compute_capability, targets
-from cuprims._runtime import arrays as _arrays
 from cuprims._runtime import devices as _devices
 from cuprims._runtime import driver
 from cuprims._runtime.devices import several as several_devices
 from cuprims._runtime.streams import stream_handle
 from cuprims.algorithms.arguments import ArgKind, linked_objects, signature
-from cuprims.algorithms.common import Builds, CompiledAlgorithm, Loaded, PerThreadCache, temp_storage_info
+from cuprims.algorithms.call_memo import CallMemo
+from cuprims.algorithms.common import Builds, CompiledAlgorithm, Loaded, PerThreadCache
 from cuprims.algorithms.operators import combiner_ops, combiner_spec, functor_size, functor_state  # noqa: F401 (re-exported)
 from cuprims.config import settings
 from cuprims.errors import ArgumentError, CudaError
@@ -51,26 +51,6 @@ _D = TypeVar("_D", bound="Description")
 
 # Descriptions remembered per algorithm class (by argument signatures) before starting afresh.
 _MAX_DESCRIPTIONS = 512
-
-
-def _none_ref() -> None:
-    """The memo's stand-in for an argument given as None (a dead weak reference also gives
-    None: only this function marks a None argument)."""
-    return None
-
-
-def _weak(x: Any) -> Any:
-    """What a call memo holds of argument ``x``: :func:`_none_ref` for None, a weak reference
-    to an array whose pointer, dtype and size are fixed for its life (CuPy's ndarray:
-    read-only attributes), else None (the call is not remembered)."""
-    if x is None:
-        return _none_ref
-    if type(x) not in _arrays.fixed_types:
-        return None
-    try:
-        return weakref.ref(x)
-    except TypeError:
-        return None
 
 
 class Description:
@@ -152,7 +132,7 @@ def use_serializer(serializer: Callable[[Any], bytes]) -> None:
     _serializer = serializer
 
 
-class Algorithm(CompiledAlgorithm):
+class Algorithm(CallMemo, CompiledAlgorithm):
     """Base of every built algorithm object, made from one :class:`Description` (``desc``).
     Subclasses implement ``_make_plan``, ``_temp_bytes`` and ``_dispatch``."""
 
@@ -329,55 +309,6 @@ class Algorithm(CompiledAlgorithm):
         if plan is None or self._fast_plans is self._plans:
             plan = self._device_plan(device, raw, variant)
         return plan
-
-    # -- the memo of the last call -------------------------------------------------
-    # A call that passes the very array objects of the object's previous successful call,
-    # with the same counts, reuses what that call bound (pointers checked for dtype, length,
-    # alignment and device memory) instead of reading and checking the arrays again. Only
-    # arrays whose pointer, dtype and size cannot change for their life are remembered
-    # (arrays.fixed_types: CuPy's ndarray), through weak references (a user's array is
-    # never kept alive; a dead one's successor at the same address is another object);
-    # anything else (iterators, torch tensors, any other producer) is read every call, as
-    # is everything a call may change with the same objects: host values (``h_init``),
-    # an operator's state, the stream. In a process that sees several devices nothing is
-    # remembered: each call checks its arrays' device.
-    _last: tuple | None = None       # (weak references, counts, bound values)
-    _last_temp: tuple | None = None  # (weak reference, pointer, bytes) of temp_storage
-
-    def _recall(self, arrays: tuple, counts: tuple) -> Any:
-        """What :meth:`_remember` stored for these very ``arrays`` (objects, or None) and
-        ``counts`` (ints or None), or None."""
-        last = self._last
-        if last is None or last[1] != counts or _devices._several is not False:
-            return None
-        for ref, x in zip(last[0], arrays):
-            if ref() is not x or (x is None and ref is not _none_ref):
-                return None
-        for c in counts:  # True == 1 and 1024.0 == 1024: only the very types remembered
-            if type(c) is not int and c is not None:
-                return None
-        return last[2]
-
-    def _remember(self, arrays: tuple, counts: tuple, bound: Any) -> None:
-        """Remember a successful call's ``bound`` values (plain ints and bytes: no user
-        object) for :meth:`_recall`, when every array in it may be remembered."""
-        if _devices._several is not False:
-            return
-        refs = tuple(map(_weak, arrays))
-        if any(r is None for r in refs) or any(type(c) is not int and c is not None for c in counts):
-            return
-        self._last = (refs, counts, bound)
-
-    def _temp_storage(self, temp_storage: Any, needed: int) -> tuple[int, int, Any]:
-        """(pointer, bytes, what to remember after the call succeeds) of the caller's buffer."""
-        last = self._last_temp
-        if last is not None and last[0]() is temp_storage and _devices._several is False:
-            if last[2] < needed:
-                raise ArgumentError("temp_storage", f"at least {needed} bytes", f"{last[2]} bytes")
-            return last[1], last[2], None
-        temp, available = temp_storage_info(temp_storage, needed)
-        ref = _weak(temp_storage)
-        return temp, available, None if ref is None else (ref, temp, available)
 
     # -- a call ----------------------------------------------------------------------
     def _execute(self, temp_storage: Any, stream: Any, one_shot: bool, args: Any, raw: Sequence[Any],
