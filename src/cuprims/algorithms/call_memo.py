@@ -20,8 +20,6 @@ from typing import Any
 
 from cuprims._runtime import arrays as _arrays
 from cuprims._runtime import devices as _devices
-from cuprims.algorithms.common import temp_storage_info
-from cuprims.errors import ArgumentError
 
 
 def _none_ref() -> None:
@@ -30,7 +28,7 @@ def _none_ref() -> None:
     return None
 
 
-def _weak(x: Any) -> Any:
+def weak(x: Any) -> Any:
     """What a call memo holds of argument ``x``: :func:`_none_ref` for None, a weak reference
     to an array whose pointer, dtype and size are fixed for its life (CuPy's ndarray:
     read-only attributes), else None (the call is not remembered)."""
@@ -70,18 +68,7 @@ class CallMemo:
         object) for :meth:`_recall`, when every array in it may be remembered."""
         if _devices._several is not False:
             return
-        refs = tuple(map(_weak, arrays))
+        refs = tuple(map(weak, arrays))
         if any(r is None for r in refs) or any(type(c) is not int and c is not None for c in counts):
             return
         self._last = (refs, counts, bound)
-
-    def _temp_storage(self, temp_storage: Any, needed: int) -> tuple[int, int, Any]:
-        """(pointer, bytes, what to remember after the call succeeds) of the caller's buffer."""
-        last = self._last_temp
-        if last is not None and last[0]() is temp_storage and _devices._several is False:
-            if last[2] < needed:
-                raise ArgumentError("temp_storage", f"at least {needed} bytes", f"{last[2]} bytes")
-            return last[1], last[2], None
-        temp, available = temp_storage_info(temp_storage, needed)
-        ref = _weak(temp_storage)
-        return temp, available, None if ref is None else (ref, temp, available)

@@ -37,8 +37,8 @@ from cuprims._runtime import driver
 from cuprims._runtime.devices import several as several_devices
 from cuprims._runtime.streams import stream_handle
 from cuprims.algorithms.arguments import ArgKind, linked_objects, signature
-from cuprims.algorithms.call_memo import CallMemo
-from cuprims.algorithms.common import Builds, CompiledAlgorithm, Loaded, PerThreadCache
+from cuprims.algorithms.call_memo import CallMemo, weak
+from cuprims.algorithms.common import Builds, CompiledAlgorithm, Loaded, PerThreadCache, temp_storage_info
 from cuprims.algorithms.operators import combiner_ops, combiner_spec, functor_size, functor_state  # noqa: F401 (re-exported)
 from cuprims.config import settings
 from cuprims.errors import ArgumentError, CudaError
@@ -311,6 +311,18 @@ class Algorithm(CallMemo, CompiledAlgorithm):
         return plan
 
     # -- a call ----------------------------------------------------------------------
+    def _temp_storage(self, temp_storage: Any, needed: int) -> tuple[int, int, Any]:
+        """(pointer, bytes, what to remember after the call succeeds) of the caller's buffer:
+        read, or the last successful call's very buffer (the memo of :class:`CallMemo`)."""
+        last = self._last_temp
+        if last is not None and last[0]() is temp_storage and _devices._several is False:
+            if last[2] < needed:
+                raise ArgumentError("temp_storage", f"at least {needed} bytes", f"{last[2]} bytes")
+            return last[1], last[2], None
+        temp, available = temp_storage_info(temp_storage, needed)
+        ref = weak(temp_storage)
+        return temp, available, None if ref is None else (ref, temp, available)
+
     def _execute(self, temp_storage: Any, stream: Any, one_shot: bool, args: Any, raw: Sequence[Any],
                  variant: int = 0) -> int | None:
         """Size temporary storage, or run: the query (``temp_storage=None`` outside a
