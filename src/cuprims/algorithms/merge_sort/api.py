@@ -42,7 +42,7 @@ from cuprims._codegen.common import op_symbol
 from cuprims._compile.source import Source
 from cuprims._runtime import driver
 from cuprims.algorithms.arguments import keyword_checked
-from cuprims.algorithms.common import Loaded, check_num_items
+from cuprims.algorithms.common import Loaded
 from cuprims.algorithms.merge_sort.source import merge_sort_source
 from cuprims.algorithms.skeleton import description, functor_size, functor_state
 from cuprims.algorithms.sort_base import NARROW_MAX_ITEMS, SortAlgorithm, SortCall, SortDescription, SortPlan

@@ -34,7 +34,7 @@ from cuprims._runtime import driver
 from cuprims._runtime.streams import stream_handle
 from cuprims.algorithms.arguments import keyword_checked
 from cuprims._compile.targets import parse_compute_capability
-from cuprims.algorithms.common import Loaded, check_num_items
+from cuprims.algorithms.common import Loaded
 from cuprims.algorithms.radix_sort.source import radix_sort_source
 from cuprims.algorithms.skeleton import description
 from cuprims.algorithms.sort_base import NARROW_MAX_ITEMS, SortAlgorithm, SortCall, SortDescription, SortPlan, bit_range
