@@ -242,6 +242,15 @@ def host(add: Callable[..., None], cc: Any) -> None:
                                dict(d_in=i, d_out=io, op=ok.PLUS, init_value=h0i, num_items=n), "exclusive_scan"),
             "unary_transform": ("make_unary_transform", dict(d_in=f, d_out=fo, op=negate),
                                 dict(d_in=f, d_out=fo, op=negate, num_items=n), "unary_transform"),
+            # cuda.compute compiles Python callables only with numba-cuda-mlir installed: the
+            # built-in forms give a row both libraries run
+            "unary_transform (OpKind.NEGATE)": ("make_unary_transform", dict(d_in=f, d_out=fo, op=ok.NEGATE),
+                                                dict(d_in=f, d_out=fo, op=ok.NEGATE, num_items=n),
+                                                "unary_transform"),
+            "select (OpKind.IDENTITY)": ("make_select", dict(d_in=i, d_out=io, d_num_selected_out=count,
+                                                             cond=ok.IDENTITY),
+                                         dict(d_in=i, d_out=io, d_num_selected_out=count, cond=ok.IDENTITY,
+                                              num_items=n), "select"),
             "radix_sort": ("make_radix_sort", dict(d_in_keys=u, d_out_keys=uo, d_in_values=None, d_out_values=None,
                                                      order=order.ASCENDING),
                            dict(d_in_keys=u, d_out_keys=uo, d_in_values=None, d_out_values=None, num_items=n),
@@ -268,7 +277,7 @@ def host(add: Callable[..., None], cc: Any) -> None:
         for name, (make, build, call, one_shot) in spec.items():
             try:     # a case one library cannot run is reported and left out, not the others
                 obj = getattr(lib, make)(**build)
-                run = (lambda o=obj, c=call: o(**c)) if name == "unary_transform" else _object(obj, **call)
+                run = (lambda o=obj, c=call: o(**c)) if make == "make_unary_transform" else _object(obj, **call)
                 run()
             except Exception as exc:  # noqa: BLE001
                 print(f"{lib.__name__} {name} failed: {type(exc).__name__}: {exc}")
