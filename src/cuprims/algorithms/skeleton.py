@@ -324,12 +324,14 @@ class Algorithm(CallMemo, CompiledAlgorithm):
         return temp, available, None if ref is None else (ref, temp, available)
 
     def _execute(self, temp_storage: Any, stream: Any, one_shot: bool, args: Any, raw: Sequence[Any],
-                 variant: int = 0) -> int | None:
+                 variant: int = 0, memo: tuple | None = None) -> int | None:
         """Size temporary storage, or run: the query (``temp_storage=None`` outside a
         one-shot call) returns the bytes needed (at least 1) and launches nothing.
 
         ``args``: the bound call (whatever ``_temp_bytes``/``_dispatch`` take); ``raw``: the
-        call's operator and iterator arguments, for :meth:`_objects` if a build is missing."""
+        call's operator and iterator arguments, for :meth:`_objects` if a build is missing;
+        ``memo``: the ``(arrays, counts, bound)`` of freshly bound arrays, remembered
+        (:meth:`_remember`) once the call has succeeded."""
         plan = self._fast_plans.get(variant)
         if plan is None:
             plan = self._current_plan(raw, variant)
@@ -337,6 +339,8 @@ class Algorithm(CallMemo, CompiledAlgorithm):
         # checked on every call, the size query too: a bad stream fails where it is passed
         s = stream_handle(stream) if stream is not None else 0
         if temp_storage is None and not one_shot:
+            if memo is not None:
+                self._remember(*memo)
             return needed or 1
         owned = temp = available = 0
         seen = None
@@ -372,4 +376,6 @@ class Algorithm(CallMemo, CompiledAlgorithm):
                 driver.free_async(owned, s)
         if seen is not None and _devices._several is False:
             self._last_temp = seen
+        if memo is not None:
+            self._remember(*memo)
         return None

@@ -235,18 +235,14 @@ class SortAlgorithm(Algorithm):
                     extra: tuple = ()) -> tuple[SortCall, Any]:
         """A fresh SortCall of checked arguments: bound now, or taken from the memo of the
         last call (:meth:`Algorithm._recall`) when it passed these very arrays, count and
-        ``extra`` counts. The second item is what to give :meth:`remember_call` after the
-        call succeeds (None: nothing new to remember)."""
+        ``extra`` counts. The second item is the ``memo`` to give :meth:`_execute`, which
+        remembers it once the call succeeds (None: nothing new to remember)."""
         arrays, counts = (d_in_keys, d_out_keys, d_in_values, d_out_values), (num_items, *extra)
         bound = self._recall(arrays, counts)
         if bound is not None:
             return SortCall(*bound), None
         call = self._bind(d_in_keys, d_out_keys, d_in_values, d_out_values, check_num_items(num_items))
         return call, (arrays, counts, (call.k_in, call.k_out, call.v_in, call.v_out, call.n, call.overwrite))
-
-    def remember_call(self, memo: Any) -> None:
-        if memo is not None:
-            self._remember(*memo)
 
     def _bind(self, d_in_keys: Any, d_out_keys: Any, d_in_values: Any, d_out_values: Any, n: int) -> SortCall:
         """The call's checked pointers (a DoubleBuffer gives its current and alternate arrays)."""

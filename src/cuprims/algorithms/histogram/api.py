@@ -251,15 +251,13 @@ class HistogramEven(Algorithm):
             variant ^= 1  # bit 0: wide_offsets
         arrays, counts = (d_samples, d_histogram), (n, bins)
         bound = self._recall(arrays, counts)
-        arrays_read = bound is None
-        if arrays_read:
+        memo = None
+        if bound is None:
             bound = (desc.d_samples.bind(d_samples, n, "num_samples"),
                      desc.d_histogram.bind(d_histogram, bins, f"{names[0]} - 1"))
+            memo = (arrays, counts, bound)
         args = (*bound, n, bins, lower_bytes, upper_bytes, one_shot)
-        needed = self._execute(temp_storage, stream, one_shot, args, (None, d_samples), variant)
-        if arrays_read:
-            self._remember(arrays, counts, bound)
-        return needed
+        return self._execute(temp_storage, stream, one_shot, args, (None, d_samples), variant, memo)
 
     def _checked_call(self, keys: tuple, levels: tuple, names: tuple[str, str, str]) -> tuple:
         """The ``_calls`` entry of these level arguments (levels, lower, upper), checked against

@@ -171,10 +171,8 @@ class MergeSort(SortAlgorithm):
         spec = self.desc.op
         # a RawOp's state, or the arrays a Python comparator captures, read from it now
         call.state = functor_state(spec, op) if spec.state_size else self._state
-        needed = self._execute(temp_storage, stream, one_shot, call, (op, d_in_keys, d_in_values),
-                               1 if n > NARROW_MAX_ITEMS else 0)
-        self.remember_call(memo)
-        return needed
+        return self._execute(temp_storage, stream, one_shot, call, (op, d_in_keys, d_in_values),
+                             1 if n > NARROW_MAX_ITEMS else 0, memo)
 
     def __call__(self, *, temp_storage: DeviceArrayLike | None, d_in_keys: ArrayOrIterator,
                  d_in_values: ArrayOrIterator | None, d_out_keys: DeviceArrayLike, d_out_values: DeviceArrayLike | None,

@@ -206,9 +206,9 @@ class RadixSort(SortAlgorithm):
                 if self._value_size:
                     memcpy_async(call.v_out, call.v_in, n * self._value_size, s)
             return None
-        needed = self._execute(temp_storage, stream, one_shot, call, (), 1 if n > NARROW_MAX_ITEMS else 0)
+        # (a DoubleBuffer, whose selector follows the flips below, is never remembered)
+        needed = self._execute(temp_storage, stream, one_shot, call, (), 1 if n > NARROW_MAX_ITEMS else 0, memo)
         self._follow_flips(call, d_in_keys, d_in_values)
-        self.remember_call(memo)
         return needed
 
     def __call__(self, *, temp_storage: DeviceArrayLike | None, d_in_keys: DeviceArrayLike | DoubleBuffer,

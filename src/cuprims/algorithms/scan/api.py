@@ -166,18 +166,14 @@ class Scan(Algorithm):
         desc = self.desc
         arrays, counts = (d_in, d_out), (num_items,)
         bound = self._recall(arrays, counts)
+        memo = None
         if bound is None:
             n = check_num_items(num_items)
             bound = (desc.d_in.bind(d_in, n), desc.d_out.bind(d_out, n), n)
-            arrays_read = True
-        else:
-            arrays_read = False
+            memo = (arrays, counts, bound)
         # read every call: the initial value (a mutable host array, or a device array) and the operator's state
         args = (*bound, functor_state(desc.op, op) if desc.op.state_size else self._state, self._init_arg(init_value))
-        needed = self._execute(temp_storage, stream, one_shot, args, (op, d_in, d_out))
-        if arrays_read:
-            self._remember(arrays, counts, bound)
-        return needed
+        return self._execute(temp_storage, stream, one_shot, args, (op, d_in, d_out), memo=memo)
 
     def __call__(self, *, temp_storage: DeviceArrayLike | None, d_in: ArrayOrIterator, d_out: ArrayOrIterator,
                  op: OperatorLike, init_value: InitValue | None, num_items: int,

@@ -242,6 +242,7 @@ class SegmentedReduce(Algorithm):
         desc = self.desc
         arrays, counts = (d_in, d_out, start_offsets_in, end_offsets_in), (num_segments, max_segment_size)
         bound = self._recall(arrays, counts)
+        memo = None
         if bound is None:
             ns = check_num_items(num_segments, "num_segments")
             if ns > _MAX_SEGMENTS:
@@ -251,19 +252,16 @@ class SegmentedReduce(Algorithm):
             bound = (desc.d_in.bind(d_in, 0), desc.d_out.bind(d_out, ns, "num_segments"),
                      desc.begin.bind(start_offsets_in, ns, "num_segments"),
                      desc.end.bind(end_offsets_in, ns, "num_segments"), ns)
-            arrays_read = True
+            memo = (arrays, counts, bound)
         else:
-            hint, arrays_read = max_segment_size or 0, False
+            hint = max_segment_size or 0
         # read every call: h_init (a mutable host array) and the operator's state
         args = (*bound, functor_state(desc.op, op) if self._stateful else self._state,
                 h_init.tobytes() if type(h_init) is self._init_type else host_bytes(h_init, self._accum,
                                                                                    argument="h_init"),
                 hint)
-        needed = self._execute(temp_storage, stream, one_shot, args,
-                               (op, d_in, d_out, start_offsets_in, end_offsets_in))
-        if arrays_read:
-            self._remember(arrays, counts, bound)
-        return needed
+        return self._execute(temp_storage, stream, one_shot, args, (op, d_in, d_out, start_offsets_in, end_offsets_in),
+                             memo=memo)
 
     def __call__(self, *, temp_storage: DeviceArrayLike | None, d_in: ArrayOrIterator, d_out: ArrayOrIterator,
                  num_segments: int, start_offsets_in: ArrayOrIterator, end_offsets_in: ArrayOrIterator,

@@ -118,17 +118,16 @@ class Select(LookbackAlgorithm):
         d = self.desc
         arrays, counts = (d_in, d_out, d_num_selected_out), (num_items,)
         bound = self._recall(arrays, counts)
+        memo = None
         if bound is None:
             n = check_num_items(num_items)
             bound = (d.d_in.bind(d_in, n), d.d_out.bind(d_out, n), d.num_selected.bind(d_num_selected_out, 1, None))
-            arrays_read = True
+            memo = (arrays, counts, bound)
         else:
-            n, arrays_read = num_items, False
+            n = num_items
         args = (*bound, functor_state(d.op, cond, "cond"), n)  # the condition's state: read every call
-        needed = self._execute(temp_storage, stream, one_shot, args, (cond, d_in, d_out), int(n > _PARTITION_ITEMS))
-        if arrays_read:
-            self._remember(arrays, counts, bound)
-        return needed
+        return self._execute(temp_storage, stream, one_shot, args, (cond, d_in, d_out), int(n > _PARTITION_ITEMS),
+                             memo)
 
     def __call__(self, *, temp_storage: DeviceArrayLike | None, d_in: ArrayOrIterator, d_out: ArrayOrIterator,
                  d_num_selected_out: DeviceArrayLike, cond: OperatorLike | None = None, num_items: int,
