@@ -36,22 +36,24 @@ def _reduce_entries(spec: ProviderSpec, s: str) -> list[Entry]:
     return entries
 
 
-def _scan_init(spec: ProviderSpec, s: str) -> str:
-    """The initial-value argument of a scan through the functor: the user's, or for an
-    exclusive sum not served by CUB's Sum (see is_sum) the sum's zero (``false`` for bool)."""
+def _scan_init(spec: ProviderSpec, s: str) -> tuple[str, str]:
+    """The initial-value argument of a scan through the functor, after the statement that
+    declares it (if any): the user's, or for an exclusive sum not served by CUB's Sum (see
+    is_sum) the sum's zero (``false`` for bool)."""
     if spec.init is not None:
-        return f"{s}_init(), "
+        return "", f"{s}_init(), "
     if is_plus(spec) and spec.mode == "exclusive":
-        return "false, " if spec.vt.cpp == "bool" else "zero, "
-    return ""
+        if spec.vt.cpp == "bool":
+            return "", "false, "
+        return f"const {spec.vt.cpp} zero{{}};\n  ", "zero, "
+    return "", ""
 
 
 def _scan_call(spec: ProviderSpec, s: str, io: str) -> str:
     if is_sum(spec) and spec.init is None:
         return f"prim.{spec.mode.capitalize()}Sum({io});"
-    init = _scan_init(spec, s)
-    zero = f"const {spec.vt.cpp} zero{{}};\n  " if init == "zero, " else ""
-    return f"{zero}prim.{spec.mode.capitalize()}Scan({io}, {init}{s}_functor{{}});"
+    declaration, init = _scan_init(spec, s)
+    return f"{declaration}prim.{spec.mode.capitalize()}Scan({io}, {init}{s}_functor{{}});"
 
 
 def _scan_entries(spec: ProviderSpec, s: str) -> list[Entry]:
