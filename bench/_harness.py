@@ -38,6 +38,16 @@ def device_ms(fn: Callable[[], Any], *, inner: int = 20, repeats: int = 15, warm
     return statistics.median(samples)
 
 
+def sized_call(obj: Any, **kw: Any) -> Callable[[], Any]:
+    """A call of algorithm object ``obj`` (cuprims' or cuda.compute's) with ``kw``, its
+    temporary storage sized once by the ``temp_storage=None`` query, outside any timing."""
+    import cupy as cp
+    import numpy as np
+
+    tmp = cp.empty(max(1, obj(temp_storage=None, **kw)), np.uint8)
+    return lambda: obj(temp_storage=tmp, **kw)
+
+
 def host_us(fn: Callable[[], Any], *, calls: int = 200, repeats: int = 40) -> float:
     """Median host microseconds per call.
 

@@ -23,17 +23,9 @@ from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import add_extra_path, device_ms, host_us, result_rows, save_results  # noqa: E402
+from _harness import sized_call as _object  # noqa: E402
 
 SECTIONS = ("segreduce", "segsort", "histogram", "host", "misaligned")
-
-
-def _object(obj: Any, **kw: Any) -> Callable[[], Any]:
-    """A call of ``obj`` with its temporary storage sized once, outside the timing."""
-    import cupy as cp
-    import numpy as np
-
-    tmp = cp.empty(max(1, obj(temp_storage=None, **kw)), np.uint8)
-    return lambda: obj(temp_storage=tmp, **kw)
 
 
 def _peer(add: Callable[..., None], work: str, variant: str, fn: Callable[[], Any], ours: float,

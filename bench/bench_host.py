@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import add_extra_path, host_us, result_rows, write_results  # noqa: E402
+from _harness import add_extra_path, host_us, result_rows, sized_call, write_results  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 N = 1024
@@ -42,22 +42,17 @@ def main() -> None:
     affine = lambda v: v * 2 + 1  # noqa: E731
     less = lambda a, b: a < b  # noqa: E731
 
-    def with_temp(obj, **kw):
-        nbytes = obj(temp_storage=None, **kw)
-        tmp = cp.empty(max(nbytes, 1), np.uint8)
-        return lambda: obj(temp_storage=tmp, **kw)
-
     cases = {
         "reduce_into (OpKind.PLUS)": (
-            with_temp(cuprims.make_reduce_into(d_in=f, d_out=out1, op=OpKind.PLUS, h_init=init_f),
+            sized_call(cuprims.make_reduce_into(d_in=f, d_out=out1, op=OpKind.PLUS, h_init=init_f),
                       d_in=f, d_out=out1, num_items=N, h_init=init_f),
             lambda: cuprims.reduce_into(d_in=f, d_out=out1, num_items=N, op=OpKind.PLUS, h_init=init_f)),
         "inclusive_scan (OpKind.PLUS)": (
-            with_temp(cuprims.make_inclusive_scan(d_in=i, d_out=io, op=OpKind.PLUS), d_in=i, d_out=io,
+            sized_call(cuprims.make_inclusive_scan(d_in=i, d_out=io, op=OpKind.PLUS), d_in=i, d_out=io,
                       op=OpKind.PLUS, init_value=None, num_items=N),
             lambda: cuprims.inclusive_scan(d_in=i, d_out=io, op=OpKind.PLUS, num_items=N)),
         "exclusive_scan (OpKind.PLUS)": (
-            with_temp(cuprims.make_exclusive_scan(d_in=i, d_out=io, op=OpKind.PLUS, init_value=init_i),
+            sized_call(cuprims.make_exclusive_scan(d_in=i, d_out=io, op=OpKind.PLUS, init_value=init_i),
                       d_in=i, d_out=io, op=OpKind.PLUS, num_items=N, init_value=init_i),
             lambda: cuprims.exclusive_scan(d_in=i, d_out=io, op=OpKind.PLUS, init_value=init_i, num_items=N)),
         "unary_transform (lambda)": (
@@ -73,12 +68,12 @@ def main() -> None:
                 cuprims.make_lower_bound(d_data=sorted_i, d_values=i, d_out=idx)),
             lambda: cuprims.lower_bound(d_data=sorted_i, num_items=N, d_values=i, num_values=N, d_out=idx)),
         "radix_sort (uint32 keys)": (
-            with_temp(cuprims.make_radix_sort(d_in_keys=u, d_out_keys=uo, d_in_values=None, d_out_values=None,
+            sized_call(cuprims.make_radix_sort(d_in_keys=u, d_out_keys=uo, d_in_values=None, d_out_values=None,
                                               order=SortOrder.ASCENDING),
                       d_in_keys=u, d_out_keys=uo, d_in_values=None, d_out_values=None, num_items=N),
             lambda: cuprims.radix_sort(d_in_keys=u, d_out_keys=uo, num_items=N, order=SortOrder.ASCENDING)),
         "merge_sort (Python comparator)": (
-            with_temp(cuprims.make_merge_sort(d_in_keys=i, d_out_keys=io, op=less), d_in_keys=i, d_in_values=None,
+            sized_call(cuprims.make_merge_sort(d_in_keys=i, d_out_keys=io, op=less), d_in_keys=i, d_in_values=None,
                       d_out_keys=io, d_out_values=None, num_items=N, op=less),
             lambda: cuprims.merge_sort(d_in_keys=i, d_out_keys=io, num_items=N, op=less)),
     }
