@@ -161,7 +161,8 @@ def test_reduce_call_packs_the_current_arrays(monkeypatch):
 
     reducer = _reduce(op)
     seen = []
-    monkeypatch.setattr(Reduce, "_execute", lambda self, temp, stream, one_shot, args, raw: seen.append(args))
+    monkeypatch.setattr(Reduce, "_execute",
+                        lambda self, temp, stream, one_shot, args, raw, *rest, **kw: seen.append(args))
     d_in, d_out = FakeDeviceArray(0xA000, 100), FakeDeviceArray(0xB000, 1)
     reducer(temp_storage=None, d_in=d_in, d_out=d_out, num_items=100, op=op, h_init=np.float32(0))
     w = FakeDeviceArray(0x2000, 16)  # noqa: F841 - the closure reads the new value
@@ -323,7 +324,7 @@ def test_transform_and_search_build_once_for_arrays_of_a_kind(case):
 
 def _record_calls(monkeypatch, cls):
     seen = []
-    monkeypatch.setattr(cls, "_execute", lambda self, temp, stream, one_shot, args, raw: seen.append(args))
+    monkeypatch.setattr(cls, "_execute", lambda self, temp, stream, one_shot, args, raw, *rest, **kw: seen.append(args))
     return seen
 
 
@@ -394,8 +395,8 @@ def test_transform_and_search_keep_no_captured_array_alive(monkeypatch):
         return w[a] < w[b]
 
     transform, search = _unary(op), _lower(comp)
-    monkeypatch.setattr(UnaryTransform, "_execute", lambda *args: None)
-    monkeypatch.setattr(LowerBound, "_execute", lambda *args: None)
+    monkeypatch.setattr(UnaryTransform, "_execute", lambda *args, **kwargs: None)
+    monkeypatch.setattr(LowerBound, "_execute", lambda *args, **kwargs: None)
     transform(d_in=FakeDeviceArray(0xA000, 4), d_out=FakeDeviceArray(0xB000, 4), op=op, num_items=4)
     i4 = FakeDeviceArray(0xA000, 4, "<i4")
     search(d_data=i4, num_items=4, d_values=i4, num_values=4, d_out=FakeDeviceArray(0xB000, 4, "<i8"), comp=comp)
@@ -432,7 +433,7 @@ def test_nothing_keeps_the_captured_array_alive(monkeypatch):
         return a + b + w[0]
 
     reducer = _reduce(op)
-    monkeypatch.setattr(Reduce, "_execute", lambda *args: None)
+    monkeypatch.setattr(Reduce, "_execute", lambda *args, **kwargs: None)
     reducer(temp_storage=None, d_in=FakeDeviceArray(0xA000, 4), d_out=FakeDeviceArray(0xB000, 1), num_items=4,
             op=op, h_init=np.float32(0))
     it = TransformIterator(ProxyArray(np.float32), lambda v: v * w[1])
@@ -453,7 +454,7 @@ def test_a_captured_array_of_another_dtype_is_named(monkeypatch):
         return a + b + w[0]
 
     reducer = _reduce(op)
-    monkeypatch.setattr(Reduce, "_execute", lambda *args: None)
+    monkeypatch.setattr(Reduce, "_execute", lambda *args, **kwargs: None)
     w = FakeDeviceArray(0x1000, 8, "<f8")
     with pytest.raises(ArgumentError) as info:
         reducer(temp_storage=None, d_in=FakeDeviceArray(0xA000, 4), d_out=FakeDeviceArray(0xB000, 1),
