@@ -201,15 +201,18 @@ def histogram(add: Callable[..., None], cc: Any) -> None:
     _peer(add, work, "PyTorch bincount(minlength=256)", lambda: torch.bincount(xt, minlength=256), fastest)
 
 
-def host(add: Callable[..., None], cc: Any) -> None:
-    """Host time per call at n = 1024 with cuda.compute-style arguments: 1-element numpy
-    initial values, a view of a larger CuPy array, ``op=`` on every call."""
+_HOST_N = 1024
+
+
+def host_cases(lib: Any) -> dict[str, tuple[Callable[[], Any], Callable[[], Any] | None]]:
+    """name -> (object call, one-shot call or None) of ``lib`` (cuprims or cuda.compute) at
+    n = 1024 with cuda.compute-style arguments: 1-element numpy initial values and levels,
+    views of larger CuPy arrays, ``op=`` on every call. A case ``lib`` cannot run is
+    reported and left out."""
     import cupy as cp
     import numpy as np
 
-    import cuprims
-
-    n = 1024
+    n = _HOST_N
     rng = np.random.default_rng(0)
     f = cp.asarray(rng.random(4 * n, dtype=np.float32))[:n]
     i = cp.asarray(rng.integers(0, 1 << 20, 4 * n).astype(np.int32))[:n]
@@ -221,66 +224,69 @@ def host(add: Callable[..., None], cc: Any) -> None:
     offsets = cp.arange(0, n + 1, 64)
     negate = lambda v: -v                    # noqa: E731
     even = lambda v: v % 2 == 0              # noqa: E731
+    ok, order = lib.OpKind, lib.SortOrder   # both libraries have these
+    h0f, h0i = np.zeros(1, np.float32), np.zeros(1, np.int32)
+    levels = dict(h_num_output_levels=np.array([257], np.int32), h_lower_level=np.array([0], np.int32),
+                  h_upper_level=np.array([256], np.int32))
+    spec: dict[str, Any] = {
+        "reduce_into": ("make_reduce_into", dict(d_in=f, d_out=out1, op=ok.PLUS, h_init=h0f),
+                        dict(d_in=f, d_out=out1, op=ok.PLUS, num_items=n, h_init=h0f), "reduce_into"),
+        "exclusive_scan": ("make_exclusive_scan", dict(d_in=i, d_out=io, op=ok.PLUS, init_value=h0i),
+                           dict(d_in=i, d_out=io, op=ok.PLUS, init_value=h0i, num_items=n), "exclusive_scan"),
+        "unary_transform": ("make_unary_transform", dict(d_in=f, d_out=fo, op=negate),
+                            dict(d_in=f, d_out=fo, op=negate, num_items=n), "unary_transform"),
+        # cuda.compute compiles Python callables only with numba-cuda-mlir installed: the
+        # built-in forms give a row both libraries run
+        "unary_transform (OpKind.NEGATE)": ("make_unary_transform", dict(d_in=f, d_out=fo, op=ok.NEGATE),
+                                            dict(d_in=f, d_out=fo, op=ok.NEGATE, num_items=n),
+                                            "unary_transform"),
+        "select (OpKind.IDENTITY)": ("make_select", dict(d_in=i, d_out=io, d_num_selected_out=count,
+                                                         cond=ok.IDENTITY),
+                                     dict(d_in=i, d_out=io, d_num_selected_out=count, cond=ok.IDENTITY,
+                                          num_items=n), "select"),
+        "radix_sort": ("make_radix_sort", dict(d_in_keys=u, d_out_keys=uo, d_in_values=None, d_out_values=None,
+                                                 order=order.ASCENDING),
+                       dict(d_in_keys=u, d_out_keys=uo, d_in_values=None, d_out_values=None, num_items=n),
+                       None),
+        "merge_sort": ("make_merge_sort", dict(d_in_keys=i, d_out_keys=io, op=ok.LESS),
+                       dict(d_in_keys=i, d_in_values=None, d_out_keys=io, d_out_values=None, num_items=n,
+                            op=ok.LESS), "merge_sort"),
+        "select": ("make_select", dict(d_in=i, d_out=io, d_num_selected_out=count, cond=even),
+                   dict(d_in=i, d_out=io, d_num_selected_out=count, cond=even, num_items=n), "select"),
+        "histogram_even": ("make_histogram_even", dict(d_samples=b, d_histogram=hist, num_samples=n, **levels),
+                           dict(d_samples=b, d_histogram=hist, num_samples=n, **levels), None),
+        "segmented_reduce": ("make_segmented_reduce", dict(d_in=f, d_out=fo[:16],
+                                                             start_offsets_in=offsets[:-1],
+                                                             end_offsets_in=offsets[1:], op=ok.PLUS, h_init=h0f),
+                             dict(d_in=f, d_out=fo[:16], num_segments=16, start_offsets_in=offsets[:-1],
+                                  end_offsets_in=offsets[1:], op=ok.PLUS, h_init=h0f), "segmented_reduce"),
+    }
+    one_shots = {
+        "radix_sort": lambda: lib.radix_sort(d_in_keys=u, d_out_keys=uo, num_items=n, order=order.ASCENDING),
+        "histogram_even": lambda: lib.histogram_even(d_samples=b, d_histogram=hist, num_output_levels=257,
+                                                     lower_level=np.int32(0), upper_level=np.int32(256),
+                                                     num_samples=n)}
+    made = {}
+    for name, (make, build, call, one_shot) in spec.items():
+        try:     # a case one library cannot run is reported and left out, not the others
+            obj = getattr(lib, make)(**build)
+            run = (lambda o=obj, c=call: o(**c)) if make == "make_unary_transform" else _object(obj, **call)
+            run()
+        except Exception as exc:  # noqa: BLE001
+            print(f"{lib.__name__} {name} failed: {type(exc).__name__}: {exc}")
+            continue
+        made[name] = (run, one_shots.get(name, None if one_shot is None
+                                         else lambda s=getattr(lib, one_shot), c=call: s(**c)))
+    return made
 
-    def cases(lib: Any) -> dict[str, tuple[Callable[[], Any], Callable[[], Any] | None]]:
-        ok, order = lib.OpKind, lib.SortOrder   # both libraries have these
-        h0f, h0i = np.zeros(1, np.float32), np.zeros(1, np.int32)
-        levels = dict(h_num_output_levels=np.array([257], np.int32), h_lower_level=np.array([0], np.int32),
-                      h_upper_level=np.array([256], np.int32))
-        spec: dict[str, Any] = {
-            "reduce_into": ("make_reduce_into", dict(d_in=f, d_out=out1, op=ok.PLUS, h_init=h0f),
-                            dict(d_in=f, d_out=out1, op=ok.PLUS, num_items=n, h_init=h0f), "reduce_into"),
-            "exclusive_scan": ("make_exclusive_scan", dict(d_in=i, d_out=io, op=ok.PLUS, init_value=h0i),
-                               dict(d_in=i, d_out=io, op=ok.PLUS, init_value=h0i, num_items=n), "exclusive_scan"),
-            "unary_transform": ("make_unary_transform", dict(d_in=f, d_out=fo, op=negate),
-                                dict(d_in=f, d_out=fo, op=negate, num_items=n), "unary_transform"),
-            # cuda.compute compiles Python callables only with numba-cuda-mlir installed: the
-            # built-in forms give a row both libraries run
-            "unary_transform (OpKind.NEGATE)": ("make_unary_transform", dict(d_in=f, d_out=fo, op=ok.NEGATE),
-                                                dict(d_in=f, d_out=fo, op=ok.NEGATE, num_items=n),
-                                                "unary_transform"),
-            "select (OpKind.IDENTITY)": ("make_select", dict(d_in=i, d_out=io, d_num_selected_out=count,
-                                                             cond=ok.IDENTITY),
-                                         dict(d_in=i, d_out=io, d_num_selected_out=count, cond=ok.IDENTITY,
-                                              num_items=n), "select"),
-            "radix_sort": ("make_radix_sort", dict(d_in_keys=u, d_out_keys=uo, d_in_values=None, d_out_values=None,
-                                                     order=order.ASCENDING),
-                           dict(d_in_keys=u, d_out_keys=uo, d_in_values=None, d_out_values=None, num_items=n),
-                           None),
-            "merge_sort": ("make_merge_sort", dict(d_in_keys=i, d_out_keys=io, op=ok.LESS),
-                           dict(d_in_keys=i, d_in_values=None, d_out_keys=io, d_out_values=None, num_items=n,
-                                op=ok.LESS), "merge_sort"),
-            "select": ("make_select", dict(d_in=i, d_out=io, d_num_selected_out=count, cond=even),
-                       dict(d_in=i, d_out=io, d_num_selected_out=count, cond=even, num_items=n), "select"),
-            "histogram_even": ("make_histogram_even", dict(d_samples=b, d_histogram=hist, num_samples=n, **levels),
-                               dict(d_samples=b, d_histogram=hist, num_samples=n, **levels), None),
-            "segmented_reduce": ("make_segmented_reduce", dict(d_in=f, d_out=fo[:16],
-                                                                 start_offsets_in=offsets[:-1],
-                                                                 end_offsets_in=offsets[1:], op=ok.PLUS, h_init=h0f),
-                                 dict(d_in=f, d_out=fo[:16], num_segments=16, start_offsets_in=offsets[:-1],
-                                      end_offsets_in=offsets[1:], op=ok.PLUS, h_init=h0f), "segmented_reduce"),
-        }
-        one_shots = {
-            "radix_sort": lambda: lib.radix_sort(d_in_keys=u, d_out_keys=uo, num_items=n, order=order.ASCENDING),
-            "histogram_even": lambda: lib.histogram_even(d_samples=b, d_histogram=hist, num_output_levels=257,
-                                                         lower_level=np.int32(0), upper_level=np.int32(256),
-                                                         num_samples=n)}
-        made = {}
-        for name, (make, build, call, one_shot) in spec.items():
-            try:     # a case one library cannot run is reported and left out, not the others
-                obj = getattr(lib, make)(**build)
-                run = (lambda o=obj, c=call: o(**c)) if make == "make_unary_transform" else _object(obj, **call)
-                run()
-            except Exception as exc:  # noqa: BLE001
-                print(f"{lib.__name__} {name} failed: {type(exc).__name__}: {exc}")
-                continue
-            made[name] = (run, one_shots.get(name, None if one_shot is None
-                                             else lambda s=getattr(lib, one_shot), c=call: s(**c)))
-        return made
+
+def host(add: Callable[..., None], cc: Any) -> None:
+    """Host time per call at n = 1024 with cuda.compute-style arguments (:func:`host_cases`)."""
+    import cuprims
 
     work = "host time per call, n = 1024, cuda.compute-style arguments"
-    theirs = {} if cc is None else cases(cc)
-    for name, (run, one_shot) in cases(cuprims).items():
+    theirs = {} if cc is None else host_cases(cc)
+    for name, (run, one_shot) in host_cases(cuprims).items():
         t_obj = host_us(run)
         t_cc = None
         if name in theirs:

@@ -46,6 +46,9 @@ def clear_all_caches(*, disk: bool = False) -> None:
     Algorithm._forget_descriptions()
     from cuprims._runtime import driver
 
+    from cuprims.algorithms import scratch
+
+    scratch.release()    # the buffer one-shot calls on the legacy default stream share
     driver.trim_pools()  # device memory one-shot calls freed, kept for reuse until now
     _release_freed_memory()
     if disk:

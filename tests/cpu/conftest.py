@@ -22,6 +22,7 @@ import pytest
 
 import cuprims
 from cuprims._base import stats
+from cuprims.algorithms import scratch
 
 # Precompiled headers stay within each process in this suite (session fixtures and the
 # processes tests start included): every test's fresh cache directory would otherwise get
@@ -41,6 +42,8 @@ def fresh_caches(tmp_path, monkeypatch):
         monkeypatch.delenv(name, raising=False)
     cache_dir = tmp_path / "cuprims-cache"
     monkeypatch.setenv("CUPRIMS_CACHE_DIR", str(cache_dir))
+    # the shared one-shot buffer a fake device of an earlier test handed out is not this test's
+    monkeypatch.setattr(scratch, "_buffers", {})
     cuprims.clear_all_caches()
     stats.reset()
     yield cache_dir

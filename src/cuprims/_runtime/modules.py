@@ -1,14 +1,12 @@
 """Loaded code: a cubin loaded as a context-independent CUDA library, its kernel handles by
 name expression, and their occupancy.
 
-Each device loads its own copy (``algorithms.common.Builds.loaded``); what a handle is (a
-cuda.bindings ``CUkernel`` or a plain int) decides which launch path :mod:`.launch` takes.
+Each device loads its own copy (``algorithms.common.Builds.loaded``).
 """
 
 from __future__ import annotations
 
 import ctypes
-import sys
 from typing import Any
 
 from cuprims._runtime import libcuda
@@ -22,10 +20,7 @@ class Module:
     Each device loads its own copy (see ``algorithms.common.Builds.loaded``), so a
     handle is only ever launched on the device it was loaded for.
 
-    ``kernels`` holds what :func:`.launch.launch` takes: cuda.bindings ``CUkernel`` objects
-    where cuda.bindings is already imported (its launch is the faster one), plain handles
-    (ints, launched through ctypes) in a process that has not imported it, such as one that
-    only deserializes built objects."""
+    ``kernels`` holds what :func:`.launch.launch` takes: the ``CUkernel`` handles (ints)."""
 
     def __init__(self, cubin: bytes, lowered: dict[str, str], device: int = -1):
         lib = libcuda.load()
@@ -34,22 +29,19 @@ class Module:
         libcuda.check("cuLibraryLoadData",
                       lib.cuLibraryLoadData(ctypes.byref(library), cubin, None, None, 0, None, None, 0))
         self._library = library.value
-        drv = sys.modules.get("cuda.bindings.driver")
-        self.kernels: dict[str, Any] = {}
-        self._handles: dict[str, int] = {}
+        self.kernels: dict[str, int] = {}
         for expr, name in lowered.items():
             kernel = _P()
             rc = lib.cuLibraryGetKernel(ctypes.byref(kernel), self._library, name.encode())
             if rc:
                 raise CudaError("cuLibraryGetKernel", libcuda.error_name(rc), name)
-            self._handles[expr] = kernel.value
-            self.kernels[expr] = drv.CUkernel(kernel.value) if drv is not None else kernel.value
+            self.kernels[expr] = kernel.value
 
     def max_active_blocks(self, expr: str, block: int, dynamic_smem: int = 0) -> int:
         """Occupancy of kernel ``expr`` on the current device."""
         lib = libcuda.load()
         func, blocks = _P(), ctypes.c_int()
-        libcuda.check("cuKernelGetFunction", lib.cuKernelGetFunction(ctypes.byref(func), self._handles[expr]))
+        libcuda.check("cuKernelGetFunction", lib.cuKernelGetFunction(ctypes.byref(func), self.kernels[expr]))
         libcuda.check("cuOccupancyMaxActiveBlocksPerMultiprocessor",
                       lib.cuOccupancyMaxActiveBlocksPerMultiprocessor(ctypes.byref(blocks), func, block,
                                                                       dynamic_smem))

@@ -39,6 +39,7 @@ from cuprims._runtime.streams import stream_handle
 from cuprims.algorithms.arguments import ArgKind, linked_objects, signature
 from cuprims.algorithms.call_memo import CallMemo, weak
 from cuprims.algorithms.common import Builds, CompiledAlgorithm, Loaded, PerThreadCache, temp_storage_info
+from cuprims.algorithms import scratch
 from cuprims.algorithms.operators import combiner_ops, combiner_spec, functor_size, functor_state  # noqa: F401 (re-exported)
 from cuprims.config import settings
 from cuprims.errors import ArgumentError, CudaError
@@ -343,9 +344,19 @@ class Algorithm(CallMemo, CompiledAlgorithm):
                 self._remember(*memo)
             return needed or 1
         owned = temp = available = 0
-        seen = None
+        seen = shared = None
         if needed:
-            if temp_storage is None:
+            if temp_storage is None and s == 0 and needed <= scratch.MAX_BYTES:
+                # a one-shot call on the legacy default stream: the buffer such calls share
+                shared = scratch.lock
+                shared.acquire()
+                try:
+                    temp = scratch.shared_buffer(needed, plan.device)
+                except BaseException:
+                    shared.release()
+                    raise
+                available = needed
+            elif temp_storage is None:
                 owned = temp = driver.alloc_async(needed, s, plan.device)
                 available = needed
             else:
@@ -364,7 +375,9 @@ class Algorithm(CallMemo, CompiledAlgorithm):
                 self._plans.clear()
                 fresh = self._device_plan(device, raw, variant)
                 fresh_needed = self._temp_bytes(fresh, args)
-                if fresh_needed > available or (fresh_needed and temp % fresh.temp_align):
+                if shared is not None:   # the new device's own buffer
+                    temp = scratch.shared_buffer(fresh_needed, fresh.device) if fresh_needed else 0
+                elif fresh_needed > available or (fresh_needed and temp % fresh.temp_align):
                     if not owned:
                         raise ArgumentError("temp_storage", "storage sized on the device it is used with (query "
                                             "the size again after switching devices)", "a stale size") from None
@@ -374,6 +387,8 @@ class Algorithm(CallMemo, CompiledAlgorithm):
         finally:
             if owned:
                 driver.free_async(owned, s)
+            if shared is not None:
+                shared.release()
         if seen is not None and _devices._several is False:
             self._last_temp = seen
         if memo is not None:

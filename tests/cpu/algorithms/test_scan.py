@@ -24,7 +24,7 @@ from cuprims._value_types import value_type
 from cuprims.algorithms.scan import api as scan_mod
 from cuprims.algorithms.scan.api import exclusive_scan, inclusive_scan, make_exclusive_scan, make_inclusive_scan
 from cuprims.algorithms.scan.source import SCAN_META_FIELDS, scan_source
-from cuprims.errors import ArgumentError, ArgumentTypeError, CuprimsError, NoDeviceError
+from cuprims.errors import ArgumentError, ArgumentTypeError, CudaError, CuprimsError, NoDeviceError
 from cuprims.op import OpSpec, op_spec
 from cpu_helpers import check_golden, render_source
 from cuprims._compile.elfmeta import kernel_param_layout
@@ -424,21 +424,41 @@ def test_valid_calls_without_gpu_raise_no_device(incl, excl, excl_device):
 
 # ------------------------------------------------------------------ launch plumbing
 
-def test_pdl_config_is_built_without_a_gpu():
-    cfg, _, attr = driver.launch_pdl._config()
-    assert cfg.numAttrs == 1 and cfg.gridDimY == 1 and cfg.blockDimZ == 1
-    assert cfg.attrs[0].value.programmaticStreamSerializationAllowed == 1
+def test_launch_configs_are_built_without_a_gpu_and_kept_per_shape(monkeypatch):
+    monkeypatch.setattr(launch_module, "_configs", {})
+    address = launch_module.config_address(3, 128, 0, 0, True)
+    cfg = launch_module._LaunchConfig.from_address(address)
+    assert (cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ, cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ) == (3, 1, 1, 128, 1, 1)
+    assert cfg.numAttrs == 1 and cfg.attrs[0].id == 6 and cfg.attrs[0].value == 1  # programmatic serialization
+    plain = launch_module._LaunchConfig.from_address(launch_module.config_address(3, 128, 0x1234, 64))
+    assert plain.numAttrs == 0 and plain.hStream == 0x1234 and plain.sharedMemBytes == 64
+    # one configuration per shape, made once
+    assert launch_module.config_address(3, 128, 0, 0, True) == address
+    assert launch_module.config_address(4, 128, 0, 0, True) != address
+    # past the cap, a shape is written into the thread's own configuration at each launch
+    monkeypatch.setattr(launch_module, "MAX_SHAPES", len(launch_module._configs))
+    own = launch_module.config_address(7, 64, 0, 0)
+    assert launch_module._LaunchConfig.from_address(own).gridDimX == 7
+    assert launch_module.config_address(9, 32, 0, 0) == own
+    assert launch_module._LaunchConfig.from_address(own).gridDimX == 9
+    assert (7, 64, 0, 0, False) not in launch_module._configs
 
 
 def test_pdl_launch_falls_back_to_plain_launches(monkeypatch):
     calls = []
     # the fallback is the plain launch of launch_pdl's own module (driver only re-exports both)
     monkeypatch.setattr(launch_module, "launch", lambda *args: calls.append(args))
-    # the bindings reject the arguments: a plain launch instead, reported to the caller
-    assert driver.launch_pdl("not a kernel handle", 3, 128, 0, 0x1000) is False
-    assert calls == [("not a kernel handle", 3, 128, 0, 0x1000)]
+    # the driver cannot launch with PDL here: a plain launch instead, reported to the caller
+    monkeypatch.setattr(launch_module, "_launch_ex", lambda *args: 801)   # CUDA_ERROR_NOT_SUPPORTED
+    assert driver.launch_pdl(0x5000, 3, 128, 0, 0x1000) is False
+    assert calls == [(0x5000, 3, 128, 0, 0x1000)]
     # a failed PDL launch never turns the feature off for the whole process
     assert cuprims.settings.pdl is True
+    # any other failure is an error naming the call
+    monkeypatch.setattr(launch_module, "_launch_ex", lambda *args: 700)
+    monkeypatch.setattr(launch_module.libcuda, "error_name", lambda code: f"CUDA_ERROR_{code}")
+    with pytest.raises(CudaError, match="cuLaunchKernelEx.*CUDA_ERROR_700"):
+        driver.launch_pdl(0x5000, 3, 128, 0, 0x1000)
 
 
 def test_importing_scan_does_not_import_numba():

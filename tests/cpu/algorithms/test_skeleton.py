@@ -12,6 +12,7 @@ import pytest
 import cuprims
 from cuprims import CountingIterator, OpKind, ProxyArray, ProxyValue, TransformIterator
 from cuprims._value_types import value_type
+from cuprims.algorithms import scratch
 from cuprims.algorithms import skeleton as _skeleton
 from cuprims.algorithms.arguments import describe
 from cuprims.algorithms.common import Builds
@@ -237,9 +238,9 @@ def test_query_one_shot_and_caller_storage(fake_driver):
 
 def test_retry_on_another_device(fake_driver):
     algo = _FakeAlgorithm(_FakeDescription("b"), [90], ())
-    algo._execute(None, None, True, (), ())
+    algo._execute(None, 5, True, (), ())
     fake_driver.current = 1
-    algo._execute(None, None, True, (), ())                         # first launch fails, the retry uses device 1
+    algo._execute(None, 5, True, (), ())                            # first launch fails, the retry uses device 1
     assert [d for d, _, _ in _FakeAlgorithm.log] == [0, 1]
     assert len(fake_driver.allocs) == len(fake_driver.frees) == 2
     _FakeAlgorithm.needs = {0: 100, 1: 1000}
@@ -254,10 +255,48 @@ def test_retry_on_another_device(fake_driver):
             algo._execute((1 << 20, 100), None, False, (), ())
         assert info.value.argument == "temp_storage"
         algo._device_plan(0, ())
-        algo._execute(None, None, True, (), ())                     # one-shot re-allocates instead
+        algo._execute(None, 5, True, (), ())                        # one-shot re-allocates instead
         assert fake_driver.allocs[-2:] == [100, 1000] and len(fake_driver.frees) == len(fake_driver.allocs)
     finally:
         _FakeAlgorithm.needs = {0: 100, 1: 100}
+
+
+def test_one_shots_on_the_legacy_stream_share_a_buffer_per_device(fake_driver, monkeypatch):
+    algo = _FakeAlgorithm(_FakeDescription("s"), [90], ())
+    first = scratch._FIRST_BYTES
+    algo._execute(None, None, True, (), ())
+    algo._execute(None, None, True, (), ())
+    assert fake_driver.allocs == [first] and fake_driver.frees == []             # allocated once, kept
+    assert [t for _, t, _ in _FakeAlgorithm.log] == [4096, 4096] and not scratch.lock.locked()
+
+    def needing(needs):
+        _FakeAlgorithm.needs = needs
+        for loaded in fake_driver.loaded.values():
+            loaded.extra.clear()                                                 # plans made afresh
+        algo._plans.clear()
+        algo._device_plans.clear()
+
+    try:
+        needing({0: first + 1, 1: 100})
+        algo._execute(None, None, True, (), ())        # a larger need: a larger buffer, the old one freed
+        assert fake_driver.allocs == [first, 2 * first] and fake_driver.frees == [4096]
+        assert _FakeAlgorithm.log[-1] == (0, 8192, 0)
+        fake_driver.current = 1
+        algo._execute(None, None, True, (), ())        # another device: its own buffer
+        assert _FakeAlgorithm.log[-1] == (1, 12288, 0) and fake_driver.allocs[-1] == first
+        needing({0: scratch.MAX_BYTES + 1, 1: 100})
+        fake_driver.current = 0
+        algo._execute(None, None, True, (), ())        # past the cap: allocated and freed per call
+        assert fake_driver.allocs[-1] == scratch.MAX_BYTES + 1 and fake_driver.frees[-1] == _FakeAlgorithm.log[-1][1]
+        needing({0: 100, 1: 100})
+        monkeypatch.setattr(_FakeAlgorithm, "_dispatch", lambda *a: (_ for _ in ()).throw(CudaError("x", "y")))
+        with pytest.raises(CudaError):
+            algo._execute(None, None, True, (), ())    # a failed launch leaves the buffer to the next call
+        assert not scratch.lock.locked()
+    finally:
+        _FakeAlgorithm.needs = {0: 100, 1: 100}
+    scratch.release()
+    assert sorted(fake_driver.frees[-2:]) == [8192, 12288] and scratch._buffers == {}
 
 
 def test_objects_are_computed_only_for_a_build(fake_driver, monkeypatch):

@@ -177,7 +177,7 @@ def test_one_shot_allocates_from_the_current_devices_pool(shared_cache, several)
         fake.device = device
         x, out = FakeArray(fake.mem, np.ones(N, f4)), FakeArray.empty(fake.mem, 1, f4)
         cuprims.reduce_into(d_in=x, d_out=out, num_items=N, op=OpKind.PLUS, h_init=f4(0))
-    assert [d for _, d in fake.allocs] == [0, 1, 0]
+    assert [d for _, d in fake.allocs] == [0, 1]   # each device's own shared buffer, taken again on device 0
     assert _wrong_launches(fake) == [] and len(fake.launches) == 6
 
 

@@ -357,11 +357,12 @@ __device__ __forceinline__ long long read_group(BeginT d_begin, EndT d_end, long
 }
 
 // Segments of any length, without a hint: a block takes eight consecutive segments at a
-// time (the blocks stride over these groups). Every warp reads the group's offsets (the
-// next group's are fetched while this one is reduced) and so knows which segments are
-// longer than CUB's warp tile: the same answer in every warp, so the block agrees on it
-// without a barrier. Warp w reduces segment w if it is short, as warp_kernel does; then,
-// if the group has long segments, the whole block reduces them one after another (as
+// time (the blocks stride over these groups). Warp w reads segment w's offsets and reduces
+// it if it is short, as warp_kernel does: its loads wait for nothing but those offsets.
+// Every warp also reads the whole group's offsets and so knows which segments are longer
+// than CUB's warp tile: the same answer in every warp, so the block agrees on it without a
+// barrier (both sets of offsets for the next group are fetched while this one is reduced).
+// Then, if the group has long segments, the whole block reduces them one after another (as
 // CUB's block per segment would, in 16-byte vectors from the first aligned item). A
 // group of short segments costs no barrier: the warps run as independently as in
 // warp_kernel. When there are few groups for the GPU, `parts` consecutive blocks share
@@ -397,28 +398,34 @@ void adaptive_kernel(InputT d_in, OutputIt d_out, BeginT d_begin, EndT d_end, in
   }
   long long group   = blockIdx.x / parts;
   long long offsets = read_group(d_begin, d_end, group * warps, num_segments, lane);
+  long long begin, end;  // this warp's segment of the group
+  read_offsets(d_begin, d_end, group * warps + warp, num_segments, begin, end);
   for (; group < groups; group += step)
   {
     const long long first = group * warps;
     const long long next  = read_group(d_begin, d_end, first + step * warps, num_segments, lane);
-    const long long ends  = __shfl_down_sync(all_lanes, offsets, 8);  // lane l < 8: segment l's end
-    const unsigned longs  = __ballot_sync(all_lanes, lane < 8 && ends - offsets > warp_tile) & mine;
-    if (((mine & ~longs) >> warp & 1u) && first + warp < num_segments)
+    long long next_begin, next_end;
+    read_offsets(d_begin, d_end, first + step * warps + warp, num_segments, next_begin, next_end);
+    // A short segment of this warp's is told from its own offsets, so that its loads wait
+    // for no shuffle; the group's long ones, after it, from the same offsets in every warp.
+    if ((mine >> warp & 1u) && end - begin <= warp_tile && first + warp < num_segments)
     {
-      const long long begin = __shfl_sync(all_lanes, offsets, warp);
-      const long long end   = __shfl_sync(all_lanes, offsets, warp + 8);
       reduce_by_warp<ahead, int>(d_in, d_out, first + warp, begin, end, op, init, storage[warp], lane);
       __syncwarp();  // the reducer's storage is the block phase's and the next group's
     }
+    const long long ends = __shfl_down_sync(all_lanes, offsets, 8);  // lane l < 8: segment l's end
+    const unsigned longs = __ballot_sync(all_lanes, lane < 8 && ends - offsets > warp_tile) & mine;
     // the same in every warp of the block: all of them take part, in segment order
     for (unsigned rest = longs; rest != 0u; rest &= rest - 1u)
     {
-      const int w           = __ffs(int(rest)) - 1;
-      const long long begin = __shfl_sync(all_lanes, offsets, w);
-      const long long end   = __shfl_sync(all_lanes, offsets, w + 8);
-      reduce_by_block<ahead>(d_in, d_out, first + w, begin, end, op, init, storage, warp_totals);
+      const int w             = __ffs(int(rest)) - 1;
+      const long long b       = __shfl_sync(all_lanes, offsets, w);
+      const long long e       = __shfl_sync(all_lanes, offsets, w + 8);
+      reduce_by_block<ahead>(d_in, d_out, first + w, b, e, op, init, storage, warp_totals);
     }
     offsets = next;
+    begin   = next_begin;
+    end     = next_end;
   }
 }
 

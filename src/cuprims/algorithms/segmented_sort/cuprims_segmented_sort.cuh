@@ -140,6 +140,16 @@ constexpr int mid_tier_items(int threads, int items)
   return (tile % threads == 0 && tile / threads >= 2 && tile < threads * items) ? tile / threads : 0;
 }
 
+// Blocks an SM of the large kernel: two for the middle tier of 4-byte keys alone, whose
+// 16 keys a thread fit 128 registers (it sorts 4096-key segments at twice the occupancy
+// of CUB's tile), so that an offset iterator's 64-bit arithmetic cannot push it to one;
+// one elsewhere (wider items take more registers than two blocks an SM leave them).
+template <class KeyT, class ValueT>
+constexpr int mid_blocks_per_sm(bool mid)
+{
+  return mid && ::cuda::std::is_same_v<ValueT, CUB_NS_QUALIFIER::NullType> && sizeof(KeyT) == 4 ? 2 : 1;
+}
+
 // Sorts one large segment with CUB's AgentSegmentedRadixSort at `Items` items per thread:
 // in shared memory when it fits a tile, else by passes through global memory.
 template <bool Descending, class Selector, class KeyT, class ValueT, class OffsetT, int Items>
@@ -211,7 +221,8 @@ constexpr int large_items = Mid ? (MidItems > 0 ? MidItems : 1) : policies<Selec
 // (compacted by a block scan) and sorts them one after another.
 template <CUB_NS_QUALIFIER::SortOrder Order, class Selector, class KeyT, class ValueT, class BeginT, class EndT,
           class OffsetT, int MidItems, bool Mid>
-__global__ __launch_bounds__(int(policies<Selector>::large.threads_per_block)) void large_kernel(
+__global__ __launch_bounds__(int(policies<Selector>::large.threads_per_block),
+                             mid_blocks_per_sm<KeyT, ValueT>(Mid)) void large_kernel(
   const index_t* group_sizes, const index_t* large_indices, const KeyT* keys_in, KeyT* keys_out,
   double_buffer<KeyT> keys_db, const ValueT* values_in, ValueT* values_out, double_buffer<ValueT> values_db,
   BeginT d_begin, EndT d_end)

@@ -46,10 +46,13 @@ INIT_THREADS = 256
 # their share, exit), not for num_segments of them, while blocks that find work keep the
 # hardware's dynamic scheduling over this many waves (large segments vary in cost by far).
 WAVES = 8
-# The medium-and-small grid's cap: its blocks' shares cost at most a sub-warp sort of a
-# medium tile per segment, so striding statically over fewer waves loses little, and a call
-# without such segments (2^16 x 4096 keys: 4097 blocks otherwise) pays for fewer idle blocks.
-SMALL_WAVES = 2
+# The medium-and-small grid's cap. Its grid covers the segments at the medium tier's
+# segments per block (the host does not know how many are small, which pack more to a
+# block), so a call of tiny segments would launch several times the blocks it has work
+# for: 32 waves keep the hardware's dynamic scheduling for medium segments (2^20 x 64 keys:
+# 0.641 ms at 32 waves, 0.695 at 2) and cap the idle blocks of tiny ones (2^22 x 16 keys:
+# 0.348 ms at 32, 0.387 at 128, 0.483 uncapped; H100).
+SMALL_WAVES = 32
 _INDEX_BYTES = 4        # CUB's local_segment_index_t (uint32), pinned in the generated unit
 _GROUP_SIZES = 2        # large, small (medium is the rest)
 _DOUBLE = struct.Struct("<QQ")  # CUB's device_double_buffer: current, alternate
