@@ -500,10 +500,12 @@ def test_int8_samples_take_the_byte_path(bins, lower, upper):
 
 def test_one_shot_allocates_nothing_unless_counters_live_in_global_memory(monkeypatch):
     from cuprims._runtime import driver
+    from cuprims.algorithms import scratch
 
     sizes = []
     real = driver.alloc_async
     monkeypatch.setattr(driver, "alloc_async", lambda n, s, d=-1: sizes.append(n) or real(n, s, d))
+    monkeypatch.setattr(scratch, "_buffers", {})   # no shared one-shot buffer yet
     u = cp.asarray(np.random.default_rng(15).integers(0, 256, 100_000).astype(np.uint8))
     i = cp.asarray(np.random.default_rng(16).integers(-2000, 2000, 100_000).astype(np.int32))
     for _ in range(3):
@@ -513,6 +515,9 @@ def test_one_shot_allocates_nothing_unless_counters_live_in_global_memory(monkey
     assert sizes == []
     np.testing.assert_array_equal(one_shot(i, 1000, -1024, 1024), reference(cp.asnumpy(i), 1000, -1024, 1024))
     assert len(sizes) == 1          # privatized counters in global memory: temporary storage
+    np.testing.assert_array_equal(one_shot(i, 1000, -1024, 1024), reference(cp.asnumpy(i), 1000, -1024, 1024))
+    assert len(sizes) == 1          # the buffer one-shot calls on the legacy stream share: taken again
+    scratch.release()
 
 
 def test_one_shots_on_two_streams_share_the_queue_word():

@@ -44,3 +44,25 @@ def test_one_shot_temporary_storage_is_kept_for_the_next_call_and_trimmed_on_cle
     # and the next call still works
     cuprims.radix_sort(d_in_keys=keys, d_out_keys=out, num_items=n, order=SortOrder.ASCENDING)
     np.testing.assert_array_equal(out.get(), np.sort(keys.get()))
+
+
+def test_one_shots_on_the_legacy_stream_share_a_buffer_that_grows_between_queued_calls(monkeypatch):
+    """Merge sorts of growing sizes, queued without a synchronisation on the legacy default
+    stream: each takes the shared buffer, a larger need replaces it (the old one freed in
+    stream order, after the calls queued before), and every result is right."""
+    from cuprims.algorithms import scratch
+
+    monkeypatch.setattr(scratch, "_buffers", {})   # the growth starts from nothing
+    rng = np.random.default_rng(3)
+    sizes = [1000, 5000, 1000, 20_000, 3000, 60_000, 10]
+    keys = [cp.asarray(rng.integers(-1 << 30, 1 << 30, n).astype(np.int32)) for n in sizes]
+    outs = [cp.full(n, 7, np.int32) for n in sizes]
+    for k, out in zip(keys, outs):
+        cuprims.merge_sort(d_in_keys=k, d_in_values=None, d_out_keys=out, d_out_values=None, op=cuprims.OpKind.LESS,
+                           num_items=k.size)
+    grown = dict(scratch._buffers)
+    assert set(grown) == {0} and grown[0][1] >= 4096 and not scratch.lock.locked()
+    for k, out in zip(keys, outs):
+        np.testing.assert_array_equal(out.get(), np.sort(k.get()))
+    scratch.release()
+    assert scratch._buffers == {}
