@@ -14,7 +14,11 @@
 //     ping-pong between the two buffers of a device_double_buffer, as CUB's kernel does;
 //   * small_kernel: sub-warps of CUB's AgentSubWarpSort per medium and small segment,
 //     blocks numbered first over the medium group and then over the small one, the
-//     split computed on the device from the group sizes.
+//     split computed on the device from the group sizes. A sub-warp merge sort sorts a
+//     whole tile whatever its segment's length (CUB's medium tile of 4-byte keys on sm_90
+//     is 16 x 7 = 112 keys: a 64-key segment sorts 112), so, for keys alone, a medium
+//     segment that fits half the items per thread is sorted by a second agent of that
+//     tile (16 x 4 = 64), in the same sub-warp's shared memory.
 //
 // Large segments get one more tier than CUB gives them. CUB sorts every large segment below
 // its tile as a whole padded tile (a segment of 4096 keys pays for 5888), in a kernel whose
@@ -67,6 +71,20 @@ struct policies
   using small_t = CUB_NS_QUALIFIER::detail::agent_sub_warp_merge_sort_policy<
     small.threads_per_block, small.threads_per_warp, small.items_per_thread, small.load_algorithm,
     small.load_modifier, small.store_algorithm>;
+  // The medium sub-warp at half its items per thread, for medium segments that fit half a
+  // tile: the sub-warp merge sort sorts a whole tile whatever the segment's length, the
+  // items past it padded (a 64-key segment in CUB's 16 x 7 tile sorts 112), so a segment
+  // of at most half a tile sorts in the half tile. 0 items: no such tier (it would not be
+  // longer than the small tile).
+  static constexpr int half_items =
+    (medium.items_per_thread + 1) / 2 < medium.items_per_thread
+        && medium.threads_per_warp * ((medium.items_per_thread + 1) / 2)
+             > small.threads_per_warp * small.items_per_thread
+      ? (medium.items_per_thread + 1) / 2
+      : 0;
+  using half_medium_t = CUB_NS_QUALIFIER::detail::agent_sub_warp_merge_sort_policy<
+    medium.threads_per_block, medium.threads_per_warp, (half_items > 0 ? half_items : 1), medium.load_algorithm,
+    medium.load_modifier, medium.store_algorithm>;
 
   // one kernel runs both sub-warp sorts: they must agree on the block
   static_assert(medium.threads_per_block == small.threads_per_block,
@@ -274,12 +292,24 @@ __global__ __launch_bounds__(int(policies<Selector>::large.threads_per_block),
   }
 }
 
+// A sub-warp's shared memory when it may sort with either of two agents: one at a time.
+template <class Agent, class Half>
+union sub_warp_slot
+{
+  typename Agent::TempStorage full;
+  typename Half::TempStorage half;
+};
+
 // Sub-warp `threadIdx.x / WARP_THREADS` of the block sorts entry first + that of `list`, if
-// the list (of `count` entries) has one.
-template <class Agent, int WarpThreads, class OffsetT, class KeyT, class ValueT, class BeginT, class EndT>
+// the list (of `count` entries) has one, in its own slot of `slots` (the agent's storage, or
+// a sub_warp_slot): with `Half` (a sub-warp of the same width at fewer items per thread,
+// whose tile is `HalfTile` items; 0: none) where the segment fits that tile, else with `Agent`. The sub-warp's threads read the same length, so they take the
+// same branch.
+template <class Agent, class Half, int HalfTile, int WarpThreads, class OffsetT, class KeyT, class ValueT,
+          class BeginT, class EndT, class Slot>
 __device__ __forceinline__ void sort_by_sub_warp(
-  typename Agent::TempStorage* storage, index_t first, index_t count, const index_t* list, const KeyT* keys_in,
-  KeyT* keys_out, const ValueT* values_in, ValueT* values_out, BeginT d_begin, EndT d_end)
+  Slot* slots, index_t first, index_t count, const index_t* list, const KeyT* keys_in, KeyT* keys_out,
+  const ValueT* values_in, ValueT* values_out, BeginT d_begin, EndT d_end)
 {
   const index_t group = threadIdx.x / WarpThreads;
   if (first + group < count)
@@ -287,8 +317,21 @@ __device__ __forceinline__ void sort_by_sub_warp(
     const index_t segment = list[first + group];
     const OffsetT begin   = static_cast<OffsetT>(d_begin[segment]);
     const OffsetT n       = static_cast<OffsetT>(d_end[segment]) - begin;
-    Agent(storage[group]).ProcessSegment(int(n), keys_in + begin, keys_out + begin, values_in + begin,
+    if constexpr (::cuda::std::is_same_v<Slot, typename Agent::TempStorage>)
+    {
+      Agent(slots[group]).ProcessSegment(int(n), keys_in + begin, keys_out + begin, values_in + begin,
                                          values_out + begin);
+    }
+    else if (HalfTile > 0 && n <= OffsetT(HalfTile))
+    {
+      Half(slots[group].half)
+        .ProcessSegment(int(n), keys_in + begin, keys_out + begin, values_in + begin, values_out + begin);
+    }
+    else
+    {
+      Agent(slots[group].full)
+        .ProcessSegment(int(n), keys_in + begin, keys_out + begin, values_in + begin, values_out + begin);
+    }
   }
 }
 
@@ -307,11 +350,18 @@ __global__ __launch_bounds__(int(policies<Selector>::small.threads_per_block)) v
     AgentSubWarpSort<descending, typename p::medium_t, KeyT, ValueT, OffsetT>;
   using small_agent_t = CUB_NS_QUALIFIER::detail::sub_warp_merge_sort::
     AgentSubWarpSort<descending, typename p::small_t, KeyT, ValueT, OffsetT>;
+  using half_agent_t = CUB_NS_QUALIFIER::detail::sub_warp_merge_sort::
+    AgentSubWarpSort<descending, typename p::half_medium_t, KeyT, ValueT, OffsetT>;
+  // keys alone: with values the second agent took the kernel from 64 registers to 80 (three
+  // blocks an SM instead of four; NVRTC 13.0, int32 pairs)
+  constexpr int half_tile = p::half_items > 0 && ::cuda::std::is_same_v<ValueT, CUB_NS_QUALIFIER::NullType>
+                            ? p::half_medium_t::ITEMS_PER_TILE
+                            : 0;
   constexpr index_t medium_per_block = p::medium_t::SEGMENTS_PER_BLOCK;
   constexpr index_t small_per_block  = p::small_t::SEGMENTS_PER_BLOCK;
   __shared__ union
   {
-    typename medium_agent_t::TempStorage medium[medium_per_block];
+    sub_warp_slot<medium_agent_t, half_agent_t> medium[medium_per_block];
     typename small_agent_t::TempStorage small[small_per_block];
   } storage;
 
@@ -327,13 +377,13 @@ __global__ __launch_bounds__(int(policies<Selector>::small.threads_per_block)) v
     }
     if (b < medium_blocks)
     {
-      sort_by_sub_warp<medium_agent_t, p::medium_t::WARP_THREADS, OffsetT>(
+      sort_by_sub_warp<medium_agent_t, half_agent_t, half_tile, p::medium_t::WARP_THREADS, OffsetT>(
         storage.medium, b * medium_per_block, n_medium, medium_indices_end - n_medium, keys_in, keys_out,
         values_in, values_out, d_begin, d_end);
     }
     else
     {
-      sort_by_sub_warp<small_agent_t, p::small_t::WARP_THREADS, OffsetT>(
+      sort_by_sub_warp<small_agent_t, small_agent_t, 0, p::small_t::WARP_THREADS, OffsetT>(
         storage.small, (b - medium_blocks) * small_per_block, n_small, small_indices, keys_in, keys_out, values_in,
         values_out, d_begin, d_end);
     }
