@@ -238,10 +238,21 @@ class FakeHistogramDevice:
         x = self.mem.view(samples, desc.d_samples.value.dtype, n)
         self.mem.view(p_hist, counter, bins)[:] += cub_bins(x, bins, lo, hi).astype(counter)
 
+    def _one_block(self, desc, meta, grid, block, samples, bins, p_hist, upper, lower, n):
+        # one block counts every sample and stores every bin: nothing zeroes the histogram first
+        assert (grid, block) == (1, meta["one_block_threads"]) and bins <= 256
+        if not desc.d_samples.is_pointer:
+            return
+        level, counter = desc.level.dtype, desc.d_histogram.value.dtype
+        lo, hi = np.frombuffer(lower, level)[0], np.frombuffer(upper, level)[0]
+        x = self.mem.view(samples, desc.d_samples.value.dtype, n)
+        self.mem.view(p_hist, counter, bins)[:] = cub_bins(x, bins, lo, hi).astype(counter)
+
 
 def _fake_meta(desc, overrides):
     meta = dict(threads=32, pixels=3, byte_bins=256, init_threads=256, global_privatized=int(desc.global_bins),
-                counter_size=desc.counter.size, offset_size=8 if desc.wide_offsets else 4, work_stealing=0)
+                counter_size=desc.counter.size, offset_size=8 if desc.wide_offsets else 4, work_stealing=0,
+                one_block_threads=256)
     meta.update(overrides)
     return meta
 
@@ -257,7 +268,8 @@ def fake(monkeypatch):
         desc = self.desc.variant(variant)
         meta = _fake_meta(desc, self._fake_overrides)
         loaded = SimpleNamespace(module=SimpleNamespace(max_active_blocks=lambda name, threads, smem=0: 3),
-                                 handles=(("init", desc, meta), ("sweep", desc, meta)), names=("init", "sweep"),
+                                 handles=(("init", desc, meta), ("sweep", desc, meta), ("one_block", desc, meta)),
+                                 names=("init", "sweep", "one_block"),
                                  meta=meta, device=0, arch=90, extra={})
         return SimpleNamespace(build_for=lambda archs, objs: None, loaded=lambda device, objs=None: loaded)
 
@@ -271,6 +283,9 @@ def fake(monkeypatch):
         return True
 
     monkeypatch.setattr(hist_mod.HistogramEven, "_builds_of", builds_of)
+    # the init kernel and the sweep for every size (the tests written for them); the tests of
+    # the one-block path set the threshold back
+    monkeypatch.setattr(hist_mod, "ONE_BLOCK_SAMPLES", -1)
     monkeypatch.setattr(plan_mod, "queue_scratch", lambda device: dev.scratch)
     monkeypatch.setattr(driver, "ParamPack", FakePack)
     monkeypatch.setattr(driver, "current_device", lambda: 0)
@@ -384,3 +399,39 @@ def test_fake_device_variants_and_plain_launches(fake):
     with pytest.raises(ArgumentError) as info:  # more tiles than an int counts
         obj(**call, num_samples=(1 << 31) * 96)
     assert info.value.argument == "num_samples"
+
+
+@pytest.mark.parametrize("samples, counter, num_levels, lower, upper", [
+    (np.uint8, np.int32, 257, np.int32(0), np.int32(256)),          # the byte path, a bin per value
+    (np.int8, np.uint64, 11, np.int64(-100), np.int64(100)),        # the byte path, negative samples
+    (np.int32, np.int64, 65, np.float32(-1000), np.float32(1000)),  # the scale, float levels
+    (np.float32, np.uint32, 257, np.float64(0), np.float64(1)),     # float samples
+])
+@pytest.mark.parametrize("caller_temp", [False, True])
+def test_few_samples_are_one_launch_that_stores_every_bin(fake, monkeypatch, samples, counter, num_levels, lower,
+                                                           upper, caller_temp):
+    monkeypatch.setattr(hist_mod, "ONE_BLOCK_SAMPLES", 4096)
+    obj = fake(samples, counter, num_levels, lower, upper)
+    rng = np.random.default_rng(7)
+    x = (rng.random(4096) if samples == np.float32 else rng.integers(-3000, 3000, 4096)).astype(samples)
+    got = _run(obj, fake.mem, x, counter, num_levels, lower, upper, caller_temp=caller_temp)   # bins held 99
+    assert got.tolist() == cub_bins(x, num_levels - 1, lower, upper).astype(counter).tolist()
+    assert [(role, grid) for role, grid, *_ in fake.dev.launches] == [("one_block", 1)]
+    assert fake.allocations == []                  # no temporary storage: a one-shot allocates nothing
+    if caller_temp:
+        assert obj(temp_storage=None, d_samples=FakeArray(fake.mem, x), d_histogram=FakeArray(fake.mem, got),
+                   h_num_output_levels=np.array([num_levels]), h_lower_level=np.array([lower]),
+                   h_upper_level=np.array([upper]), num_samples=x.size) == 1
+
+
+def test_more_samples_or_bins_than_one_block_takes_run_the_sweep(fake, monkeypatch):
+    monkeypatch.setattr(hist_mod, "ONE_BLOCK_SAMPLES", 4096)
+    obj = fake(np.int32, np.int32, 257, np.int32(0), np.int32(256))
+    x = np.random.default_rng(8).integers(0, 256, 4097).astype(np.int32)
+    assert _run(obj, fake.mem, x, np.int32, 257, 0, 256).tolist() == np.bincount(x, minlength=256).tolist()
+    assert [role for role, *_ in fake.dev.launches] == ["init", "sweep"]   # one sample past the threshold
+    fake.dev.launches.clear()
+    y = x[:1000] % 250
+    got = _run(obj, fake.mem, y, np.int32, 1001, np.int32(0), np.int32(1000))   # 1000 bins: past 256
+    assert got.tolist() == np.bincount(y, minlength=1000).tolist()
+    assert [role for role, *_ in fake.dev.launches] == ["init", "sweep"]

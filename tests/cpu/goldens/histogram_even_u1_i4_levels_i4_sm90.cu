@@ -13,7 +13,7 @@ using cuprims_offset_t = int;
 using cuprims_scale_t = cuprims::histogram::exact_scale<long long, unsigned char>;
 using cuprims_levels_t = ::cuda::std::array<long long, 1>;
 static_assert(sizeof(CUB_NS_QUALIFIER::GridQueue<int>) == sizeof(void*) && sizeof(cuprims_levels_t) == sizeof(long long), "cuprims: histogram kernel parameter layout");
-extern "C" __device__ __attribute__((used)) const long long cuprims_meta[8] = {
+extern "C" __device__ __attribute__((used)) const long long cuprims_meta[9] = {
   (long long)(cuprims_policy.threads_per_block) /* threads */,
   (long long)(cuprims_policy.pixels_per_thread) /* pixels */,
   (long long)(cuprims::histogram::privatized_smem_bins) /* byte_bins */,
@@ -21,11 +21,13 @@ extern "C" __device__ __attribute__((used)) const long long cuprims_meta[8] = {
   (long long)(cuprims::histogram::privatized_smem_bins == 0 || cuprims_policy.mem_preference != CUB_NS_QUALIFIER::SMEM) /* global_privatized */,
   (long long)(sizeof(int)) /* counter_size */,
   (long long)(sizeof(cuprims_offset_t)) /* offset_size */,
-  (long long)(cuprims_policy.use_work_stealing) /* work_stealing */};
+  (long long)(cuprims_policy.use_work_stealing) /* work_stealing */,
+  (long long)(cuprims::histogram::one_block_threads) /* one_block_threads */};
 
 // ---- name_expressions ----
 // CUB_NS_QUALIFIER::detail::histogram::DeviceHistogramInitKernel<cuprims_selector_t, 1, int, cuprims_offset_t>
 // CUB_NS_QUALIFIER::detail::histogram::DeviceHistogramSweepDeviceInitKernel<cuprims_selector_t, cuprims::histogram::privatized_smem_bins, 1, 1, const unsigned char*, int, cuprims_levels_t, cuprims_levels_t, cuprims::histogram::byte_bits, cuprims_scale_t, cuprims_offset_t, true>
+// cuprims::histogram::one_block_kernel<cuprims::histogram::one_block_threads, true, unsigned char, const unsigned char*, int, cuprims_scale_t, long long, cuprims_offset_t>
 // ---- extern_symbols ----
 // ---- meta_fields ----
 // threads
@@ -36,3 +38,4 @@ extern "C" __device__ __attribute__((used)) const long long cuprims_meta[8] = {
 // counter_size
 // offset_size
 // work_stealing
+// one_block_threads

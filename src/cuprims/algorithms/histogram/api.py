@@ -21,7 +21,9 @@ Host dispatch (ours, mirroring CUB's ``dispatch_even``; the kernels are CUB's, s
 thread of the exported policy), each into a privatized histogram (in shared memory, or
 for more than 256 bins of samples other than 8-bit integers in global memory: temporary
 storage, sized as CUB sizes it) that it adds to the output with atomics. Both launches use
-programmatic dependent launch on sm_90+ (``settings.pdl``). Offsets are 32-bit while the
+programmatic dependent launch on sm_90+ (``settings.pdl``). A call of at most
+:data:`ONE_BLOCK_SAMPLES` samples in at most 256 bins is one launch instead: cuprims' one
+block counts them in shared memory and stores every bin. Offsets are 32-bit while the
 samples' bytes stay below 2^31 - 1, as CUB chooses. Another offset width, privatization or
 sample width than the first call's is a build variant, made when a call first needs it.
 A one-shot call needs temporary storage only for privatized counters in global memory:
@@ -48,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cuprims._compile.source import Source
+from cuprims._runtime import driver
 from cuprims._value_types import ValueType, value_type
 from cuprims.algorithms.arguments import ArgKind, describe, keyword_checked, signature
 from cuprims.algorithms.common import MAX_ITEMS, Loaded, check_num_items
@@ -67,6 +70,9 @@ if TYPE_CHECKING:
 __all__ = ["HistogramEven", "make_histogram_even", "histogram_even"]
 
 _SMEM_BINS = 256  # cuprims::histogram::privatized_smem_bins (CUB's max_privatized_smem_bins), in the meta
+#: Calls of at most this many samples (in at most 256 bins) run as one block: one launch,
+#: 16 samples a thread, instead of the init kernel and the sweep.
+ONE_BLOCK_SAMPLES = 4096
 _NARROW_BYTES = (1 << 31) - 1  # CUB's 32-bit offsets: samples' bytes below INT_MAX
 _COUNTERS = ("i4", "u4", "i8", "u8")
 _BYTE_SAMPLES = ("u1", "i1")  # privatized per bit pattern (the byte path)
@@ -117,6 +123,8 @@ class HistogramDescription(Description):
             # sweep(d_samples, num_output_bins, num_privatized_bins, d_histogram, d_privatized, upper, lower,
             #       num_row_pixels, num_rows, row_stride_samples, tiles_per_row, tile_queue)
             (self.d_samples.param, "i32", "i32", "ptr", "ptr", lv, lv, off, off, off, "i32", "ptr"),
+            # one block(d_samples, num_output_bins, d_histogram, upper, lower, num_samples)
+            (self.d_samples.param, "i32", "ptr", lv, lv, off),
         )
 
     def variant(self, index: int) -> Self:
@@ -204,12 +212,19 @@ class HistogramEven(Algorithm):
 
     # args: (p_samples, p_histogram, n, bins, lower bytes, upper bytes, one-shot)
     def _temp_bytes(self, plan: HistogramPlan, args: tuple) -> int:
+        if args[2] <= ONE_BLOCK_SAMPLES and args[3] <= _SMEM_BINS:
+            return 0  # one block, no temporary storage (_dispatch)
         if args[6] and plan.queue and not plan.global_privatized:
             return 0  # the tile queue is the scratch word (see HistogramPlan)
         return self._layout(plan, args[2], args[3])[4]
 
     def _dispatch(self, plan: HistogramPlan, args: tuple, temp: int, stream: int) -> None:
         p_samples, p_histogram, n, bins, lower, upper, _ = args
+        if n <= ONE_BLOCK_SAMPLES and bins <= _SMEM_BINS:
+            # few samples: one launch, which stores every bin (no init kernel zeroes them first)
+            driver.launch(plan.one_block, 1, plan.one_block_threads, stream,
+                          plan.packs[2].pack(p_samples, bins, p_histogram, upper, lower, n))
+            return
         tiles, grid, per_block, offsets, _ = self._layout(plan, n, bins)
         base = align_base(temp)
         # no temporary storage: a one-shot call's queue is the scratch word (_temp_bytes)

@@ -14,6 +14,10 @@
 // for int8 too: CUB's pass-through gives a negative int8 a negative bin); the output
 // operator then bins each of the 256 values once per block.
 //
+// one_block_kernel counts few samples (the host's choice: at most a few tiles, at most 256
+// bins) in one block, in shared memory, and stores every output bin, zero or not: the
+// call is one launch, with no init kernel to zero the histogram first.
+//
 // clamped_scale is CUB's ScaleTransform (the even-bin computation, in the common type of
 // the level and sample types: a reciprocal multiply for floating point, an exact
 // multiply-divide in a wide unsigned type for integers), except that a sample inside
@@ -42,6 +46,7 @@ namespace histogram
 // kernel runs blocks of this many threads.
 constexpr int privatized_smem_bins = 256;
 constexpr int init_threads         = 256;
+constexpr int one_block_threads    = 256; // one_block_kernel's block
 
 template <class LevelT, class OffsetT, class SampleT>
 struct clamped_scale
@@ -224,6 +229,71 @@ struct widened_samples
     return it - other.it;
   }
 };
+
+// The samples of a small call, counted by one block: `Scale` bins a sample (the byte path:
+// each bit pattern is counted first, then each pattern that occurs is binned once, as the
+// sweep's output transform does), counters in shared memory (at most 256 bins; no count can
+// overflow 32 bits: the host sends at most a few tiles here), then every one of the
+// `num_output_bins` bins stored into d_histogram.
+template <int Threads, bool BytePath, class SampleT, class SamplesT, class CounterT, class ScaleT, class LevelT,
+          class OffsetT>
+__global__ __launch_bounds__(Threads) void one_block_kernel(
+  SamplesT d_samples, int num_output_bins, CounterT* d_histogram, LevelT upper, LevelT lower, OffsetT num_samples)
+{
+  constexpr int bins_max = privatized_smem_bins;
+  __shared__ unsigned int counts[bins_max];
+  __shared__ unsigned int out[BytePath ? bins_max : 1];
+  ScaleT scale;
+  scale.Init(num_output_bins + 1, upper, lower);
+  for (int b = threadIdx.x; b < bins_max; b += Threads)
+  {
+    counts[b] = 0u;
+    if constexpr (BytePath)
+    {
+      out[b] = 0u;
+    }
+  }
+  __syncthreads();
+  for (OffsetT i = threadIdx.x; i < num_samples; i += Threads)
+  {
+    const SampleT sample = d_samples[i];
+    int bin              = -1;
+    if constexpr (BytePath)
+    {
+      bin = static_cast<int>(static_cast<unsigned char>(sample));
+    }
+    else
+    {
+      scale.template BinSelect<CUB_NS_QUALIFIER::LOAD_DEFAULT>(sample, bin, true);
+    }
+    if (bin >= 0)
+    {
+      atomicAdd(counts + bin, 1u);
+    }
+  }
+  __syncthreads();
+  if constexpr (BytePath)
+  {
+    for (int pattern = threadIdx.x; pattern < bins_max; pattern += Threads)
+    {
+      const unsigned int count = counts[pattern];
+      int bin                  = -1;
+      if (count)
+      {
+        scale.template BinSelect<CUB_NS_QUALIFIER::LOAD_DEFAULT>(static_cast<SampleT>(pattern), bin, true);
+      }
+      if (bin >= 0 && bin < num_output_bins)
+      {
+        atomicAdd(out + bin, count);
+      }
+    }
+    __syncthreads();
+  }
+  for (int b = threadIdx.x; b < num_output_bins; b += Threads)
+  {
+    d_histogram[b] = static_cast<CounterT>(BytePath ? out[b] : counts[b]);
+  }
+}
 
 } // namespace histogram
 } // namespace cuprims

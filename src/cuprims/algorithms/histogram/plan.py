@@ -17,13 +17,14 @@ QUEUE_BYTES = 8  # CUB's GridQueue<int>::AllocationSize()
 
 
 class HistogramPlan(Plan):
-    """The two kernels, their launch shapes, the grid cap and the temporary-storage facts."""
+    """The three kernels, their launch shapes, the grid cap and the temporary-storage facts."""
 
     def __init__(self, loaded: Loaded, kernel_params: tuple[tuple[Any, ...], ...], waves: int):
         meta = loaded.meta
-        self.init, self.sweep = loaded.handles  # codegen order: init, sweep
+        self.init, self.sweep, self.one_block = loaded.handles  # codegen order: init, sweep, one block
         self.packs = tuple(driver.ParamPack(kinds) for kinds in kernel_params)
         self.threads, self.init_threads = meta["threads"], meta["init_threads"]
+        self.one_block_threads = meta["one_block_threads"]
         self.tile = meta["threads"] * meta["pixels"]
         occupancy = loaded.module.max_active_blocks(loaded.names[1], self.threads)
         self.max_grid = max(1, occupancy) * driver.sm_count(loaded.device) * waves

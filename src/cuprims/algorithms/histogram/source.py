@@ -7,7 +7,9 @@ NVRTC compiles; the dispatch around them is host code and is redone in
 * ``DeviceHistogramInitKernel``: zeroes the output histogram (and the tile queue);
 * ``DeviceHistogramSweepDeviceInitKernel``: each block counts its tiles into a privatized
   histogram, then adds it to the output with atomics. The decode operators are set up
-  inside the kernel from the level values, so the host passes the levels as they are.
+  inside the kernel from the level values, so the host passes the levels as they are;
+* cuprims' ``one_block_kernel``, for a call of few samples in at most 256 bins: one block
+  counts them all and stores every bin, so the call is one launch.
 
 Two paths, as CUB's ``dispatch_even`` has them:
 
@@ -44,7 +46,7 @@ from cuprims._value_types import ValueType
 from cuprims.algorithms.histogram.bins import exact_bins
 
 META_FIELDS = ("threads", "pixels", "byte_bins", "init_threads", "global_privatized", "counter_size",
-               "offset_size", "work_stealing")
+               "offset_size", "work_stealing", "one_block_threads")
 
 _NS = "CUB_NS_QUALIFIER::detail::histogram"
 
@@ -86,9 +88,14 @@ def histogram_source(*, d_samples: Any, counter: ValueType, level: ValueType, by
             ("counter_size", f"sizeof({c})"),
             ("offset_size", "sizeof(cuprims_offset_t)"),
             ("work_stealing", "cuprims_policy.use_work_stealing"),
+            ("one_block_threads", "cuprims::histogram::one_block_threads"),
         ))
     )
     init = f"{_NS}::DeviceHistogramInitKernel<cuprims_selector_t, 1, {c}, cuprims_offset_t>"
     sweep = (f"{_NS}::DeviceHistogramSweepDeviceInitKernel<cuprims_selector_t, {smem_bins}, 1, 1, {samples_t}, {c}, "
              f"cuprims_levels_t, cuprims_levels_t, {privatized}, {output}, cuprims_offset_t, true>")
-    return Source(text=text, name_expressions=(init, sweep), extern_symbols=externs, meta_fields=META_FIELDS)
+    # few samples in at most 256 bins: one block counts them and stores every bin (one launch)
+    one_block = (f"cuprims::histogram::one_block_kernel<cuprims::histogram::one_block_threads, "
+                 f"{'true' if byte_path else 'false'}, {s}, {samples_t}, {c}, cuprims_scale_t, {lv}, cuprims_offset_t>")
+    return Source(text=text, name_expressions=(init, sweep, one_block), extern_symbols=externs,
+                  meta_fields=META_FIELDS)
