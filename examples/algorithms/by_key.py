@@ -1,5 +1,5 @@
 """Reduce-by-key: each run of equal consecutive keys reduced to one value (sums per run,
-run lengths from a constant iterator, a Python reduction). Counts are written on the
+run lengths from a constant iterator, a Python reduction), and run-length encoding. Counts are written on the
 device: nothing synchronises until you read them."""
 
 import cupy as cp
@@ -43,6 +43,12 @@ def main():
     tmp = cp.empty(r_max(temp_storage=None, **call), cp.uint8)
     r_max(temp_storage=tmp, **call)
     assert (largest[:r].get() == np.maximum.reduceat(values, heads)).all()
+
+    # run-length encoding: each run's item and length
+    counts = cp.empty(n, cp.int64)
+    cuprims.run_length_encode(d_in=k, d_out_unique=unique, d_out_counts=counts, d_out_num_runs=runs, num_items=n)
+    assert int(runs[0]) == r and (unique[:r].get() == keys[heads]).all()
+    assert (counts[:r].get() == np.diff(np.r_[heads, n])).all()
     print("by_key: ok")
 
 

@@ -176,3 +176,49 @@ def test_more_items_than_32_bit_offsets_count_are_refused(fake):
             d_out_unique_keys=DiscardIterator(P(i4)), d_out_aggregates=DiscardIterator(P(f4)),
             d_out_num_runs=FakeArray(fake.mem, np.zeros(1, i8)), num_items=1 << 31)
     assert info.value.argument == "num_items"
+
+
+# ------------------------------------------------------------------ run-length encoding
+
+def test_run_length_encoding_builds_a_reduction_of_ones(shared_cache):
+    obj = cuprims.make_run_length_encode(d_in=P(f4), d_out_unique=P(f4), d_out_counts=P(np.uint32),
+                                         d_out_num_runs=P(i8), compute_capability=90)
+    check_kernel_params(obj, 90)
+    assert isinstance(obj, rbk.RunLengthEncode) and obj.desc.reduction.builtin is OpKind.PLUS
+    assert obj.desc.values_in.value.dtype == np.uint32 and not obj.desc.values_in.is_pointer
+    # its own description class: never the reduce-by-key object of the same types
+    same = _make(d_in_keys=P(f4), d_out_unique_keys=P(f4), d_in_values=ConstantIterator(np.uint32(1)),
+                 d_out_aggregates=P(np.uint32))
+    assert type(same) is rbk.ReduceByKey and same.desc != obj.desc
+
+
+def test_run_length_encoding_on_the_fake_device(fake, monkeypatch):
+    obj = cuprims.make_run_length_encode(d_in=P(i4), d_out_unique=P(i4), d_out_counts=P(i8), d_out_num_runs=P(i8),
+                                         compute_capability=90)
+    meta = obj._builds.result(90).meta
+    plan = rbk._Plan(SimpleNamespace(meta=meta, handles=("init", "sweep")))
+    plan.device = 0
+    obj._plans[0] = plan
+    mem = fake.mem
+    launches = []
+
+    def launch(kernel, grid, block, stream, params, shared=0):
+        launches.append(kernel)
+        if kernel == "init":
+            mem.view(params[3], i8, 1)[:] = 0
+            return
+        kin, kout, ones, cout, p_count, _, _, _, _, n, _ = params
+        assert isinstance(ones, bytes) and np.frombuffer(ones[:8], i8)[0] == 1   # the constant iterator's value
+        x = mem.view(kin, i4, n)
+        heads = np.flatnonzero(np.r_[True, x[1:] != x[:-1]])
+        mem.view(kout, i4, heads.size)[:] = x[heads]
+        mem.view(cout, i8, heads.size)[:] = np.diff(np.r_[heads, n])
+        mem.view(p_count, i8, 1)[:] = heads.size
+
+    monkeypatch.setattr(driver, "launch", launch)
+    x = np.repeat(np.arange(5, dtype=i4), [3, 1, 4, 1, 5])
+    unique, counts, runs = FakeArray(mem, np.zeros(14, i4)), FakeArray(mem, np.zeros(14, i8)), FakeArray(mem, np.zeros(1, i8))
+    call = dict(d_in=FakeArray(mem, x), d_out_unique=unique, d_out_counts=counts, d_out_num_runs=runs, num_items=x.size)
+    obj(temp_storage=FakeArray(mem, np.zeros(obj(temp_storage=None, **call), np.uint8)), **call)
+    assert launches == ["init", "sweep"] and int(runs.get()[0]) == 5
+    assert unique.get()[:5].tolist() == [0, 1, 2, 3, 4] and counts.get()[:5].tolist() == [3, 1, 4, 1, 5]

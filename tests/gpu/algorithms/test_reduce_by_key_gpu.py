@@ -150,3 +150,28 @@ def test_object_api_on_a_stream_and_a_wider_aggregate():
     m = int(runs[0])
     np.testing.assert_array_equal(uk[:m].get(), want_k)
     np.testing.assert_array_equal(agg[:m].get(), want_a)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint16, np.int32, np.int64, np.float32, np.float64])
+@pytest.mark.parametrize("n", [0, 1, 1000, 1 << 20])
+def test_run_length_encode_against_numpy(dtype, n):
+    rng = np.random.default_rng(n)
+    x = np.repeat(rng.integers(0, 50, n).astype(dtype), rng.integers(1, 4, n))[:n]
+    unique, counts, runs = cp.empty(max(n, 1), dtype), cp.empty(max(n, 1), np.int64), cp.full(1, -1, np.int32)
+    cuprims.run_length_encode(d_in=cp.asarray(x), d_out_unique=unique, d_out_counts=counts, d_out_num_runs=runs,
+                              num_items=n)
+    heads = np.flatnonzero(np.r_[np.ones(min(n, 1), bool), x[1:] != x[:-1]])
+    m = int(runs[0])
+    assert m == heads.size
+    np.testing.assert_array_equal(unique[:m].get(), x[heads])
+    np.testing.assert_array_equal(counts[:m].get(), np.diff(np.r_[heads, n]))
+
+
+def test_run_length_encode_object_api_with_nan_items():
+    x = cp.asarray(np.array([1, 1, np.nan, np.nan, 3, 3, 3], np.float32))
+    unique, counts, runs = cp.empty(7, np.float32), cp.empty(7, np.uint32), cp.empty(1, np.int64)
+    rle = cuprims.make_run_length_encode(d_in=x, d_out_unique=unique, d_out_counts=counts, d_out_num_runs=runs)
+    call = dict(d_in=x, d_out_unique=unique, d_out_counts=counts, d_out_num_runs=runs, num_items=7)
+    rle(temp_storage=cp.empty(rle(temp_storage=None, **call), np.uint8), **call)
+    m = int(runs[0])
+    assert m == 4 and counts[:m].get().tolist() == [2, 1, 1, 3]    # NaN != NaN

@@ -1,4 +1,5 @@
-"""Reduce-by-key: ``make_reduce_by_key``, the object, and ``reduce_by_key``.
+"""Reduce-by-key and run-length encoding: ``make_reduce_by_key``, ``make_run_length_encode``,
+their objects, and ``reduce_by_key`` / ``run_length_encode``.
 
 Each run of consecutive keys equal by ``equality_op`` (``OpKind.EQUAL_TO`` unless given:
 C++'s ``==`` on scalar keys, so a NaN key is a run of its own) gives one output: the run's
@@ -8,6 +9,8 @@ to ``d_out_num_runs[0]``, on the device (nothing synchronises). Values are reduc
 type of ``d_out_aggregates``; CUB takes ``reduction_op`` to be associative and combines a
 run's values in an order of its own. Inputs may be iterators (``ConstantIterator(1)`` as
 values counts each run's length); an output you do not want can be a ``DiscardIterator``.
+Run-length encoding is that reduction: ``run_length_encode`` writes each run's first item
+and its length (ones of the counts' type, summed).
 
 Host dispatch (ours; kernels in ``algorithms/reduce_by_key/cuprims_reduce_by_key.cuh``): an
 init kernel readies the tile states and zeroes the run count, then a sweep of one tile per
@@ -18,6 +21,8 @@ block with decoupled look-back, as CUB's ``DeviceReduce::ReduceByKey`` runs it, 
 from __future__ import annotations
 
 from typing import Any
+
+import numpy as np
 
 from cuprims._build.results import OpInput
 from cuprims._codegen.builtin_ops import check_equality_builtin
@@ -31,11 +36,13 @@ from cuprims.algorithms.operators import combined_input, combiner_spec
 from cuprims.algorithms.reduce_by_key.source import reduce_by_key_source
 from cuprims.algorithms.skeleton import Algorithm, Description, Plan, description, functor_size, functor_state
 from cuprims.errors import ArgumentError
+from cuprims.iterators import ConstantIterator
 from cuprims.op import OpKind, OpSpec, op_spec
 from cuprims.typing import (ArrayIteratorOrProxy, ArrayOrIterator, ArrayOrProxy, ComputeCapabilityLike, DeviceArrayLike,
                             OperatorLike, StreamLike)
 
-__all__ = ["ReduceByKey", "make_reduce_by_key", "reduce_by_key"]
+__all__ = ["ReduceByKey", "make_reduce_by_key", "reduce_by_key", "RunLengthEncode", "make_run_length_encode",
+           "run_length_encode"]
 
 #: The most items one call takes: the kernels' offsets are 32-bit.
 MAX_ITEMS = (1 << 31) - 1
@@ -247,3 +254,99 @@ def reduce_by_key(*, d_in_keys: ArrayOrIterator, d_in_values: ArrayOrIterator, d
                                          equality_op=equality_op)
     obj._run(None, d_in_keys, d_in_values, d_out_unique_keys, d_out_aggregates, d_out_num_runs, equality_op,
              reduction_op, num_items, stream, True)
+
+
+# ------------------------------------------------------------------ run-length encoding
+
+@description
+class RunLengthEncodeDescription(ReduceByKeyDescription):
+    """A reduce-by-key whose values are ones of the counts' type, summed: each run's length
+    (a class of its own, so that its objects and blobs are not a reduce-by-key's)."""
+
+
+def _ones(counts: ArgKind) -> ConstantIterator:
+    return ConstantIterator(np.ones(1, counts.value.dtype)[0])
+
+
+def _describe_encoding(d_in: Any, d_out_unique: Any, d_out_counts: Any,
+                       d_out_num_runs: Any) -> RunLengthEncodeDescription:
+    keys_in = describe(d_in, "d_in", iterators=True)
+    unique_out = output_like(d_out_unique, "d_out_unique", keys_in)
+    counts = describe(d_out_counts, "d_out_counts", iterators=True, output=True)
+    if counts.value.kind not in "iu":
+        raise ArgumentError("d_out_counts", "an array or output iterator of an integer type (the runs' lengths)",
+                            counts.value.dtype)
+    num_runs = count_output(d_out_num_runs, "d_out_num_runs")
+    equality = op_spec(OpKind.EQUAL_TO, argument="d_in")
+    check_equality_builtin(equality, keys_in.value, "d_in")
+    return RunLengthEncodeDescription(keys_in, describe(_ones(counts), "d_out_counts", iterators=True), unique_out,
+                                      counts, num_runs, equality, combiner_spec(OpKind.PLUS, counts.value))
+
+
+class RunLengthEncode(ReduceByKey):
+    """Run-length encoding (what :func:`make_run_length_encode` returns): each run of equal
+    consecutive items gives its first item and its length. With ``temp_storage=None`` the
+    call returns the bytes it needs."""
+
+    desc: RunLengthEncodeDescription
+
+    def _setup(self) -> None:
+        super()._setup()
+        self._one = _ones(self.desc.aggregates_out)
+
+    def __call__(self, *, temp_storage: DeviceArrayLike | None, d_in: ArrayOrIterator,  # type: ignore[override]
+                 d_out_unique: ArrayOrIterator, d_out_counts: ArrayOrIterator, d_out_num_runs: DeviceArrayLike,
+                 num_items: int, stream: StreamLike | None = None) -> int | None:
+        """Run (or, with ``temp_storage=None``, return the temporary bytes needed)."""
+        return self._run(temp_storage, d_in, self._one, d_out_unique, d_out_counts, d_out_num_runs, None, None,
+                         num_items, stream, False)
+
+
+@keyword_checked
+def make_run_length_encode(*, d_in: ArrayIteratorOrProxy, d_out_unique: ArrayIteratorOrProxy,
+                           d_out_counts: ArrayIteratorOrProxy, d_out_num_runs: ArrayOrProxy,
+                           compute_capability: ComputeCapabilityLike | None = None) -> RunLengthEncode:
+    """Build (or fetch from cache) a run-length encoding.
+
+    Args:
+        d_in: device array or iterator of scalar items (equal by ``==``: a NaN is a run of
+            its own).
+        d_out_unique: device array or output iterator: each run's item.
+        d_out_counts: device array or output iterator of an integer type: each run's length.
+        d_out_num_runs: a one-element device array of int32/int64 (or unsigned) that
+            receives the number of runs.
+        compute_capability: build ahead of time for these targets (no GPU needed).
+
+    Example::
+
+        import cupy as cp, numpy as np, cuprims
+        x = cp.asarray([4, 4, 4, 1, 9, 9], np.int32)
+        unique, counts, runs = cp.empty(6, np.int32), cp.empty(6, np.int64), cp.empty(1, np.int32)
+        rle = cuprims.make_run_length_encode(d_in=x, d_out_unique=unique, d_out_counts=counts,
+                                             d_out_num_runs=runs)
+        call = dict(d_in=x, d_out_unique=unique, d_out_counts=counts, d_out_num_runs=runs, num_items=6)
+        tmp = cp.empty(rle(temp_storage=None, **call), np.uint8)
+        rle(temp_storage=tmp, **call)      # runs == [3], unique[:3] == [4, 1, 9], counts[:3] == [3, 1, 2]
+    """
+    desc = RunLengthEncode._described(_describe_encoding, d_in, d_out_unique, d_out_counts, d_out_num_runs)
+    return RunLengthEncode._make(desc, compute_capability, (None, None, d_in, _ones(desc.aggregates_out),
+                                                            d_out_unique, d_out_counts))
+
+
+@keyword_checked
+def run_length_encode(*, d_in: ArrayOrIterator, d_out_unique: ArrayOrIterator, d_out_counts: ArrayOrIterator,
+                      d_out_num_runs: DeviceArrayLike, num_items: int, stream: StreamLike | None = None) -> None:
+    """Run-length encoding in one call (temporary storage taken on ``stream``).
+
+    Example::
+
+        import cupy as cp, numpy as np, cuprims
+        x = cp.asarray([0.5, 0.5, 2.0], np.float32)
+        unique, counts, runs = cp.empty(3, np.float32), cp.empty(3, np.int32), cp.empty(1, np.int64)
+        cuprims.run_length_encode(d_in=x, d_out_unique=unique, d_out_counts=counts, d_out_num_runs=runs,
+                                  num_items=3)
+        assert int(runs[0]) == 2 and counts[:2].get().tolist() == [2, 1]
+    """
+    obj = make_run_length_encode.__wrapped__(d_in=d_in, d_out_unique=d_out_unique, d_out_counts=d_out_counts,
+                                             d_out_num_runs=d_out_num_runs)
+    obj._run(None, d_in, obj._one, d_out_unique, d_out_counts, d_out_num_runs, None, None, num_items, stream, True)
