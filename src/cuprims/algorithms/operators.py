@@ -15,12 +15,13 @@ from cuprims.errors import ArgumentError
 from cuprims.op import OpSpec, RawOp, op_spec
 
 
-def combiner_spec(op: Any, accum: ValueType) -> OpSpec:
-    """The spec of an operator combining two ``accum`` values (reduce, scan), checked;
-    captured arrays become state packed at each call (:func:`functor_state`)."""
-    spec = op_spec(op, bind_captures=True)
+def combiner_spec(op: Any, accum: ValueType, argument: str = "op") -> OpSpec:
+    """The spec of an operator combining two ``accum`` values (reduce, scan), checked (an
+    error names ``argument``); captured arrays become state packed at each call
+    (:func:`functor_state`)."""
+    spec = op_spec(op, argument=argument, bind_captures=True)
     if spec.kind == "builtin":
-        check_binary_builtin(spec, accum)
+        check_binary_builtin(spec, accum, argument)
     return spec
 
 
@@ -52,19 +53,20 @@ def functor_state(spec: OpSpec, op: Any, argument: str = "op") -> bytes:
     return b"\0"
 
 
-def combined_input(in_arg: Any, out_arg: Any) -> Any:
+def combined_input(in_arg: Any, out_arg: Any, in_name: str = "d_in", out_name: str = "d_out") -> Any:
     """The input argument kind of an algorithm combining its items in the output's type
-    (reduce, segmented reduce, scan), checked against that type: items of a struct of the
-    output's layout (a ZipIterator's (v0, v1), an array of another struct with the same
-    field types at the same offsets) are read as the output's struct, byte for byte."""
+    (reduce, segmented reduce, scan, reduce-by-key), checked against that type: items of a
+    struct of the output's layout (a ZipIterator's (v0, v1), an array of another struct with
+    the same field types at the same offsets) are read as the output's struct, byte for
+    byte. Errors name the arguments ``in_name`` and ``out_name``."""
     in_vt, accum = in_arg.value, out_arg.value
     if in_vt.is_struct and accum.is_struct and in_vt.code != accum.code and same_layout(in_vt.dtype, accum.dtype):
         in_arg = in_arg.viewed_as(accum)
         in_vt = accum
     if accum.is_struct != in_vt.is_struct or (accum.is_struct and in_vt.code != accum.code):
-        raise ArgumentError("d_in", f"items of the output's type {shown_dtype(accum.dtype)} (or of a struct of "
+        raise ArgumentError(in_name, f"items of the output's type {shown_dtype(accum.dtype)} (or of a struct of "
                             "its layout: the same field types at the same offsets)", shown_dtype(in_vt.dtype))
     if in_vt.kind == "c" and accum.kind != "c":
-        raise ArgumentError("d_out", f"a complex output for {in_vt.dtype} input items (the imaginary part "
+        raise ArgumentError(out_name, f"a complex output for {in_vt.dtype} input items (the imaginary part "
                             "would be lost)", accum.dtype)
     return in_arg

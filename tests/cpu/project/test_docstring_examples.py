@@ -62,6 +62,8 @@ ON_CPU: dict[str, str] = {
     "cuprims.make_radix_sort": "build",
     "cuprims.make_merge_sort": "build",
     "cuprims.make_unique_by_key": "build",
+    "cuprims.make_reduce_by_key": "build",
+    "cuprims.make_run_length_encode": "build",
     "cuprims.make_three_way_partition": "build",
     "cuprims.make_select": "build",
     "cuprims.make_histogram_even": "build",
@@ -102,7 +104,8 @@ GPU_ONLY: dict[str, str] = {
     **{f"cuprims.{name}": _ONE_SHOT_FORM.format(f"cuprims.make_{name}") for name in (
         "reduce_into", "segmented_reduce", "inclusive_scan", "exclusive_scan", "unary_transform", "binary_transform",
         "lower_bound", "upper_bound", "radix_sort", "merge_sort", "segmented_sort", "unique_by_key",
-        "three_way_partition", "select", "histogram_even")},
+        "three_way_partition", "select", "histogram_even", "reduce_by_key",
+        "run_length_encode")},
     "cuprims.make_segmented_sort": ("its build (the segmented sort's six kernels) takes about 20 s of NVRTC, a "
                                     "third of this file's budget; tests/cpu/algorithms/test_segmented_sort.py builds "
                                     "the algorithm ahead of time"),

@@ -1,0 +1,58 @@
+"""Source for reduce-by-key: cuprims' init and sweep kernels on CUB's AgentReduceByKey
+(``algorithms/reduce_by_key/cuprims_reduce_by_key.cuh``), with CUB's tile shape for the key
+and accumulator types (``policy_selector_from_types``). The values are reduced in the type
+of the aggregates' output (``accum``); a run's key is written as the first key of the run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cuprims._codegen.common import (arg_param, converted_outputs, iterator_parts, meta_export, op_symbol,
+                                     output_param, unit_head)
+from cuprims._codegen.functors import binary_functor, equality_functor
+from cuprims._compile.source import Source
+from cuprims._value_types import ValueType
+from cuprims.op import OpSpec
+
+REDUCE_BY_KEY_META = ("threads", "items", "init_threads", "tile_padding", "tile_bytes_per_tile", "tile_fixed_bytes")
+_NS = "cuprims::reduce_by_key"
+
+
+def reduce_by_key_source(*, keys_in: Any, values_in: Any, unique_out: Any, aggregates_out: Any, num_runs: Any,
+                         equality: OpSpec, reduction: OpSpec, accum: ValueType, arch: int) -> Source:
+    """Source reducing each run of equal consecutive keys of ``keys_in`` (by ``equality``)
+    over ``values_in`` with ``reduction`` in ``accum``."""
+    key = keys_in.value
+    eq_text, eq_externs = equality_functor("cuprims_eq_t", equality, key, op_symbol(equality, "cuprims_op_0"))
+    red_text, red_externs = binary_functor("cuprims_red_t", reduction, accum, op_symbol(reduction, "cuprims_op_1"))
+    iterator_text, iterator_types, iterator_symbols = iterator_parts((keys_in, values_in, unique_out, aggregates_out))
+    p_kin, p_vin = arg_param(keys_in), arg_param(values_in)
+    p_kout, p_aout = output_param(unique_out, key), output_param(aggregates_out, accum)
+    count, a = num_runs.value.cpp, accum.cpp
+    converted = converted_outputs(((unique_out, key), (aggregates_out, accum)))
+    storage = f"{_NS}::tile_storage<{a}>"
+    text = (
+        unit_head((key, values_in.value, accum, num_runs.value) + iterator_types, arch,
+                  ("reduce_by_key/cuprims_reduce_by_key.cuh",), iterator_text, converted)
+        + eq_text + red_text
+        + "\nusing cuprims_selector_t = CUB_NS_QUALIFIER::detail::reduce_by_key::policy_selector_from_types<"
+        + f"cuprims_red_t, {a}, {key.cpp}>;\n"
+        + "constexpr auto cuprims_policy = cuprims_selector_t{}(::cuda::compute_capability{"
+        + f"{arch // 10}, {arch % 10}" + "}).lookback;\n"
+        + meta_export((
+            ("threads", "cuprims_policy.threads_per_block"),
+            ("items", "cuprims_policy.items_per_thread"),
+            ("init_threads", f"{_NS}::init_threads"),
+            ("tile_padding", f"{storage}::padding"),
+            ("tile_bytes_per_tile", f"{storage}::bytes_per_tile"),
+            ("tile_fixed_bytes", f"{storage}::fixed_bytes"),
+        ))
+    )
+    names = (
+        f"{_NS}::init_kernel<{a}, {count}>",
+        f"{_NS}::sweep_kernel<cuprims_selector_t, {p_kin}, {p_kout}, {p_vin}, {p_aout}, {count}, cuprims_eq_t, "
+        f"cuprims_red_t, {a}>",
+    )
+    # CUB's tuning header has unannotated (host) helpers: NVRTC takes them as device code
+    return Source(text=text, name_expressions=names, extern_symbols=eq_externs + red_externs + iterator_symbols,
+                  meta_fields=REDUCE_BY_KEY_META, compile_options=(("device_as_default_execution_space", True),))

@@ -1,0 +1,224 @@
+"""Reduce-by-key on the CPU: ahead-of-time sm_90 builds for several key, value and
+aggregate types, iterators, Python and built-in operators, struct values; a golden, kernel
+parameters against the cubin, the tile states' layout, the dispatch on a fake device (the
+kernels emulated in numpy), and bad arguments named before anything is compiled."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+import cuprims
+from cpu_helpers import FakeArray, FakeMemory, FakePack, check_golden, check_kernel_params, render_source
+from cuprims import ConstantIterator, CountingIterator, DiscardIterator, OpKind, ProxyArray as P, TransformIterator
+from cuprims._runtime import driver
+from cuprims.algorithms.reduce_by_key import api as rbk
+from cuprims.algorithms.reduce_by_key.api import storage_layout
+from cuprims.errors import ArgumentError
+
+i4, i8, f4, f8 = np.int32, np.int64, np.float32, np.float64
+PAIR = cuprims.gpu_struct({"lo": np.float32, "hi": np.float32})
+
+
+def _make(**over):
+    kw = dict(d_in_keys=P(i4), d_in_values=P(f4), d_out_unique_keys=P(i4), d_out_aggregates=P(f4),
+              d_out_num_runs=P(i8), reduction_op=OpKind.PLUS, compute_capability=90)
+    kw.update(over)
+    return cuprims.make_reduce_by_key(**kw)
+
+
+def test_golden_and_parameters(shared_cache):
+    obj = _make()
+    check_golden("reduce_by_key_i4_f4_plus_sm90", render_source(obj._builds.source(90)))
+    check_kernel_params(obj, 90)
+    meta = obj._builds.result(90).meta
+    # an (int offset, float) pair fits one 16-byte atomic word with its status
+    assert meta["tile_bytes_per_tile"] == 16 and meta["tile_padding"] > 0 and meta["threads"] * meta["items"] >= 128
+    assert meta["tile_fixed_bytes"] == meta["tile_padding"] * 16 + 256
+
+
+@pytest.mark.ci_sample(every=2)
+@pytest.mark.parametrize("key, value, aggregate, count", [
+    (np.int64, np.float64, np.float64, np.int32), (np.uint8, np.int32, np.int64, np.uint64),
+    (np.float32, np.int16, np.int32, np.int64), (np.int16, np.float16, np.float32, np.uint32)])
+def test_array_builds_of_several_types(shared_cache, key, value, aggregate, count):
+    obj = _make(d_in_keys=P(key), d_out_unique_keys=P(key), d_in_values=P(value), d_out_aggregates=P(aggregate),
+                d_out_num_runs=P(count))
+    check_kernel_params(obj, 90)
+
+
+def test_run_lengths_from_a_constant_iterator_with_python_operators(shared_cache):
+    obj = _make(d_in_values=ConstantIterator(i4(1)), d_out_aggregates=P(i4), reduction_op=lambda a, b: a + b,
+                equality_op=lambda a, b: a == b)
+    check_kernel_params(obj, 90)
+    assert obj.desc.equality.kind == "python" and obj.desc.reduction.kind == "python"
+
+
+def test_struct_values_iterator_keys_and_discarded_keys(shared_cache):
+    def wider(a, b):
+        return PAIR(min(a.lo, b.lo), max(a.hi, b.hi))
+
+    keys = TransformIterator(CountingIterator(i8(0)), lambda i: i // 4)
+    obj = _make(d_in_keys=keys, d_out_unique_keys=DiscardIterator(P(i8)), d_in_values=P(PAIR.dtype),
+                d_out_aggregates=P(PAIR.dtype), reduction_op=wider)
+    check_kernel_params(obj, 90)
+    meta = obj._builds.result(90).meta
+    assert meta["tile_bytes_per_tile"] > 0 and meta["tile_fixed_bytes"] >= meta["tile_padding"] * 16
+
+
+def test_bad_arguments_are_named_before_anything_is_built():
+    with pytest.raises(ArgumentError) as info:
+        _make(reduction_op=None)
+    assert info.value.argument == "reduction_op"
+    s = cuprims.gpu_struct({"q": i4})
+    with pytest.raises(ArgumentError) as info:   # struct keys: == is no equality for them
+        _make(d_in_keys=P(s.dtype), d_out_unique_keys=P(s.dtype))
+    assert info.value.argument == "equality_op"
+    with pytest.raises(ArgumentError) as info:   # scalar values into struct aggregates
+        _make(d_out_aggregates=P(PAIR.dtype), reduction_op=lambda a, b: a)
+    assert info.value.argument == "d_in_values"
+    with pytest.raises(ArgumentError) as info:
+        _make(d_out_num_runs=P(f4))
+    assert info.value.argument == "d_out_num_runs"
+    with pytest.raises(ArgumentError) as info:   # a float key cannot be written as an int8 key
+        _make(d_out_unique_keys=P(np.int8), d_in_keys=P(f4))
+    assert info.value.argument == "d_out_unique_keys"
+
+
+def test_storage_layout():
+    plan = SimpleNamespace(tile_items=768, bytes_per_tile=16, fixed_bytes=32 * 16 + 256)
+    assert storage_layout(plan, 768 * 10 + 1) == (11, 11 * 16 + 768)
+    assert storage_layout(plan, 0) == (0, 16 + 768)    # the init still readies one (the run count is zeroed)
+
+
+# ------------------------------------------------------------------ host dispatch on a fake device
+
+class FakeReduceByKeyDevice:
+    """The init readies the tile states and zeroes the run count; the sweep is emulated in
+    numpy (runs of equal keys, NaN never equal, each reduced by addition)."""
+
+    def __init__(self, mem: FakeMemory, desc, plan):
+        self.mem, self.desc, self.plan = mem, desc, plan
+        self.launches: list[tuple] = []
+        self.ready: dict[int, tuple[int, int]] = {}
+
+    def launch(self, kernel, grid, block, stream, params, shared=0):
+        self.launches.append((kernel, grid, block, stream))
+        plan = self.plan
+        if kernel == "init":
+            storage, ready, nbytes, p_count = params
+            assert storage % 256 == 0 and grid == -(-ready // block) and block == plan.init_threads
+            assert nbytes == ready * plan.bytes_per_tile + plan.fixed_bytes
+            self.mem.view(storage, np.uint8, nbytes)[:] = 0
+            self.ready[storage] = (ready, nbytes)
+            self.mem.view(p_count, self.desc.num_runs.value.dtype, 1)[:] = 0
+            return
+        kin, kout, vin, aout, p_count, storage, nbytes, _, _, n, tiles = params
+        assert self.ready[storage] == (tiles, nbytes) and grid == tiles == -(-n // plan.tile_items)
+        assert block == plan.threads
+        kd, vd, ad = (a.value.dtype for a in (self.desc.keys_in, self.desc.values_in, self.desc.aggregates_out))
+        keys, values = self.mem.view(kin, kd, n), self.mem.view(vin, vd, n)
+        heads = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+        self.mem.view(kout, kd, heads.size)[:] = keys[heads]
+        self.mem.view(aout, ad, heads.size)[:] = np.add.reduceat(values.astype(ad), heads)
+        self.mem.view(p_count, self.desc.num_runs.value.dtype, 1)[:] = heads.size
+
+
+@pytest.fixture
+def fake(monkeypatch, shared_cache):
+    mem = FakeMemory()
+    monkeypatch.setattr(driver, "ParamPack", FakePack)
+    monkeypatch.setattr(driver, "alloc_async", lambda nbytes, stream, device=-1: mem.alloc(nbytes, skew=64))
+    monkeypatch.setattr(driver, "free_async", lambda ptr, stream: mem.free(ptr))
+
+    def make(**over):
+        obj = _make(**over)
+        meta = obj._builds.result(90).meta
+        plan = rbk._Plan(SimpleNamespace(meta=meta, handles=("init", "sweep")))
+        plan.device = 0
+        obj._plans[0] = plan
+        dev = FakeReduceByKeyDevice(mem, obj.desc, plan)
+        monkeypatch.setattr(driver, "launch", dev.launch)
+        return obj, dev
+
+    make.mem = mem
+    return make
+
+
+@pytest.mark.parametrize("n_tiles, extra", [(0, 0), (0, 1), (1, 0), (3, 17)])
+def test_fake_device_against_numpy(fake, n_tiles, extra):
+    obj, dev = fake()
+    n = max(n_tiles * obj._plans[0].tile_items + extra, 0)
+    rng = np.random.default_rng(n)
+    keys = np.sort(rng.integers(0, max(1, n // 5), n)).astype(i4)
+    values = rng.random(n).astype(f4)
+    mem = fake.mem
+    kin, vin = FakeArray(mem, keys), FakeArray(mem, values)
+    kout, aout, runs = FakeArray(mem, np.zeros(n, i4)), FakeArray(mem, np.zeros(n, f4)), FakeArray(mem, np.full(1, 9, i8))
+    kw = dict(d_in_keys=kin, d_in_values=vin, d_out_unique_keys=kout, d_out_aggregates=aout, d_out_num_runs=runs,
+              reduction_op=OpKind.PLUS, num_items=n)
+    nbytes = obj(temp_storage=None, **kw)
+    obj(temp_storage=FakeArray(mem, np.zeros(nbytes, np.uint8), skew=24), **kw)
+    heads = np.flatnonzero(np.r_[np.ones(min(n, 1), bool), keys[1:] != keys[:-1]])
+    m = int(runs.get()[0])
+    assert m == heads.size
+    np.testing.assert_array_equal(kout.get()[:m], keys[heads])
+    np.testing.assert_allclose(aout.get()[:m], np.add.reduceat(values, heads) if n else [], rtol=1e-6)
+    assert [k for k, *_ in dev.launches] == (["init", "sweep"] if n else ["init"])
+
+
+def test_more_items_than_32_bit_offsets_count_are_refused(fake):
+    obj, _ = fake()
+    with pytest.raises(ArgumentError) as info:
+        obj(temp_storage=None, d_in_keys=CountingIterator(i4(0)), d_in_values=ConstantIterator(f4(1)),
+            d_out_unique_keys=DiscardIterator(P(i4)), d_out_aggregates=DiscardIterator(P(f4)),
+            d_out_num_runs=FakeArray(fake.mem, np.zeros(1, i8)), num_items=1 << 31)
+    assert info.value.argument == "num_items"
+
+
+# ------------------------------------------------------------------ run-length encoding
+
+def test_run_length_encoding_builds_a_reduction_of_ones(shared_cache):
+    obj = cuprims.make_run_length_encode(d_in=P(f4), d_out_unique=P(f4), d_out_counts=P(np.uint32),
+                                         d_out_num_runs=P(i8), compute_capability=90)
+    check_kernel_params(obj, 90)
+    assert isinstance(obj, rbk.RunLengthEncode) and obj.desc.reduction.builtin is OpKind.PLUS
+    assert obj.desc.values_in.value.dtype == np.uint32 and not obj.desc.values_in.is_pointer
+    # its own description class: never the reduce-by-key object of the same types
+    same = _make(d_in_keys=P(f4), d_out_unique_keys=P(f4), d_in_values=ConstantIterator(np.uint32(1)),
+                 d_out_aggregates=P(np.uint32))
+    assert type(same) is rbk.ReduceByKey and same.desc != obj.desc
+
+
+def test_run_length_encoding_on_the_fake_device(fake, monkeypatch):
+    obj = cuprims.make_run_length_encode(d_in=P(i4), d_out_unique=P(i4), d_out_counts=P(i8), d_out_num_runs=P(i8),
+                                         compute_capability=90)
+    meta = obj._builds.result(90).meta
+    plan = rbk._Plan(SimpleNamespace(meta=meta, handles=("init", "sweep")))
+    plan.device = 0
+    obj._plans[0] = plan
+    mem = fake.mem
+    launches = []
+
+    def launch(kernel, grid, block, stream, params, shared=0):
+        launches.append(kernel)
+        if kernel == "init":
+            mem.view(params[3], i8, 1)[:] = 0
+            return
+        kin, kout, ones, cout, p_count, _, _, _, _, n, _ = params
+        assert isinstance(ones, bytes) and np.frombuffer(ones[:8], i8)[0] == 1   # the constant iterator's value
+        x = mem.view(kin, i4, n)
+        heads = np.flatnonzero(np.r_[True, x[1:] != x[:-1]])
+        mem.view(kout, i4, heads.size)[:] = x[heads]
+        mem.view(cout, i8, heads.size)[:] = np.diff(np.r_[heads, n])
+        mem.view(p_count, i8, 1)[:] = heads.size
+
+    monkeypatch.setattr(driver, "launch", launch)
+    x = np.repeat(np.arange(5, dtype=i4), [3, 1, 4, 1, 5])
+    unique, counts, runs = FakeArray(mem, np.zeros(14, i4)), FakeArray(mem, np.zeros(14, i8)), FakeArray(mem, np.zeros(1, i8))
+    call = dict(d_in=FakeArray(mem, x), d_out_unique=unique, d_out_counts=counts, d_out_num_runs=runs, num_items=x.size)
+    obj(temp_storage=FakeArray(mem, np.zeros(obj(temp_storage=None, **call), np.uint8)), **call)
+    assert launches == ["init", "sweep"] and int(runs.get()[0]) == 5
+    assert unique.get()[:5].tolist() == [0, 1, 2, 3, 4] and counts.get()[:5].tolist() == [3, 1, 4, 1, 5]

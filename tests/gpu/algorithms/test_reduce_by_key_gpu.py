@@ -1,0 +1,177 @@
+"""reduce_by_key on the GPU against numpy (runs from np.diff, sums by np.add.reduceat): every
+integer and float key and value dtype, sizes around a tile, NaN keys, a single run, all
+distinct keys, iterators, Python operators (one capturing a device array), struct values,
+the object API on a stream."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+cp = pytest.importorskip("cupy")
+
+import cuprims  # noqa: E402
+from cuprims import ConstantIterator, CountingIterator, DiscardIterator, OpKind, TransformIterator  # noqa: E402
+
+PAIR = cuprims.gpu_struct({"lo": np.float32, "hi": np.float32})
+
+
+def reference(keys: np.ndarray, values: np.ndarray, reduce=np.add):
+    """(unique keys, aggregates) of each run of equal consecutive keys (NaN equals nothing)."""
+    n = keys.size
+    if n == 0:
+        return keys[:0], values[:0]
+    heads = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    return keys[heads], reduce.reduceat(values, heads)
+
+
+def run(keys: np.ndarray, values: np.ndarray, aggregate=None, op=OpKind.PLUS, **kw):
+    aggregate = aggregate or values.dtype
+    n = keys.size
+    k, v = cp.asarray(keys), cp.asarray(values)
+    uk, agg, runs = cp.zeros(max(n, 1), keys.dtype), cp.zeros(max(n, 1), aggregate), cp.full(1, -1, np.int64)
+    cuprims.reduce_by_key(d_in_keys=k, d_in_values=v, d_out_unique_keys=uk, d_out_aggregates=agg,
+                          d_out_num_runs=runs, reduction_op=op, num_items=n, **kw)
+    m = int(runs[0])
+    return uk[:m].get(), agg[:m].get()
+
+
+@pytest.mark.parametrize("key", [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64,
+                                 np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("value", [np.int32, np.int64, np.float32, np.float64])
+def test_sums_for_every_key_and_value_type(key, value):
+    rng = np.random.default_rng(1)
+    n = 50_000
+    keys = np.sort(rng.integers(0, 100, n)).astype(key)
+    values = rng.integers(-50, 50, n).astype(value)
+    uk, agg = run(keys, values)
+    want_k, want_a = reference(keys, values)
+    np.testing.assert_array_equal(uk, want_k)
+    np.testing.assert_allclose(agg, want_a, rtol=1e-5 if value == np.float32 else 1e-12)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 767, 768, 769, 10_000, 1 << 20])
+def test_sizes_around_a_tile_with_random_runs(n):
+    rng = np.random.default_rng(n)
+    keys = np.cumsum(rng.random(n) < 0.3).astype(np.int32)
+    values = rng.random(n).astype(np.float64)
+    uk, agg = run(keys, values)
+    want_k, want_a = reference(keys, values)
+    np.testing.assert_array_equal(uk, want_k)
+    np.testing.assert_allclose(agg, want_a, rtol=1e-12)
+
+
+def test_one_run_all_distinct_keys_and_nan_keys():
+    n = 100_000
+    ones = np.ones(n, np.float64)
+    uk, agg = run(np.full(n, 7, np.int32), ones)
+    assert uk.tolist() == [7] and agg.tolist() == [n]
+    keys = np.arange(n, dtype=np.int64)
+    uk, agg = run(keys, ones)
+    np.testing.assert_array_equal(uk, keys)
+    assert (agg == 1).all()
+    keys = np.repeat(np.array([1.0, np.nan, np.nan, 2.0], np.float32), 3)   # NaN != NaN: each NaN its own run
+    uk, agg = run(keys, np.ones(keys.size, np.float32))
+    assert agg.tolist() == [3, 1, 1, 1, 1, 1, 1, 3] and np.isnan(uk[1:7]).all()
+
+
+def test_run_lengths_from_a_constant_iterator_and_iterator_keys():
+    n = 1 << 18
+    keys = TransformIterator(CountingIterator(np.int64(0)), lambda i: i // 5)
+    uk, lengths, runs = cp.empty(n, np.int64), cp.empty(n, np.int32), cp.empty(1, np.int32)
+    cuprims.reduce_by_key(d_in_keys=keys, d_in_values=ConstantIterator(np.int32(1)), d_out_unique_keys=uk,
+                          d_out_aggregates=lengths, d_out_num_runs=runs, reduction_op=OpKind.PLUS, num_items=n)
+    m = int(runs[0])
+    assert m == -(-n // 5)
+    np.testing.assert_array_equal(uk[:m].get(), np.arange(m))
+    assert (lengths[:m - 1].get() == 5).all() and int(lengths[m - 1]) == n - 5 * (m - 1)
+
+
+def test_python_operators_one_capturing_a_device_array_and_discarded_keys():
+    rng = np.random.default_rng(3)
+    n = 30_000
+    keys = np.sort(rng.integers(0, 1000, n)).astype(np.int32)
+    values = rng.random(n).astype(np.float32)
+    width = cp.asarray([10], np.int32)
+
+    def same_decade(a, b):
+        return a // width[0] == b // width[0]
+
+    def larger(a, b):
+        return a if a > b else b
+
+    agg, runs = cp.empty(n, np.float32), cp.empty(1, np.int64)
+    cuprims.reduce_by_key(d_in_keys=cp.asarray(keys), d_in_values=cp.asarray(values),
+                          d_out_unique_keys=DiscardIterator(cp.empty(1, np.int32)), d_out_aggregates=agg,
+                          d_out_num_runs=runs, reduction_op=larger, equality_op=same_decade, num_items=n)
+    decades = keys // 10
+    heads = np.flatnonzero(np.r_[True, decades[1:] != decades[:-1]])
+    m = int(runs[0])
+    assert m == heads.size
+    np.testing.assert_array_equal(agg[:m].get(), np.maximum.reduceat(values, heads))
+
+
+def test_struct_values_with_a_python_reduction():
+    def span(a, b):
+        return PAIR(min(a.lo, b.lo), max(a.hi, b.hi))
+
+    rng = np.random.default_rng(4)
+    n = 20_000
+    keys = np.sort(rng.integers(0, 300, n)).astype(np.int32)
+    lo = rng.random(n).astype(np.float32)
+    pairs = np.empty(n, PAIR.dtype)
+    pairs["lo"], pairs["hi"] = lo, lo + 1
+    uk, agg, runs = cp.empty(n, np.int32), cp.empty(n, PAIR.dtype), cp.empty(1, np.int64)
+    cuprims.reduce_by_key(d_in_keys=cp.asarray(keys), d_in_values=cp.asarray(pairs), d_out_unique_keys=uk,
+                          d_out_aggregates=agg, d_out_num_runs=runs, reduction_op=span, num_items=n)
+    heads = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    m = int(runs[0])
+    got = agg[:m].get()
+    np.testing.assert_array_equal(got["lo"], np.minimum.reduceat(lo, heads))
+    np.testing.assert_array_equal(got["hi"], np.maximum.reduceat(lo + 1, heads))
+
+
+def test_object_api_on_a_stream_and_a_wider_aggregate():
+    rng = np.random.default_rng(5)
+    n = 200_000
+    keys = np.sort(rng.integers(0, 5_000, n)).astype(np.uint16)
+    values = rng.integers(0, 100, n).astype(np.int8)
+    k, v = cp.asarray(keys), cp.asarray(values.astype(np.int64))
+    uk, agg, runs = cp.empty(n, np.uint16), cp.empty(n, np.int64), cp.empty(1, np.uint32)
+    r = cuprims.make_reduce_by_key(d_in_keys=k, d_in_values=v, d_out_unique_keys=uk, d_out_aggregates=agg,
+                                   d_out_num_runs=runs, reduction_op=OpKind.PLUS)
+    call = dict(d_in_keys=k, d_in_values=v, d_out_unique_keys=uk, d_out_aggregates=agg, d_out_num_runs=runs,
+                num_items=n)
+    stream = cp.cuda.Stream(non_blocking=True)
+    tmp = cp.empty(r(temp_storage=None, **call), np.uint8)
+    r(temp_storage=tmp, stream=stream, **call)
+    stream.synchronize()
+    want_k, want_a = reference(keys, values.astype(np.int64))
+    m = int(runs[0])
+    np.testing.assert_array_equal(uk[:m].get(), want_k)
+    np.testing.assert_array_equal(agg[:m].get(), want_a)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint16, np.int32, np.int64, np.float32, np.float64])
+@pytest.mark.parametrize("n", [0, 1, 1000, 1 << 20])
+def test_run_length_encode_against_numpy(dtype, n):
+    rng = np.random.default_rng(n)
+    x = np.repeat(rng.integers(0, 50, n).astype(dtype), rng.integers(1, 4, n))[:n]
+    unique, counts, runs = cp.empty(max(n, 1), dtype), cp.empty(max(n, 1), np.int64), cp.full(1, -1, np.int32)
+    cuprims.run_length_encode(d_in=cp.asarray(x), d_out_unique=unique, d_out_counts=counts, d_out_num_runs=runs,
+                              num_items=n)
+    heads = np.flatnonzero(np.r_[np.ones(min(n, 1), bool), x[1:] != x[:-1]])
+    m = int(runs[0])
+    assert m == heads.size
+    np.testing.assert_array_equal(unique[:m].get(), x[heads])
+    np.testing.assert_array_equal(counts[:m].get(), np.diff(np.r_[heads, n]))
+
+
+def test_run_length_encode_object_api_with_nan_items():
+    x = cp.asarray(np.array([1, 1, np.nan, np.nan, 3, 3, 3], np.float32))
+    unique, counts, runs = cp.empty(7, np.float32), cp.empty(7, np.uint32), cp.empty(1, np.int64)
+    rle = cuprims.make_run_length_encode(d_in=x, d_out_unique=unique, d_out_counts=counts, d_out_num_runs=runs)
+    call = dict(d_in=x, d_out_unique=unique, d_out_counts=counts, d_out_num_runs=runs, num_items=7)
+    rle(temp_storage=cp.empty(rle(temp_storage=None, **call), np.uint8), **call)
+    m = int(runs[0])
+    assert m == 4 and counts[:m].get().tolist() == [2, 1, 1, 3]    # NaN != NaN
