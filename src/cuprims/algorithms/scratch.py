@@ -22,6 +22,10 @@ MAX_BYTES = 1 << 20
 _FIRST_BYTES = 4096
 
 lock = threading.Lock()
+#: The thread holding :data:`lock` (None: none). A call made while its own thread holds the
+#: lock (from inside another call's launches) allocates its storage instead: it must not
+#: share the buffer the outer call is using, nor wait for a lock its own thread holds.
+holder: int | None = None
 _buffers: dict[int, tuple[int, int]] = {}   # device -> (pointer, bytes)
 
 

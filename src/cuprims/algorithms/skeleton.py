@@ -25,6 +25,7 @@ the memo of the last call's bound arrays.
 from __future__ import annotations
 
 from functools import cached_property
+from threading import get_ident
 from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
 
 # a Description subclass is a frozen dataclass with a cached hash
@@ -346,13 +347,15 @@ class Algorithm(CallMemo, CompiledAlgorithm):
         owned = temp = available = 0
         seen = shared = None
         if needed:
-            if temp_storage is None and s == 0 and needed <= scratch.MAX_BYTES:
+            if temp_storage is None and s == 0 and needed <= scratch.MAX_BYTES and scratch.holder != get_ident():
                 # a one-shot call on the legacy default stream: the buffer such calls share
                 shared = scratch.lock
                 shared.acquire()
+                scratch.holder = get_ident()
                 try:
                     temp = scratch.shared_buffer(needed, plan.device)
                 except BaseException:
+                    scratch.holder = None
                     shared.release()
                     raise
                 available = needed
@@ -388,6 +391,7 @@ class Algorithm(CallMemo, CompiledAlgorithm):
             if owned:
                 driver.free_async(owned, s)
             if shared is not None:
+                scratch.holder = None
                 shared.release()
         if seen is not None and _devices._several is False:
             self._last_temp = seen

@@ -299,6 +299,26 @@ def test_one_shots_on_the_legacy_stream_share_a_buffer_per_device(fake_driver, m
     assert sorted(fake_driver.frees[-2:]) == [8192, 12288] and scratch._buffers == {}
 
 
+def test_a_one_shot_inside_another_ones_launches_allocates_its_own_storage(fake_driver, monkeypatch):
+    outer = _FakeAlgorithm(_FakeDescription("outer"), [90], ())
+    inner = _FakeAlgorithm(_FakeDescription("inner"), [90], ())
+    real = _FakeAlgorithm._dispatch
+    seen = []
+
+    def dispatch(self, plan, args, temp, stream):
+        real(self, plan, args, temp, stream)
+        seen.append((self.desc.tag, temp))
+        if self is outer:   # the outer call holds the shared buffer: the inner one must not wait for it
+            inner._execute(None, None, True, (), ())
+
+    monkeypatch.setattr(_FakeAlgorithm, "_dispatch", dispatch)
+    outer._execute(None, None, True, (), ())
+    (_, shared), (_, own) = seen
+    assert own != shared and fake_driver.allocs == [scratch._FIRST_BYTES, 100] and fake_driver.frees == [own]
+    assert not scratch.lock.locked() and scratch.holder is None
+    scratch.release()
+
+
 def test_objects_are_computed_only_for_a_build(fake_driver, monkeypatch):
     calls = []
     real = _FakeAlgorithm._objects
