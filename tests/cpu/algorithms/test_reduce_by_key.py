@@ -64,8 +64,28 @@ def test_struct_values_iterator_keys_and_discarded_keys(shared_cache):
     obj = _make(d_in_keys=keys, d_out_unique_keys=DiscardIterator(P(i8)), d_in_values=P(PAIR.dtype),
                 d_out_aggregates=P(PAIR.dtype), reduction_op=wider)
     check_kernel_params(obj, 90)
+    check_kernel_params(obj, 90)
+
+
+def test_tile_states_of_a_wide_struct_fit_the_storage_the_host_sizes(shared_cache):
+    triple = cuprims.gpu_struct({"a": f4, "b": f4, "c": f4})
+
+    def first(a, b):
+        return a
+
+    obj = _make(d_in_values=P(triple.dtype), d_out_aggregates=P(triple.dtype), reduction_op=first)
     meta = obj._builds.result(90).meta
-    assert meta["tile_bytes_per_tile"] > 0 and meta["tile_fixed_bytes"] >= meta["tile_padding"] * 16
+    per_tile, padding, fixed = meta["tile_bytes_per_tile"], meta["tile_padding"], meta["tile_fixed_bytes"]
+    # a (int offset, 12-byte struct) pair is no atomic word: CUB's status words (4 bytes) and two
+    # arrays of pairs, each starting at a 256-byte boundary of the 256-aligned storage
+    check_kernel_params(obj, 90)
+    status = 4
+    pair = (per_tile - status) // 2
+    assert pair >= 16
+    for tiles in (1, 7, 1000, 12345):
+        entries = tiles + padding
+        needed = sum(-(-entries * size // 256) * 256 for size in (status, pair, pair))
+        assert tiles * per_tile + fixed >= needed
 
 
 def test_bad_arguments_are_named_before_anything_is_built():
@@ -108,15 +128,15 @@ class FakeReduceByKeyDevice:
         self.launches.append((kernel, grid, block, stream))
         plan = self.plan
         if kernel == "init":
-            storage, ready, nbytes, p_count = params
+            storage, ready, p_count = params
             assert storage % 256 == 0 and grid == -(-ready // block) and block == plan.init_threads
-            assert nbytes == ready * plan.bytes_per_tile + plan.fixed_bytes
-            self.mem.view(storage, np.uint8, nbytes)[:] = 0
-            self.ready[storage] = (ready, nbytes)
+            nbytes = ready * plan.bytes_per_tile + plan.fixed_bytes
+            self.mem.view(storage, np.uint8, nbytes)[:] = 0   # the tile states fit the storage
+            self.ready[storage] = ready
             self.mem.view(p_count, self.desc.num_runs.value.dtype, 1)[:] = 0
             return
-        kin, kout, vin, aout, p_count, storage, nbytes, _, _, n, tiles = params
-        assert self.ready[storage] == (tiles, nbytes) and grid == tiles == -(-n // plan.tile_items)
+        kin, kout, vin, aout, p_count, storage, _, _, n, tiles = params
+        assert self.ready[storage] == tiles and grid == tiles == -(-n // plan.tile_items)
         assert block == plan.threads
         kd, vd, ad = (a.value.dtype for a in (self.desc.keys_in, self.desc.values_in, self.desc.aggregates_out))
         keys, values = self.mem.view(kin, kd, n), self.mem.view(vin, vd, n)
@@ -205,9 +225,9 @@ def test_run_length_encoding_on_the_fake_device(fake, monkeypatch):
     def launch(kernel, grid, block, stream, params, shared=0):
         launches.append(kernel)
         if kernel == "init":
-            mem.view(params[3], i8, 1)[:] = 0
+            mem.view(params[2], i8, 1)[:] = 0
             return
-        kin, kout, ones, cout, p_count, _, _, _, _, n, _ = params
+        kin, kout, ones, cout, p_count, _, _, _, n, _ = params
         assert isinstance(ones, bytes) and np.frombuffer(ones[:8], i8)[0] == 1   # the constant iterator's value
         x = mem.view(kin, i4, n)
         heads = np.flatnonzero(np.r_[True, x[1:] != x[:-1]])

@@ -175,3 +175,27 @@ def test_run_length_encode_object_api_with_nan_items():
     rle(temp_storage=cp.empty(rle(temp_storage=None, **call), np.uint8), **call)
     m = int(runs[0])
     assert m == 4 and counts[:m].get().tolist() == [2, 1, 1, 3]    # NaN != NaN
+
+
+def test_a_struct_too_wide_for_one_tile_state_word():
+    """(int offset, 12-byte struct) pairs are no atomic word: the tile states' three arrays."""
+    triple = cuprims.gpu_struct({"a": np.float32, "b": np.float32, "c": np.int32})
+
+    def add(x, y):
+        return triple(x.a + y.a, x.b + y.b, x.c + y.c)
+
+    rng = np.random.default_rng(6)
+    n = 300_000
+    keys = np.sort(rng.integers(0, 20_000, n)).astype(np.int64)
+    items = np.empty(n, triple.dtype)
+    items["a"], items["b"], items["c"] = 1.0, 0.5, rng.integers(0, 10, n)
+    uk, agg, runs = cp.empty(n, np.int64), cp.empty(n, triple.dtype), cp.empty(1, np.int64)
+    cuprims.reduce_by_key(d_in_keys=cp.asarray(keys), d_in_values=cp.asarray(items), d_out_unique_keys=uk,
+                          d_out_aggregates=agg, d_out_num_runs=runs, reduction_op=add, num_items=n)
+    heads = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    m = int(runs[0])
+    got = agg[:m].get()
+    lengths = np.diff(np.r_[heads, n])
+    assert m == heads.size
+    np.testing.assert_array_equal(got["a"], lengths.astype(np.float32))
+    np.testing.assert_array_equal(got["c"], np.add.reduceat(items["c"], heads))

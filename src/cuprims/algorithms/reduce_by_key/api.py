@@ -83,12 +83,12 @@ class ReduceByKeyDescription(Description):
 
     def kernel_params(self) -> tuple[tuple[Any, ...], ...]:
         return (
-            # init: tile storage, tiles, storage bytes, run count
-            ("ptr", "i32", "i64", "ptr"),
-            # sweep: keys in, unique out, values in, aggregates out, run count, tile storage, storage bytes,
-            #        equality, reduction, items, tiles
+            # init: tile storage, tiles, run count
+            ("ptr", "i32", "ptr"),
+            # sweep: keys in, unique out, values in, aggregates out, run count, tile storage, equality,
+            #        reduction, items, tiles
             (self.keys_in.param, self.unique_out.param, self.values_in.param, self.aggregates_out.param, "ptr",
-             "ptr", "i64", functor_size(self.equality), functor_size(self.reduction), "i32", "i32"),
+             "ptr", functor_size(self.equality), functor_size(self.reduction), "i32", "i32"),
         )
 
 
@@ -159,15 +159,15 @@ class ReduceByKey(Algorithm):
 
     def _dispatch(self, plan: _Plan, args: tuple, temp: int, stream: int) -> None:
         p_kin, p_vin, p_kout, p_aout, p_count, eq_state, red_state, n = args
-        tiles, storage_bytes = storage_layout(plan, n)
+        tiles = storage_layout(plan, n)[0]
         storage = -(-temp // REGION_ALIGN) * REGION_ALIGN
         ready = max(tiles, 1)
         driver.launch(plan.init, -(-ready // plan.init_threads), plan.init_threads, stream,
-                      self._init_params.pack(storage, ready, storage_bytes, p_count))
+                      self._init_params.pack(storage, ready, p_count))
         if n:
             driver.launch(plan.sweep, tiles, plan.threads, stream,
-                          self._sweep_params.pack(p_kin, p_kout, p_vin, p_aout, p_count, storage, storage_bytes,
-                                                  eq_state, red_state, n, tiles))
+                          self._sweep_params.pack(p_kin, p_kout, p_vin, p_aout, p_count, storage, eq_state, red_state,
+                                                  n, tiles))
 
     def _run(self, temp_storage: Any, d_in_keys: Any, d_in_values: Any, d_out_unique_keys: Any,
              d_out_aggregates: Any, d_out_num_runs: Any, equality_op: Any, reduction_op: Any, num_items: Any,
