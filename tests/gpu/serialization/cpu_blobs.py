@@ -68,6 +68,9 @@ BUILDERS: dict[str, Callable[[], Any]] = {
                                                      h_num_output_levels=np.array([257]), h_lower_level=np.int32(0),
                                                      h_upper_level=np.int32(256), num_samples=1,
                                                      compute_capability=ARCHS),
+    "reduce_by_key": lambda: cuprims.make_reduce_by_key(d_in_keys=P(i4), d_in_values=P(f8), d_out_unique_keys=P(i4),
+                                                        d_out_aggregates=P(f8), d_out_num_runs=P(i8),
+                                                        reduction_op=OpKind.PLUS, compute_capability=ARCHS),
 }
 
 
@@ -159,6 +162,20 @@ def _run_histogram(obj, cp):
     return bool(np.array_equal(hist.get(), np.bincount(host, minlength=256)))
 
 
+def _run_reduce_by_key(obj, cp):
+    rng = np.random.default_rng(10)
+    keys = np.sort(rng.integers(0, 5000, 400_000)).astype(i4)
+    values = rng.integers(-100, 100, keys.size).astype(f8)
+    uk, agg, runs = cp.empty(keys.size, i4), cp.empty(keys.size, f8), cp.zeros(1, i8)
+    args = dict(d_in_keys=cp.asarray(keys), d_in_values=cp.asarray(values), d_out_unique_keys=uk, d_out_aggregates=agg,
+                d_out_num_runs=runs, reduction_op=OpKind.PLUS, num_items=keys.size)
+    obj(temp_storage=_temp(obj, cp, **args), **args)
+    heads = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    m = int(runs.get()[0])
+    return (m == heads.size and bool(np.array_equal(uk.get()[:m], keys[heads]))
+            and bool(np.array_equal(agg.get()[:m], np.add.reduceat(values, heads))))   # integers in float64: exact
+
+
 RUNNERS: dict[str, Callable[[Any, Any], bool]] = {
     "reduce_python_op_over_iterator": _run_reduce_iterator,
     "reduce_struct_op": _run_reduce_struct,
@@ -168,6 +185,7 @@ RUNNERS: dict[str, Callable[[Any, Any], bool]] = {
     "select_python_cond": _run_select,
     "segmented_reduce": _run_segmented_reduce,
     "histogram": _run_histogram,
+    "reduce_by_key": _run_reduce_by_key,
 }
 
 
