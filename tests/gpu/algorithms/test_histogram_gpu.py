@@ -558,3 +558,27 @@ def test_a_built_object_takes_integral_levels_of_any_dtype():
         obj(temp_storage=tmp, **base, h_num_output_levels=257, h_lower_level=np.float32(0.5),
             h_upper_level=np.float32(1000))
     assert info.value.argument == "h_lower_level"
+
+
+# ------------------------------------------------------------------ one block for few samples
+
+@pytest.mark.parametrize("dtype, bins, lower, upper", [
+    (np.uint8, 256, 0, 256), (np.int8, 10, -100, 100), (np.int16, 64, -3000, 3000), (np.int32, 256, -1, 255),
+    (np.uint64, 7, 5, 1 << 40), (np.float32, 100, -1.0, 1.0), (np.float64, 3, 0.25, 0.75), (np.float16, 16, -2, 2)])
+@pytest.mark.parametrize("n", [0, 1, 255, 4095, 4096, 4097])
+def test_few_samples_one_block_and_the_sweep_past_it(dtype, bins, lower, upper, n):
+    """At most 4096 samples in at most 256 bins: one block, which stores every bin (the output
+    was filled with 7s); one more sample: the init kernel and the sweep. Both as numpy counts."""
+    rng = np.random.default_rng(n + bins)
+    if np.dtype(dtype).kind == "f":
+        host = (rng.random(n) * 3 - 1.5).astype(dtype)
+        host[::17] = np.nan
+        float_type = np.float64            # float64 levels: the common type bins in float64
+        lo, hi = np.float64(lower), np.float64(upper)
+    else:
+        info = np.iinfo(dtype)
+        host = rng.integers(max(info.min, -10_000), min(info.max, 10_000), n, endpoint=True).astype(dtype)
+        float_type = None
+        lo, hi = lower, upper
+    got = one_shot(cp.asarray(host), bins, lo, hi)
+    np.testing.assert_array_equal(got, reference(host, bins, lower, upper, float_type))
