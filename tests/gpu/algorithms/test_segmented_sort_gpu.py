@@ -24,10 +24,11 @@ from test_radix_sort_gpu import (KEYS, ORDERS, device_values, empty_like_values,
                                  random_keys, random_values, same_bits)
 from twins import STRUCT, ordered_bits  # noqa: E402
 
-# around every boundary of the sm_90 policy for 4-byte keys (small sub-warp tile 18, medium
-# 112, middle tier 4096, CUB's tile 5888) and the scaled ones of other widths
-LENGTHS = [0, 1, 2, 3, 5, 17, 18, 19, 40, 111, 112, 113, 300, 1000, 1279, 1280, 1281, 2047, 2048, 2049, 2944,
-           4095, 4096, 4097, 5887, 5888, 5889, 9000, 30_000]
+# around every boundary of the sm_90 policy for 4-byte keys (small sub-warp tile 18, the
+# medium sub-warp's half tile 64 (keys alone), medium 112, middle tier 4096, CUB's tile 5888)
+# and the scaled ones of other widths
+LENGTHS = [0, 1, 2, 3, 5, 17, 18, 19, 40, 63, 64, 65, 111, 112, 113, 300, 1000, 1279, 1280, 1281, 2047, 2048, 2049,
+           2944, 4095, 4096, 4097, 5887, 5888, 5889, 9000, 30_000]
 
 
 def layout(lengths, rng, offset_dtype=np.int64, gap=2, shuffle=True, backwards=0):
