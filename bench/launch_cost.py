@@ -4,8 +4,10 @@ under every algorithm's host time per call.
 One small kernel (cuprims' float32 negate over 1024 items, its parameters packed once) is
 launched through cuda.bindings' ``cuLaunchKernel`` (CUkernel and CUfunction handles),
 ctypes' ``cuLaunchKernel`` (eleven arguments) and ctypes' ``cuLaunchKernelEx`` (four: a
-launch configuration made once), then a whole object call of cuprims and of cuda.compute
-(its C++ layer launches without an FFI crossing per argument). A diagnostic: it prints.
+launch configuration made once), the same ``cuLaunchKernelEx`` from a numba-compiled
+function (what a compiled launcher would cost: numba's dispatch of three ints, then a native
+call), then a whole object call of cuprims and of cuda.compute (its C++ layer launches
+without an FFI crossing per argument). A diagnostic: it prints.
 
     python bench/launch_cost.py
 """
@@ -59,6 +61,10 @@ def main() -> None:
         "cuprims object call": call,
         "CuPy negative(out=)": lambda: cp.negative(f, out=fo),
     }
+    nb_launch = _numba_launcher(lib)
+    if nb_launch is not None:
+        nb_launch(config, kernel, params)
+        paths["numba-compiled cuLaunchKernelEx (njit dispatch)"] = lambda: nb_launch(config, kernel, params)
     for name, fn in paths.items():
         print(f"{name:48s} {host_us(fn):7.2f} us", flush=True)
     add_extra_path()
@@ -70,6 +76,24 @@ def main() -> None:
     theirs = cc.make_unary_transform(d_in=f, d_out=fo, op=cc.OpKind.NEGATE)
     print(f"{'cuda.compute object call':48s} "
           f"{host_us(lambda: theirs(d_in=f, d_out=fo, op=cc.OpKind.NEGATE, num_items=n)):7.2f} us")
+
+
+def _numba_launcher(lib: Any) -> Any:
+    """cuLaunchKernelEx called from a numba-compiled function (a compiled launcher's cost: the
+    njit dispatch of three ints, then a native call), or None without numba."""
+    try:
+        import numba
+    except ImportError:
+        return None
+    u64 = ctypes.c_uint64   # pointers pass as 64-bit integers in the x86-64 calling convention
+    launch_ex = ctypes.CFUNCTYPE(ctypes.c_int, u64, u64, u64, u64)(ctypes.cast(lib.cuLaunchKernelEx,
+                                                                                ctypes.c_void_p).value)
+
+    @numba.njit
+    def nb_launch(config, kernel, params):
+        return launch_ex(config, kernel, params, 0)
+
+    return nb_launch
 
 
 if __name__ == "__main__":
