@@ -65,7 +65,7 @@ def test_ahead_of_time_builds_match_their_cubin(shared_cache, case):
     check_kernel_params(obj, 90)
     meta = obj._builds.result(90).meta
     assert 32 <= meta["threads"] <= 1024 and meta["threads"] % 32 == 0 and 1 <= meta["pixels"] <= 64
-    assert meta["byte_bins"] == hist_mod._SMEM_BINS and meta["init_threads"] == 256
+    assert meta["byte_bins"] == plan_mod.SMEM_BINS and meta["init_threads"] == 256
     assert meta["counter_size"] == desc.d_histogram.value.size == desc.counter.size
     assert meta["offset_size"] == (8 if desc.wide_offsets else 4)
     assert meta["global_privatized"] == desc.global_bins  # CUB's policies all prefer shared memory
@@ -285,7 +285,7 @@ def fake(monkeypatch):
     monkeypatch.setattr(hist_mod.HistogramEven, "_builds_of", builds_of)
     # the init kernel and the sweep for every size (the tests written for them); the tests of
     # the one-block path set the threshold back
-    monkeypatch.setattr(hist_mod, "ONE_BLOCK_SAMPLES", -1)
+    monkeypatch.setattr(plan_mod, "ONE_BLOCK_SAMPLES", -1)
     monkeypatch.setattr(plan_mod, "queue_scratch", lambda device: dev.scratch)
     monkeypatch.setattr(driver, "ParamPack", FakePack)
     monkeypatch.setattr(driver, "current_device", lambda: 0)
@@ -410,7 +410,7 @@ def test_fake_device_variants_and_plain_launches(fake):
 @pytest.mark.parametrize("caller_temp", [False, True])
 def test_few_samples_are_one_launch_that_stores_every_bin(fake, monkeypatch, samples, counter, num_levels, lower,
                                                            upper, caller_temp):
-    monkeypatch.setattr(hist_mod, "ONE_BLOCK_SAMPLES", 4096)
+    monkeypatch.setattr(plan_mod, "ONE_BLOCK_SAMPLES", 4096)
     obj = fake(samples, counter, num_levels, lower, upper)
     rng = np.random.default_rng(7)
     x = (rng.random(4096) if samples == np.float32 else rng.integers(-3000, 3000, 4096)).astype(samples)
@@ -425,7 +425,7 @@ def test_few_samples_are_one_launch_that_stores_every_bin(fake, monkeypatch, sam
 
 
 def test_more_samples_or_bins_than_one_block_takes_run_the_sweep(fake, monkeypatch):
-    monkeypatch.setattr(hist_mod, "ONE_BLOCK_SAMPLES", 4096)
+    monkeypatch.setattr(plan_mod, "ONE_BLOCK_SAMPLES", 4096)
     obj = fake(np.int32, np.int32, 257, np.int32(0), np.int32(256))
     x = np.random.default_rng(8).integers(0, 256, 4097).astype(np.int32)
     assert _run(obj, fake.mem, x, np.int32, 257, 0, 256).tolist() == np.bincount(x, minlength=256).tolist()

@@ -22,7 +22,7 @@ thread of the exported policy), each into a privatized histogram (in shared memo
 for more than 256 bins of samples other than 8-bit integers in global memory: temporary
 storage, sized as CUB sizes it) that it adds to the output with atomics. Both launches use
 programmatic dependent launch on sm_90+ (``settings.pdl``). A call of at most
-:data:`ONE_BLOCK_SAMPLES` samples in at most 256 bins is one launch instead: cuprims' one
+:data:`.plan.ONE_BLOCK_SAMPLES` samples in at most 256 bins is one launch instead: cuprims' one
 block counts them in shared memory and stores every bin. Offsets are 32-bit while the
 samples' bytes stay below 2^31 - 1, as CUB chooses. Another offset width, privatization or
 sample width than the first call's is a build variant, made when a call first needs it.
@@ -56,7 +56,7 @@ from cuprims.algorithms.arguments import ArgKind, describe, keyword_checked, sig
 from cuprims.algorithms.common import MAX_ITEMS, Loaded, check_num_items
 from cuprims.algorithms.histogram.bins import (as_level, bin_count, build_levels, level_dtype, level_key,
                                               level_scalar, widened_samples)
-from cuprims.algorithms.histogram.plan import QUEUE_BYTES, HistogramPlan
+from cuprims.algorithms.histogram.plan import QUEUE_BYTES, SMEM_BINS, HistogramPlan, one_block
 from cuprims.algorithms.histogram.source import histogram_source
 from cuprims.algorithms.skeleton import Algorithm, Description, description
 from cuprims.algorithms.sort_common import align_base, temp_layout
@@ -69,10 +69,6 @@ if TYPE_CHECKING:
 
 __all__ = ["HistogramEven", "make_histogram_even", "histogram_even"]
 
-_SMEM_BINS = 256  # cuprims::histogram::privatized_smem_bins (CUB's max_privatized_smem_bins), in the meta
-#: Calls of at most this many samples (in at most 256 bins) run as one block: one launch,
-#: 16 samples a thread, instead of the init kernel and the sweep.
-ONE_BLOCK_SAMPLES = 4096
 _NARROW_BYTES = (1 << 31) - 1  # CUB's 32-bit offsets: samples' bytes below INT_MAX
 _COUNTERS = ("i4", "u4", "i8", "u8")
 _BYTE_SAMPLES = ("u1", "i1")  # privatized per bit pattern (the byte path)
@@ -153,7 +149,7 @@ def _sample_kind(d_samples: Any) -> ArgKind:
 def _variant_flags(samples: ValueType, n: int, bins: int) -> dict[str, bool]:
     """The description flags (``_VARIANT_FLAGS``) that ``n`` samples in ``bins`` bins need."""
     byte_path = samples.code in _BYTE_SAMPLES
-    return {"wide_offsets": n * samples.size >= _NARROW_BYTES, "global_bins": not byte_path and bins > _SMEM_BINS,
+    return {"wide_offsets": n * samples.size >= _NARROW_BYTES, "global_bins": not byte_path and bins > SMEM_BINS,
             "widened": not byte_path and widened_samples(samples.dtype, bins)}
 
 
@@ -177,7 +173,7 @@ class HistogramEven(Algorithm):
         desc = self.desc
         self._samples, self._level = desc.d_samples.value, desc.level.dtype
         self._sample_size = self._samples.size
-        self._privatized_bins = _SMEM_BINS if desc.byte_path else 0  # 0: one per output bin
+        self._privatized_bins = SMEM_BINS if desc.byte_path else 0  # 0: one per output bin
         # level arguments (by level_key) -> (bins, lower bytes, upper bytes, variant bits
         # the bins flip): what a call's levels give the kernel, checked once
         self._calls: dict[tuple, tuple[int, bytes, bytes, int]] = {}
@@ -212,7 +208,7 @@ class HistogramEven(Algorithm):
 
     # args: (p_samples, p_histogram, n, bins, lower bytes, upper bytes, one-shot)
     def _temp_bytes(self, plan: HistogramPlan, args: tuple) -> int:
-        if args[2] <= ONE_BLOCK_SAMPLES and args[3] <= _SMEM_BINS:
+        if one_block(args[2], args[3]):
             return 0  # one block, no temporary storage (_dispatch)
         if args[6] and plan.queue and not plan.global_privatized:
             return 0  # the tile queue is the scratch word (see HistogramPlan)
@@ -220,7 +216,7 @@ class HistogramEven(Algorithm):
 
     def _dispatch(self, plan: HistogramPlan, args: tuple, temp: int, stream: int) -> None:
         p_samples, p_histogram, n, bins, lower, upper, _ = args
-        if n <= ONE_BLOCK_SAMPLES and bins <= _SMEM_BINS:
+        if one_block(n, bins):
             # few samples: one launch, which stores every bin (no init kernel zeroes them first)
             driver.launch(plan.one_block, 1, plan.one_block_threads, stream,
                           plan.packs[2].pack(p_samples, bins, p_histogram, upper, lower, n))

@@ -14,6 +14,18 @@ from cuprims.algorithms.sort_common import temp_layout
 from cuprims.errors import CudaError
 
 QUEUE_BYTES = 8  # CUB's GridQueue<int>::AllocationSize()
+#: Calls of at most this many samples (in at most 256 bins, those a block's shared memory
+#: privatizes) run as one block: one launch, 16 samples a thread, instead of the init
+#: kernel and the sweep.
+ONE_BLOCK_SAMPLES = 4096
+#: The most bins privatized in a block's shared memory (cuprims::histogram::privatized_smem_bins,
+#: CUB's max_privatized_smem_bins, in the meta)
+SMEM_BINS = 256
+
+
+def one_block(n: int, bins: int) -> bool:
+    """Whether a call of ``n`` samples into ``bins`` bins runs as one block (one launch)."""
+    return n <= ONE_BLOCK_SAMPLES and bins <= SMEM_BINS
 
 
 class HistogramPlan(Plan):
