@@ -1,6 +1,6 @@
-"""Reduce-by-key: each run of equal consecutive keys reduced to one value (sums per run,
-run lengths from a constant iterator, a Python reduction), and run-length encoding. Counts are written on the
-device: nothing synchronises until you read them."""
+"""By key: each run of equal consecutive keys reduced to one value (sums per run, run lengths
+from a constant iterator, a Python reduction), run-length encoding, and scans that restart at
+every run. Counts are written on the device: nothing synchronises until you read them."""
 
 import cupy as cp
 import numpy as np
@@ -49,6 +49,15 @@ def main():
     cuprims.run_length_encode(d_in=k, d_out_unique=unique, d_out_counts=counts, d_out_num_runs=runs, num_items=n)
     assert int(runs[0]) == r and (unique[:r].get() == keys[heads]).all()
     assert (counts[:r].get() == np.diff(np.r_[heads, n])).all()
+    # scans that restart at every run: each item's position in its run, and running sums per run
+    position = cp.empty(n, cp.int32)
+    cuprims.exclusive_scan_by_key(d_in_keys=k, d_in_values=ConstantIterator(np.int32(1)), d_out=position,
+                                  scan_op=OpKind.PLUS, init_value=np.int32(0), num_items=n)
+    assert (position.get() == np.arange(n) - np.repeat(heads, np.diff(np.r_[heads, n]))).all()
+    running = cp.empty(n, cp.float64)
+    cuprims.inclusive_scan_by_key(d_in_keys=k, d_in_values=v, d_out=running, scan_op=OpKind.PLUS, num_items=n)
+    ends = np.r_[heads[1:], n] - 1
+    assert np.allclose(running[ends].get(), np.add.reduceat(values.astype(np.float64), heads))
     print("by_key: ok")
 
 

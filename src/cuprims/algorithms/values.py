@@ -115,3 +115,45 @@ def device_value_pointer(x: Any, accum: ValueType, argument: str) -> int:
 def scalar_init_type(accum: ValueType, has_host_value: bool) -> type[np.generic] | None:
     """The numpy scalar type whose values pass as initial values without conversion."""
     return accum.dtype.type if has_host_value and not accum.is_struct else None
+
+
+def described_init(init_value: Any, accum: ValueType, inclusive: bool, argument: str = "init_value") -> str:
+    """The kind ("none", "value" or "device") of a scan's initial value, checked as a value
+    of ``accum``; an exclusive scan needs one."""
+    kind, dtype = init_value_kind(init_value)
+    if kind == "none":
+        if not inclusive:
+            raise ArgumentError(argument, "an initial value (an exclusive scan's first output); a host value "
+                                "or a one-element device array", None)
+    elif kind == "value":
+        checked_host_value(init_value, accum, argument)
+    elif dtype is not None:   # a one-element device array of this dtype
+        check_device_value(dtype, accum, argument)
+    return kind
+
+
+def init_argument(kind: str, accum: ValueType, scalar_type: type[np.generic] | None, init_value: Any,
+                  argument: str = "init_value") -> bytes | int:
+    """A kernel's init argument for an initial value of ``kind`` (what the algorithm was built
+    with): the value's bytes, a device array's address, or a placeholder byte for none.
+    ``scalar_type`` (:func:`scalar_init_type`) is the numpy scalar type taken as it is."""
+    if kind == "value":
+        if type(init_value) is scalar_type:  # the common case: a numpy scalar of the output type
+            return init_value.tobytes()
+        if (type(init_value) is np.ndarray and init_value.size == 1 and init_value.dtype == accum.dtype
+                and scalar_type is not None):  # cuda.compute's: a 1-element array of the type
+            return init_value.tobytes()
+        if init_value is None:
+            raise ArgumentError(argument, f"a {accum.dtype} value (this was built with one)", None)
+        if init_value_kind(init_value)[0] != "value":
+            raise ArgumentError(argument, "a host value (this was built with one)", init_value)
+        return host_bytes(init_value, accum, argument=argument)
+    if kind == "device":
+        if init_value is None:
+            raise ArgumentError(argument, "a one-element device array (this was built with one)", None)
+        if init_value_kind(init_value)[0] != "device":
+            raise ArgumentTypeError(argument, "a one-element device array (this was built with one)", init_value)
+        return device_value_pointer(init_value, accum, argument)
+    if init_value is not None:
+        raise ArgumentError(argument, "None (this was built without an initial value)", init_value)
+    return b"\0"

@@ -21,8 +21,8 @@ CLASSES = sorted(name for name in cuprims.__all__ if isinstance(getattr(cuprims,
 
 
 def test_every_make_function_has_its_one_shot_and_a_class():
-    assert len(MAKERS) == 17 and len(ONE_SHOTS) == 17, (MAKERS, ONE_SHOTS)
-    assert len(CLASSES) == 16, CLASSES    # one Scan for the inclusive and exclusive scans
+    assert len(MAKERS) == 19 and len(ONE_SHOTS) == 19, (MAKERS, ONE_SHOTS)
+    assert len(CLASSES) == 17, CLASSES    # one Scan (and one ScanByKey) for both directions
 
 
 @pytest.mark.parametrize("name", MAKERS)

@@ -71,6 +71,9 @@ BUILDERS: dict[str, Callable[[], Any]] = {
     "reduce_by_key": lambda: cuprims.make_reduce_by_key(d_in_keys=P(i4), d_in_values=P(f8), d_out_unique_keys=P(i4),
                                                         d_out_aggregates=P(f8), d_out_num_runs=P(i8),
                                                         reduction_op=OpKind.PLUS, compute_capability=ARCHS),
+    "exclusive_scan_by_key": lambda: cuprims.make_exclusive_scan_by_key(
+        d_in_keys=P(i8), d_in_values=P(i4), d_out=P(i4), scan_op=OpKind.PLUS, init_value=V(i4),
+        compute_capability=ARCHS),
 }
 
 
@@ -176,6 +179,21 @@ def _run_reduce_by_key(obj, cp):
             and bool(np.array_equal(agg.get()[:m], np.add.reduceat(values, heads))))   # integers in float64: exact
 
 
+def _run_exclusive_scan_by_key(obj, cp):
+    rng = np.random.default_rng(11)
+    keys = np.sort(rng.integers(0, 3000, 500_000)).astype(i8)
+    values = rng.integers(-100, 100, keys.size).astype(i4)
+    out = cp.empty(keys.size, i4)
+    args = dict(d_in_keys=cp.asarray(keys), d_in_values=cp.asarray(values), d_out=out, init_value=i4(5),
+                num_items=keys.size)
+    obj(temp_storage=_temp(obj, cp, **args), **args)
+    heads = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    want = np.empty_like(values)
+    for start, stop in zip(heads, np.r_[heads[1:], keys.size]):
+        want[start:stop] = 5 + np.r_[0, np.cumsum(values[start:stop - 1])]
+    return bool(np.array_equal(out.get(), want))
+
+
 RUNNERS: dict[str, Callable[[Any, Any], bool]] = {
     "reduce_python_op_over_iterator": _run_reduce_iterator,
     "reduce_struct_op": _run_reduce_struct,
@@ -186,6 +204,7 @@ RUNNERS: dict[str, Callable[[Any, Any], bool]] = {
     "segmented_reduce": _run_segmented_reduce,
     "histogram": _run_histogram,
     "reduce_by_key": _run_reduce_by_key,
+    "exclusive_scan_by_key": _run_exclusive_scan_by_key,
 }
 
 

@@ -30,7 +30,7 @@ def reduce_by_key_source(*, keys_in: Any, values_in: Any, unique_out: Any, aggre
     p_kout, p_aout = output_param(unique_out, key), output_param(aggregates_out, accum)
     count, a = num_runs.value.cpp, accum.cpp
     converted = converted_outputs(((unique_out, key), (aggregates_out, accum)))
-    storage = f"{_NS}::tile_storage<{a}>"
+    storage = f"cuprims::by_key::tile_storage<{a}>"
     text = (
         unit_head((key, values_in.value, accum, num_runs.value) + iterator_types, arch,
                   ("reduce_by_key/cuprims_reduce_by_key.cuh",), iterator_text, converted)

@@ -23,19 +23,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from cuprims._compile.source import Source
-from cuprims._value_types import host_bytes
 from cuprims.algorithms.arguments import describe, keyword_checked
 from cuprims.algorithms.common import Loaded, check_num_items
 from cuprims.algorithms.operators import combined_input
 from cuprims.algorithms.scan.source import scan_source
 from cuprims.algorithms.skeleton import (Algorithm, CombinerDescription, Plan, combiner_spec, description, functor_size,
                                          functor_state)
-from cuprims.algorithms.values import check_device_value, checked_host_value, device_value_pointer, scalar_init_type
-from cuprims.algorithms.values import init_value_kind as _init_info
-from cuprims.errors import ArgumentError, ArgumentTypeError
+from cuprims.algorithms.values import described_init, init_argument, scalar_init_type
 from cuprims.typing import (ArrayIteratorOrProxy, ArrayOrIterator, ComputeCapabilityLike, DeviceArrayLike, InitValue,
                             OperatorLike, StreamLike)
 
@@ -86,15 +81,7 @@ def _describe(d_in: Any, d_out: Any, op: Any, init_value: Any, inclusive: bool) 
     out_arg = describe(d_out, "d_out", iterators=True, output=True)
     accum = out_arg.value
     in_arg = combined_input(in_arg, out_arg)
-    init_kind, init_dt = _init_info(init_value)
-    if init_kind == "none":
-        if not inclusive:
-            raise ArgumentError("init_value", "an initial value (an exclusive scan's first output); a host value "
-                                "or a one-element device array", None)
-    elif init_kind == "value":
-        checked_host_value(init_value, accum, "init_value")
-    elif init_dt is not None:   # a one-element device array of this dtype
-        check_device_value(init_dt, accum, "init_value")
+    init_kind = described_init(init_value, accum, inclusive)
     spec = combiner_spec(op, accum)
     return ScanDescription(in_arg, out_arg, spec, init_kind, inclusive)
 
@@ -117,28 +104,7 @@ class Scan(Algorithm):
 
     def _init_arg(self, init_value: Any) -> Any:
         """The scan kernel's init argument: value bytes, a device pointer, or a placeholder byte."""
-        kind = self.desc.init_kind
-        if kind == "value":
-            if type(init_value) is self._init_scalar_type:  # the common case: a numpy scalar of the output type
-                return init_value.tobytes()
-            if (type(init_value) is np.ndarray and init_value.size == 1 and init_value.dtype == self._accum.dtype
-                    and self._init_scalar_type is not None):  # cuda.compute's: a 1-element array of the type
-                return init_value.tobytes()
-            if init_value is None:
-                raise ArgumentError("init_value", f"a {self._accum.dtype} value (this scan was built with one)", None)
-            if _init_info(init_value)[0] != "value":
-                raise ArgumentError("init_value", "a host value (this scan was built with one)", init_value)
-            return host_bytes(init_value, self._accum, argument="init_value")
-        if kind == "device":
-            if init_value is None:
-                raise ArgumentError("init_value", "a one-element device array (this scan was built with one)", None)
-            if _init_info(init_value)[0] != "device":
-                raise ArgumentTypeError("init_value", "a one-element device array (this scan was built with one)",
-                                        init_value)
-            return device_value_pointer(init_value, self._accum, "init_value")
-        if init_value is not None:
-            raise ArgumentError("init_value", "None (this scan was built without an initial value)", init_value)
-        return b"\0"
+        return init_argument(self.desc.init_kind, self._accum, self._init_scalar_type, init_value)
 
     # args: (p_in, p_out, n, state, init)
     def _temp_bytes(self, plan: _Plan, args: tuple) -> int:
