@@ -1,10 +1,14 @@
-"""Reductions by key: 2^28 sorted int32 keys (about 2^20 runs) with float32 values, beside
+"""Reductions and scans by key: 2^28 sorted int32 keys (about 2^20 runs) with float32 values, beside
 what PyTorch users write today and the memory-bandwidth floor.
 
 * ``reduce_by_key`` sums: against a device copy of keys and values (the data read once:
   the floor) and PyTorch's ``unique_consecutive(return_counts=True)`` followed by
   ``segment_reduce(values, "sum", lengths=counts)``;
-* ``run_length_encode``: against ``torch.unique_consecutive(keys, return_counts=True)``.
+* ``run_length_encode``: against ``torch.unique_consecutive(keys, return_counts=True)``;
+* ``inclusive_scan_by_key`` sums: against our own plain ``inclusive_scan`` of the values plus
+  a read of the keys (a max-reduction of them: the scan-by-key's extra traffic) and the
+  cumsum-based emulation PyTorch users write (run ids from a cumsum of head flags, one
+  cumsum of the values, each run's base gathered and subtracted).
 
 Each row's ratio is the peer's figure over cuprims' (higher is better for cuprims), or
 cuprims' over the copy (the floor: 1.0).
@@ -89,6 +93,44 @@ def main() -> None:
     t_torch_rle = device_ms(lambda: torch.unique_consecutive(kt, return_counts=True))
     add(work, "torch.unique_consecutive(return_counts=True)", t_torch_rle, "ms", t_torch_rle / t_rle,
         "ratio = torch/cuprims (target >= 2)")
+
+    # --- inclusive_scan_by_key: running sums that restart at every run
+    work = f"inclusive_scan_by_key sum, int32 keys + float32 values, 2^{args.log2n}"
+    out = cp.empty(n, np.float32)
+    kw = dict(d_in_keys=keys, d_in_values=values, d_out=out)
+    sbk = cuprims.make_inclusive_scan_by_key(scan_op=OpKind.PLUS, **kw)
+    tmp = cp.empty(sbk(temp_storage=None, num_items=n, **kw), np.uint8)
+    call = lambda: sbk(temp_storage=tmp, num_items=n, **kw)  # noqa: E731
+    call()
+    ends = cp.concatenate([heads[1:], cp.asarray([n])]) - 1
+    assert np.allclose(cp.asnumpy(out[ends]), want, rtol=1e-3)
+    t_sbk = device_ms(call)
+    add(work, "cuprims inclusive_scan_by_key", t_sbk, "ms")
+    scan = cuprims.make_inclusive_scan(d_in=values, d_out=values2, op=OpKind.PLUS)
+    tmp_scan = cp.empty(scan(temp_storage=None, d_in=values, d_out=values2, op=OpKind.PLUS, init_value=None,
+                             num_items=n), np.uint8)
+    t_scan = device_ms(lambda: scan(temp_storage=tmp_scan, d_in=values, d_out=values2, op=OpKind.PLUS,
+                                    init_value=None, num_items=n))
+    largest = cp.empty(1, np.int32)
+    read = cuprims.make_reduce_into(d_in=keys, d_out=largest, op=OpKind.MAXIMUM, h_init=np.int32(0))
+    tmp_read = cp.empty(read(temp_storage=None, d_in=keys, d_out=largest, op=OpKind.MAXIMUM, num_items=n,
+                             h_init=np.int32(0)), np.uint8)
+    t_read = device_ms(lambda: read(temp_storage=tmp_read, d_in=keys, d_out=largest, op=OpKind.MAXIMUM,
+                                    num_items=n, h_init=np.int32(0)))
+    add(work, "cuprims inclusive_scan of the values + a read of the keys", t_scan + t_read, "ms",
+        t_sbk / (t_scan + t_read), "ratio = scan_by_key/(scan + read) (target <= 1.3)")
+
+    def torch_scan_by_key():
+        flags = torch.ones(n, dtype=torch.bool, device="cuda")
+        flags[1:] = kt[1:] != kt[:-1]
+        ids = torch.cumsum(flags, 0) - 1
+        running = torch.cumsum(vt, 0)
+        starts = torch.nonzero(flags).squeeze(1)
+        return running - (running - vt)[starts][ids]
+
+    t_torch_sbk = device_ms(torch_scan_by_key)
+    add(work, "torch cumsum-based emulation", t_torch_sbk, "ms", t_torch_sbk / t_sbk,
+        "ratio = torch/cuprims (target >= 5)")
     save_results("by_key", rows, args.out, False)
 
 

@@ -22,7 +22,7 @@ struct cuprims_red_t
   }
 };
 
-using cuprims_selector_t = CUB_NS_QUALIFIER::detail::reduce_by_key::policy_selector_from_types<cuprims_red_t, float, int>;
+using cuprims_selector_t = CUB_NS_QUALIFIER::detail::reduce_by_key::policy_selector_from_types<::cuda::std::plus<>, float, int>;
 constexpr auto cuprims_policy = cuprims_selector_t{}(::cuda::compute_capability{9, 0}).lookback;
 extern "C" __device__ __attribute__((used)) const long long cuprims_meta[6] = {
   (long long)(cuprims_policy.threads_per_block) /* threads */,

@@ -1,7 +1,10 @@
 """Source for reduce-by-key: cuprims' init and sweep kernels on CUB's AgentReduceByKey
 (``algorithms/reduce_by_key/cuprims_reduce_by_key.cuh``), with CUB's tile shape for the key
-and accumulator types (``policy_selector_from_types``). The values are reduced in the type
-of the aggregates' output (``accum``); a run's key is written as the first key of the run."""
+and accumulator types (``policy_selector_from_types``, asked with ``::cuda::std::plus<>``
+standing in for the operator, as the scans ask theirs: an operator CUB cannot classify gets
+its generic 128 x 6 tile, a sixth of the 256 x 18 it tuned for 4-byte keys and values). The
+values are reduced in the type of the aggregates' output (``accum``); a run's key is written
+as the first key of the run."""
 
 from __future__ import annotations
 
@@ -36,7 +39,7 @@ def reduce_by_key_source(*, keys_in: Any, values_in: Any, unique_out: Any, aggre
                   ("reduce_by_key/cuprims_reduce_by_key.cuh",), iterator_text, converted)
         + eq_text + red_text
         + "\nusing cuprims_selector_t = CUB_NS_QUALIFIER::detail::reduce_by_key::policy_selector_from_types<"
-        + f"cuprims_red_t, {a}, {key.cpp}>;\n"
+        + f"::cuda::std::plus<>, {a}, {key.cpp}>;\n"
         + "constexpr auto cuprims_policy = cuprims_selector_t{}(::cuda::compute_capability{"
         + f"{arch // 10}, {arch % 10}" + "}).lookback;\n"
         + meta_export((
