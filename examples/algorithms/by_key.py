@@ -49,6 +49,16 @@ def main():
     cuprims.run_length_encode(d_in=k, d_out_unique=unique, d_out_counts=counts, d_out_num_runs=runs, num_items=n)
     assert int(runs[0]) == r and (unique[:r].get() == keys[heads]).all()
     assert (counts[:r].get() == np.diff(np.r_[heads, n])).all()
+    # the runs of more than one item: where each starts and how long it is
+    offsets, long_lengths = cp.empty(n, cp.int64), cp.empty(n, cp.int32)
+    cuprims.non_trivial_runs(d_in=k, d_out_offsets=offsets, d_out_lengths=long_lengths, d_out_num_runs=runs,
+                             num_items=n)
+    run_lengths = np.diff(np.r_[heads, n])
+    repeated = run_lengths > 1
+    m = int(runs[0])
+    assert m == repeated.sum() and (offsets[:m].get() == heads[repeated]).all()
+    assert (long_lengths[:m].get() == run_lengths[repeated]).all()
+
     # scans that restart at every run: each item's position in its run, and running sums per run
     position = cp.empty(n, cp.int32)
     cuprims.exclusive_scan_by_key(d_in_keys=k, d_in_values=ConstantIterator(np.int32(1)), d_out=position,

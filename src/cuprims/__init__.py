@@ -44,6 +44,7 @@ _LAZY = {
     "make_unique_by_key": "unique_by_key", "unique_by_key": "unique_by_key",
     "make_reduce_by_key": "reduce_by_key", "reduce_by_key": "reduce_by_key",
     "make_run_length_encode": "reduce_by_key", "run_length_encode": "reduce_by_key",
+    "make_non_trivial_runs": "reduce_by_key", "non_trivial_runs": "reduce_by_key",
     "make_inclusive_scan_by_key": "scan_by_key", "inclusive_scan_by_key": "scan_by_key",
     "make_exclusive_scan_by_key": "scan_by_key", "exclusive_scan_by_key": "scan_by_key",
     "make_select": "select", "select": "select",
@@ -56,7 +57,8 @@ _LAZY = {
     "BinaryTransform": "transform", "LowerBound": "binary_search", "UpperBound": "binary_search",
     "RadixSort": "radix_sort", "MergeSort": "merge_sort", "SegmentedSort": "segmented_sort", "Select": "select",
     "ThreeWayPartition": "three_way_partition", "UniqueByKey": "unique_by_key", "HistogramEven": "histogram",
-    "ReduceByKey": "reduce_by_key", "RunLengthEncode": "reduce_by_key", "ScanByKey": "scan_by_key",
+    "ReduceByKey": "reduce_by_key", "RunLengthEncode": "reduce_by_key", "NonTrivialRuns": "reduce_by_key",
+    "ScanByKey": "scan_by_key",
 }
 
 
@@ -68,8 +70,9 @@ if TYPE_CHECKING:   # the lazy names' objects, for type checkers (at run time __
     from cuprims.algorithms.merge_sort import MergeSort, make_merge_sort, merge_sort
     from cuprims.algorithms.radix_sort import RadixSort, make_radix_sort, radix_sort
     from cuprims.algorithms.reduce import Reduce, make_reduce_into, reduce_into
-    from cuprims.algorithms.reduce_by_key import (ReduceByKey, RunLengthEncode, make_reduce_by_key,
-                                                  make_run_length_encode, reduce_by_key, run_length_encode)
+    from cuprims.algorithms.reduce_by_key import (NonTrivialRuns, ReduceByKey, RunLengthEncode,
+                                                  make_non_trivial_runs, make_reduce_by_key, make_run_length_encode,
+                                                  non_trivial_runs, reduce_by_key, run_length_encode)
     from cuprims.algorithms.scan import Scan, exclusive_scan, inclusive_scan, make_exclusive_scan, make_inclusive_scan
     from cuprims.algorithms.scan_by_key import (ScanByKey, exclusive_scan_by_key, inclusive_scan_by_key,
                                                 make_exclusive_scan_by_key, make_inclusive_scan_by_key)
@@ -123,14 +126,14 @@ __all__ = [
     "DoubleBuffer", "make_radix_sort", "radix_sort", "make_merge_sort", "merge_sort",
     "make_segmented_sort", "segmented_sort",
     "make_unique_by_key", "unique_by_key", "make_reduce_by_key", "reduce_by_key",
-    "make_run_length_encode", "run_length_encode",
+    "make_run_length_encode", "run_length_encode", "make_non_trivial_runs", "non_trivial_runs",
     "make_inclusive_scan_by_key", "inclusive_scan_by_key", "make_exclusive_scan_by_key", "exclusive_scan_by_key",
     "make_three_way_partition", "three_way_partition",
     "make_select", "select",
     "make_histogram_even", "histogram_even",
     "Reduce", "SegmentedReduce", "Scan", "UnaryTransform", "BinaryTransform", "LowerBound", "UpperBound",
     "RadixSort", "MergeSort", "SegmentedSort", "Select", "ThreeWayPartition", "UniqueByKey", "HistogramEven",
-    "ReduceByKey", "RunLengthEncode", "ScanByKey",
+    "ReduceByKey", "RunLengthEncode", "NonTrivialRuns", "ScanByKey",
     "CacheModifiedInputIterator", "ConstantIterator", "CountingIterator", "DiscardIterator", "PermutationIterator",
     "ReverseIterator", "ShuffleIterator", "TransformIterator", "TransformOutputIterator", "ZipIterator",
     "coop",

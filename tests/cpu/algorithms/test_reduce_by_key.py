@@ -242,3 +242,76 @@ def test_run_length_encoding_on_the_fake_device(fake, monkeypatch):
     obj(temp_storage=FakeArray(mem, np.zeros(obj(temp_storage=None, **call), np.uint8)), **call)
     assert launches == ["init", "sweep"] and int(runs.get()[0]) == 5
     assert unique.get()[:5].tolist() == [0, 1, 2, 3, 4] and counts.get()[:5].tolist() == [3, 1, 4, 1, 5]
+
+
+# ------------------------------------------------------------------ runs of more than one item
+
+def _make_non_trivial(**over):
+    kw = dict(d_in=P(i4), d_out_offsets=P(i8), d_out_lengths=P(i4), d_out_num_runs=P(i8), compute_capability=90)
+    kw.update(over)
+    return cuprims.make_non_trivial_runs(**kw)
+
+
+@pytest.mark.parametrize("item, offsets, lengths", [(i4, i8, i4), (f8, i4, np.uint64), (np.uint8, np.int16, i8)])
+def test_non_trivial_runs_builds_of_several_types(shared_cache, item, offsets, lengths):
+    obj = _make_non_trivial(d_in=P(item), d_out_offsets=P(offsets), d_out_lengths=P(lengths))
+    check_kernel_params(obj, 90)
+    meta = obj._builds.result(90).meta
+    assert meta["threads"] * meta["items"] >= 128 and meta["tile_bytes_per_tile"] >= 16
+
+
+def test_non_trivial_runs_over_iterators(shared_cache):
+    obj = _make_non_trivial(d_in=TransformIterator(CountingIterator(i8(0)), lambda i: i // 3),
+                            d_out_offsets=DiscardIterator(P(i4)))
+    check_kernel_params(obj, 90)
+
+
+def test_non_trivial_runs_bad_arguments():
+    for over, argument in [(dict(d_out_offsets=P(f4)), "d_out_offsets"), (dict(d_out_lengths=P(f8)), "d_out_lengths"),
+                           (dict(d_out_num_runs=P(np.int16)), "d_out_num_runs"),
+                           (dict(d_in=P(cuprims.gpu_struct({"q": i4}).dtype)), "d_in")]:
+        with pytest.raises(ArgumentError) as info:
+            _make_non_trivial(**over)
+        assert info.value.argument == argument
+
+
+def test_non_trivial_runs_on_the_fake_device(fake, monkeypatch):
+    obj = _make_non_trivial()
+    meta = obj._builds.result(90).meta
+    plan = rbk._Plan(SimpleNamespace(meta=meta, handles=("init", "sweep")))
+    plan.device = 0
+    obj._plans[0] = plan
+    mem = fake.mem
+    launches = []
+
+    def launch(kernel, grid, block, stream, params, shared=0):
+        launches.append(kernel)
+        if kernel == "init":
+            storage, ready, p_count = params
+            assert storage % 256 == 0 and ready >= 1
+            mem.view(p_count, i8, 1)[:] = 0
+            return
+        kin, p_offsets, p_lengths, p_count, storage, _, n, tiles = params
+        assert grid == tiles == -(-n // plan.tile_items) and block == plan.threads
+        x = mem.view(kin, i4, n)
+        heads = np.flatnonzero(np.r_[True, x[1:] != x[:-1]])
+        lengths = np.diff(np.r_[heads, n])
+        long = lengths > 1
+        mem.view(p_offsets, i8, int(long.sum()))[:] = heads[long]
+        mem.view(p_lengths, i4, int(long.sum()))[:] = lengths[long]
+        mem.view(p_count, i8, 1)[:] = long.sum()
+
+    monkeypatch.setattr(driver, "launch", launch)
+    for x in (np.repeat(np.arange(5, dtype=i4), [3, 1, 4, 1, 5]), np.zeros(0, i4)):
+        n = x.size
+        offsets, lengths = FakeArray(mem, np.zeros(max(n, 1), i8)), FakeArray(mem, np.zeros(max(n, 1), i4))
+        runs = FakeArray(mem, np.full(1, 7, i8))
+        call = dict(d_in=FakeArray(mem, x) if n else FakeArray(mem, np.zeros(1, i4)), d_out_offsets=offsets,
+                    d_out_lengths=lengths, d_out_num_runs=runs, num_items=n)
+        launches.clear()
+        obj(temp_storage=FakeArray(mem, np.zeros(obj(temp_storage=None, **call), np.uint8)), **call)
+        if n:
+            assert launches == ["init", "sweep"] and int(runs.get()[0]) == 3
+            assert offsets.get()[:3].tolist() == [0, 4, 9] and lengths.get()[:3].tolist() == [3, 4, 5]
+        else:
+            assert launches == ["init"] and int(runs.get()[0]) == 0

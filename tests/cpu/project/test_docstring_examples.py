@@ -64,6 +64,7 @@ ON_CPU: dict[str, str] = {
     "cuprims.make_unique_by_key": "build",
     "cuprims.make_reduce_by_key": "build",
     "cuprims.make_run_length_encode": "build",
+    "cuprims.make_non_trivial_runs": "build",
     "cuprims.make_inclusive_scan_by_key": "build",
     "cuprims.make_exclusive_scan_by_key": "build",
     "cuprims.make_three_way_partition": "build",
@@ -107,7 +108,7 @@ GPU_ONLY: dict[str, str] = {
         "reduce_into", "segmented_reduce", "inclusive_scan", "exclusive_scan", "unary_transform", "binary_transform",
         "lower_bound", "upper_bound", "radix_sort", "merge_sort", "segmented_sort", "unique_by_key",
         "three_way_partition", "select", "histogram_even", "reduce_by_key",
-        "run_length_encode", "inclusive_scan_by_key", "exclusive_scan_by_key")},
+        "run_length_encode", "non_trivial_runs", "inclusive_scan_by_key", "exclusive_scan_by_key")},
     "cuprims.make_segmented_sort": ("its build (the segmented sort's six kernels) takes about 20 s of NVRTC, a "
                                     "third of this file's budget; tests/cpu/algorithms/test_segmented_sort.py builds "
                                     "the algorithm ahead of time"),

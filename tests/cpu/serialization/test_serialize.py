@@ -77,6 +77,8 @@ BUILDS = {
     "reduce by key": lambda: cuprims.make_reduce_by_key(d_in_keys=P(i4), d_in_values=P(f4), d_out_unique_keys=P(i4),
                                                         d_out_aggregates=P(f4), d_out_num_runs=P(i8),
                                                         reduction_op=OpKind.PLUS, compute_capability=90),
+    "non-trivial runs": lambda: cuprims.make_non_trivial_runs(d_in=P(f4), d_out_offsets=P(i8), d_out_lengths=P(i4),
+                                                              d_out_num_runs=P(i8), compute_capability=90),
     "scan by key": lambda: cuprims.make_exclusive_scan_by_key(d_in_keys=P(i4), d_in_values=P(f4), d_out=P(f4),
                                                               scan_op=OpKind.PLUS, init_value=f4(1),
                                                               compute_capability=90),

@@ -1,7 +1,7 @@
-"""reduce_by_key on the GPU against numpy (runs from np.diff, sums by np.add.reduceat): every
-integer and float key and value dtype, sizes around a tile, NaN keys, a single run, all
-distinct keys, iterators, Python operators (one capturing a device array), struct values,
-the object API on a stream."""
+"""reduce_by_key, run_length_encode and non_trivial_runs on the GPU against numpy (runs from
+np.diff, sums by np.add.reduceat): every integer and float key and value dtype, sizes around
+a tile, NaN keys, a single run, all distinct keys, iterators, Python operators (one capturing
+a device array), struct values, the object API on a stream."""
 
 from __future__ import annotations
 
@@ -199,3 +199,39 @@ def test_a_struct_too_wide_for_one_tile_state_word():
     assert m == heads.size
     np.testing.assert_array_equal(got["a"], lengths.astype(np.float32))
     np.testing.assert_array_equal(got["c"], np.add.reduceat(items["c"], heads))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64,
+                                   np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("n", [0, 1, 2, 1000, 4607, 4608, 4609, 1 << 20])
+def test_non_trivial_runs_against_numpy(dtype, n):
+    rng = np.random.default_rng(n + 7)
+    x = np.repeat(rng.integers(0, 50, n).astype(dtype), rng.integers(1, 4, n))[:n]
+    offsets, lengths, runs = cp.full(max(n, 1), -1, np.int64), cp.empty(max(n, 1), np.int32), cp.full(1, -1, np.int32)
+    cuprims.non_trivial_runs(d_in=cp.asarray(x), d_out_offsets=offsets, d_out_lengths=lengths, d_out_num_runs=runs,
+                             num_items=n)
+    heads = np.flatnonzero(np.r_[np.ones(min(n, 1), bool), x[1:] != x[:-1]])
+    run_lengths = np.diff(np.r_[heads, n])
+    repeated = run_lengths > 1
+    m = int(runs[0])
+    assert m == repeated.sum()
+    np.testing.assert_array_equal(offsets[:m].get(), heads[repeated])
+    np.testing.assert_array_equal(lengths[:m].get(), run_lengths[repeated])
+
+
+def test_non_trivial_runs_edge_shapes_nan_and_the_object_api_on_a_stream():
+    n = 1 << 20
+    runs = cp.empty(1, np.int64)
+    offsets, lengths = cp.empty(n, np.int32), cp.empty(n, np.int64)
+    call = dict(d_out_offsets=offsets, d_out_lengths=lengths, d_out_num_runs=runs, num_items=n)
+    cuprims.non_trivial_runs(d_in=cp.full(n, 3, np.int32), **call)        # one run over every tile
+    assert int(runs[0]) == 1 and int(offsets[0]) == 0 and int(lengths[0]) == n
+    cuprims.non_trivial_runs(d_in=cp.arange(n, dtype=np.int32), **call)   # all distinct: none
+    assert int(runs[0]) == 0
+    x = cp.asarray(np.array([np.nan, np.nan, 1, 1, np.nan], np.float32))  # NaN != NaN: never repeated
+    ntr = cuprims.make_non_trivial_runs(d_in=x, d_out_offsets=offsets, d_out_lengths=lengths, d_out_num_runs=runs)
+    call = dict(d_in=x, d_out_offsets=offsets, d_out_lengths=lengths, d_out_num_runs=runs, num_items=5)
+    stream = cp.cuda.Stream(non_blocking=True)
+    ntr(temp_storage=cp.empty(ntr(temp_storage=None, **call), np.uint8), stream=stream, **call)
+    stream.synchronize()
+    assert int(runs[0]) == 1 and int(offsets[0]) == 2 and int(lengths[0]) == 2

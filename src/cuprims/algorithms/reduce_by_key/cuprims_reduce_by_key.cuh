@@ -5,11 +5,15 @@
 // one tile per block, decoupled look-back through CUB's ReduceByKeyScanTileState over the
 // temporary storage (readied by init_kernel, which also zeroes the run count), for at most
 // 2^31 - 1 items (int offsets). The run count goes to d_num_runs[0] when the last tile is
-// done. The tile states are laid out by `cuprims::by_key::tile_storage` (cuprims_by_key_tiles.cuh).
+// done. non_trivial_runs_kernel is the same single pass on CUB's AgentRle: each run of more
+// than one item gives its offset and length (the lengths are the look-back's values, so
+// init_kernel readies its tile states too). The tile states are laid out by `cuprims::by_key::tile_storage` (cuprims_by_key_tiles.cuh).
 #pragma once
 
 #include <cub/agent/agent_reduce_by_key.cuh>
+#include <cub/agent/agent_rle.cuh>
 #include <cub/device/dispatch/tuning/tuning_reduce_by_key.cuh>
+#include <cub/device/dispatch/tuning/tuning_rle_non_trivial_runs.cuh>
 
 #include <cuprims_by_key_tiles.cuh>
 
@@ -87,6 +91,54 @@ __global__ __launch_bounds__(int(policies<Selector>::lookback.threads_per_block)
           reduction_op,
           CUB_NS_QUALIFIER::NullType{})
     .ConsumeRange(num_items, state, 0);
+}
+
+template <class Selector>
+struct rle_policies
+{
+  static constexpr auto lookback = CUB_NS_QUALIFIER::detail::current_policy<Selector>().lookback;
+  using agent_policy             = CUB_NS_QUALIFIER::detail::agent_rle_policy<
+    lookback.threads_per_block,
+    lookback.items_per_thread,
+    lookback.load_algorithm,
+    lookback.load_modifier,
+    lookback.store_with_time_slicing,
+    lookback.scan_algorithm,
+    CUB_NS_QUALIFIER::detail::delay_constructor_t<lookback.lookback_delay.kind,
+                                                  lookback.lookback_delay.delay,
+                                                  lookback.lookback_delay.l2_write_latency>>;
+};
+
+// One tile per block: the offsets and lengths of the tile's runs of more than one item,
+// written where the look-back places them, and the run count by the last tile. LengthT is
+// the lengths' type: the look-back's values (CUB's agent takes it from the lengths' output).
+template <class Selector, class InputT, class OffsetsOutT, class LengthsOutT, class NumRunsT, class EqualityT,
+          class LengthT>
+__global__ __launch_bounds__(int(rle_policies<Selector>::lookback.threads_per_block)) void non_trivial_runs_kernel(
+  InputT d_in,
+  OffsetsOutT d_offsets_out,
+  LengthsOutT d_lengths_out,
+  NumRunsT* d_num_runs,
+  void* storage,
+  EqualityT equality_op,
+  int num_items,
+  int tiles)
+{
+  using agent_t = CUB_NS_QUALIFIER::detail::rle::AgentRle<
+    typename rle_policies<Selector>::agent_policy,
+    InputT,
+    OffsetsOutT,
+    LengthsOutT,
+    EqualityT,
+    int,
+    int,
+    CUB_NS_QUALIFIER::NullType>;
+  static_assert(::cuda::std::is_same_v<typename agent_t::LengthT, LengthT>,
+                "the tile states hold the lengths' type");
+  __shared__ typename agent_t::TempStorage temp_storage;
+  auto state = by_key::tile_storage<LengthT>::make(storage, tiles);
+  agent_t(temp_storage, d_in, d_offsets_out, d_lengths_out, equality_op, num_items, CUB_NS_QUALIFIER::NullType{})
+    .ConsumeRange(tiles, state, d_num_runs);
 }
 
 } // namespace reduce_by_key

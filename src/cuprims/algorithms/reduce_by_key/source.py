@@ -59,3 +59,42 @@ def reduce_by_key_source(*, keys_in: Any, values_in: Any, unique_out: Any, aggre
     # CUB's tuning header has unannotated (host) helpers: NVRTC takes them as device code
     return Source(text=text, name_expressions=names, extern_symbols=eq_externs + red_externs + iterator_symbols,
                   meta_fields=REDUCE_BY_KEY_META, compile_options=(("device_as_default_execution_space", True),))
+
+
+def non_trivial_runs_source(*, items_in: Any, offsets_out: Any, lengths_out: Any, num_runs: Any, equality: OpSpec,
+                            arch: int) -> Source:
+    """Source writing the offset and length of each run of more than one item of
+    ``items_in`` (equal by ``equality``) on CUB's AgentRle, the lengths counted in the type
+    of ``lengths_out`` (the look-back's values), with CUB's tile shape for the item and
+    length types; the same init kernel readies the tile states and zeroes the run count."""
+    item, length = items_in.value, lengths_out.value
+    eq_text, eq_externs = equality_functor("cuprims_eq_t", equality, item, op_symbol(equality, "cuprims_op_0"))
+    iterator_text, iterator_types, iterator_symbols = iterator_parts((items_in, offsets_out, lengths_out))
+    p_in, p_offsets, p_lengths = arg_param(items_in), arg_param(offsets_out, output=True), arg_param(lengths_out,
+                                                                                                        output=True)
+    count, l = num_runs.value.cpp, length.cpp
+    storage = f"cuprims::by_key::tile_storage<{l}>"
+    text = (
+        unit_head((item, offsets_out.value, length, num_runs.value) + iterator_types, arch,
+                  ("reduce_by_key/cuprims_reduce_by_key.cuh",), iterator_text)
+        + eq_text
+        + "\nusing cuprims_selector_t = CUB_NS_QUALIFIER::detail::rle::non_trivial_runs::policy_selector_from_types<"
+        + f"{l}, {item.cpp}>;\n"
+        + "constexpr auto cuprims_policy = cuprims_selector_t{}(::cuda::compute_capability{"
+        + f"{arch // 10}, {arch % 10}" + "}).lookback;\n"
+        + meta_export((
+            ("threads", "cuprims_policy.threads_per_block"),
+            ("items", "cuprims_policy.items_per_thread"),
+            ("init_threads", f"{_NS}::init_threads"),
+            ("tile_padding", f"{storage}::padding"),
+            ("tile_bytes_per_tile", f"{storage}::bytes_per_tile"),
+            ("tile_fixed_bytes", f"{storage}::fixed_bytes"),
+        ))
+    )
+    names = (
+        f"{_NS}::init_kernel<{l}, {count}>",
+        f"{_NS}::non_trivial_runs_kernel<cuprims_selector_t, {p_in}, {p_offsets}, {p_lengths}, {count}, "
+        f"cuprims_eq_t, {l}>",
+    )
+    return Source(text=text, name_expressions=names, extern_symbols=eq_externs + iterator_symbols,
+                  meta_fields=REDUCE_BY_KEY_META, compile_options=(("device_as_default_execution_space", True),))

@@ -31,6 +31,7 @@ from cuprims.algorithms.scan.source import scan_source
 from cuprims.algorithms.skeleton import (Algorithm, CombinerDescription, Plan, combiner_spec, description, functor_size,
                                          functor_state)
 from cuprims.algorithms.values import described_init, init_argument, scalar_init_type
+from cuprims.errors import ArgumentError
 from cuprims.typing import (ArrayIteratorOrProxy, ArrayOrIterator, ComputeCapabilityLike, DeviceArrayLike, InitValue,
                             OperatorLike, StreamLike)
 
