@@ -45,6 +45,8 @@ _LAZY = {
     "make_reduce_by_key": "reduce_by_key", "reduce_by_key": "reduce_by_key",
     "make_run_length_encode": "reduce_by_key", "run_length_encode": "reduce_by_key",
     "make_non_trivial_runs": "reduce_by_key", "non_trivial_runs": "reduce_by_key",
+    "make_segmented_inclusive_scan": "segmented_scan", "segmented_inclusive_scan": "segmented_scan",
+    "make_segmented_exclusive_scan": "segmented_scan", "segmented_exclusive_scan": "segmented_scan",
     "make_inclusive_scan_by_key": "scan_by_key", "inclusive_scan_by_key": "scan_by_key",
     "make_exclusive_scan_by_key": "scan_by_key", "exclusive_scan_by_key": "scan_by_key",
     "make_select": "select", "select": "select",
@@ -58,7 +60,7 @@ _LAZY = {
     "RadixSort": "radix_sort", "MergeSort": "merge_sort", "SegmentedSort": "segmented_sort", "Select": "select",
     "ThreeWayPartition": "three_way_partition", "UniqueByKey": "unique_by_key", "HistogramEven": "histogram",
     "ReduceByKey": "reduce_by_key", "RunLengthEncode": "reduce_by_key", "NonTrivialRuns": "reduce_by_key",
-    "ScanByKey": "scan_by_key",
+    "ScanByKey": "scan_by_key", "SegmentedScan": "segmented_scan",
 }
 
 
@@ -76,6 +78,9 @@ if TYPE_CHECKING:   # the lazy names' objects, for type checkers (at run time __
     from cuprims.algorithms.scan import Scan, exclusive_scan, inclusive_scan, make_exclusive_scan, make_inclusive_scan
     from cuprims.algorithms.scan_by_key import (ScanByKey, exclusive_scan_by_key, inclusive_scan_by_key,
                                                 make_exclusive_scan_by_key, make_inclusive_scan_by_key)
+    from cuprims.algorithms.segmented_scan import (SegmentedScan, make_segmented_exclusive_scan,
+                                                   make_segmented_inclusive_scan, segmented_exclusive_scan,
+                                                   segmented_inclusive_scan)
     from cuprims.algorithms.segmented_reduce import SegmentedReduce, make_segmented_reduce, segmented_reduce
     from cuprims.algorithms.segmented_sort import SegmentedSort, make_segmented_sort, segmented_sort
     from cuprims.algorithms.select import Select, make_select, select
@@ -127,13 +132,15 @@ __all__ = [
     "make_segmented_sort", "segmented_sort",
     "make_unique_by_key", "unique_by_key", "make_reduce_by_key", "reduce_by_key",
     "make_run_length_encode", "run_length_encode", "make_non_trivial_runs", "non_trivial_runs",
+    "make_segmented_inclusive_scan", "segmented_inclusive_scan", "make_segmented_exclusive_scan",
+    "segmented_exclusive_scan",
     "make_inclusive_scan_by_key", "inclusive_scan_by_key", "make_exclusive_scan_by_key", "exclusive_scan_by_key",
     "make_three_way_partition", "three_way_partition",
     "make_select", "select",
     "make_histogram_even", "histogram_even",
     "Reduce", "SegmentedReduce", "Scan", "UnaryTransform", "BinaryTransform", "LowerBound", "UpperBound",
     "RadixSort", "MergeSort", "SegmentedSort", "Select", "ThreeWayPartition", "UniqueByKey", "HistogramEven",
-    "ReduceByKey", "RunLengthEncode", "NonTrivialRuns", "ScanByKey",
+    "ReduceByKey", "RunLengthEncode", "NonTrivialRuns", "ScanByKey", "SegmentedScan",
     "CacheModifiedInputIterator", "ConstantIterator", "CountingIterator", "DiscardIterator", "PermutationIterator",
     "ReverseIterator", "ShuffleIterator", "TransformIterator", "TransformOutputIterator", "ZipIterator",
     "coop",

@@ -30,7 +30,7 @@ struct tile_storage
   static constexpr long long padding = state_t::TILE_STATUS_PADDING;
   static constexpr long long align   = 256;
 
-  static constexpr long long status_bytes()
+  __host__ __device__ static constexpr long long status_bytes()
   {
     if constexpr (one_word)
     {
@@ -41,7 +41,7 @@ struct tile_storage
       return pair_state_t::description_bytes_per_tile;
     }
   }
-  static constexpr long long payload_bytes()
+  __host__ __device__ static constexpr long long payload_bytes()
   {
     if constexpr (one_word)
     {

@@ -1,0 +1,412 @@
+// cuprims segmented scans: a prefix scan of each segment [begin[s], end[s]) of the input,
+// written at the same positions of the output.
+//
+// Two ways through one kernel, chosen on the device (nothing is read back to the host):
+//   * ordered segments (each starting at or after the end and the start of the one before,
+//     all within the first `extent` items: what offset arrays give): one pass over the
+//     positions [0, extent) in tiles, one tile per block, (head flag, value) pairs scanned
+//     with decoupled look-back through the by-key tile states (cuprims_by_key_tiles.cuh), so
+//     a segment longer than a tile is spread over the whole GPU and a tile holds as many
+//     short segments as fit; positions outside every segment are read but not written;
+//   * any other segments (unordered, overlapping, or past the extent): each block scans
+//     whole segments, striding over them, tile by tile with a running prefix.
+// init_kernel readies the tile states and checks the order; a segment out of order writes
+// the call's epoch to `order_flag`, which scan_kernel compares with its own (a flag left by
+// an earlier call holds another epoch, so nothing has to be zeroed first).
+#pragma once
+
+#include <cub/agent/single_pass_scan_operators.cuh>
+#include <cub/block/block_exchange.cuh>
+#include <cub/block/block_load.cuh>
+#include <cub/block/block_scan.cuh>
+#include <cub/block/block_store.cuh>
+#include <cub/thread/thread_operators.cuh>
+
+#include <cuda/std/type_traits>
+
+#include <cuprims_by_key_tiles.cuh>
+
+namespace cuprims
+{
+namespace segmented_scan
+{
+
+constexpr int init_threads = 256;  // init_kernel's block
+
+// The initial value as the kernel receives it: none, a value passed at launch, or a
+// one-element device array read when the kernel runs.
+struct no_init
+{};
+
+template <class T>
+struct device_init
+{
+  const T* ptr;
+};
+
+template <class AccumT>
+__device__ __forceinline__ AccumT resolve_init(const AccumT& init)
+{
+  return init;
+}
+
+template <class AccumT>
+__device__ __forceinline__ AccumT resolve_init(const device_init<AccumT>& init)
+{
+  return *init.ptr;
+}
+
+template <class AccumT>
+__device__ __forceinline__ AccumT resolve_init(const no_init&)
+{
+  return AccumT{};
+}
+
+// Readies `tiles` tile states (when there is more than one tile) and checks that the
+// segments are ordered and within [0, extent): where one is not, writes `epoch` to the flag.
+template <class AccumT, class BeginIt, class EndIt>
+__global__ __launch_bounds__(init_threads) void init_kernel(
+  void* storage, int tiles, BeginIt d_begin, EndIt d_end, int num_segments, long long extent, unsigned* order_flag,
+  unsigned epoch)
+{
+  if (tiles > 1)
+  {
+    by_key::tile_storage<AccumT>::make(storage, tiles).InitializeStatus(tiles);
+  }
+  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+  bool out_of_order      = false;
+  for (long long s = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; s < num_segments; s += stride)
+  {
+    const long long b = static_cast<long long>(d_begin[s]);
+    const long long e = static_cast<long long>(d_end[s]);
+    out_of_order |= b < 0 || (e > b && e > extent);
+    if (s > 0)
+    {
+      const long long pb = static_cast<long long>(d_begin[s - 1]);
+      const long long pe = static_cast<long long>(d_end[s - 1]);
+      out_of_order |= b < pb || b < pe;
+    }
+  }
+  if (out_of_order)
+  {
+    *order_flag = epoch;
+  }
+}
+
+// The tile shape and the block-wide collectives for one accumulator type.
+template <int Threads, int Items, class AccumT>
+struct tile_kit
+{
+  static constexpr int threads = Threads;
+  static constexpr int items   = Items;
+  static constexpr int tile    = Threads * Items;
+
+  using pair_t       = CUB_NS_QUALIFIER::KeyValuePair<int, AccumT>;
+  using state_t      = typename by_key::tile_storage<AccumT>::state_t;
+  using load_t       = CUB_NS_QUALIFIER::BlockLoad<AccumT, Threads, Items, CUB_NS_QUALIFIER::BLOCK_LOAD_WARP_TRANSPOSE>;
+  using store_t      = CUB_NS_QUALIFIER::BlockStore<AccumT, Threads, Items, CUB_NS_QUALIFIER::BLOCK_STORE_WARP_TRANSPOSE>;
+  using exchange_t   = CUB_NS_QUALIFIER::BlockExchange<AccumT, Threads, Items>;
+  using mask_xchg_t  = CUB_NS_QUALIFIER::BlockExchange<unsigned char, Threads, Items>;
+  using pair_scan_t  = CUB_NS_QUALIFIER::BlockScan<pair_t, Threads, CUB_NS_QUALIFIER::BLOCK_SCAN_WARP_SCANS>;
+  using value_scan_t = CUB_NS_QUALIFIER::BlockScan<AccumT, Threads, CUB_NS_QUALIFIER::BLOCK_SCAN_WARP_SCANS>;
+
+  template <class ScanOpT>
+  using prefix_t = CUB_NS_QUALIFIER::TilePrefixCallbackOp<pair_t,
+                                                          CUB_NS_QUALIFIER::detail::ScanBySegmentOp<ScanOpT>,
+                                                          state_t,
+                                                          CUB_NS_QUALIFIER::detail::fixed_delay_constructor_t<350, 450>>;
+
+  template <class ScanOpT>
+  union storage_t
+  {
+    typename load_t::TempStorage load;
+    typename store_t::TempStorage store;
+    typename exchange_t::TempStorage exchange;
+    typename mask_xchg_t::TempStorage mask;
+    typename value_scan_t::TempStorage value_scan;
+    struct
+    {
+      typename pair_scan_t::TempStorage scan;
+      typename tile_kit::template prefix_t<ScanOpT>::TempStorage prefix;
+    } pair_scan;
+  };
+};
+
+// The running prefix of a segment scanned tile by tile by one block.
+template <class AccumT, class ScanOpT>
+struct running_prefix
+{
+  AccumT running;
+  ScanOpT op;
+
+  __device__ __forceinline__ AccumT operator()(const AccumT& block_aggregate)
+  {
+    const AccumT prefix = running;
+    running             = op(running, block_aggregate);
+    return prefix;
+  }
+};
+
+// The last segment s in [lo, hi] whose start is at most p (lo - 1 if none).
+template <class BeginIt>
+__device__ __forceinline__ int last_segment_starting_by(BeginIt d_begin, int lo, int hi, long long p)
+{
+  int found = lo - 1;
+  while (lo <= hi)
+  {
+    const int mid = lo + (hi - lo) / 2;
+    if (static_cast<long long>(d_begin[mid]) <= p)
+    {
+      found = mid;
+      lo    = mid + 1;
+    }
+    else
+    {
+      hi = mid - 1;
+    }
+  }
+  return found;
+}
+
+// One tile of ordered segments: positions [t * tile, t * tile + tile) within the extent.
+template <class Kit, bool Inclusive, bool HasInit, class InputIt, class OutputIt, class BeginIt, class EndIt,
+          class AccumT, class ScanOpT>
+__device__ __forceinline__ void scan_ordered_tile(
+  typename Kit::template storage_t<ScanOpT>& smem,
+  int* segment_range,
+  InputIt d_in,
+  OutputIt d_out,
+  BeginIt d_begin,
+  EndIt d_end,
+  int num_segments,
+  int extent,
+  void* storage,
+  int tiles,
+  ScanOpT op,
+  AccumT init)
+{
+  using pair_t         = typename Kit::pair_t;
+  constexpr int items  = Kit::items;
+  const int t          = static_cast<int>(blockIdx.x);
+  const long long t0   = static_cast<long long>(t) * Kit::tile;
+  const int valid      = static_cast<int>(::cuda::std::min<long long>(Kit::tile, extent - t0));
+  const bool full_tile = valid == Kit::tile;
+
+  AccumT values[items];
+  if (full_tile)
+  {
+    typename Kit::load_t(smem.load).Load(d_in + t0, values);
+  }
+  else
+  {
+    typename Kit::load_t(smem.load).Load(d_in + t0, values, valid);
+  }
+  if (threadIdx.x == 0)
+  {
+    segment_range[0] = last_segment_starting_by(d_begin, 0, num_segments - 1, t0);
+    segment_range[1] = last_segment_starting_by(d_begin, 0, num_segments - 1, t0 + valid - 1);
+  }
+  __syncthreads();
+
+  // each thread's items are consecutive positions: find the first one's segment, then walk
+  const long long p0 = t0 + static_cast<long long>(threadIdx.x) * items;
+  int s              = last_segment_starting_by(d_begin, ::cuda::std::max(segment_range[0], 0), segment_range[1], p0);
+  const int s_last   = segment_range[1];
+  long long seg_begin = s >= 0 ? static_cast<long long>(d_begin[s]) : 0;
+  long long seg_end   = s >= 0 ? static_cast<long long>(d_end[s]) : 0;
+  long long next_begin = s < s_last ? static_cast<long long>(d_begin[s + 1]) : (::cuda::std::numeric_limits<long long>::max)();
+
+  pair_t pairs[items];
+  unsigned char inside[items];
+  bool heads[items];
+  _CCCL_PRAGMA_UNROLL_FULL()
+  for (int i = 0; i < items; ++i)
+  {
+    const long long p = p0 + i;
+    while (next_begin <= p)
+    {
+      ++s;
+      seg_begin  = next_begin;
+      seg_end    = static_cast<long long>(d_end[s]);
+      next_begin = s < s_last ? static_cast<long long>(d_begin[s + 1]) : (::cuda::std::numeric_limits<long long>::max)();
+    }
+    const bool in_segment = s >= 0 && p < t0 + valid && p >= seg_begin && p < seg_end;
+    inside[i]             = in_segment;
+    heads[i]              = p == seg_begin;
+    // a position outside every segment is a head too: nothing it holds reaches a written item
+    pairs[i].key   = !in_segment || heads[i];
+    pairs[i].value = values[i];
+  }
+  __syncthreads();
+
+  const CUB_NS_QUALIFIER::detail::ScanBySegmentOp<ScanOpT> pair_op(op);
+  typename Kit::state_t state = by_key::tile_storage<AccumT>::make(storage, tiles);
+  if (t == 0)
+  {
+    pair_t aggregate;
+    if constexpr (Inclusive)
+    {
+      typename Kit::pair_scan_t(smem.pair_scan.scan).InclusiveScan(pairs, pairs, pair_op, aggregate);
+    }
+    else
+    {
+      typename Kit::pair_scan_t(smem.pair_scan.scan).ExclusiveScan(pairs, pairs, pair_op, aggregate);
+    }
+    if (threadIdx.x == 0 && tiles > 1)
+    {
+      state.SetInclusive(0, aggregate);
+    }
+  }
+  else
+  {
+    typename Kit::template prefix_t<ScanOpT> prefix(state, smem.pair_scan.prefix, pair_op, t);
+    if constexpr (Inclusive)
+    {
+      typename Kit::pair_scan_t(smem.pair_scan.scan).InclusiveScan(pairs, pairs, pair_op, prefix);
+    }
+    else
+    {
+      typename Kit::pair_scan_t(smem.pair_scan.scan).ExclusiveScan(pairs, pairs, pair_op, prefix);
+    }
+  }
+  _CCCL_PRAGMA_UNROLL_FULL()
+  for (int i = 0; i < items; ++i)
+  {
+    if constexpr (Inclusive)
+    {
+      values[i] = HasInit ? op(init, pairs[i].value) : pairs[i].value;
+    }
+    else
+    {
+      // a segment's first item is the initial value, a later one the initial value and
+      // the segment's items before it
+      values[i] = heads[i] ? init : op(init, pairs[i].value);
+    }
+  }
+  __syncthreads();
+
+  // blocked -> striped, so that consecutive threads write consecutive positions; only
+  // positions inside a segment are written
+  typename Kit::exchange_t(smem.exchange).BlockedToStriped(values);
+  __syncthreads();
+  typename Kit::mask_xchg_t(smem.mask).BlockedToStriped(inside);
+  _CCCL_PRAGMA_UNROLL_FULL()
+  for (int i = 0; i < items; ++i)
+  {
+    if (inside[i])
+    {
+      d_out[t0 + i * Kit::threads + static_cast<int>(threadIdx.x)] = values[i];
+    }
+  }
+}
+
+// Whole segments, one block each, striding over them: each scanned tile by tile with the
+// block's running prefix (any segments: unordered, overlapping, past the extent).
+template <class Kit, bool Inclusive, bool HasInit, class InputIt, class OutputIt, class BeginIt, class EndIt,
+          class AccumT, class ScanOpT>
+__device__ __forceinline__ void scan_whole_segments(
+  typename Kit::template storage_t<ScanOpT>& smem,
+  InputIt d_in,
+  OutputIt d_out,
+  BeginIt d_begin,
+  EndIt d_end,
+  int num_segments,
+  ScanOpT op,
+  AccumT init)
+{
+  constexpr int items = Kit::items;
+  for (int s = static_cast<int>(blockIdx.x); s < num_segments; s += static_cast<int>(gridDim.x))
+  {
+    const long long b = static_cast<long long>(d_begin[s]);
+    const long long e = static_cast<long long>(d_end[s]);
+    running_prefix<AccumT, ScanOpT> prefix{AccumT{}, op};
+    for (long long c = b; c < e; c += Kit::tile)
+    {
+      const int valid = static_cast<int>(::cuda::std::min<long long>(Kit::tile, e - c));
+      AccumT values[items];
+      typename Kit::load_t(smem.load).Load(d_in + c, values, valid);
+      __syncthreads();
+      if (c == b)
+      {
+        AccumT aggregate;
+        if constexpr (Inclusive)
+        {
+          typename Kit::value_scan_t(smem.value_scan).InclusiveScan(values, values, op, aggregate);
+        }
+        else
+        {
+          typename Kit::value_scan_t(smem.value_scan).ExclusiveScan(values, values, op, aggregate);
+        }
+        prefix.running = aggregate;
+      }
+      else if constexpr (Inclusive)
+      {
+        typename Kit::value_scan_t(smem.value_scan).InclusiveScan(values, values, op, prefix);
+      }
+      else
+      {
+        typename Kit::value_scan_t(smem.value_scan).ExclusiveScan(values, values, op, prefix);
+      }
+      _CCCL_PRAGMA_UNROLL_FULL()
+      for (int i = 0; i < items; ++i)
+      {
+        if constexpr (Inclusive)
+        {
+          if constexpr (HasInit)
+          {
+            values[i] = op(init, values[i]);
+          }
+        }
+        else
+        {
+          const bool first = c == b && threadIdx.x == 0 && i == 0;
+          values[i]        = first ? init : op(init, values[i]);
+        }
+      }
+      __syncthreads();
+      typename Kit::store_t(smem.store).Store(d_out + c, values, valid);
+      __syncthreads();
+    }
+  }
+}
+
+// The segmented scan: ordered segments by tiles of positions (blocks past the last tile
+// return), any others by whole segments.
+template <int Threads, int Items, class InputIt, class OutputIt, class BeginIt, class EndIt, class AccumT,
+          class ScanOpT, class InitT, bool Inclusive>
+__global__ __launch_bounds__(Threads) void scan_kernel(
+  InputIt d_in,
+  OutputIt d_out,
+  BeginIt d_begin,
+  EndIt d_end,
+  int num_segments,
+  int extent,
+  void* storage,
+  int tiles,
+  const unsigned* order_flag,
+  unsigned epoch,
+  ScanOpT op,
+  InitT init)
+{
+  using kit_t                = tile_kit<Threads, Items, AccumT>;
+  constexpr bool has_init    = !::cuda::std::is_same_v<InitT, no_init>;
+  static_assert(has_init || Inclusive, "an exclusive scan needs an initial value");
+  __shared__ typename kit_t::template storage_t<ScanOpT> smem;
+  __shared__ int segment_range[2];
+  const AccumT initial = resolve_init<AccumT>(init);
+  if (extent > 0 && *order_flag != epoch)
+  {
+    if (static_cast<int>(blockIdx.x) < tiles)
+    {
+      scan_ordered_tile<kit_t, Inclusive, has_init>(
+        smem, segment_range, d_in, d_out, d_begin, d_end, num_segments, extent, storage, tiles, op, initial);
+    }
+  }
+  else
+  {
+    scan_whole_segments<kit_t, Inclusive, has_init>(smem, d_in, d_out, d_begin, d_end, num_segments, op, initial);
+  }
+}
+
+} // namespace segmented_scan
+} // namespace cuprims
