@@ -35,6 +35,17 @@ def main():
     wide = cp.empty(1000, cp.int64)
     cuprims.inclusive_scan(d_in=cp.asarray(c), d_out=wide, op=OpKind.PLUS, num_items=c.size)
     assert (wide.get() == np.cumsum(c, dtype=np.int64)).all()
+
+    # segmented scans: each segment scanned on its own (offsets as CuPy's int64 arrays)
+    lengths = np.random.default_rng(2).integers(0, 300, 200)
+    offsets = np.r_[0, np.cumsum(lengths)]
+    v = np.random.default_rng(3).random(offsets[-1]).astype(np.float32)
+    d_v, d_offsets = cp.asarray(v), cp.asarray(offsets)
+    running = cp.empty_like(d_v)
+    cuprims.segmented_inclusive_scan(d_in=d_v, d_out=running, start_offsets_in=d_offsets[:-1],
+                                     end_offsets_in=d_offsets[1:], op=OpKind.PLUS, num_segments=lengths.size)
+    want = np.concatenate([np.cumsum(v[b:e]) for b, e in zip(offsets[:-1], offsets[1:])])
+    assert np.allclose(running.get(), want, rtol=1e-4)
     print("scan: ok")
 
 

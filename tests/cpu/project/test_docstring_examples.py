@@ -65,6 +65,8 @@ ON_CPU: dict[str, str] = {
     "cuprims.make_reduce_by_key": "build",
     "cuprims.make_run_length_encode": "build",
     "cuprims.make_non_trivial_runs": "build",
+    "cuprims.make_segmented_inclusive_scan": "build",
+    "cuprims.make_segmented_exclusive_scan": "build",
     "cuprims.make_inclusive_scan_by_key": "build",
     "cuprims.make_exclusive_scan_by_key": "build",
     "cuprims.make_three_way_partition": "build",
@@ -108,7 +110,8 @@ GPU_ONLY: dict[str, str] = {
         "reduce_into", "segmented_reduce", "inclusive_scan", "exclusive_scan", "unary_transform", "binary_transform",
         "lower_bound", "upper_bound", "radix_sort", "merge_sort", "segmented_sort", "unique_by_key",
         "three_way_partition", "select", "histogram_even", "reduce_by_key",
-        "run_length_encode", "non_trivial_runs", "inclusive_scan_by_key", "exclusive_scan_by_key")},
+        "run_length_encode", "non_trivial_runs", "segmented_inclusive_scan",
+        "segmented_exclusive_scan", "inclusive_scan_by_key", "exclusive_scan_by_key")},
     "cuprims.make_segmented_sort": ("its build (the segmented sort's six kernels) takes about 20 s of NVRTC, a "
                                     "third of this file's budget; tests/cpu/algorithms/test_segmented_sort.py builds "
                                     "the algorithm ahead of time"),
