@@ -168,6 +168,34 @@ __device__ __forceinline__ int last_segment_starting_by(BeginIt d_begin, int lo,
   return found;
 }
 
+// The same, found by a whole warp in log32 rounds (a round: 32 probes and a ballot) instead
+// of log2 dependent loads: the search for a tile's first and last segments sits on its
+// critical path. Every lane returns the answer.
+template <class BeginIt>
+__device__ __forceinline__ int warp_last_segment_starting_by(BeginIt d_begin, int num_segments, long long p)
+{
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  // every segment below lo starts at or before p; every one from hi on starts after it
+  long long lo = 0, hi = num_segments;
+  while (hi - lo > 32)
+  {
+    const long long step  = (hi - lo + 31) / 32;
+    const long long probe = lo + lane * step;
+    const bool before     = probe < hi && static_cast<long long>(d_begin[probe]) <= p;
+    const int count       = __popc(__ballot_sync(0xffffffffu, before));
+    if (count == 0)
+    {
+      return static_cast<int>(lo) - 1;
+    }
+    const long long next_hi = lo + count * step;
+    lo                      = lo + (count - 1) * step + 1;
+    hi                      = next_hi < hi ? next_hi : hi;
+  }
+  const long long probe = lo + lane;
+  const bool before     = probe < hi && static_cast<long long>(d_begin[probe]) <= p;
+  return static_cast<int>(lo) + __popc(__ballot_sync(0xffffffffu, before)) - 1;
+}
+
 // One tile of ordered segments: positions [t * tile, t * tile + tile) within the extent.
 template <class Kit, bool Inclusive, bool HasInit, class InputIt, class OutputIt, class BeginIt, class EndIt,
           class AccumT, class ScanOpT>
@@ -201,10 +229,15 @@ __device__ __forceinline__ void scan_ordered_tile(
   {
     typename Kit::load_t(smem.load).Load(d_in + t0, values, valid);
   }
-  if (threadIdx.x == 0)
+  // warp 0 finds the tile's first segment, warp 1 its last (Threads >= 64)
+  const int warp = static_cast<int>(threadIdx.x / 32);
+  if (warp < 2)
   {
-    segment_range[0] = last_segment_starting_by(d_begin, 0, num_segments - 1, t0);
-    segment_range[1] = last_segment_starting_by(d_begin, 0, num_segments - 1, t0 + valid - 1);
+    const int found = warp_last_segment_starting_by(d_begin, num_segments, warp == 0 ? t0 : t0 + valid - 1);
+    if (threadIdx.x % 32 == 0)
+    {
+      segment_range[warp] = found;
+    }
   }
   __syncthreads();
 
