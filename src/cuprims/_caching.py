@@ -14,8 +14,10 @@ def clear_all_caches(*, disk: bool = False) -> None:
 
     With the algorithm objects and their compiled code go the remembered descriptions of
     their operators and the entries numba keeps for the device functions compiled from
-    them: nothing of an earlier algorithm build stays reachable from cuprims. Cheap, and safe
-    to call at any time from any thread, also while another thread builds.
+    them: nothing of an earlier algorithm build stays reachable from cuprims. Safe to call at
+    any time from any thread, also while another thread builds; where one-shot calls have
+    used device memory, it waits for the work queued on the current device, whose frees must
+    happen before that memory can be given back.
 
     Example::
 

@@ -54,10 +54,17 @@ def _create_pool(device: int) -> int:
 
 
 def trim_pools() -> None:
-    """Give the memory our pools keep back to the driver."""
+    """Give the memory our pools keep back to the driver, once the work queued on the
+    current device so far (the frees among it) has run."""
     if not _pools:
         return
     lib = libcuda.load()
+    # A block freed in stream order stays the pool's until its stream reaches the free, and
+    # the trim gives back only what no allocation holds: let the frees queued so far (the
+    # shared one-shot buffer's, just now) happen first.
+    context = ctypes.c_void_p()
+    if lib.cuCtxGetCurrent(ctypes.byref(context)) == 0 and context.value:
+        lib.cuCtxSynchronize()
     for pool in list(_pools.values()):
         if pool != _NO_POOL:
             lib.cuMemPoolTrimTo(ctypes.c_void_p(pool), ctypes.c_size_t(0))

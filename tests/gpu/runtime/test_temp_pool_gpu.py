@@ -26,6 +26,15 @@ def _reserved(device: int = 0) -> int:
 
 
 def test_one_shot_temporary_storage_is_kept_for_the_next_call_and_trimmed_on_clear():
+    # a small one-shot call first: the legacy stream's shared buffer, freed in stream order by
+    # clear_all_caches() just before the trim, shares the pool's memory with the sort's storage
+    from cuprims.algorithms import scratch
+
+    small = cp.arange(5000, 0, -1, dtype=cp.int32)
+    sorted_small = cp.empty_like(small)
+    cuprims.merge_sort(d_in_keys=small, d_in_values=None, d_out_keys=sorted_small, d_out_values=None,
+                       op=cuprims.OpKind.LESS, num_items=small.size)
+    assert scratch._buffers and (sorted_small.get() == np.arange(1, 5001)).all()
     n = 1 << 22
     keys = cp.asarray(np.random.default_rng(1).integers(0, 1 << 31, n).astype(np.int32))
     out = cp.empty_like(keys)
