@@ -100,6 +100,9 @@ struct tile_kit
   static constexpr int threads = Threads;
   static constexpr int items   = Items;
   static constexpr int tile    = Threads * Items;
+  // the most segments of one tile whose bounds are staged in shared memory (more: read
+  // from global memory as they are walked)
+  static constexpr int staged = Threads * 2;
 
   using pair_t       = CUB_NS_QUALIFIER::KeyValuePair<int, AccumT>;
   using state_t      = typename by_key::tile_storage<AccumT>::state_t;
@@ -126,6 +129,11 @@ struct tile_kit
     typename value_scan_t::TempStorage value_scan;
     struct
     {
+      long long begin[staged + 1];   // the tile's segments' starts, and the next one's
+      long long end[staged];
+    } bounds;
+    struct
+    {
       typename pair_scan_t::TempStorage scan;
       typename tile_kit::template prefix_t<ScanOpT>::TempStorage prefix;
     } pair_scan;
@@ -147,30 +155,9 @@ struct running_prefix
   }
 };
 
-// The last segment s in [lo, hi] whose start is at most p (lo - 1 if none).
-template <class BeginIt>
-__device__ __forceinline__ int last_segment_starting_by(BeginIt d_begin, int lo, int hi, long long p)
-{
-  int found = lo - 1;
-  while (lo <= hi)
-  {
-    const int mid = lo + (hi - lo) / 2;
-    if (static_cast<long long>(d_begin[mid]) <= p)
-    {
-      found = mid;
-      lo    = mid + 1;
-    }
-    else
-    {
-      hi = mid - 1;
-    }
-  }
-  return found;
-}
-
-// The same, found by a whole warp in log32 rounds (a round: 32 probes and a ballot) instead
-// of log2 dependent loads: the search for a tile's first and last segments sits on its
-// critical path. Every lane returns the answer.
+// The last segment whose start is at most p (-1 if none), found by a whole warp in log32
+// rounds (a round: 32 probes and a ballot) instead of log2 dependent loads: the search for a
+// tile's first and last segments sits on its critical path. Every lane returns the answer.
 template <class BeginIt>
 __device__ __forceinline__ int warp_last_segment_starting_by(BeginIt d_begin, int num_segments, long long p)
 {
@@ -241,17 +228,57 @@ __device__ __forceinline__ void scan_ordered_tile(
   }
   __syncthreads();
 
-  // each thread's items are consecutive positions: find the first one's segment, then walk
+  // each thread's items are consecutive positions: find the first one's segment, then walk.
+  // The bounds of the tile's segments come from shared memory where they fit.
+  const int s_first = ::cuda::std::max(segment_range[0], 0);
+  const int s_last  = segment_range[1];
+  const int count   = s_last - s_first + 1;
+  const bool staged = count <= Kit::staged;
+  if (staged)
+  {
+    for (int k = static_cast<int>(threadIdx.x); k <= count; k += Kit::threads)
+    {
+      const int seg = s_first + k;
+      smem.bounds.begin[k] = seg < num_segments ? static_cast<long long>(d_begin[seg])
+                                                : (::cuda::std::numeric_limits<long long>::max)();
+      if (k < count)
+      {
+        smem.bounds.end[k] = static_cast<long long>(d_end[seg]);
+      }
+    }
+  }
+  __syncthreads();
+  auto begin_of = [&](int seg) -> long long {
+    return staged ? smem.bounds.begin[seg - s_first] : static_cast<long long>(d_begin[seg]);
+  };
+  auto end_of = [&](int seg) -> long long {
+    return staged ? smem.bounds.end[seg - s_first] : static_cast<long long>(d_end[seg]);
+  };
   const long long p0 = t0 + static_cast<long long>(threadIdx.x) * items;
-  int s              = last_segment_starting_by(d_begin, ::cuda::std::max(segment_range[0], 0), segment_range[1], p0);
-  const int s_last   = segment_range[1];
-  long long seg_begin = s >= 0 ? static_cast<long long>(d_begin[s]) : 0;
-  long long seg_end   = s >= 0 ? static_cast<long long>(d_end[s]) : 0;
-  long long next_begin = s < s_last ? static_cast<long long>(d_begin[s + 1]) : (::cuda::std::numeric_limits<long long>::max)();
+  // the last segment in [s_first, s_last] starting at or before p0 (s_first - 1: none)
+  int s = s_first - 1;
+  for (int lo = s_first, hi = s_last; lo <= hi;)
+  {
+    const int mid = lo + (hi - lo) / 2;
+    if (begin_of(mid) <= p0)
+    {
+      s  = mid;
+      lo = mid + 1;
+    }
+    else
+    {
+      hi = mid - 1;
+    }
+  }
+  constexpr long long never = (::cuda::std::numeric_limits<long long>::max)();
+  long long seg_begin  = s >= 0 ? begin_of(s) : 0;
+  long long seg_end    = s >= 0 ? end_of(s) : 0;
+  long long next_begin = s < s_last ? begin_of(s + 1) : never;
 
   pair_t pairs[items];
   unsigned char inside[items];
   bool heads[items];
+  bool all_inside = true;
   _CCCL_PRAGMA_UNROLL_FULL()
   for (int i = 0; i < items; ++i)
   {
@@ -260,12 +287,14 @@ __device__ __forceinline__ void scan_ordered_tile(
     {
       ++s;
       seg_begin  = next_begin;
-      seg_end    = static_cast<long long>(d_end[s]);
-      next_begin = s < s_last ? static_cast<long long>(d_begin[s + 1]) : (::cuda::std::numeric_limits<long long>::max)();
+      seg_end    = end_of(s);
+      next_begin = s < s_last ? begin_of(s + 1) : never;
     }
-    const bool in_segment = s >= 0 && p < t0 + valid && p >= seg_begin && p < seg_end;
-    inside[i]             = in_segment;
-    heads[i]              = p == seg_begin;
+    const bool in_range   = p < t0 + valid;
+    const bool in_segment = s >= 0 && in_range && p >= seg_begin && p < seg_end;
+    all_inside &= in_segment || !in_range;
+    inside[i] = in_segment;
+    heads[i]  = p == seg_begin;
     // a position outside every segment is a head too: nothing it holds reaches a written item
     pairs[i].key   = !in_segment || heads[i];
     pairs[i].value = values[i];
@@ -316,7 +345,19 @@ __device__ __forceinline__ void scan_ordered_tile(
       values[i] = heads[i] ? init : op(init, pairs[i].value);
     }
   }
-  __syncthreads();
+  // every position of the tile inside a segment (the common case): one transposed store
+  if (__syncthreads_and(all_inside))
+  {
+    if (full_tile)
+    {
+      typename Kit::store_t(smem.store).Store(d_out + t0, values);
+    }
+    else
+    {
+      typename Kit::store_t(smem.store).Store(d_out + t0, values, valid);
+    }
+    return;
+  }
 
   // blocked -> striped, so that consecutive threads write consecutive positions; only
   // positions inside a segment are written
