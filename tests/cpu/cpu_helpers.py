@@ -169,6 +169,20 @@ def check_kernel_params(obj, arch: int = ARCH) -> None:
         assert sizes == pack_sizes(kinds), (expr, sizes, kinds)
 
 
+def check_variant_params(obj, variant: int, raw=(None,), arch: int = ARCH):
+    """Build variant ``variant`` of ``obj`` for ``sm_<arch>`` (``raw``: the call's operators,
+    then its iterators, as ``obj._objects`` takes them) and assert its kernels' parameter
+    sizes in the cubin against what the host packs for that variant; returns (source, result)."""
+    builds = obj._builds_of(variant)
+    builds.build_for([arch], obj._objects(*raw))
+    source, result = builds.source(arch), builds.result(arch)
+    kinds_per_kernel = obj.desc.variant(variant).kernel_params()
+    assert len(source.name_expressions) == len(kinds_per_kernel)
+    for expr, kinds in zip(source.name_expressions, kinds_per_kernel):
+        assert kernel_param_sizes(result.cubin, result.kernels[expr]) == pack_sizes(kinds), expr
+    return source, result
+
+
 # ------------------------------------------------------------------ a fake device's memory
 #
 # Host dispatch tests run against fake devices: device memory is numpy bytes at made-up

@@ -15,14 +15,14 @@ namespace cuprims
 namespace by_key
 {
 
-// The tile states of one look-back over (int offset, AccumT) pairs.
+// The tile states of one look-back over (OffsetT run offset or flag, AccumT) pairs.
 // `tiles` of them take tiles * bytes_per_tile + fixed_bytes (the look-back padding and
 // each array's alignment) from a 256-aligned start.
-template <class AccumT>
+template <class AccumT, class OffsetT = int>
 struct tile_storage
 {
-  using state_t      = CUB_NS_QUALIFIER::ReduceByKeyScanTileState<AccumT, int>;
-  using pair_t       = CUB_NS_QUALIFIER::KeyValuePair<int, AccumT>;
+  using state_t      = CUB_NS_QUALIFIER::ReduceByKeyScanTileState<AccumT, OffsetT>;
+  using pair_t       = CUB_NS_QUALIFIER::KeyValuePair<OffsetT, AccumT>;
   using pair_state_t = CUB_NS_QUALIFIER::ScanTileState<pair_t>;
 
   // one atomic word per tile, or CUB's three arrays (status words, partial and inclusive pairs)

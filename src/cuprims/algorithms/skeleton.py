@@ -1,18 +1,11 @@
 """The algorithm skeleton: a frozen description per build and one base class that runs it.
 
-An algorithm module writes four things and copies nothing:
-
-* a :class:`Description` subclass (a frozen dataclass made with :func:`description`):
-  its element types, argument kinds (:class:`~cuprims.algorithms.arguments.ArgKind`),
-  operator specs and options. It is the object-cache key, the code generator's input
-  (:meth:`Description.source`), the operators to link (:meth:`Description.linked_ops`),
-  the kernels' parameter layout (:meth:`Description.kernel_params`) and, later, the record a
-  serialized object stores. It holds no user object.
-* a plan class (:class:`Plan`): launch facts for one device, read from the build's
-  exported metadata once per device;
-* the dispatch: ``_temp_bytes`` (the temporary bytes a bound call needs) and ``_dispatch``.
-* its public ``make_*`` / one-shot functions, which describe the arguments and call
-  :meth:`Algorithm._make` and :meth:`Algorithm._execute`.
+An algorithm's home writes a :class:`Description` subclass (a frozen dataclass made with
+:func:`description`: its types, argument kinds, operator specs and options; the object-cache
+key, the code generator's input, the operators to link, the kernels' parameter layout and
+the record a serialized object stores; no user object), a :class:`Plan` (launch facts read
+from the build's exported metadata once per device), the dispatch (``_temp_bytes`` and
+``_dispatch``) and its public functions (docs/design/adding-an-algorithm.md).
 
 :class:`Algorithm` owns the rest: the per-thread object cache, builds per compute
 capability (and per variant, such as 64-bit offsets), per-device plans (looked up per
@@ -168,9 +161,16 @@ class Algorithm(CallMemo, CompiledAlgorithm):
         self._plans: dict[int, Any] = {}
         self._fast_plans = self._plans
         self._device_plans: dict[tuple[int, int], Any] = {}
-        # one parameter block per kernel (of variant 0), laid out from the description
+        # parameter blocks per kernel: variant 0's now, the others' at first use (_packs_of)
         self._packs = tuple(driver.ParamPack(kinds) for kinds in desc.kernel_params())
+        self._variant_packs: dict[int, tuple[Any, ...]] = {0: self._packs}
         self._setup()
+
+    def _packs_of(self, variant: int) -> tuple[Any, ...]:
+        if variant not in self._variant_packs:
+            kinds = self.desc.variant(variant).kernel_params()
+            self._variant_packs[variant] = tuple(driver.ParamPack(k) for k in kinds)
+        return self._variant_packs[variant]
 
     def serialize(self) -> bytes:
         """This object as bytes: its description and every cubin it holds, as

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import cuprims
-from cpu_helpers import FakeArray, FakeMemory, FakePack, check_golden, check_kernel_params, render_source
+from cpu_helpers import (FakeArray, FakeMemory, FakePack, check_golden, check_kernel_params, check_variant_params,
+                         render_source)
 from cuprims import ConstantIterator, CountingIterator, DiscardIterator, OpKind, ProxyArray as P, TransformIterator
 from cuprims._runtime import driver
 from cuprims.algorithms.reduce_by_key import api as rbk
@@ -189,13 +190,40 @@ def test_fake_device_against_numpy(fake, n_tiles, extra):
     assert [k for k, *_ in dev.launches] == (["init", "sweep"] if n else ["init"])
 
 
-def test_more_items_than_32_bit_offsets_count_are_refused(fake):
-    obj, _ = fake()
-    with pytest.raises(ArgumentError) as info:
-        obj(temp_storage=None, d_in_keys=CountingIterator(i4(0)), d_in_values=ConstantIterator(f4(1)),
-            d_out_unique_keys=DiscardIterator(P(i4)), d_out_aggregates=DiscardIterator(P(f4)),
-            d_out_num_runs=FakeArray(fake.mem, np.zeros(1, i8)), num_items=1 << 31)
-    assert info.value.argument == "num_items"
+def test_the_64_bit_offset_variants_build_with_their_parameters(shared_cache):
+    obj = _make()
+    desc = obj.desc
+    assert not desc.wide_offsets and desc.variant(1).wide_offsets and desc.variant(0) is desc
+    assert desc.kernel_params()[1][-2] == "i32" and desc.variant(1).kernel_params()[1][-2] == "i64"
+    source, result = check_variant_params(obj, 1, (None, OpKind.PLUS))
+    assert "long long" in source.name_expressions[1] and result.meta["threads"] * result.meta["items"] >= 128
+    ntr = _make_non_trivial()
+    source, _ = check_variant_params(ntr, 1, ())
+    assert "long long" in source.name_expressions[1]
+
+
+def test_more_items_than_32_bit_offsets_count_take_the_wide_variant(fake, monkeypatch):
+    iterators = dict(d_in_keys=CountingIterator(i4(0)), d_in_values=ConstantIterator(f4(1)),
+                     d_out_unique_keys=DiscardIterator(P(i4)), d_out_aggregates=DiscardIterator(P(f4)))
+    obj = _make(**iterators)
+    raw = (None, OpKind.PLUS, iterators["d_in_keys"], iterators["d_in_values"], iterators["d_out_unique_keys"],
+           iterators["d_out_aggregates"])
+    for variant, names in ((0, ("init", "sweep")), (1, ("init-wide", "sweep-wide"))):
+        meta = check_variant_params(obj, variant, raw)[1].meta
+        obj._plans[variant] = rbk._Plan(SimpleNamespace(meta=meta, handles=names))
+        obj._plans[variant].device = 0
+    launches = []
+    monkeypatch.setattr(driver, "launch", lambda kernel, grid, block, stream, params, shared=0:
+                        launches.append((kernel, grid, params)))
+    runs = FakeArray(fake.mem, np.zeros(1, i8))
+    for n in ((1 << 31) - 1, 1 << 31):
+        launches.clear()
+        kw = dict(iterators, d_out_num_runs=runs, num_items=n)
+        obj(temp_storage=FakeArray(fake.mem, np.zeros(obj(temp_storage=None, **kw), np.uint8)), **kw)
+        wide = n > (1 << 31) - 1
+        assert [k for k, *_ in launches] == (["init-wide", "sweep-wide"] if wide else ["init", "sweep"])
+        plan = obj._plans[int(wide)]
+        assert launches[1][1] == -(-n // plan.tile_items) and launches[1][2][-2] == n
 
 
 # ------------------------------------------------------------------ run-length encoding

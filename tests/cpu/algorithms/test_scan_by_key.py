@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import cuprims
-from cpu_helpers import FakeArray, FakeMemory, FakePack, check_golden, check_kernel_params, render_source
+from cpu_helpers import (FakeArray, FakeMemory, FakePack, check_golden, check_kernel_params, check_variant_params,
+                         render_source)
 from cuprims import ConstantIterator, CountingIterator, DiscardIterator, OpKind, ProxyArray as P, TransformIterator
 from cuprims._runtime import driver
 from cuprims.algorithms.scan_by_key import api as sbk
@@ -193,13 +194,32 @@ def test_fake_device_against_numpy(fake, inclusive, n_tiles, extra):
     assert (nbytes > 1) == (tiles > 1)   # (a query answers at least 1 byte)
 
 
-def test_calls_refuse_a_wrong_init_value_and_too_many_items(fake):
+def test_calls_refuse_a_wrong_init_value(fake):
     kw = dict(d_in_keys=CountingIterator(i4(0)), d_in_values=ConstantIterator(f4(1)), d_out=DiscardIterator(P(f4)))
     obj, _ = fake(False, **kw)
-    kw["num_items"] = 10
     with pytest.raises(ArgumentError) as info:
-        obj(temp_storage=None, **kw)            # built with a host value: the call must give one
+        obj(temp_storage=None, num_items=10, **kw)   # built with a host value: the call must give one
     assert info.value.argument == "init_value"
-    with pytest.raises(ArgumentError) as info:
-        obj(temp_storage=None, init_value=f4(0), **{**kw, "num_items": 1 << 31})
-    assert info.value.argument == "num_items"
+
+
+def test_more_items_than_32_bit_offsets_count_take_the_wide_variant(fake, monkeypatch):
+    iterators = dict(d_in_keys=CountingIterator(i4(0)), d_in_values=ConstantIterator(f4(1)),
+                     d_out=DiscardIterator(P(f4)))
+    obj = _make(**iterators)
+    raw = (None, OpKind.PLUS, iterators["d_in_keys"], iterators["d_in_values"], iterators["d_out"])
+    assert obj.desc.variant(1).kernel_params()[1][-2] == "i64" and obj.desc.kernel_params()[1][-2] == "i32"
+    for variant, names in ((0, ("init", "sweep")), (1, ("init-wide", "sweep-wide"))):
+        source, result = check_variant_params(obj, variant, raw)
+        assert ("long long>" in source.name_expressions[1]) == bool(variant)
+        obj._plans[variant] = sbk._Plan(SimpleNamespace(meta=result.meta, handles=names), 4)
+        obj._plans[variant].device = 0
+    launches = []
+    monkeypatch.setattr(driver, "launch", lambda kernel, grid, block, stream, params, shared=0:
+                        launches.append((kernel, grid, params)))
+    for n in ((1 << 31) - 1, 1 << 31):
+        launches.clear()
+        kw = dict(iterators, num_items=n)
+        obj(temp_storage=FakeArray(fake.mem, np.zeros(obj(temp_storage=None, **kw), np.uint8)), **kw)
+        wide = n > (1 << 31) - 1
+        assert [k for k, *_ in launches] == (["init-wide", "sweep-wide"] if wide else ["init", "sweep"])
+        assert launches[1][1] == -(-n // obj._plans[int(wide)].tile_items) and launches[1][2][-2] == n

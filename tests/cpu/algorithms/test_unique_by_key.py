@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import cuprims
-from cpu_helpers import (FakeArray, FakeMemory, FakePack, check_golden, check_kernel_params, kernel_param_sizes,
-                         pack_sizes, render_source)
+from cpu_helpers import (FakeArray, FakeMemory, FakePack, check_golden, check_kernel_params, check_variant_params,
+                         render_source)
 from cuprims import CountingIterator, DiscardIterator, OpKind, ProxyArray as P, TransformIterator
 from cuprims import TransformOutputIterator
 from cuprims._runtime import driver
@@ -37,16 +37,7 @@ def _make(**over):
 
 
 def _variant_build(obj, variant: int, raw=(None,)):
-    """Variant ``variant``'s sm_90 build (``raw``: the op, then the iterators), its kernels'
-    parameter sizes in the cubin checked against what the host packs for that variant."""
-    builds = obj._builds_of(variant)
-    builds.build_for([90], obj._objects(*raw))
-    source, result = builds.source(90), builds.result(90)
-    kinds_per_kernel = obj.desc.variant(variant).kernel_params()
-    assert len(source.name_expressions) == len(kinds_per_kernel)
-    for expr, kinds in zip(source.name_expressions, kinds_per_kernel):
-        assert kernel_param_sizes(result.cubin, result.kernels[expr]) == pack_sizes(kinds), expr
-    return source, result
+    return check_variant_params(obj, variant, raw)
 
 
 def test_golden_and_parameters(shared_cache):

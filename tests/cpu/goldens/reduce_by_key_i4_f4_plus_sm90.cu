@@ -28,13 +28,13 @@ extern "C" __device__ __attribute__((used)) const long long cuprims_meta[6] = {
   (long long)(cuprims_policy.threads_per_block) /* threads */,
   (long long)(cuprims_policy.items_per_thread) /* items */,
   (long long)(cuprims::reduce_by_key::init_threads) /* init_threads */,
-  (long long)(cuprims::by_key::tile_storage<float>::padding) /* tile_padding */,
-  (long long)(cuprims::by_key::tile_storage<float>::bytes_per_tile) /* tile_bytes_per_tile */,
-  (long long)(cuprims::by_key::tile_storage<float>::fixed_bytes) /* tile_fixed_bytes */};
+  (long long)(cuprims::by_key::tile_storage<float, int>::padding) /* tile_padding */,
+  (long long)(cuprims::by_key::tile_storage<float, int>::bytes_per_tile) /* tile_bytes_per_tile */,
+  (long long)(cuprims::by_key::tile_storage<float, int>::fixed_bytes) /* tile_fixed_bytes */};
 
 // ---- name_expressions ----
-// cuprims::reduce_by_key::init_kernel<float, long long>
-// cuprims::reduce_by_key::sweep_kernel<cuprims_selector_t, const int*, int*, const float*, float*, long long, cuprims_eq_t, cuprims_red_t, float>
+// cuprims::reduce_by_key::init_kernel<float, long long, int>
+// cuprims::reduce_by_key::sweep_kernel<cuprims_selector_t, const int*, int*, const float*, float*, long long, cuprims_eq_t, cuprims_red_t, float, int>
 // ---- extern_symbols ----
 // ---- meta_fields ----
 // threads

@@ -235,3 +235,26 @@ def test_non_trivial_runs_edge_shapes_nan_and_the_object_api_on_a_stream():
     ntr(temp_storage=cp.empty(ntr(temp_storage=None, **call), np.uint8), stream=stream, **call)
     stream.synchronize()
     assert int(runs[0]) == 1 and int(offsets[0]) == 2 and int(lengths[0]) == 2
+
+
+def test_past_2_31_items_through_the_64_bit_build():
+    """2^31 + 4097 items from iterators (no memory): runs of 2^20 keys, each counted, and the
+    runs of more than one item (all but none: every run is long)."""
+    n = (1 << 31) + 4097
+    run = 1 << 20
+    keys = TransformIterator(CountingIterator(np.int64(0)), lambda i: i // (1 << 20))
+    m = -(-n // run)
+    uk, counts, runs = cp.empty(m, np.int64), cp.empty(m, np.int64), cp.empty(1, np.int64)
+    cuprims.reduce_by_key(d_in_keys=keys, d_in_values=ConstantIterator(np.int64(1)), d_out_unique_keys=uk,
+                          d_out_aggregates=counts, d_out_num_runs=runs, reduction_op=OpKind.PLUS, num_items=n)
+    assert int(runs[0]) == m
+    np.testing.assert_array_equal(uk.get(), np.arange(m))
+    want = np.full(m, run)
+    want[-1] = n - run * (m - 1)
+    np.testing.assert_array_equal(counts.get(), want)
+    offsets, lengths = cp.empty(m, np.int64), cp.empty(m, np.int64)
+    cuprims.non_trivial_runs(d_in=keys, d_out_offsets=offsets, d_out_lengths=lengths, d_out_num_runs=runs,
+                             num_items=n)
+    assert int(runs[0]) == m
+    np.testing.assert_array_equal(offsets.get(), np.arange(m, dtype=np.int64) * run)
+    np.testing.assert_array_equal(lengths.get(), want)

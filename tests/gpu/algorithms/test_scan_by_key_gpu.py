@@ -143,3 +143,16 @@ def test_numpy_one_element_init_and_a_wider_output():
     values = np.ones(keys.size, np.int8)
     got = scan(keys, values, np.int32, inclusive=False, init=np.array([100], np.int32))
     np.testing.assert_array_equal(got, reference(keys, values, np.int32, inclusive=False, init=100))
+
+
+def test_past_2_31_items_through_the_64_bit_build():
+    """2^31 + 4097 positions within runs of 2^20 keys, counted from zero in each run."""
+    n = (1 << 31) + 4097
+    keys = TransformIterator(CountingIterator(np.int64(0)), lambda i: i // (1 << 20))
+    out = cp.empty(n, np.int32)
+    cuprims.exclusive_scan_by_key(d_in_keys=keys, d_in_values=ConstantIterator(np.int32(1)), d_out=out,
+                                  scan_op=OpKind.PLUS, init_value=np.int32(0), num_items=n)
+    picks = np.r_[np.arange(0, 5), (1 << 31) - 3 + np.arange(6), n - 5 + np.arange(5),
+                  np.random.default_rng(9).integers(0, n, 2000)]
+    np.testing.assert_array_equal(out[cp.asarray(picks)].get(), picks % (1 << 20))
+    del out

@@ -17,7 +17,8 @@ of more than one item, its offset and length.
 Host dispatch (ours; kernels in ``algorithms/reduce_by_key/cuprims_reduce_by_key.cuh``): an
 init kernel readies the tile states and zeroes the run count, then a sweep of one tile per
 block with decoupled look-back, as CUB's ``DeviceReduce::ReduceByKey`` runs it, for up to
-2^31 - 1 items; ``non_trivial_runs`` sweeps on CUB's ``AgentRle`` after the same init kernel.
+2^31 - 1 items (a 64-bit-offset build, variant 1, past them); ``non_trivial_runs`` sweeps on
+CUB's ``AgentRle`` after the same init kernel.
 """
 
 from __future__ import annotations
@@ -32,15 +33,14 @@ from cuprims.algorithms.reduce_by_key.descriptions import (NonTrivialRunsDescrip
                                                            RunLengthEncodeDescription, _describe, _describe_encoding,
                                                            _describe_non_trivial, _ones, _Plan, storage_layout)
 from cuprims.algorithms.skeleton import Algorithm, functor_state
-from cuprims.errors import ArgumentError
 from cuprims.typing import (ArrayIteratorOrProxy, ArrayOrIterator, ArrayOrProxy, ComputeCapabilityLike, DeviceArrayLike,
                             OperatorLike, StreamLike)
 
 __all__ = ["ReduceByKey", "make_reduce_by_key", "reduce_by_key", "RunLengthEncode", "make_run_length_encode",
            "run_length_encode", "NonTrivialRuns", "make_non_trivial_runs", "non_trivial_runs"]
 
-#: The most items one call takes: the kernels' offsets are 32-bit.
-MAX_ITEMS = (1 << 31) - 1
+#: The most items the 32-bit-offset build (variant 0) takes; more go to the 64-bit one.
+NARROW_MAX_ITEMS = (1 << 31) - 1
 
 
 class ReduceByKey(Algorithm):
@@ -52,7 +52,6 @@ class ReduceByKey(Algorithm):
     desc: ReduceByKeyDescription
 
     def _setup(self) -> None:
-        self._init_params, self._sweep_params = self._packs
         self._stateful = (bool(self.desc.equality.state_size), bool(self.desc.reduction.state_size))
 
     def _objects(self, equality_op: Any = None, reduction_op: Any = None, *iterators: Any) -> list[Any]:
@@ -63,35 +62,36 @@ class ReduceByKey(Algorithm):
     def _make_plan(self, loaded: Loaded, variant: int) -> _Plan:
         return _Plan(loaded)
 
-    # args: (p_kin, p_vin, p_kout, p_aout, p_count, eq_state, red_state, n)
+    # args: (p_kin, p_vin, p_kout, p_aout, p_count, eq_state, red_state, n, variant)
     def _temp_bytes(self, plan: _Plan, args: tuple) -> int:
         return REGION_ALIGN + storage_layout(plan, args[7])[1]
 
     def _dispatch(self, plan: _Plan, args: tuple, temp: int, stream: int) -> None:
-        p_kin, p_vin, p_kout, p_aout, p_count, eq_state, red_state, n = args
+        p_kin, p_vin, p_kout, p_aout, p_count, eq_state, red_state, n, variant = args
+        init_params, sweep_params = self._packs_of(variant)
         tiles = storage_layout(plan, n)[0]
         storage = -(-temp // REGION_ALIGN) * REGION_ALIGN
         ready = max(tiles, 1)
         driver.launch(plan.init, -(-ready // plan.init_threads), plan.init_threads, stream,
-                      self._init_params.pack(storage, ready, p_count))
+                      init_params.pack(storage, ready, p_count))
         if n:
             driver.launch(plan.sweep, tiles, plan.threads, stream,
-                          self._sweep_params.pack(p_kin, p_kout, p_vin, p_aout, p_count, storage, eq_state, red_state,
-                                                  n, tiles))
+                          sweep_params.pack(p_kin, p_kout, p_vin, p_aout, p_count, storage, eq_state, red_state, n,
+                                            tiles))
 
     def _run(self, temp_storage: Any, d_in_keys: Any, d_in_values: Any, d_out_unique_keys: Any,
              d_out_aggregates: Any, d_out_num_runs: Any, equality_op: Any, reduction_op: Any, num_items: Any,
              stream: Any, one_shot: bool) -> int | None:
         n = check_num_items(num_items)
-        if n > MAX_ITEMS:
-            raise ArgumentError("num_items", f"at most {MAX_ITEMS} items", n)
+        variant = 0 if n <= NARROW_MAX_ITEMS else 1
         d = self.desc
         args = (d.keys_in.bind(d_in_keys, n), d.values_in.bind(d_in_values, n), d.unique_out.bind(d_out_unique_keys, n),
                 d.aggregates_out.bind(d_out_aggregates, n), d.num_runs.bind(d_out_num_runs, 1, None),
                 functor_state(d.equality, equality_op, "equality_op") if self._stateful[0] else b"\0",
-                functor_state(d.reduction, reduction_op, "reduction_op") if self._stateful[1] else b"\0", n)
+                functor_state(d.reduction, reduction_op, "reduction_op") if self._stateful[1] else b"\0", n, variant)
         return self._execute(temp_storage, stream, one_shot, args,
-                             (equality_op, reduction_op, d_in_keys, d_in_values, d_out_unique_keys, d_out_aggregates))
+                             (equality_op, reduction_op, d_in_keys, d_in_values, d_out_unique_keys, d_out_aggregates),
+                             variant)
 
     def __call__(self, *, temp_storage: DeviceArrayLike | None, d_in_keys: ArrayOrIterator,
                  d_in_values: ArrayOrIterator, d_out_unique_keys: ArrayOrIterator, d_out_aggregates: ArrayOrIterator,
@@ -246,39 +246,36 @@ class NonTrivialRuns(Algorithm):
 
     desc: NonTrivialRunsDescription
 
-    def _setup(self) -> None:
-        self._init_params, self._sweep_params = self._packs
-
     def _objects(self, *iterators: Any) -> list[Any]:
         return linked_objects(*iterators)
 
     def _make_plan(self, loaded: Loaded, variant: int) -> _Plan:
         return _Plan(loaded)
 
-    # args: (p_in, p_offsets, p_lengths, p_count, n)
+    # args: (p_in, p_offsets, p_lengths, p_count, n, variant)
     def _temp_bytes(self, plan: _Plan, args: tuple) -> int:
         return REGION_ALIGN + storage_layout(plan, args[4])[1]
 
     def _dispatch(self, plan: _Plan, args: tuple, temp: int, stream: int) -> None:
-        p_in, p_offsets, p_lengths, p_count, n = args
+        p_in, p_offsets, p_lengths, p_count, n, variant = args
+        init_params, sweep_params = self._packs_of(variant)
         tiles = storage_layout(plan, n)[0]
         storage = -(-temp // REGION_ALIGN) * REGION_ALIGN
         ready = max(tiles, 1)
         driver.launch(plan.init, -(-ready // plan.init_threads), plan.init_threads, stream,
-                      self._init_params.pack(storage, ready, p_count))
+                      init_params.pack(storage, ready, p_count))
         if n:
             driver.launch(plan.sweep, tiles, plan.threads, stream,
-                          self._sweep_params.pack(p_in, p_offsets, p_lengths, p_count, storage, b"\0", n, tiles))
+                          sweep_params.pack(p_in, p_offsets, p_lengths, p_count, storage, b"\0", n, tiles))
 
     def _run(self, temp_storage: Any, d_in: Any, d_out_offsets: Any, d_out_lengths: Any, d_out_num_runs: Any,
              num_items: Any, stream: Any, one_shot: bool) -> int | None:
         n = check_num_items(num_items)
-        if n > MAX_ITEMS:
-            raise ArgumentError("num_items", f"at most {MAX_ITEMS} items", n)
+        variant = 0 if n <= NARROW_MAX_ITEMS else 1
         d = self.desc
         args = (d.items_in.bind(d_in, n), d.offsets_out.bind(d_out_offsets, n), d.lengths_out.bind(d_out_lengths, n),
-                d.num_runs.bind(d_out_num_runs, 1, None), n)
-        return self._execute(temp_storage, stream, one_shot, args, (d_in, d_out_offsets, d_out_lengths))
+                d.num_runs.bind(d_out_num_runs, 1, None), n, variant)
+        return self._execute(temp_storage, stream, one_shot, args, (d_in, d_out_offsets, d_out_lengths), variant)
 
     def __call__(self, *, temp_storage: DeviceArrayLike | None, d_in: ArrayOrIterator,
                  d_out_offsets: ArrayOrIterator, d_out_lengths: ArrayOrIterator, d_out_num_runs: DeviceArrayLike,

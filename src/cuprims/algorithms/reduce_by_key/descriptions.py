@@ -5,7 +5,8 @@ over CUB's by-key tile states."""
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,6 +24,17 @@ from cuprims.errors import ArgumentError
 from cuprims.iterators import ConstantIterator
 from cuprims.op import OpKind, OpSpec, op_spec
 
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+
+def wide_variant(desc: Any, index: int) -> Any:
+    """Build variant ``index`` of a description with a ``wide_offsets`` field: 1 is its
+    64-bit-offset build (for more than 2^31 - 1 items)."""
+    if index == 1:
+        return dataclasses.replace(desc, wide_offsets=not desc.wide_offsets)
+    return Description.variant(desc, index)
+
 
 @description
 class ReduceByKeyDescription(Description):
@@ -36,6 +48,7 @@ class ReduceByKeyDescription(Description):
     num_runs: ArgKind
     equality: OpSpec
     reduction: OpSpec
+    wide_offsets: bool = False
 
     @property
     def operator(self) -> None:
@@ -45,7 +58,11 @@ class ReduceByKeyDescription(Description):
         return reduce_by_key_source(keys_in=self.keys_in, values_in=self.values_in, unique_out=self.unique_out,
                                     aggregates_out=self.aggregates_out, num_runs=self.num_runs,
                                     equality=self.equality, reduction=self.reduction,
-                                    accum=self.aggregates_out.value, arch=arch)
+                                    accum=self.aggregates_out.value, arch=arch, wide_offsets=self.wide_offsets)
+
+    def variant(self, index: int) -> Self:
+        """Variant 1: 64-bit offsets, for more than 2^31 - 1 items."""
+        return wide_variant(self, index)
 
     def _link(self) -> tuple[OpInput, ...]:
         key, accum = self.keys_in.value, self.aggregates_out.value
@@ -64,7 +81,8 @@ class ReduceByKeyDescription(Description):
             # sweep: keys in, unique out, values in, aggregates out, run count, tile storage, equality,
             #        reduction, items, tiles
             (self.keys_in.param, self.unique_out.param, self.values_in.param, self.aggregates_out.param, "ptr",
-             "ptr", functor_size(self.equality), functor_size(self.reduction), "i32", "i32"),
+             "ptr", functor_size(self.equality), functor_size(self.reduction), "i64" if self.wide_offsets else "i32",
+             "i32"),
         )
 
 
@@ -144,15 +162,20 @@ class NonTrivialRunsDescription(Description):
     lengths_out: ArgKind
     num_runs: ArgKind
     equality: OpSpec
+    wide_offsets: bool = False
 
     @property
     def operator(self) -> None:
         return None
 
+    def variant(self, index: int) -> Self:
+        """Variant 1: 64-bit offsets, for more than 2^31 - 1 items."""
+        return wide_variant(self, index)
+
     def source(self, arch: int) -> Source:
         return non_trivial_runs_source(items_in=self.items_in, offsets_out=self.offsets_out,
                                        lengths_out=self.lengths_out, num_runs=self.num_runs, equality=self.equality,
-                                       arch=arch)
+                                       arch=arch, wide_offsets=self.wide_offsets)
 
     def _link(self) -> tuple[OpInput, ...]:
         return tuple(op for a in (self.items_in, self.offsets_out, self.lengths_out) for op in a.linked_ops())
@@ -163,7 +186,7 @@ class NonTrivialRunsDescription(Description):
             ("ptr", "i32", "ptr"),
             # sweep: items in, offsets out, lengths out, run count, tile storage, equality, items, tiles
             (self.items_in.param, self.offsets_out.param, self.lengths_out.param, "ptr", "ptr",
-             functor_size(self.equality), "i32", "i32"),
+             functor_size(self.equality), "i64" if self.wide_offsets else "i32", "i32"),
         )
 
 

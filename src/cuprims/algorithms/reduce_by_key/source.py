@@ -22,9 +22,11 @@ _NS = "cuprims::reduce_by_key"
 
 
 def reduce_by_key_source(*, keys_in: Any, values_in: Any, unique_out: Any, aggregates_out: Any, num_runs: Any,
-                         equality: OpSpec, reduction: OpSpec, accum: ValueType, arch: int) -> Source:
+                         equality: OpSpec, reduction: OpSpec, accum: ValueType, arch: int,
+                         wide_offsets: bool = False) -> Source:
     """Source reducing each run of equal consecutive keys of ``keys_in`` (by ``equality``)
-    over ``values_in`` with ``reduction`` in ``accum``."""
+    over ``values_in`` with ``reduction`` in ``accum``; ``wide_offsets``: 64-bit offsets (past
+    2^31 - 1 items) instead of 32-bit ones."""
     key = keys_in.value
     eq_text, eq_externs = equality_functor("cuprims_eq_t", equality, key, op_symbol(equality, "cuprims_op_0"))
     red_text, red_externs = binary_functor("cuprims_red_t", reduction, accum, op_symbol(reduction, "cuprims_op_1"))
@@ -32,8 +34,9 @@ def reduce_by_key_source(*, keys_in: Any, values_in: Any, unique_out: Any, aggre
     p_kin, p_vin = arg_param(keys_in), arg_param(values_in)
     p_kout, p_aout = output_param(unique_out, key), output_param(aggregates_out, accum)
     count, a = num_runs.value.cpp, accum.cpp
+    offset = "long long" if wide_offsets else "int"
     converted = converted_outputs(((unique_out, key), (aggregates_out, accum)))
-    storage = f"cuprims::by_key::tile_storage<{a}>"
+    storage = f"cuprims::by_key::tile_storage<{a}, {offset}>"
     text = (
         unit_head((key, values_in.value, accum, num_runs.value) + iterator_types, arch,
                   ("reduce_by_key/cuprims_reduce_by_key.cuh",), iterator_text, converted)
@@ -52,9 +55,9 @@ def reduce_by_key_source(*, keys_in: Any, values_in: Any, unique_out: Any, aggre
         ))
     )
     names = (
-        f"{_NS}::init_kernel<{a}, {count}>",
+        f"{_NS}::init_kernel<{a}, {count}, {offset}>",
         f"{_NS}::sweep_kernel<cuprims_selector_t, {p_kin}, {p_kout}, {p_vin}, {p_aout}, {count}, cuprims_eq_t, "
-        f"cuprims_red_t, {a}>",
+        f"cuprims_red_t, {a}, {offset}>",
     )
     # CUB's tuning header has unannotated (host) helpers: NVRTC takes them as device code
     return Source(text=text, name_expressions=names, extern_symbols=eq_externs + red_externs + iterator_symbols,
@@ -62,7 +65,7 @@ def reduce_by_key_source(*, keys_in: Any, values_in: Any, unique_out: Any, aggre
 
 
 def non_trivial_runs_source(*, items_in: Any, offsets_out: Any, lengths_out: Any, num_runs: Any, equality: OpSpec,
-                            arch: int) -> Source:
+                            arch: int, wide_offsets: bool = False) -> Source:
     """Source writing the offset and length of each run of more than one item of
     ``items_in`` (equal by ``equality``) on CUB's AgentRle, the lengths counted in the type
     of ``lengths_out`` (the look-back's values), with CUB's tile shape for the item and
@@ -73,7 +76,8 @@ def non_trivial_runs_source(*, items_in: Any, offsets_out: Any, lengths_out: Any
     p_in, p_offsets, p_lengths = arg_param(items_in), arg_param(offsets_out, output=True), arg_param(lengths_out,
                                                                                                         output=True)
     count, l = num_runs.value.cpp, length.cpp
-    storage = f"cuprims::by_key::tile_storage<{l}>"
+    offset = "long long" if wide_offsets else "int"
+    storage = f"cuprims::by_key::tile_storage<{l}, {offset}>"
     text = (
         unit_head((item, offsets_out.value, length, num_runs.value) + iterator_types, arch,
                   ("reduce_by_key/cuprims_reduce_by_key.cuh",), iterator_text)
@@ -92,9 +96,9 @@ def non_trivial_runs_source(*, items_in: Any, offsets_out: Any, lengths_out: Any
         ))
     )
     names = (
-        f"{_NS}::init_kernel<{l}, {count}>",
+        f"{_NS}::init_kernel<{l}, {count}, {offset}>",
         f"{_NS}::non_trivial_runs_kernel<cuprims_selector_t, {p_in}, {p_offsets}, {p_lengths}, {count}, "
-        f"cuprims_eq_t, {l}>",
+        f"cuprims_eq_t, {l}, {offset}>",
     )
     return Source(text=text, name_expressions=names, extern_symbols=eq_externs + iterator_symbols,
                   meta_fields=REDUCE_BY_KEY_META, compile_options=(("device_as_default_execution_space", True),))

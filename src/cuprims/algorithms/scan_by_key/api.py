@@ -14,12 +14,14 @@ read by the kernel when it runs. Inputs and the output may be iterators; ``d_out
 Host dispatch (ours; kernels in ``algorithms/scan_by_key/cuprims_scan_by_key.cuh``): a
 problem of one tile is one launch with no temporary storage; a larger one readies the tile
 states and each tile's preceding key, then scans one tile per block with decoupled
-look-back, as CUB's ``DeviceScan::*ScanByKey`` runs it, for up to 2^31 - 1 items.
+look-back, as CUB's ``DeviceScan::*ScanByKey`` runs it: 32-bit offsets up to 2^31 - 1
+items, a 64-bit build (variant 1) past them.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+from typing import TYPE_CHECKING, Any
 
 from cuprims._build.results import OpInput
 from cuprims._codegen.builtin_ops import check_equality_builtin
@@ -38,11 +40,14 @@ from cuprims.op import OpKind, OpSpec, op_spec
 from cuprims.typing import (ArrayIteratorOrProxy, ArrayOrIterator, ComputeCapabilityLike, DeviceArrayLike, InitValue,
                             OperatorLike, StreamLike)
 
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
 __all__ = ["ScanByKey", "make_inclusive_scan_by_key", "make_exclusive_scan_by_key", "inclusive_scan_by_key",
            "exclusive_scan_by_key"]
 
-#: The most items one call takes: the kernels' offsets are 32-bit.
-MAX_ITEMS = (1 << 31) - 1
+#: The most items the 32-bit-offset build (variant 0) takes; more go to the 64-bit one.
+NARROW_MAX_ITEMS = (1 << 31) - 1
 
 
 @description
@@ -58,11 +63,18 @@ class ScanByKeyDescription(Description):
     op: OpSpec
     init_kind: str
     inclusive: bool
+    wide_offsets: bool = False
 
     def source(self, arch: int) -> Source:
         return scan_by_key_source(keys_in=self.keys_in, values_in=self.values_in, out=self.out,
                                   equality=self.equality, op=self.op, accum=self.out.value,
-                                  init_kind=self.init_kind, arch=arch)
+                                  init_kind=self.init_kind, arch=arch, wide_offsets=self.wide_offsets)
+
+    def variant(self, index: int) -> Self:
+        """Variant 1: 64-bit offsets, for more than 2^31 - 1 items."""
+        if index == 1:
+            return dataclasses.replace(self, wide_offsets=not self.wide_offsets)
+        return super().variant(index)
 
     def _link(self) -> tuple[OpInput, ...]:
         key, accum = self.keys_in.value, self.out.value
@@ -81,7 +93,7 @@ class ScanByKeyDescription(Description):
             # sweep: keys in, keys before each tile, values in, out, tile storage, equality, scan
             #        operator, init, items, tiles
             (self.keys_in.param, "ptr", self.values_in.param, self.out.param, "ptr", functor_size(self.equality),
-             functor_size(self.op), init_param, "i32", "i32"),
+             functor_size(self.op), init_param, "i64" if self.wide_offsets else "i32", "i32"),
         )
 
 
@@ -140,7 +152,6 @@ class ScanByKey(Algorithm):
 
     def _setup(self) -> None:
         desc = self.desc
-        self._init_params, self._sweep_params = self._packs
         self._stateful = (bool(desc.equality.state_size), bool(desc.op.state_size))
         self._init_scalar_type = scalar_init_type(desc.out.value, desc.init_kind == "value")
 
@@ -152,37 +163,37 @@ class ScanByKey(Algorithm):
     def _make_plan(self, loaded: Loaded, variant: int) -> _Plan:
         return _Plan(loaded, self.desc.keys_in.value.size)
 
-    # args: (p_kin, p_vin, p_out, eq_state, op_state, init, n)
+    # args: (p_kin, p_vin, p_out, eq_state, op_state, init, n, variant)
     def _temp_bytes(self, plan: _Plan, args: tuple) -> int:
         return storage_layout(plan, args[6])[2]
 
     def _dispatch(self, plan: _Plan, args: tuple, temp: int, stream: int) -> None:
-        p_kin, p_vin, p_out, eq_state, op_state, init, n = args
+        p_kin, p_vin, p_out, eq_state, op_state, init, n, variant = args
         if n == 0:
             return
+        init_params, sweep_params = self._packs_of(variant)
         tiles, keys_at, _ = storage_layout(plan, n)
         storage = keys_before = 0
         if tiles > 1:
             storage = -(-temp // REGION_ALIGN) * REGION_ALIGN
             keys_before = storage + keys_at
             driver.launch(plan.init, -(-tiles // plan.init_threads), plan.init_threads, stream,
-                          self._init_params.pack(storage, p_kin, keys_before, plan.tile_items, tiles))
+                          init_params.pack(storage, p_kin, keys_before, plan.tile_items, tiles))
         driver.launch(plan.sweep, tiles, plan.threads, stream,
-                      self._sweep_params.pack(p_kin, keys_before, p_vin, p_out, storage, eq_state, op_state, init,
-                                              n, tiles))
+                      sweep_params.pack(p_kin, keys_before, p_vin, p_out, storage, eq_state, op_state, init, n,
+                                        tiles))
 
     def _run(self, temp_storage: Any, d_in_keys: Any, d_in_values: Any, d_out: Any, scan_op: Any, init_value: Any,
              equality_op: Any, num_items: Any, stream: Any, one_shot: bool) -> int | None:
         n = check_num_items(num_items)
-        if n > MAX_ITEMS:
-            raise ArgumentError("num_items", f"at most {MAX_ITEMS} items", n)
+        variant = 0 if n <= NARROW_MAX_ITEMS else 1
         d = self.desc
         args = (d.keys_in.bind(d_in_keys, n), d.values_in.bind(d_in_values, n), d.out.bind(d_out, n),
                 functor_state(d.equality, equality_op, "equality_op") if self._stateful[0] else b"\0",
                 functor_state(d.op, scan_op, "scan_op") if self._stateful[1] else b"\0",
-                init_argument(d.init_kind, d.out.value, self._init_scalar_type, init_value), n)
+                init_argument(d.init_kind, d.out.value, self._init_scalar_type, init_value), n, variant)
         return self._execute(temp_storage, stream, one_shot, args,
-                             (equality_op, scan_op, d_in_keys, d_in_values, d_out))
+                             (equality_op, scan_op, d_in_keys, d_in_values, d_out), variant)
 
     def __call__(self, *, temp_storage: DeviceArrayLike | None, d_in_keys: ArrayOrIterator,
                  d_in_values: ArrayOrIterator, d_out: ArrayOrIterator, num_items: int,

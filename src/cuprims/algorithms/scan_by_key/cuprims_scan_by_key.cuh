@@ -8,7 +8,8 @@
 //   * sweep_kernel scans one tile per block, chaining (run flag, partial) pairs through the
 //     tile states with decoupled look-back.
 // A single tile needs neither: its block never touches the tile states or the keys before.
-// Offsets are ints, so one call takes at most 2^31 - 1 items.
+// OffsetT is the agent's offset type: int, or long long past 2^31 - 1 items (the tile states
+// hold int flags either way, as CUB's do).
 #pragma once
 
 #include <cub/agent/agent_scan_by_key.cuh>
@@ -84,7 +85,7 @@ struct policies
 // One tile per block: the tile's runs scanned, each continuing the scan of the run that
 // the tiles before it left open.
 template <class Selector, class KeysInT, class KeyT, class ValuesInT, class ValuesOutT, class EqualityT, class ScanT,
-          class AccumT, class InitT>
+          class AccumT, class InitT, class OffsetT>
 __global__ __launch_bounds__(int(policies<Selector>::lookback.threads_per_block)) void sweep_kernel(
   KeysInT d_keys_in,
   KeyT* keys_before,
@@ -94,7 +95,7 @@ __global__ __launch_bounds__(int(policies<Selector>::lookback.threads_per_block)
   EqualityT equality_op,
   ScanT scan_op,
   InitT init,
-  int num_items,
+  OffsetT num_items,
   int tiles)
 {
   using init_t  = decltype(resolve_init<AccumT>(init));
@@ -106,7 +107,7 @@ __global__ __launch_bounds__(int(policies<Selector>::lookback.threads_per_block)
     EqualityT,
     ScanT,
     init_t,
-    int,
+    OffsetT,
     AccumT>;
   __shared__ typename agent_t::TempStorage temp_storage;
   auto state = by_key::tile_storage<AccumT>::make(storage, tiles);

@@ -22,11 +22,12 @@ _NS = "cuprims::scan_by_key"
 
 
 def scan_by_key_source(*, keys_in: Any, values_in: Any, out: Any, equality: OpSpec, op: OpSpec, accum: ValueType,
-                       init_kind: str, arch: int) -> Source:
+                       init_kind: str, arch: int, wide_offsets: bool = False) -> Source:
     """Source scanning ``values_in`` into ``out`` with ``op`` in ``accum``, restarting at
     every run of keys of ``keys_in`` equal by ``equality``; ``init_kind`` is "none"
     (inclusive), "value" (passed at launch) or "device" (a pointer read by the kernel):
-    an exclusive scan has an initial value, an inclusive one none."""
+    an exclusive scan has an initial value, an inclusive one none. ``wide_offsets``: the
+    agent's offsets are 64-bit (past 2^31 - 1 items)."""
     if init_kind not in INIT_KINDS:
         raise ValueError(f"init_kind must be one of {INIT_KINDS}, not {init_kind!r}")
     key = keys_in.value
@@ -56,7 +57,7 @@ def scan_by_key_source(*, keys_in: Any, values_in: Any, out: Any, equality: OpSp
     names = (
         f"{_NS}::init_kernel<{a}, {p_kin}, {key.cpp}>",
         f"{_NS}::sweep_kernel<cuprims_selector_t, {p_kin}, {key.cpp}, {p_vin}, {p_out}, cuprims_eq_t, "
-        f"cuprims_scan_op_t, {a}, {init_t}>",
+        f"cuprims_scan_op_t, {a}, {init_t}, {'long long' if wide_offsets else 'int'}>",
     )
     # CUB's tuning header has unannotated (host) helpers: NVRTC takes them as device code
     return Source(text=text, name_expressions=names, extern_symbols=eq_externs + op_externs + iterator_symbols,

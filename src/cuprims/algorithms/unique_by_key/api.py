@@ -130,16 +130,7 @@ class UniqueByKey(Algorithm):
     desc: UniqueByKeyDescription
 
     def _setup(self) -> None:
-        # parameter blocks per variant (the sweep's differ), the wide ones laid out when first used
-        self._variant_packs: dict[int, tuple[Any, ...]] = {0: self._packs}
         self._stateful = bool(self.desc.op.state_size)
-
-    def _packs_of(self, variant: int) -> tuple[Any, ...]:
-        packs = self._variant_packs.get(variant)
-        if packs is None:
-            kinds = self.desc.variant(variant).kernel_params()
-            packs = self._variant_packs[variant] = tuple(driver.ParamPack(k) for k in kinds)
-        return packs
 
     def _make_plan(self, loaded: Loaded, variant: int) -> _Plan:
         return _Plan(loaded)
