@@ -145,3 +145,13 @@ def lookback_meta(policy: str, tile_state: str) -> str:
     ))
 
 
+#: How an initial value reaches a kernel (``algorithms/cuprims_init_value.cuh``).
+INIT_KINDS = ("none", "value", "device")
+
+
+def init_value_type(init_kind: str, accum: str) -> str:
+    """The C++ type a kernel takes an initial value of ``init_kind`` as: ``cuprims::no_init``,
+    the accumulator's type ``accum`` (passed at launch), or a ``cuprims::device_init`` pointer."""
+    if init_kind not in INIT_KINDS:
+        raise ValueError(f"init_kind must be one of {INIT_KINDS}, not {init_kind!r}")
+    return {"none": "cuprims::no_init", "value": accum, "device": f"cuprims::device_init<{accum}>"}[init_kind]

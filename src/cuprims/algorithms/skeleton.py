@@ -7,16 +7,15 @@ the record a serialized object stores; no user object), a :class:`Plan` (launch 
 from the build's exported metadata once per device), the dispatch (``_temp_bytes`` and
 ``_dispatch``) and its public functions (docs/design/adding-an-algorithm.md).
 
-:class:`Algorithm` owns the rest: the per-thread object cache, builds per compute
-capability (and per variant, such as 64-bit offsets), per-device plans (looked up per
-call where the process sees several devices), the retry on another device after a
-launch fails, and temporary storage (the size query, the caller's buffer checks,
-stream-ordered allocation for one-shot calls), and, through :class:`~cuprims.algorithms.call_memo.CallMemo`,
-the memo of the last call's bound arrays.
+:class:`Algorithm` owns the rest: the per-thread object cache, builds per compute capability
+and variant, per-device plans, the retry on another device after a failed launch, temporary
+storage (the size query, a caller's buffer checked, one-shot allocation) and, through
+:class:`~cuprims.algorithms.call_memo.CallMemo`, the memo of the last call's bound arrays.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from functools import cached_property
 from threading import get_ident
 from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
@@ -78,7 +77,9 @@ class Description:
         return getattr(self, "op", None)
 
     def variant(self, index: int) -> Self:
-        """Description of build variant ``index`` (0 is this one; e.g. 1: 64-bit offsets)."""
+        """Build variant ``index``'s description: 0 this one; 1 ``wide_offsets`` flipped, where it is a field."""
+        if index == 1 and hasattr(self, "wide_offsets"):
+            return dataclasses.replace(self, wide_offsets=not self.wide_offsets)  # type: ignore[type-var]
         if index:
             raise IndexError(index)
         return self
@@ -104,10 +105,9 @@ class CombinerDescription(Description):
 
 
 class Plan:
-    """Launch facts of one build on one device. ``temp_align`` is the address alignment
-    a caller's temporary storage must have; ``pdl_capable`` (set by a plan of several
-    kernels whose device takes programmatic dependent launch) lets
-    :meth:`Algorithm._launcher` launch them that way."""
+    """Launch facts of one build on one device. ``temp_align``: the address alignment a
+    caller's temporary storage must have; ``pdl_capable`` (a plan of several kernels whose
+    device takes programmatic dependent launch): :meth:`Algorithm._launcher` uses it."""
 
     temp_align = 1
     device = -1
@@ -161,12 +161,12 @@ class Algorithm(CallMemo, CompiledAlgorithm):
         self._plans: dict[int, Any] = {}
         self._fast_plans = self._plans
         self._device_plans: dict[tuple[int, int], Any] = {}
-        # parameter blocks per kernel: variant 0's now, the others' at first use (_packs_of)
         self._packs = tuple(driver.ParamPack(kinds) for kinds in desc.kernel_params())
         self._variant_packs: dict[int, tuple[Any, ...]] = {0: self._packs}
         self._setup()
 
     def _packs_of(self, variant: int) -> tuple[Any, ...]:
+        """Variant ``variant``'s parameter blocks, one per kernel (laid out at their first use)."""
         if variant not in self._variant_packs:
             kinds = self.desc.variant(variant).kernel_params()
             self._variant_packs[variant] = tuple(driver.ParamPack(k) for k in kinds)

@@ -157,3 +157,10 @@ def init_argument(kind: str, accum: ValueType, scalar_type: type[np.generic] | N
     if init_value is not None:
         raise ArgumentError(argument, "None (this was built without an initial value)", init_value)
     return b"\0"
+
+
+def init_param(kind: str, accum: ValueType) -> int | str:
+    """The kernel parameter an initial value of ``kind`` takes: a placeholder byte for none,
+    the value's bytes, or a device pointer."""
+    params: dict[str, int | str] = {"none": 1, "value": accum.size, "device": "ptr"}
+    return params[kind]

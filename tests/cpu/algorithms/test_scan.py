@@ -189,7 +189,7 @@ def test_source_shape():
     assert scan.endswith("cuprims_op_t, float, true>")
     raw = _generate(GOLDEN_SPECS["scan_f8_raw_inclusive_device_sm80"])
     assert raw.extern_symbols == ("my_raw_add",)
-    assert "cuprims::scan::device_init<double>" in raw.name_expressions[1]
+    assert "cuprims::device_init<double>" in raw.name_expressions[1]
     excl = _generate(GOLDEN_SPECS["scan_i4_plus_exclusive_value_sm90"])
     assert excl.name_expressions[1].endswith("cuprims_op_t, int, false>")
 

@@ -33,7 +33,7 @@ extern "C" __device__ __attribute__((used)) const long long cuprims_meta[5] = {
 
 // ---- name_expressions ----
 // cuprims::scan_by_key::init_kernel<float, const int*, int>
-// cuprims::scan_by_key::sweep_kernel<cuprims_selector_t, const int*, int, const float*, float*, cuprims_eq_t, cuprims_scan_op_t, float, cuprims::scan_by_key::no_init, int>
+// cuprims::scan_by_key::sweep_kernel<cuprims_selector_t, const int*, int, const float*, float*, cuprims_eq_t, cuprims_scan_op_t, float, cuprims::no_init, int>
 // ---- extern_symbols ----
 // ---- meta_fields ----
 // threads

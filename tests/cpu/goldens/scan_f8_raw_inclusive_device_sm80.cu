@@ -35,7 +35,7 @@ extern "C" __device__ __attribute__((used)) const long long cuprims_meta[8] = {
 
 // ---- name_expressions ----
 // cuprims::scan::scan_init_kernel<double>
-// cuprims::scan::scan_kernel<cuprims_selector_t, double, double, double, cuprims_op_t, cuprims::scan::device_init<double>, true>
+// cuprims::scan::scan_kernel<cuprims_selector_t, double, double, double, cuprims_op_t, cuprims::device_init<double>, true>
 // ---- extern_symbols ----
 // my_raw_add
 // ---- meta_fields ----

@@ -37,7 +37,7 @@ extern "C" __device__ __attribute__((used)) const long long cuprims_meta[8] = {
 
 // ---- name_expressions ----
 // cuprims::scan::scan_init_kernel<int>
-// cuprims::scan::scan_kernel<cuprims_selector_t, int, int, int, cuprims_op_t, cuprims::scan::no_init, true>
+// cuprims::scan::scan_kernel<cuprims_selector_t, int, int, int, cuprims_op_t, cuprims::no_init, true>
 // ---- extern_symbols ----
 // ---- meta_fields ----
 // threads

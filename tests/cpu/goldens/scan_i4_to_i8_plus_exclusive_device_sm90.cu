@@ -37,7 +37,7 @@ extern "C" __device__ __attribute__((used)) const long long cuprims_meta[8] = {
 
 // ---- name_expressions ----
 // cuprims::scan::scan_init_kernel<long long>
-// cuprims::scan::scan_kernel<cuprims_selector_t, int, long long, long long, cuprims_op_t, cuprims::scan::device_init<long long>, false>
+// cuprims::scan::scan_kernel<cuprims_selector_t, int, long long, long long, cuprims_op_t, cuprims::device_init<long long>, false>
 // ---- extern_symbols ----
 // ---- meta_fields ----
 // threads

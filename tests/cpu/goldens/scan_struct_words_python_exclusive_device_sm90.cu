@@ -51,7 +51,7 @@ extern "C" __device__ __attribute__((used)) const long long cuprims_meta[8] = {
 
 // ---- name_expressions ----
 // cuprims::scan::scan_init_kernel<cuprims_struct_96dc7bda6d7f9b4a_words>
-// cuprims::scan::scan_kernel<cuprims_selector_t, cuprims_struct_96dc7bda6d7f9b4a, cuprims_struct_96dc7bda6d7f9b4a, cuprims_struct_96dc7bda6d7f9b4a_words, cuprims_op_t, cuprims::scan::device_init<cuprims_struct_96dc7bda6d7f9b4a>, false>
+// cuprims::scan::scan_kernel<cuprims_selector_t, cuprims_struct_96dc7bda6d7f9b4a, cuprims_struct_96dc7bda6d7f9b4a, cuprims_struct_96dc7bda6d7f9b4a_words, cuprims_op_t, cuprims::device_init<cuprims_struct_96dc7bda6d7f9b4a>, false>
 // ---- extern_symbols ----
 // cuprims_op_0
 // ---- meta_fields ----

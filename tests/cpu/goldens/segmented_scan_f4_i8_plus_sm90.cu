@@ -23,7 +23,7 @@ extern "C" __device__ __attribute__((used)) const long long cuprims_meta[5] = {
 
 // ---- name_expressions ----
 // cuprims::segmented_scan::init_kernel<float, const long long*, const long long*>
-// cuprims::segmented_scan::scan_kernel<256, 12, const float*, float*, const long long*, const long long*, float, cuprims_scan_op_t, cuprims::segmented_scan::no_init, true>
+// cuprims::segmented_scan::scan_kernel<256, 12, const float*, float*, const long long*, const long long*, float, cuprims_scan_op_t, cuprims::no_init, true>
 // ---- extern_symbols ----
 // ---- meta_fields ----
 // threads

@@ -5,8 +5,7 @@ over CUB's by-key tile states."""
 
 from __future__ import annotations
 
-import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -24,16 +23,7 @@ from cuprims.errors import ArgumentError
 from cuprims.iterators import ConstantIterator
 from cuprims.op import OpKind, OpSpec, op_spec
 
-if TYPE_CHECKING:
-    from typing_extensions import Self
 
-
-def wide_variant(desc: Any, index: int) -> Any:
-    """Build variant ``index`` of a description with a ``wide_offsets`` field: 1 is its
-    64-bit-offset build (for more than 2^31 - 1 items)."""
-    if index == 1:
-        return dataclasses.replace(desc, wide_offsets=not desc.wide_offsets)
-    return Description.variant(desc, index)
 
 
 @description
@@ -59,10 +49,6 @@ class ReduceByKeyDescription(Description):
                                     aggregates_out=self.aggregates_out, num_runs=self.num_runs,
                                     equality=self.equality, reduction=self.reduction,
                                     accum=self.aggregates_out.value, arch=arch, wide_offsets=self.wide_offsets)
-
-    def variant(self, index: int) -> Self:
-        """Variant 1: 64-bit offsets, for more than 2^31 - 1 items."""
-        return wide_variant(self, index)
 
     def _link(self) -> tuple[OpInput, ...]:
         key, accum = self.keys_in.value, self.aggregates_out.value
@@ -167,10 +153,6 @@ class NonTrivialRunsDescription(Description):
     @property
     def operator(self) -> None:
         return None
-
-    def variant(self, index: int) -> Self:
-        """Variant 1: 64-bit offsets, for more than 2^31 - 1 items."""
-        return wide_variant(self, index)
 
     def source(self, arch: int) -> Source:
         return non_trivial_runs_source(items_in=self.items_in, offsets_out=self.offsets_out,

@@ -30,7 +30,7 @@ from cuprims.algorithms.operators import combined_input
 from cuprims.algorithms.scan.source import scan_source
 from cuprims.algorithms.skeleton import (Algorithm, CombinerDescription, Plan, combiner_spec, description, functor_size,
                                          functor_state)
-from cuprims.algorithms.values import described_init, init_argument, scalar_init_type
+from cuprims.algorithms.values import described_init, init_argument, init_param, scalar_init_type
 from cuprims.errors import ArgumentError
 from cuprims.typing import (ArrayIteratorOrProxy, ArrayOrIterator, ComputeCapabilityLike, DeviceArrayLike, InitValue,
                             OperatorLike, StreamLike)
@@ -50,12 +50,12 @@ class ScanDescription(CombinerDescription):
                            inclusive=self.inclusive, arch=arch, d_in=self.d_in, d_out=self.d_out)
 
     def kernel_params(self) -> tuple[tuple[Any, ...], ...]:
-        init_param = {"none": 1, "value": self.d_out.value.size, "device": "ptr"}[self.init_kind]
         return (
             # scan_init_kernel(tile_storage, num_tiles)
             ("ptr", "i32"),
             # scan_kernel(d_in, d_out, tile_storage, num_tiles, op, init, num_items)
-            (self.d_in.param, self.d_out.param, "ptr", "i32", functor_size(self.op), init_param, "i64"),
+            (self.d_in.param, self.d_out.param, "ptr", "i32", functor_size(self.op),
+             init_param(self.init_kind, self.d_out.value), "i64"),
         )
 
 

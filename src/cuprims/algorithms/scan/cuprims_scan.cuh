@@ -31,6 +31,8 @@
 
 #include <cuda/std/type_traits>
 
+#include <cuprims_init_value.cuh>
+
 namespace cuprims
 {
 namespace scan
@@ -38,38 +40,6 @@ namespace scan
 
 // Block size of scan_init_kernel (one thread per tile state).
 constexpr int init_threads = 128;
-
-// Init-value kinds: none (inclusive scan only), a value passed at launch (the InitT is
-// then the output's type, the accumulator's or one converting to it), or a one-element
-// device array read by the kernel.
-struct no_init
-{};
-
-template <class T>
-struct device_init
-{
-  const T* ptr;
-};
-
-template <class AccumT, class InitT>
-__device__ __forceinline__ AccumT resolve_init(const InitT& init)
-{
-  return init;
-}
-
-// (the value may be of the accumulator's type or convert to it: a struct read into its
-// word form, see cuprims/_codegen/accumulators.py)
-template <class AccumT, class T>
-__device__ __forceinline__ AccumT resolve_init(const device_init<T>& init)
-{
-  return *init.ptr;
-}
-
-template <class AccumT>
-__device__ __forceinline__ CUB_NS_QUALIFIER::NullType resolve_init(const no_init&)
-{
-  return {};
-}
 
 // Where CUB's ScanTileState<AccumT> lives inside the temporary storage. Regions (the
 // status words, then, for values that do not fit one atomic word with their status,

@@ -11,14 +11,11 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from cuprims._codegen.accumulators import accumulator
-from cuprims._codegen.common import combiner_head, iterator_parts, meta_export, op_symbol
+from cuprims._codegen.common import combiner_head, init_value_type, iterator_parts, meta_export, op_symbol
 from cuprims._codegen.functors import binary_functor
 from cuprims._compile.source import Source
 from cuprims._value_types import ValueType
 from cuprims.op import OpSpec
-
-# What the init value is, as the kernel sees it.
-INIT_KINDS = ("none", "value", "device")
 
 SCAN_META_FIELDS = ("threads", "items", "init_threads", "tile_bytes_per_tile", "tile_fixed_bytes", "max_tiles",
                     "accum_size", "accum_align")
@@ -60,8 +57,6 @@ def scan_source(*, in_type: ValueType, accum: ValueType, op: OpSpec, init_kind: 
     """
     if policy_overrides is None:
         policy_overrides = scan_tuning(accum, arch)
-    if init_kind not in INIT_KINDS:
-        raise ValueError(f"init_kind must be one of {INIT_KINDS}, not {init_kind!r}")
     if init_kind == "none" and not inclusive:
         raise ValueError("an exclusive scan needs an init value")
     acc = accumulator(accum)
@@ -73,7 +68,7 @@ def scan_source(*, in_type: ValueType, accum: ValueType, op: OpSpec, init_kind: 
     t, a = accum.cpp, acc.cpp
     selector = (f"CUB_NS_QUALIFIER::detail::scan::policy_selector_from_types<const {in_type.cpp}*, {t}*, {a}, "
                 "unsigned long long, ::cuda::std::plus<>>")
-    init_t = {"none": "cuprims::scan::no_init", "value": t, "device": f"cuprims::scan::device_init<{t}>"}[init_kind]
+    init_t = init_value_type(init_kind, t)
     layout = f"cuprims::scan::tile_layout<{a}>"
     text = (
         combiner_head((in_type, accum) + iterator_types, arch, "scan/cuprims_scan.cuh", iterator_text,

@@ -20,8 +20,7 @@ items, a 64-bit build (variant 1) past them.
 
 from __future__ import annotations
 
-import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cuprims._build.results import OpInput
 from cuprims._codegen.builtin_ops import check_equality_builtin
@@ -34,14 +33,11 @@ from cuprims.algorithms.lookback import REGION_ALIGN
 from cuprims.algorithms.operators import combined_input, combiner_spec
 from cuprims.algorithms.scan_by_key.source import scan_by_key_source
 from cuprims.algorithms.skeleton import Algorithm, Description, Plan, description, functor_size, functor_state
-from cuprims.algorithms.values import described_init, init_argument, scalar_init_type
+from cuprims.algorithms.values import described_init, init_argument, init_param, scalar_init_type
 from cuprims.errors import ArgumentError
 from cuprims.op import OpKind, OpSpec, op_spec
 from cuprims.typing import (ArrayIteratorOrProxy, ArrayOrIterator, ComputeCapabilityLike, DeviceArrayLike, InitValue,
                             OperatorLike, StreamLike)
-
-if TYPE_CHECKING:
-    from typing_extensions import Self
 
 __all__ = ["ScanByKey", "make_inclusive_scan_by_key", "make_exclusive_scan_by_key", "inclusive_scan_by_key",
            "exclusive_scan_by_key"]
@@ -70,12 +66,6 @@ class ScanByKeyDescription(Description):
                                   equality=self.equality, op=self.op, accum=self.out.value,
                                   init_kind=self.init_kind, arch=arch, wide_offsets=self.wide_offsets)
 
-    def variant(self, index: int) -> Self:
-        """Variant 1: 64-bit offsets, for more than 2^31 - 1 items."""
-        if index == 1:
-            return dataclasses.replace(self, wide_offsets=not self.wide_offsets)
-        return super().variant(index)
-
     def _link(self) -> tuple[OpInput, ...]:
         key, accum = self.keys_in.value, self.out.value
         own = []
@@ -86,14 +76,14 @@ class ScanByKeyDescription(Description):
         return tuple(own) + tuple(op for a in (self.keys_in, self.values_in, self.out) for op in a.linked_ops())
 
     def kernel_params(self) -> tuple[tuple[Any, ...], ...]:
-        init_param = {"none": 1, "value": self.out.value.size, "device": "ptr"}[self.init_kind]
         return (
             # init: tile storage, keys in, keys before each tile, tile items, tiles
             ("ptr", self.keys_in.param, "ptr", "i32", "i32"),
             # sweep: keys in, keys before each tile, values in, out, tile storage, equality, scan
             #        operator, init, items, tiles
             (self.keys_in.param, "ptr", self.values_in.param, self.out.param, "ptr", functor_size(self.equality),
-             functor_size(self.op), init_param, "i64" if self.wide_offsets else "i32", "i32"),
+             functor_size(self.op), init_param(self.init_kind, self.out.value), "i64" if self.wide_offsets else "i32",
+             "i32"),
         )
 
 

@@ -16,6 +16,7 @@
 #include <cub/device/dispatch/tuning/tuning_scan_by_key.cuh>
 
 #include <cuprims_by_key_tiles.cuh>
+#include <cuprims_init_value.cuh>
 
 namespace cuprims
 {
@@ -23,35 +24,6 @@ namespace scan_by_key
 {
 
 constexpr int init_threads = 128;  // init_kernel's block (one thread per tile)
-
-// The initial value as the kernel receives it: none (inclusive scans), a value passed at
-// launch, or a one-element device array read when the kernel runs.
-struct no_init
-{};
-
-template <class T>
-struct device_init
-{
-  const T* ptr;
-};
-
-template <class AccumT>
-__device__ __forceinline__ AccumT resolve_init(const AccumT& init)
-{
-  return init;
-}
-
-template <class AccumT>
-__device__ __forceinline__ AccumT resolve_init(const device_init<AccumT>& init)
-{
-  return *init.ptr;
-}
-
-template <class AccumT>
-__device__ __forceinline__ CUB_NS_QUALIFIER::NullType resolve_init(const no_init&)
-{
-  return {};
-}
 
 // Readies `tiles` tile states; keys_before[t] = the last key of tile t - 1 (t >= 1).
 template <class AccumT, class KeysInT, class KeyT>

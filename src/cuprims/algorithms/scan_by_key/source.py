@@ -10,14 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from cuprims._codegen.common import arg_param, iterator_parts, meta_export, op_symbol, unit_head
+from cuprims._codegen.common import arg_param, init_value_type, iterator_parts, meta_export, op_symbol, unit_head
 from cuprims._codegen.functors import binary_functor, equality_functor
 from cuprims._compile.source import Source
 from cuprims._value_types import ValueType
 from cuprims.op import OpSpec
 
 SCAN_BY_KEY_META = ("threads", "items", "init_threads", "tile_bytes_per_tile", "tile_fixed_bytes")
-INIT_KINDS = ("none", "value", "device")
 _NS = "cuprims::scan_by_key"
 
 
@@ -28,15 +27,13 @@ def scan_by_key_source(*, keys_in: Any, values_in: Any, out: Any, equality: OpSp
     (inclusive), "value" (passed at launch) or "device" (a pointer read by the kernel):
     an exclusive scan has an initial value, an inclusive one none. ``wide_offsets``: the
     agent's offsets are 64-bit (past 2^31 - 1 items)."""
-    if init_kind not in INIT_KINDS:
-        raise ValueError(f"init_kind must be one of {INIT_KINDS}, not {init_kind!r}")
     key = keys_in.value
     eq_text, eq_externs = equality_functor("cuprims_eq_t", equality, key, op_symbol(equality, "cuprims_op_0"))
     op_text, op_externs = binary_functor("cuprims_scan_op_t", op, accum, op_symbol(op, "cuprims_op_1"))
     iterator_text, iterator_types, iterator_symbols = iterator_parts((keys_in, values_in, out))
     p_kin, p_vin, p_out = arg_param(keys_in), arg_param(values_in), arg_param(out, output=True)
     a = accum.cpp
-    init_t = {"none": f"{_NS}::no_init", "value": a, "device": f"{_NS}::device_init<{a}>"}[init_kind]
+    init_t = init_value_type(init_kind, a)
     storage = f"cuprims::by_key::tile_storage<{a}>"
     text = (
         unit_head((key, values_in.value, accum) + iterator_types, arch, ("scan_by_key/cuprims_scan_by_key.cuh",),

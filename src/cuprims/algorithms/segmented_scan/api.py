@@ -34,7 +34,7 @@ from cuprims.algorithms.lookback import REGION_ALIGN
 from cuprims.algorithms.operators import combined_input, combiner_ops, combiner_spec
 from cuprims.algorithms.segmented_scan.source import segmented_scan_source
 from cuprims.algorithms.skeleton import Algorithm, Description, Plan, description, functor_size, functor_state
-from cuprims.algorithms.values import described_init, init_argument, scalar_init_type
+from cuprims.algorithms.values import described_init, init_argument, init_param, scalar_init_type
 from cuprims.errors import ArgumentError
 from cuprims.op import OpSpec
 from cuprims.typing import (ArrayIteratorOrProxy, ArrayOrIterator, ComputeCapabilityLike, DeviceArrayLike, InitValue,
@@ -77,13 +77,12 @@ class SegmentedScanDescription(Description):
             op for a in (self.d_in, self.d_out, self.begin, self.end) for op in a.linked_ops())
 
     def kernel_params(self) -> tuple[tuple[Any, ...], ...]:
-        init_param = {"none": 1, "value": self.d_out.value.size, "device": "ptr"}[self.init_kind]
         return (
             # init: tile storage, tiles, begin, end, segments, extent, order flag, epoch
             ("ptr", "i32", self.begin.param, self.end.param, "i32", "i64", "ptr", "i32"),
             # scan: in, out, begin, end, segments, extent, tile storage, tiles, order flag, epoch, op, init
             (self.d_in.param, self.d_out.param, self.begin.param, self.end.param, "i32", "i32", "ptr", "i32", "ptr",
-             "i32", functor_size(self.op), init_param),
+             "i32", functor_size(self.op), init_param(self.init_kind, self.d_out.value)),
         )
 
 

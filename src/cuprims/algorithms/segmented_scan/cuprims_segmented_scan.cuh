@@ -25,6 +25,7 @@
 #include <cuda/std/type_traits>
 
 #include <cuprims_by_key_tiles.cuh>
+#include <cuprims_init_value.cuh>
 
 namespace cuprims
 {
@@ -32,35 +33,6 @@ namespace segmented_scan
 {
 
 constexpr int init_threads = 256;  // init_kernel's block
-
-// The initial value as the kernel receives it: none, a value passed at launch, or a
-// one-element device array read when the kernel runs.
-struct no_init
-{};
-
-template <class T>
-struct device_init
-{
-  const T* ptr;
-};
-
-template <class AccumT>
-__device__ __forceinline__ AccumT resolve_init(const AccumT& init)
-{
-  return init;
-}
-
-template <class AccumT>
-__device__ __forceinline__ AccumT resolve_init(const device_init<AccumT>& init)
-{
-  return *init.ptr;
-}
-
-template <class AccumT>
-__device__ __forceinline__ AccumT resolve_init(const no_init&)
-{
-  return AccumT{};
-}
 
 // Readies `tiles` tile states (when there is more than one tile) and checks that the
 // segments are ordered and within [0, extent): where one is not, writes `epoch` to the flag.
@@ -467,7 +439,11 @@ __global__ __launch_bounds__(Threads) void scan_kernel(
   static_assert(has_init || Inclusive, "an exclusive scan needs an initial value");
   __shared__ typename kit_t::template storage_t<ScanOpT> smem;
   __shared__ int segment_range[2];
-  const AccumT initial = resolve_init<AccumT>(init);
+  AccumT initial{};
+  if constexpr (has_init)
+  {
+    initial = resolve_init<AccumT>(init);
+  }
   if (extent > 0 && *order_flag != epoch)
   {
     if (static_cast<int>(blockIdx.x) < tiles)

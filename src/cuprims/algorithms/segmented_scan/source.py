@@ -8,14 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from cuprims._codegen.common import arg_param, iterator_parts, meta_export, op_symbol, unit_head
+from cuprims._codegen.common import arg_param, init_value_type, iterator_parts, meta_export, op_symbol, unit_head
 from cuprims._codegen.functors import binary_functor
 from cuprims._compile.source import Source
 from cuprims._value_types import ValueType
 from cuprims.op import OpSpec
 
 SEGMENTED_SCAN_META = ("threads", "items", "init_threads", "tile_bytes_per_tile", "tile_fixed_bytes")
-INIT_KINDS = ("none", "value", "device")
 THREADS = 256
 _ITEMS_BY_SIZE = {1: 16, 2: 16, 4: 12, 8: 8}
 _NS = "cuprims::segmented_scan"
@@ -31,8 +30,6 @@ def segmented_scan_source(*, d_in: Any, d_out: Any, begin: Any, end: Any, op: Op
     """Source scanning each segment ``[begin[s], end[s])`` of ``d_in`` into the same positions
     of ``d_out`` with ``op`` in ``accum``; ``init_kind`` is "none" (inclusive only), "value"
     (passed at launch) or "device" (a pointer read by the kernel)."""
-    if init_kind not in INIT_KINDS:
-        raise ValueError(f"init_kind must be one of {INIT_KINDS}, not {init_kind!r}")
     if init_kind == "none" and not inclusive:
         raise ValueError("an exclusive scan needs an initial value")
     op_text, op_externs = binary_functor("cuprims_scan_op_t", op, accum, op_symbol(op, "cuprims_op_0"))
@@ -40,7 +37,7 @@ def segmented_scan_source(*, d_in: Any, d_out: Any, begin: Any, end: Any, op: Op
     p_in, p_out = arg_param(d_in), arg_param(d_out, output=True)
     p_begin, p_end = arg_param(begin), arg_param(end)
     a = accum.cpp
-    init_t = {"none": f"{_NS}::no_init", "value": a, "device": f"{_NS}::device_init<{a}>"}[init_kind]
+    init_t = init_value_type(init_kind, a)
     storage = f"cuprims::by_key::tile_storage<{a}>"
     items = items_per_thread(accum)
     text = (

@@ -20,8 +20,7 @@ one a call needs made when it first comes (build variants, as the sorts have the
 
 from __future__ import annotations
 
-import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cuprims._build.results import OpInput
 from cuprims._codegen.builtin_ops import check_equality_builtin
@@ -36,9 +35,6 @@ from cuprims.algorithms.unique_by_key.source import unique_by_key_source
 from cuprims.op import OpSpec, op_spec
 from cuprims.typing import (ArrayIteratorOrProxy, ArrayOrIterator, ArrayOrProxy, ComputeCapabilityLike, DeviceArrayLike,
                             OperatorLike, StreamLike)
-
-if TYPE_CHECKING:
-    from typing_extensions import Self
 
 __all__ = ["UniqueByKey", "make_unique_by_key", "unique_by_key"]
 
@@ -64,11 +60,6 @@ class UniqueByKeyDescription(Description):
         return unique_by_key_source(keys_in=self.keys_in, values_in=self.items_in, keys_out=self.keys_out,
                                     values_out=self.items_out, num_selected=self.num_selected, op=self.op, arch=arch,
                                     wide_offsets=self.wide_offsets)
-
-    def variant(self, index: int) -> Self:
-        if index == 1:
-            return dataclasses.replace(self, wide_offsets=not self.wide_offsets)
-        return super().variant(index)
 
     def _link(self) -> tuple[OpInput, ...]:
         own = () if self.op.kind == "builtin" else (
