@@ -200,6 +200,10 @@ def test_the_64_bit_offset_variants_build_with_their_parameters(shared_cache):
     ntr = _make_non_trivial()
     source, _ = check_variant_params(ntr, 1, ())
     assert "long long" in source.name_expressions[1]
+    rle = cuprims.make_run_length_encode(d_in=P(i4), d_out_unique=P(i4), d_out_counts=P(i8), d_out_num_runs=P(i8),
+                                         compute_capability=90)
+    source, _ = check_variant_params(rle, 1, ())
+    assert source.name_expressions[1].endswith(", long long>")
 
 
 def test_more_items_than_32_bit_offsets_count_take_the_wide_variant(fake, monkeypatch):
@@ -228,13 +232,14 @@ def test_more_items_than_32_bit_offsets_count_take_the_wide_variant(fake, monkey
 
 # ------------------------------------------------------------------ run-length encoding
 
-def test_run_length_encoding_builds_a_reduction_of_ones(shared_cache):
+def test_run_length_encoding_has_its_own_one_pass_kernel(shared_cache):
     obj = cuprims.make_run_length_encode(d_in=P(f4), d_out_unique=P(f4), d_out_counts=P(np.uint32),
                                          d_out_num_runs=P(i8), compute_capability=90)
     check_kernel_params(obj, 90)
-    assert isinstance(obj, rbk.RunLengthEncode) and obj.desc.reduction.builtin is OpKind.PLUS
-    assert obj.desc.values_in.value.dtype == np.uint32 and not obj.desc.values_in.is_pointer
-    # its own description class: never the reduce-by-key object of the same types
+    assert isinstance(obj, rbk.RunLengthEncode) and obj.desc.counts_out.value.dtype == np.uint32
+    sweep = obj.desc.source(90).name_expressions[1]
+    assert sweep.startswith("cuprims::run_length::encode_kernel<") and ", unsigned int, long long, " in sweep
+    # never the reduce-by-key object of the same types
     same = _make(d_in_keys=P(f4), d_out_unique_keys=P(f4), d_in_values=ConstantIterator(np.uint32(1)),
                  d_out_aggregates=P(np.uint32))
     assert type(same) is rbk.ReduceByKey and same.desc != obj.desc
@@ -255,8 +260,7 @@ def test_run_length_encoding_on_the_fake_device(fake, monkeypatch):
         if kernel == "init":
             mem.view(params[2], i8, 1)[:] = 0
             return
-        kin, kout, ones, cout, p_count, _, _, _, n, _ = params
-        assert isinstance(ones, bytes) and np.frombuffer(ones[:8], i8)[0] == 1   # the constant iterator's value
+        kin, kout, cout, p_count, _, _, n, _ = params
         x = mem.view(kin, i4, n)
         heads = np.flatnonzero(np.r_[True, x[1:] != x[:-1]])
         mem.view(kout, i4, heads.size)[:] = x[heads]

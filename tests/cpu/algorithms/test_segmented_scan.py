@@ -37,7 +37,7 @@ def test_golden_and_parameters(shared_cache):
     check_golden("segmented_scan_f4_i8_plus_sm90", render_source(obj._builds.source(90)))
     check_kernel_params(obj, 90)
     meta = obj._builds.result(90).meta
-    assert meta["threads"] == 256 and meta["items"] == 12 and meta["tile_bytes_per_tile"] == 16
+    assert meta["threads"] == 128 and meta["items"] == 24 and meta["tile_bytes_per_tile"] == 16
 
 
 @pytest.mark.ci_sample(every=2)

@@ -15,15 +15,15 @@ struct cuprims_scan_op_t
   }
 };
 extern "C" __device__ __attribute__((used)) const long long cuprims_meta[5] = {
-  (long long)(256) /* threads */,
-  (long long)(12) /* items */,
+  (long long)(128) /* threads */,
+  (long long)(24) /* items */,
   (long long)(cuprims::segmented_scan::init_threads) /* init_threads */,
   (long long)(cuprims::by_key::tile_storage<float>::bytes_per_tile) /* tile_bytes_per_tile */,
   (long long)(cuprims::by_key::tile_storage<float>::fixed_bytes) /* tile_fixed_bytes */};
 
 // ---- name_expressions ----
 // cuprims::segmented_scan::init_kernel<float, const long long*, const long long*>
-// cuprims::segmented_scan::scan_kernel<256, 12, const float*, float*, const long long*, const long long*, float, cuprims_scan_op_t, cuprims::no_init, true>
+// cuprims::segmented_scan::scan_kernel<128, 24, const float*, float*, const long long*, const long long*, float, cuprims_scan_op_t, cuprims::no_init, true>
 // ---- extern_symbols ----
 // ---- meta_fields ----
 // threads

@@ -177,6 +177,48 @@ def test_run_length_encode_object_api_with_nan_items():
     assert m == 4 and counts[:m].get().tolist() == [2, 1, 1, 3]    # NaN != NaN
 
 
+def _run_lengths_of(lengths: list[int] | np.ndarray) -> np.ndarray:
+    """Items in runs of the given lengths, each run's item its index (alternating sign)."""
+    ids = np.arange(len(lengths), dtype=np.int64)
+    return np.repeat(np.where(ids % 2, -ids, ids), lengths)
+
+
+@pytest.mark.parametrize("shape", ["runs across many tiles", "one run", "a head at every tile edge", "mixed"])
+@pytest.mark.parametrize("count_dtype", [np.int32, np.uint32, np.int64])
+def test_run_length_encode_where_runs_cross_tiles(shape, count_dtype):
+    """Runs longer than a tile (whole tiles without a head), one run of every item, heads that
+    fall on tile edges, and a mix of lone items and long runs: each run's length spans the
+    tiles between its head and the next."""
+    rng = np.random.default_rng(len(shape))
+    lengths = {"runs across many tiles": [100_003] * 7 + [1],
+               "one run": [1_000_001],
+               "a head at every tile edge": [4096] * 64 + [4095, 4097, 1],
+               "mixed": rng.choice([1, 1, 2, 3, 5000, 40_000], 500)}[shape]
+    x = _run_lengths_of(lengths).astype(np.int32)
+    n = x.size
+    unique, counts, runs = cp.empty(n, np.int32), cp.empty(n, count_dtype), cp.full(1, -1, np.int64)
+    cuprims.run_length_encode(d_in=cp.asarray(x), d_out_unique=unique, d_out_counts=counts, d_out_num_runs=runs,
+                              num_items=n)
+    m = int(runs[0])
+    assert m == len(lengths)
+    np.testing.assert_array_equal(counts[:m].get(), np.asarray(lengths, count_dtype))
+    np.testing.assert_array_equal(unique[:m].get(), x[np.r_[0, np.cumsum(lengths)[:-1]]])
+
+
+def test_run_length_encode_into_a_discard_iterator_and_from_an_iterator():
+    """The unique items discarded, the items from a TransformIterator: the lengths alone."""
+    n = 1_000_000
+    items = TransformIterator(CountingIterator(np.int64(0)), lambda i: i // 3000)
+    counts, runs = cp.empty(n, np.int64), cp.empty(1, np.int32)
+    cuprims.run_length_encode(d_in=items, d_out_unique=DiscardIterator(cp.empty(1, np.int64)), d_out_counts=counts,
+                              d_out_num_runs=runs, num_items=n)
+    m = int(runs[0])
+    want = np.full(-(-n // 3000), 3000)
+    want[-1] = n - 3000 * (want.size - 1)
+    assert m == want.size
+    np.testing.assert_array_equal(counts[:m].get(), want)
+
+
 def test_a_struct_too_wide_for_one_tile_state_word():
     """(int offset, 12-byte struct) pairs are no atomic word: the tile states' three arrays."""
     triple = cuprims.gpu_struct({"a": np.float32, "b": np.float32, "c": np.int32})
@@ -238,23 +280,32 @@ def test_non_trivial_runs_edge_shapes_nan_and_the_object_api_on_a_stream():
 
 
 def test_past_2_31_items_through_the_64_bit_build():
-    """2^31 + 4097 items from iterators (no memory): runs of 2^20 keys, each counted, and the
-    runs of more than one item (all but none: every run is long)."""
+    """2^31 + 4097 items from iterators: runs of 2^20 keys, each counted (by a reduction of
+    ones and by the run-length encoding), and the runs of more than one item (every run is
+    long). Each output holds num_items items, as the calls require (the run keys and lengths
+    in int32: 8 GiB an array)."""
     n = (1 << 31) + 4097
     run = 1 << 20
     keys = TransformIterator(CountingIterator(np.int64(0)), lambda i: i // (1 << 20))
     m = -(-n // run)
-    uk, counts, runs = cp.empty(m, np.int64), cp.empty(m, np.int64), cp.empty(1, np.int64)
-    cuprims.reduce_by_key(d_in_keys=keys, d_in_values=ConstantIterator(np.int64(1)), d_out_unique_keys=uk,
-                          d_out_aggregates=counts, d_out_num_runs=runs, reduction_op=OpKind.PLUS, num_items=n)
-    assert int(runs[0]) == m
-    np.testing.assert_array_equal(uk.get(), np.arange(m))
     want = np.full(m, run)
     want[-1] = n - run * (m - 1)
-    np.testing.assert_array_equal(counts.get(), want)
-    offsets, lengths = cp.empty(m, np.int64), cp.empty(m, np.int64)
-    cuprims.non_trivial_runs(d_in=keys, d_out_offsets=offsets, d_out_lengths=lengths, d_out_num_runs=runs,
+    uk, counts, runs = cp.empty(n, np.int32), cp.empty(n, np.int32), cp.empty(1, np.int64)
+    cuprims.reduce_by_key(d_in_keys=keys, d_in_values=ConstantIterator(np.int32(1)), d_out_unique_keys=uk,
+                          d_out_aggregates=counts, d_out_num_runs=runs, reduction_op=OpKind.PLUS, num_items=n)
+    assert int(runs[0]) == m
+    np.testing.assert_array_equal(uk[:m].get(), np.arange(m))
+    np.testing.assert_array_equal(counts[:m].get(), want)
+    uk[:m], counts[:m] = -1, 0
+    cuprims.run_length_encode(d_in=keys, d_out_unique=uk, d_out_counts=counts, d_out_num_runs=runs, num_items=n)
+    assert int(runs[0]) == m
+    np.testing.assert_array_equal(uk[:m].get(), np.arange(m))
+    np.testing.assert_array_equal(counts[:m].get(), want)
+    del uk
+    offsets = cp.empty(n, np.int64)
+    cuprims.non_trivial_runs(d_in=keys, d_out_offsets=offsets, d_out_lengths=counts, d_out_num_runs=runs,
                              num_items=n)
     assert int(runs[0]) == m
-    np.testing.assert_array_equal(offsets.get(), np.arange(m, dtype=np.int64) * run)
-    np.testing.assert_array_equal(lengths.get(), want)
+    np.testing.assert_array_equal(offsets[:m].get(), np.arange(m, dtype=np.int64) * run)
+    np.testing.assert_array_equal(counts[:m].get(), want)
+    del offsets, counts

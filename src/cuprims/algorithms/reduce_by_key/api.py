@@ -10,15 +10,16 @@ to ``d_out_num_runs[0]``, on the device (nothing synchronises). Values are reduc
 type of ``d_out_aggregates``; CUB takes ``reduction_op`` to be associative and combines a
 run's values in an order of its own. Inputs may be iterators (``ConstantIterator(1)`` as
 values counts each run's length); an output you do not want can be a ``DiscardIterator``.
-Run-length encoding is that reduction: ``run_length_encode`` writes each run's first item
-and its length (ones of the counts' type, summed). ``non_trivial_runs`` writes, for each run
-of more than one item, its offset and length.
+``run_length_encode`` writes each run's first item and its length; ``non_trivial_runs``
+writes, for each run of more than one item, its offset and length.
 
 Host dispatch (ours; kernels in ``algorithms/reduce_by_key/cuprims_reduce_by_key.cuh``): an
 init kernel readies the tile states and zeroes the run count, then a sweep of one tile per
 block with decoupled look-back, as CUB's ``DeviceReduce::ReduceByKey`` runs it, for up to
-2^31 - 1 items (a 64-bit-offset build, variant 1, past them); ``non_trivial_runs`` sweeps on
-CUB's ``AgentRle`` after the same init kernel.
+2^31 - 1 items (a 64-bit-offset build, variant 1, past them). After the same init kernel,
+``run_length_encode`` sweeps with cuprims' encoding kernel
+(``algorithms/reduce_by_key/cuprims_run_length.cuh``: a run's length is the distance to the
+next run's head, so only heads are counted) and ``non_trivial_runs`` on CUB's ``AgentRle``.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from cuprims.algorithms.common import Loaded, check_num_items
 from cuprims.algorithms.lookback import REGION_ALIGN
 from cuprims.algorithms.reduce_by_key.descriptions import (NonTrivialRunsDescription, ReduceByKeyDescription,
                                                            RunLengthEncodeDescription, _describe, _describe_encoding,
-                                                           _describe_non_trivial, _ones, _Plan, storage_layout)
+                                                           _describe_non_trivial, _Plan, storage_layout)
 from cuprims.algorithms.skeleton import Algorithm, functor_state
 from cuprims.typing import (ArrayIteratorOrProxy, ArrayOrIterator, ArrayOrProxy, ComputeCapabilityLike, DeviceArrayLike,
                             OperatorLike, StreamLike)
@@ -168,23 +169,62 @@ def reduce_by_key(*, d_in_keys: ArrayOrIterator, d_in_values: ArrayOrIterator, d
 
 # ------------------------------------------------------------------ run-length encoding
 
-class RunLengthEncode(ReduceByKey):
+class _RunSweep(Algorithm):
+    """What the run-length encoding and the search for runs of more than one item share: an
+    input, two outputs and a run count, reduce-by-key's init kernel, then one sweep."""
+
+    desc: RunLengthEncodeDescription | NonTrivialRunsDescription
+
+    def _objects(self, *iterators: Any) -> list[Any]:
+        return linked_objects(*iterators)
+
+    def _make_plan(self, loaded: Loaded, variant: int) -> _Plan:
+        return _Plan(loaded)
+
+    # args: (p_in, p_out_a, p_out_b, p_count, n, variant)
+    def _temp_bytes(self, plan: _Plan, args: tuple) -> int:
+        return REGION_ALIGN + storage_layout(plan, args[4])[1]
+
+    def _dispatch(self, plan: _Plan, args: tuple, temp: int, stream: int) -> None:
+        p_in, p_out_a, p_out_b, p_count, n, variant = args
+        init_params, sweep_params = self._packs_of(variant)
+        tiles = storage_layout(plan, n)[0]
+        storage = -(-temp // REGION_ALIGN) * REGION_ALIGN
+        ready = max(tiles, 1)
+        driver.launch(plan.init, -(-ready // plan.init_threads), plan.init_threads, stream,
+                      init_params.pack(storage, ready, p_count))
+        if n:
+            driver.launch(plan.sweep, tiles, plan.threads, stream,
+                          sweep_params.pack(p_in, p_out_a, p_out_b, p_count, storage, b"\0", n, tiles))
+
+    def _sweep(self, temp_storage: Any, d_in: Any, out_a: tuple[Any, Any], out_b: tuple[Any, Any],
+               d_out_num_runs: Any, num_items: Any, stream: Any, one_shot: bool) -> int | None:
+        """Binds and runs: ``out_a`` and ``out_b`` are (description field, array) pairs."""
+        n = check_num_items(num_items)
+        variant = 0 if n <= NARROW_MAX_ITEMS else 1
+        (kind_a, a), (kind_b, b) = out_a, out_b
+        args = (self.desc.items_in.bind(d_in, n), kind_a.bind(a, n), kind_b.bind(b, n),
+                self.desc.num_runs.bind(d_out_num_runs, 1, None), n, variant)
+        return self._execute(temp_storage, stream, one_shot, args, (d_in, a, b), variant)
+
+
+class RunLengthEncode(_RunSweep):
     """Run-length encoding (what :func:`make_run_length_encode` returns): each run of equal
     consecutive items gives its first item and its length. With ``temp_storage=None`` the
     call returns the bytes it needs."""
 
     desc: RunLengthEncodeDescription
 
-    def _setup(self) -> None:
-        super()._setup()
-        self._one = _ones(self.desc.aggregates_out)
+    def _run(self, temp_storage: Any, d_in: Any, d_out_unique: Any, d_out_counts: Any, d_out_num_runs: Any,
+             num_items: Any, stream: Any, one_shot: bool) -> int | None:
+        return self._sweep(temp_storage, d_in, (self.desc.unique_out, d_out_unique),
+                           (self.desc.counts_out, d_out_counts), d_out_num_runs, num_items, stream, one_shot)
 
-    def __call__(self, *, temp_storage: DeviceArrayLike | None, d_in: ArrayOrIterator,  # type: ignore[override]
+    def __call__(self, *, temp_storage: DeviceArrayLike | None, d_in: ArrayOrIterator,
                  d_out_unique: ArrayOrIterator, d_out_counts: ArrayOrIterator, d_out_num_runs: DeviceArrayLike,
                  num_items: int, stream: StreamLike | None = None) -> int | None:
         """Run (or, with ``temp_storage=None``, return the temporary bytes needed)."""
-        return self._run(temp_storage, d_in, self._one, d_out_unique, d_out_counts, d_out_num_runs, None, None,
-                         num_items, stream, False)
+        return self._run(temp_storage, d_in, d_out_unique, d_out_counts, d_out_num_runs, num_items, stream, False)
 
 
 @keyword_checked
@@ -214,8 +254,7 @@ def make_run_length_encode(*, d_in: ArrayIteratorOrProxy, d_out_unique: ArrayIte
         rle(temp_storage=tmp, **call)      # runs == [3], unique[:3] == [4, 1, 9], counts[:3] == [3, 1, 2]
     """
     desc = RunLengthEncode._described(_describe_encoding, d_in, d_out_unique, d_out_counts, d_out_num_runs)
-    return RunLengthEncode._make(desc, compute_capability, (None, None, d_in, _ones(desc.aggregates_out),
-                                                            d_out_unique, d_out_counts))
+    return RunLengthEncode._make(desc, compute_capability, (d_in, d_out_unique, d_out_counts))
 
 
 @keyword_checked
@@ -234,48 +273,22 @@ def run_length_encode(*, d_in: ArrayOrIterator, d_out_unique: ArrayOrIterator, d
     """
     obj = make_run_length_encode.__wrapped__(d_in=d_in, d_out_unique=d_out_unique, d_out_counts=d_out_counts,
                                              d_out_num_runs=d_out_num_runs)
-    obj._run(None, d_in, obj._one, d_out_unique, d_out_counts, d_out_num_runs, None, None, num_items, stream, True)
+    obj._run(None, d_in, d_out_unique, d_out_counts, d_out_num_runs, num_items, stream, True)
 
 
 # ------------------------------------------------------------------ runs of more than one item
 
-class NonTrivialRuns(Algorithm):
+class NonTrivialRuns(_RunSweep):
     """The runs of more than one equal consecutive item (what :func:`make_non_trivial_runs`
     returns): each one's offset and length, and their number. With ``temp_storage=None`` the
     call returns the bytes it needs."""
 
     desc: NonTrivialRunsDescription
 
-    def _objects(self, *iterators: Any) -> list[Any]:
-        return linked_objects(*iterators)
-
-    def _make_plan(self, loaded: Loaded, variant: int) -> _Plan:
-        return _Plan(loaded)
-
-    # args: (p_in, p_offsets, p_lengths, p_count, n, variant)
-    def _temp_bytes(self, plan: _Plan, args: tuple) -> int:
-        return REGION_ALIGN + storage_layout(plan, args[4])[1]
-
-    def _dispatch(self, plan: _Plan, args: tuple, temp: int, stream: int) -> None:
-        p_in, p_offsets, p_lengths, p_count, n, variant = args
-        init_params, sweep_params = self._packs_of(variant)
-        tiles = storage_layout(plan, n)[0]
-        storage = -(-temp // REGION_ALIGN) * REGION_ALIGN
-        ready = max(tiles, 1)
-        driver.launch(plan.init, -(-ready // plan.init_threads), plan.init_threads, stream,
-                      init_params.pack(storage, ready, p_count))
-        if n:
-            driver.launch(plan.sweep, tiles, plan.threads, stream,
-                          sweep_params.pack(p_in, p_offsets, p_lengths, p_count, storage, b"\0", n, tiles))
-
     def _run(self, temp_storage: Any, d_in: Any, d_out_offsets: Any, d_out_lengths: Any, d_out_num_runs: Any,
              num_items: Any, stream: Any, one_shot: bool) -> int | None:
-        n = check_num_items(num_items)
-        variant = 0 if n <= NARROW_MAX_ITEMS else 1
-        d = self.desc
-        args = (d.items_in.bind(d_in, n), d.offsets_out.bind(d_out_offsets, n), d.lengths_out.bind(d_out_lengths, n),
-                d.num_runs.bind(d_out_num_runs, 1, None), n, variant)
-        return self._execute(temp_storage, stream, one_shot, args, (d_in, d_out_offsets, d_out_lengths), variant)
+        return self._sweep(temp_storage, d_in, (self.desc.offsets_out, d_out_offsets),
+                           (self.desc.lengths_out, d_out_lengths), d_out_num_runs, num_items, stream, one_shot)
 
     def __call__(self, *, temp_storage: DeviceArrayLike | None, d_in: ArrayOrIterator,
                  d_out_offsets: ArrayOrIterator, d_out_lengths: ArrayOrIterator, d_out_num_runs: DeviceArrayLike,

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from cuprims._build.results import OpInput
 from cuprims._codegen.builtin_ops import check_equality_builtin
 from cuprims._codegen.common import op_symbol
@@ -17,10 +15,9 @@ from cuprims.algorithms.arguments import ArgKind, describe
 from cuprims.algorithms.common import Loaded
 from cuprims.algorithms.lookback import count_output, output_like
 from cuprims.algorithms.operators import combined_input, combiner_spec
-from cuprims.algorithms.reduce_by_key.source import non_trivial_runs_source, reduce_by_key_source
+from cuprims.algorithms.reduce_by_key.source import non_trivial_runs_source, reduce_by_key_source, run_length_source
 from cuprims.algorithms.skeleton import Description, Plan, description, functor_size
 from cuprims.errors import ArgumentError
-from cuprims.iterators import ConstantIterator
 from cuprims.op import OpKind, OpSpec, op_spec
 
 
@@ -114,28 +111,48 @@ def _describe(d_in_keys: Any, d_in_values: Any, d_out_unique_keys: Any, d_out_ag
 
 
 @description
-class RunLengthEncodeDescription(ReduceByKeyDescription):
-    """A reduce-by-key whose values are ones of the counts' type, summed: each run's length
-    (a class of its own, so that its objects and blobs are not a reduce-by-key's)."""
+class RunLengthEncodeDescription(Description):
+    """Items in; each run's first item and its length out (the lengths' type is the one
+    they are counted in); the run count's type; the equality."""
 
+    items_in: ArgKind
+    unique_out: ArgKind
+    counts_out: ArgKind
+    num_runs: ArgKind
+    equality: OpSpec
+    wide_offsets: bool = False
 
-def _ones(counts: ArgKind) -> ConstantIterator:
-    return ConstantIterator(np.ones(1, counts.value.dtype)[0])
+    @property
+    def operator(self) -> None:
+        return None
+
+    def source(self, arch: int) -> Source:
+        return run_length_source(items_in=self.items_in, unique_out=self.unique_out, counts_out=self.counts_out,
+                                 num_runs=self.num_runs, equality=self.equality, arch=arch,
+                                 wide_offsets=self.wide_offsets)
+
+    def _link(self) -> tuple[OpInput, ...]:
+        return tuple(op for a in (self.items_in, self.unique_out, self.counts_out) for op in a.linked_ops())
+
+    def kernel_params(self) -> tuple[tuple[Any, ...], ...]:
+        return (
+            # init: tile storage, tiles, run count
+            ("ptr", "i32", "ptr"),
+            # sweep: items in, unique out, counts out, run count, tile storage, equality, items, tiles
+            (self.items_in.param, self.unique_out.param, self.counts_out.param, "ptr", "ptr",
+             functor_size(self.equality), "i64" if self.wide_offsets else "i32", "i32"),
+        )
 
 
 def _describe_encoding(d_in: Any, d_out_unique: Any, d_out_counts: Any,
                        d_out_num_runs: Any) -> RunLengthEncodeDescription:
-    keys_in = describe(d_in, "d_in", iterators=True)
-    unique_out = output_like(d_out_unique, "d_out_unique", keys_in)
-    counts = describe(d_out_counts, "d_out_counts", iterators=True, output=True)
-    if counts.value.kind not in "iu":
-        raise ArgumentError("d_out_counts", "an array or output iterator of an integer type (the runs' lengths)",
-                            counts.value.dtype)
+    items_in = describe(d_in, "d_in", iterators=True)
+    unique_out = output_like(d_out_unique, "d_out_unique", items_in)
+    counts = _integer_output(d_out_counts, "d_out_counts", "the runs' lengths")
     num_runs = count_output(d_out_num_runs, "d_out_num_runs")
     equality = op_spec(OpKind.EQUAL_TO, argument="d_in")
-    check_equality_builtin(equality, keys_in.value, "d_in")
-    return RunLengthEncodeDescription(keys_in, describe(_ones(counts), "d_out_counts", iterators=True), unique_out,
-                                      counts, num_runs, equality, combiner_spec(OpKind.PLUS, counts.value))
+    check_equality_builtin(equality, items_in.value, "d_in")
+    return RunLengthEncodeDescription(items_in, unique_out, counts, num_runs, equality)
 
 
 @description

@@ -74,7 +74,7 @@ struct tile_kit
   static constexpr int tile    = Threads * Items;
   // the most segments of one tile whose bounds are staged in shared memory (more: read
   // from global memory as they are walked)
-  static constexpr int staged = Threads * 2;
+  static constexpr int staged = Threads * 4;
 
   using pair_t       = CUB_NS_QUALIFIER::KeyValuePair<int, AccumT>;
   using state_t      = typename by_key::tile_storage<AccumT>::state_t;
@@ -109,7 +109,28 @@ struct tile_kit
       typename pair_scan_t::TempStorage scan;
       typename tile_kit::template prefix_t<ScanOpT>::TempStorage prefix;
     } pair_scan;
+    struct
+    {
+      typename value_scan_t::TempStorage scan;
+      typename tile_kit::template prefix_t<ScanOpT>::TempStorage prefix;
+    } value_lookback;
   };
+};
+
+// A tile without a segment head scans its values alone; its look-back still combines
+// (head count, value) pairs, the tile's being (0, its values' aggregate).
+template <class PrefixT, class PairT, class AccumT>
+struct values_through_pairs
+{
+  PrefixT& pairs;
+
+  __device__ __forceinline__ AccumT operator()(const AccumT& block_aggregate)
+  {
+    PairT aggregate;
+    aggregate.key   = 0;
+    aggregate.value = block_aggregate;
+    return pairs(aggregate).value;
+  }
 };
 
 // The running prefix of a segment scanned tile by tile by one block.
@@ -179,14 +200,16 @@ __device__ __forceinline__ void scan_ordered_tile(
   const int valid      = static_cast<int>(::cuda::std::min<long long>(Kit::tile, extent - t0));
   const bool full_tile = valid == Kit::tile;
 
+  // Striped loads (coalesced, straight to registers) stay in flight while warps 0 and 1
+  // search for the tile's segments; the values are put in blocked order after.
   AccumT values[items];
   if (full_tile)
   {
-    typename Kit::load_t(smem.load).Load(d_in + t0, values);
+    CUB_NS_QUALIFIER::LoadDirectStriped<Kit::threads>(static_cast<int>(threadIdx.x), d_in + t0, values);
   }
   else
   {
-    typename Kit::load_t(smem.load).Load(d_in + t0, values, valid);
+    CUB_NS_QUALIFIER::LoadDirectStriped<Kit::threads>(static_cast<int>(threadIdx.x), d_in + t0, values, valid);
   }
   // warp 0 finds the tile's first segment, warp 1 its last (Threads >= 64)
   const int warp = static_cast<int>(threadIdx.x / 32);
@@ -198,6 +221,7 @@ __device__ __forceinline__ void scan_ordered_tile(
       segment_range[warp] = found;
     }
   }
+  typename Kit::exchange_t(smem.exchange).StripedToBlocked(values);
   __syncthreads();
 
   // each thread's items are consecutive positions: find the first one's segment, then walk.
@@ -251,6 +275,7 @@ __device__ __forceinline__ void scan_ordered_tile(
   unsigned char inside[items];
   bool heads[items];
   bool all_inside = true;
+  bool any_head   = false;
   _CCCL_PRAGMA_UNROLL_FULL()
   for (int i = 0; i < items; ++i)
   {
@@ -270,8 +295,10 @@ __device__ __forceinline__ void scan_ordered_tile(
     // a position outside every segment is a head too: nothing it holds reaches a written item
     pairs[i].key   = !in_segment || heads[i];
     pairs[i].value = values[i];
+    any_head |= pairs[i].key;
   }
-  __syncthreads();
+  // a uniform choice (and the barrier before the scans reuse the bounds' shared memory)
+  const bool tile_has_head = __syncthreads_or(any_head);
 
   const CUB_NS_QUALIFIER::detail::ScanBySegmentOp<ScanOpT> pair_op(op);
   typename Kit::state_t state = by_key::tile_storage<AccumT>::make(storage, tiles);
@@ -291,7 +318,7 @@ __device__ __forceinline__ void scan_ordered_tile(
       state.SetInclusive(0, aggregate);
     }
   }
-  else
+  else if (tile_has_head)
   {
     typename Kit::template prefix_t<ScanOpT> prefix(state, smem.pair_scan.prefix, pair_op, t);
     if constexpr (Inclusive)
@@ -301,6 +328,30 @@ __device__ __forceinline__ void scan_ordered_tile(
     else
     {
       typename Kit::pair_scan_t(smem.pair_scan.scan).ExclusiveScan(pairs, pairs, pair_op, prefix);
+    }
+  }
+  else
+  {
+    using prefix_t = typename Kit::template prefix_t<ScanOpT>;
+    prefix_t prefix(state, smem.value_lookback.prefix, pair_op, t);
+    values_through_pairs<prefix_t, pair_t, AccumT> through{prefix};
+    _CCCL_PRAGMA_UNROLL_FULL()
+    for (int i = 0; i < items; ++i)
+    {
+      values[i] = pairs[i].value;
+    }
+    if constexpr (Inclusive)
+    {
+      typename Kit::value_scan_t(smem.value_lookback.scan).InclusiveScan(values, values, op, through);
+    }
+    else
+    {
+      typename Kit::value_scan_t(smem.value_lookback.scan).ExclusiveScan(values, values, op, through);
+    }
+    _CCCL_PRAGMA_UNROLL_FULL()
+    for (int i = 0; i < items; ++i)
+    {
+      pairs[i].value = values[i];
     }
   }
   _CCCL_PRAGMA_UNROLL_FULL()
