@@ -44,6 +44,21 @@ __all__ = ["ReduceByKey", "make_reduce_by_key", "reduce_by_key", "RunLengthEncod
 NARROW_MAX_ITEMS = (1 << 31) - 1
 
 
+def init_and_sweep(algorithm: Algorithm, plan: _Plan, variant: int, temp: int, stream: int, n: int,
+                   before: tuple, after: tuple) -> None:
+    """The init kernel (tile states readied, run count zeroed, the count's pointer last of
+    ``before``), then, for items, the sweep with arguments ``before``, the tile storage,
+    ``after`` (the operators' states), the item count and the tile count."""
+    init_params, sweep_params = algorithm._packs_of(variant)
+    tiles = storage_layout(plan, n)[0]
+    storage = -(-temp // REGION_ALIGN) * REGION_ALIGN
+    ready = max(tiles, 1)
+    driver.launch(plan.init, -(-ready // plan.init_threads), plan.init_threads, stream,
+                  init_params.pack(storage, ready, before[-1]))
+    if n:
+        driver.launch(plan.sweep, tiles, plan.threads, stream, sweep_params.pack(*before, storage, *after, n, tiles))
+
+
 class ReduceByKey(Algorithm):
     """Reduces each run of equal consecutive keys; built for fixed types and operators by
     :func:`make_reduce_by_key`. With ``temp_storage=None`` the call returns the bytes it
@@ -69,16 +84,8 @@ class ReduceByKey(Algorithm):
 
     def _dispatch(self, plan: _Plan, args: tuple, temp: int, stream: int) -> None:
         p_kin, p_vin, p_kout, p_aout, p_count, eq_state, red_state, n, variant = args
-        init_params, sweep_params = self._packs_of(variant)
-        tiles = storage_layout(plan, n)[0]
-        storage = -(-temp // REGION_ALIGN) * REGION_ALIGN
-        ready = max(tiles, 1)
-        driver.launch(plan.init, -(-ready // plan.init_threads), plan.init_threads, stream,
-                      init_params.pack(storage, ready, p_count))
-        if n:
-            driver.launch(plan.sweep, tiles, plan.threads, stream,
-                          sweep_params.pack(p_kin, p_kout, p_vin, p_aout, p_count, storage, eq_state, red_state, n,
-                                            tiles))
+        init_and_sweep(self, plan, variant, temp, stream, n, (p_kin, p_kout, p_vin, p_aout, p_count),
+                       (eq_state, red_state))
 
     def _run(self, temp_storage: Any, d_in_keys: Any, d_in_values: Any, d_out_unique_keys: Any,
              d_out_aggregates: Any, d_out_num_runs: Any, equality_op: Any, reduction_op: Any, num_items: Any,
@@ -187,15 +194,7 @@ class _RunSweep(Algorithm):
 
     def _dispatch(self, plan: _Plan, args: tuple, temp: int, stream: int) -> None:
         p_in, p_out_a, p_out_b, p_count, n, variant = args
-        init_params, sweep_params = self._packs_of(variant)
-        tiles = storage_layout(plan, n)[0]
-        storage = -(-temp // REGION_ALIGN) * REGION_ALIGN
-        ready = max(tiles, 1)
-        driver.launch(plan.init, -(-ready // plan.init_threads), plan.init_threads, stream,
-                      init_params.pack(storage, ready, p_count))
-        if n:
-            driver.launch(plan.sweep, tiles, plan.threads, stream,
-                          sweep_params.pack(p_in, p_out_a, p_out_b, p_count, storage, b"\0", n, tiles))
+        init_and_sweep(self, plan, variant, temp, stream, n, (p_in, p_out_a, p_out_b, p_count), (b"\0",))
 
     def _sweep(self, temp_storage: Any, d_in: Any, out_a: tuple[Any, Any], out_b: tuple[Any, Any],
                d_out_num_runs: Any, num_items: Any, stream: Any, one_shot: bool) -> int | None:

@@ -21,6 +21,19 @@ REDUCE_BY_KEY_META = ("threads", "items", "init_threads", "tile_padding", "tile_
 _NS = "cuprims::reduce_by_key"
 
 
+def _plan_meta(threads: str, items: str, storage: str) -> str:
+    """The exported launch facts every kernel pair of this home shares (REDUCE_BY_KEY_META):
+    the tile shape, the init block and the layout of the tile states ``storage``."""
+    return meta_export((
+        ("threads", threads),
+        ("items", items),
+        ("init_threads", f"{_NS}::init_threads"),
+        ("tile_padding", f"{storage}::padding"),
+        ("tile_bytes_per_tile", f"{storage}::bytes_per_tile"),
+        ("tile_fixed_bytes", f"{storage}::fixed_bytes"),
+    ))
+
+
 def reduce_by_key_source(*, keys_in: Any, values_in: Any, unique_out: Any, aggregates_out: Any, num_runs: Any,
                          equality: OpSpec, reduction: OpSpec, accum: ValueType, arch: int,
                          wide_offsets: bool = False) -> Source:
@@ -45,14 +58,7 @@ def reduce_by_key_source(*, keys_in: Any, values_in: Any, unique_out: Any, aggre
         + f"::cuda::std::plus<>, {a}, {key.cpp}>;\n"
         + "constexpr auto cuprims_policy = cuprims_selector_t{}(::cuda::compute_capability{"
         + f"{arch // 10}, {arch % 10}" + "}).lookback;\n"
-        + meta_export((
-            ("threads", "cuprims_policy.threads_per_block"),
-            ("items", "cuprims_policy.items_per_thread"),
-            ("init_threads", f"{_NS}::init_threads"),
-            ("tile_padding", f"{storage}::padding"),
-            ("tile_bytes_per_tile", f"{storage}::bytes_per_tile"),
-            ("tile_fixed_bytes", f"{storage}::fixed_bytes"),
-        ))
+        + _plan_meta("cuprims_policy.threads_per_block", "cuprims_policy.items_per_thread", storage)
     )
     names = (
         f"{_NS}::init_kernel<{a}, {count}, {offset}>",
@@ -86,14 +92,7 @@ def non_trivial_runs_source(*, items_in: Any, offsets_out: Any, lengths_out: Any
         + f"{l}, {item.cpp}>;\n"
         + "constexpr auto cuprims_policy = cuprims_selector_t{}(::cuda::compute_capability{"
         + f"{arch // 10}, {arch % 10}" + "}).lookback;\n"
-        + meta_export((
-            ("threads", "cuprims_policy.threads_per_block"),
-            ("items", "cuprims_policy.items_per_thread"),
-            ("init_threads", f"{_NS}::init_threads"),
-            ("tile_padding", f"{storage}::padding"),
-            ("tile_bytes_per_tile", f"{storage}::bytes_per_tile"),
-            ("tile_fixed_bytes", f"{storage}::fixed_bytes"),
-        ))
+        + _plan_meta("cuprims_policy.threads_per_block", "cuprims_policy.items_per_thread", storage)
     )
     names = (
         f"{_NS}::init_kernel<{l}, {count}, {offset}>",
@@ -104,7 +103,6 @@ def non_trivial_runs_source(*, items_in: Any, offsets_out: Any, lengths_out: Any
                   meta_fields=REDUCE_BY_KEY_META, compile_options=(("device_as_default_execution_space", True),))
 
 
-RUN_LENGTH_META = ("threads", "items", "init_threads", "tile_padding", "tile_bytes_per_tile", "tile_fixed_bytes")
 _RL_NS = "cuprims::run_length"
 
 
@@ -135,14 +133,7 @@ def run_length_source(*, items_in: Any, unique_out: Any, counts_out: Any, num_ru
                   ("reduce_by_key/cuprims_reduce_by_key.cuh", "reduce_by_key/cuprims_run_length.cuh"), iterator_text,
                   converted_outputs(((unique_out, item),)))
         + eq_text
-        + meta_export((
-            ("threads", str(threads)),
-            ("items", str(items)),
-            ("init_threads", f"{_NS}::init_threads"),
-            ("tile_padding", f"{storage}::padding"),
-            ("tile_bytes_per_tile", f"{storage}::bytes_per_tile"),
-            ("tile_fixed_bytes", f"{storage}::fixed_bytes"),
-        ))
+        + _plan_meta(str(threads), str(items), storage)
     )
     names = (
         f"{_NS}::init_kernel<{offset}, {count}, {offset}>",
@@ -150,4 +141,4 @@ def run_length_source(*, items_in: Any, unique_out: Any, counts_out: Any, num_ru
         f"{offset}>",
     )
     return Source(text=text, name_expressions=names, extern_symbols=eq_externs + iterator_symbols,
-                  meta_fields=RUN_LENGTH_META, compile_options=(("device_as_default_execution_space", True),))
+                  meta_fields=REDUCE_BY_KEY_META, compile_options=(("device_as_default_execution_space", True),))
