@@ -4,7 +4,8 @@ what PyTorch users write today and the memory-bandwidth floor.
 * ``reduce_by_key`` sums: against a device copy of keys and values (the data read once:
   the floor) and PyTorch's ``unique_consecutive(return_counts=True)`` followed by
   ``segment_reduce(values, "sum", lengths=counts)``;
-* ``run_length_encode``: against ``torch.unique_consecutive(keys, return_counts=True)``;
+* ``run_length_encode``: against ``torch.unique_consecutive(keys, return_counts=True)`` and
+  a read of the keys (the floor);
 * ``inclusive_scan_by_key`` sums: against our own plain ``inclusive_scan`` of the values plus
   a read of the keys (a max-reduction of them: the scan-by-key's extra traffic) and the
   cumsum-based emulation PyTorch users write (run ids from a cumsum of head flags, one
@@ -93,6 +94,13 @@ def main() -> None:
     t_torch_rle = device_ms(lambda: torch.unique_consecutive(kt, return_counts=True))
     add(work, "torch.unique_consecutive(return_counts=True)", t_torch_rle, "ms", t_torch_rle / t_rle,
         "ratio = torch/cuprims (target >= 2)")
+    largest = cp.empty(1, np.int32)
+    read = cuprims.make_reduce_into(d_in=keys, d_out=largest, op=OpKind.MAXIMUM, h_init=np.int32(0))
+    read_kw = dict(d_in=keys, d_out=largest, op=OpKind.MAXIMUM, num_items=n, h_init=np.int32(0))
+    tmp_read = cp.empty(read(temp_storage=None, **read_kw), np.uint8)
+    t_read = device_ms(lambda: read(temp_storage=tmp_read, **read_kw))
+    add(work, "a read of the keys (cuprims max-reduce: the floor)", t_read, "ms", t_rle / t_read,
+        "ratio = cuprims/read")
 
     # --- inclusive_scan_by_key: running sums that restart at every run
     work = f"inclusive_scan_by_key sum, int32 keys + float32 values, 2^{args.log2n}"
@@ -111,12 +119,6 @@ def main() -> None:
                              num_items=n), np.uint8)
     t_scan = device_ms(lambda: scan(temp_storage=tmp_scan, d_in=values, d_out=values2, op=OpKind.PLUS,
                                     init_value=None, num_items=n))
-    largest = cp.empty(1, np.int32)
-    read = cuprims.make_reduce_into(d_in=keys, d_out=largest, op=OpKind.MAXIMUM, h_init=np.int32(0))
-    tmp_read = cp.empty(read(temp_storage=None, d_in=keys, d_out=largest, op=OpKind.MAXIMUM, num_items=n,
-                             h_init=np.int32(0)), np.uint8)
-    t_read = device_ms(lambda: read(temp_storage=tmp_read, d_in=keys, d_out=largest, op=OpKind.MAXIMUM,
-                                    num_items=n, h_init=np.int32(0)))
     add(work, "cuprims inclusive_scan of the values + a read of the keys", t_scan + t_read, "ms",
         t_sbk / (t_scan + t_read), "ratio = scan_by_key/(scan + read) (target <= 1.3)")
 
