@@ -22,6 +22,7 @@
 #include <cuda/std/type_traits>
 
 #include <cuprims_by_key_tiles.cuh>
+#include <cuprims_run_heads.cuh>
 
 namespace cuprims
 {
@@ -52,27 +53,6 @@ struct last_head_op
     both.key   = earlier.key + later.key;
     both.value = later.key ? later.value : earlier.value;
     return both;
-  }
-};
-
-// True where item b (at index b_index of the tile) starts a run; guarded, an index at or
-// past `valid` is never a head and the equality never sees it.
-template <class Item, class Equality, bool Guarded>
-struct head_flag
-{
-  Equality eq;
-  int valid;
-
-  __device__ __forceinline__ bool operator()(const Item& a, const Item& b, int b_index) const
-  {
-    if constexpr (Guarded)
-    {
-      return b_index < valid && !eq(a, b);
-    }
-    else
-    {
-      return !eq(a, b);
-    }
   }
 };
 
@@ -127,31 +107,9 @@ struct agent
   consume(int tile, OffsetT tile_offset, int valid, state_t& tile_state, NumRunsT* d_num_runs)
   {
     item_t tile_items_in[items];
-    if constexpr (Last)
-    {
-      load_t(storage.load).Load(d_in + tile_offset, tile_items_in, valid);
-    }
-    else
-    {
-      load_t(storage.load).Load(d_in + tile_offset, tile_items_in);
-    }
-    item_t predecessor;
-    if (tile > 0 && threadIdx.x == 0)
-    {
-      predecessor = d_in[tile_offset - 1];
-    }
-    __syncthreads(); // the load's shared memory is the discontinuity's
-
     int flags[items];
-    const head_flag<item_t, Equality, Last> is_head{eq, valid};
-    if (tile == 0)
-    {
-      heads_t(storage.flags.heads).FlagHeads(flags, tile_items_in, is_head); // the first item is a head
-    }
-    else
-    {
-      heads_t(storage.flags.heads).FlagHeads(flags, tile_items_in, is_head, predecessor);
-    }
+    run_heads::load_and_flag<Last, load_t, heads_t>(
+      storage.load, storage.flags.heads, d_in, tile, tile_offset, valid, eq, tile_items_in, flags);
     int indices[items];
     int tile_heads;
     scan_t(storage.flags.scan).ExclusiveSum(flags, indices, tile_heads);

@@ -29,33 +29,13 @@
 #include <cuda/std/__functional/operations.h>
 #include <cuda/std/type_traits>
 
+#include <cuprims_run_heads.cuh>
 #include <select/cuprims_select.cuh>
 
 namespace cuprims
 {
 namespace unique
 {
-
-// True where item b (at index b_index of the tile) starts a run. Guarded: an index at or
-// past `valid` is never a head, and the equality operator never sees such an item.
-template <class Key, class Equality, bool Guarded>
-struct head_flag
-{
-  Equality eq;
-  int valid;
-
-  __device__ __forceinline__ bool operator()(const Key& a, const Key& b, int b_index) const
-  {
-    if constexpr (Guarded)
-    {
-      return b_index < valid && !eq(a, b);
-    }
-    else
-    {
-      return !eq(a, b);
-    }
-  }
-};
 
 template <class Policy, class KeyIn, class ItemIn, class KeyOut, class ItemOut, class CountT, class Equality>
 struct agent
@@ -110,31 +90,9 @@ struct agent
   consume(int tile, int tile_offset, int valid, tile_state_t& tile_state, CountT d_num_selected)
   {
     key_t keys[items];
-    if constexpr (Last)
-    {
-      load_t(storage.load).Load(d_keys + tile_offset, keys, valid);
-    }
-    else
-    {
-      load_t(storage.load).Load(d_keys + tile_offset, keys);
-    }
-    key_t predecessor;
-    if (tile > 0 && threadIdx.x == 0)
-    {
-      predecessor = d_keys[tile_offset - 1];
-    }
-    __syncthreads(); // the load's shared memory is the discontinuity's
-
     int flags[items];
-    const head_flag<key_t, Equality, Last> is_head{eq, valid};
-    if (tile == 0)
-    {
-      heads_t(storage.flags.heads).FlagHeads(flags, keys, is_head); // the first key is a head
-    }
-    else
-    {
-      heads_t(storage.flags.heads).FlagHeads(flags, keys, is_head, predecessor);
-    }
+    run_heads::load_and_flag<Last, load_t, heads_t>(
+      storage.load, storage.flags.heads, d_keys, tile, tile_offset, valid, eq, keys, flags);
 
     int indices[items]; // output index of each head (the prefix of earlier tiles included)
     int tile_heads, prefix;
