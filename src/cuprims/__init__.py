@@ -50,6 +50,7 @@ _LAZY = {
     "make_inclusive_scan_by_key": "scan_by_key", "inclusive_scan_by_key": "scan_by_key",
     "make_exclusive_scan_by_key": "scan_by_key", "exclusive_scan_by_key": "scan_by_key",
     "make_select": "select", "select": "select",
+    "make_adjacent_difference": "adjacent_difference", "adjacent_difference": "adjacent_difference",
     "make_three_way_partition": "three_way_partition", "three_way_partition": "three_way_partition",
     "binary_transform": "transform", "make_binary_transform": "transform", "make_unary_transform": "transform",
     "unary_transform": "transform",
@@ -60,12 +61,13 @@ _LAZY = {
     "RadixSort": "radix_sort", "MergeSort": "merge_sort", "SegmentedSort": "segmented_sort", "Select": "select",
     "ThreeWayPartition": "three_way_partition", "UniqueByKey": "unique_by_key", "HistogramEven": "histogram",
     "ReduceByKey": "reduce_by_key", "RunLengthEncode": "reduce_by_key", "NonTrivialRuns": "reduce_by_key",
-    "ScanByKey": "scan_by_key", "SegmentedScan": "segmented_scan",
+    "ScanByKey": "scan_by_key", "SegmentedScan": "segmented_scan", "AdjacentDifference": "adjacent_difference",
 }
 
 
 if TYPE_CHECKING:   # the lazy names' objects, for type checkers (at run time __getattr__ loads them)
     from cuprims._serialization import deserialize, serialize
+    from cuprims.algorithms.adjacent_difference import AdjacentDifference, adjacent_difference, make_adjacent_difference
     from cuprims.algorithms.binary_search import (LowerBound, UpperBound, lower_bound, make_lower_bound,
                                                   make_upper_bound, upper_bound)
     from cuprims.algorithms.histogram import HistogramEven, histogram_even, make_histogram_even
@@ -137,10 +139,11 @@ __all__ = [
     "make_inclusive_scan_by_key", "inclusive_scan_by_key", "make_exclusive_scan_by_key", "exclusive_scan_by_key",
     "make_three_way_partition", "three_way_partition",
     "make_select", "select",
+    "make_adjacent_difference", "adjacent_difference",
     "make_histogram_even", "histogram_even",
     "Reduce", "SegmentedReduce", "Scan", "UnaryTransform", "BinaryTransform", "LowerBound", "UpperBound",
     "RadixSort", "MergeSort", "SegmentedSort", "Select", "ThreeWayPartition", "UniqueByKey", "HistogramEven",
-    "ReduceByKey", "RunLengthEncode", "NonTrivialRuns", "ScanByKey", "SegmentedScan",
+    "ReduceByKey", "RunLengthEncode", "NonTrivialRuns", "ScanByKey", "SegmentedScan", "AdjacentDifference",
     "CacheModifiedInputIterator", "ConstantIterator", "CountingIterator", "DiscardIterator", "PermutationIterator",
     "ReverseIterator", "ShuffleIterator", "TransformIterator", "TransformOutputIterator", "ZipIterator",
     "coop",
