@@ -16,14 +16,15 @@ from cuprims.op import OpSpec
 
 SEGMENTED_SCAN_META = ("threads", "items", "init_threads", "tile_bytes_per_tile", "tile_fixed_bytes")
 THREADS = 128
-_ITEMS_BY_SIZE = {1: 32, 2: 32, 4: 24, 8: 12}
+_ITEMS_BY_SIZE = {1: 16, 2: 16, 4: 24, 8: 12}
 _NS = "cuprims::segmented_scan"
 
 
 def items_per_thread(accum: ValueType) -> int:
-    """Items each thread scans: 24 four-byte values, fewer of wider ones (at least 2). On an
-    H100, 128 x 24 four-byte values scan 2^16 irregular segments 15% faster than 256 x 12
-    (fewer blocks to search for their segments, each with more items)."""
+    """Items each thread scans: 24 four-byte values, fewer of wider ones (at least 2), 16 of
+    narrower ones (32 would take 155 registers a thread for int8, against 72). On an H100,
+    128 x 24 four-byte values scan 2^16 irregular segments 15% faster than 256 x 12 (fewer
+    blocks to search for their segments, each with more items)."""
     return _ITEMS_BY_SIZE.get(accum.size, max(2, 96 // max(accum.size, 1)))
 
 
