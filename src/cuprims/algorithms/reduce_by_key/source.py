@@ -108,10 +108,11 @@ _RL_NS = "cuprims::run_length"
 
 def run_length_tile(item: ValueType) -> tuple[int, int, str]:
     """(threads, items per thread, CUB load algorithm) of the encoding's tile for ``item``:
-    about 64 bytes of items a thread, loaded through a warp transpose so that each load of
-    a warp is one contiguous stretch (on an H100 this beats CUB's select tile for int32, 384 x
-    17 loaded directly, by 7%, and 16 items loaded as vectors by 13%)."""
-    return 256, max(1, min(32, 64 // item.size)), "BLOCK_LOAD_WARP_TRANSPOSE"
+    64 bytes of items a thread and at most 16 items (32 int8 took 103 registers a thread, 16
+    take 48), loaded through a warp transpose so that each load of a warp is one contiguous
+    stretch (on an H100 this beats CUB's select tile for int32, 384 x 17 loaded directly, by
+    7%, and 16 items loaded as vectors by 13%)."""
+    return 256, max(1, min(16, 64 // item.size)), "BLOCK_LOAD_WARP_TRANSPOSE"
 
 
 def run_length_source(*, items_in: Any, unique_out: Any, counts_out: Any, num_runs: Any, equality: OpSpec, arch: int,
