@@ -32,7 +32,8 @@ from cuprims.algorithms.common import Loaded, check_num_items
 from cuprims.algorithms.lookback import REGION_ALIGN
 from cuprims.algorithms.reduce_by_key.descriptions import (NonTrivialRunsDescription, ReduceByKeyDescription,
                                                            RunLengthEncodeDescription, _describe, _describe_encoding,
-                                                           _describe_non_trivial, _Plan, storage_layout)
+                                                           _describe_non_trivial, _Plan, _RunSweepDescription,
+                                                           storage_layout)
 from cuprims.algorithms.skeleton import Algorithm, functor_state
 from cuprims.typing import (ArrayIteratorOrProxy, ArrayOrIterator, ArrayOrProxy, ComputeCapabilityLike, DeviceArrayLike,
                             OperatorLike, StreamLike)
@@ -180,7 +181,7 @@ class _RunSweep(Algorithm):
     """What the run-length encoding and the search for runs of more than one item share: an
     input, two outputs and a run count, reduce-by-key's init kernel, then one sweep."""
 
-    desc: RunLengthEncodeDescription | NonTrivialRunsDescription
+    desc: _RunSweepDescription
 
     def _objects(self, *iterators: Any) -> list[Any]:
         return linked_objects(*iterators)
@@ -196,15 +197,16 @@ class _RunSweep(Algorithm):
         p_in, p_out_a, p_out_b, p_count, n, variant = args
         init_and_sweep(self, plan, variant, temp, stream, n, (p_in, p_out_a, p_out_b, p_count), (b"\0",))
 
-    def _sweep(self, temp_storage: Any, d_in: Any, out_a: tuple[Any, Any], out_b: tuple[Any, Any],
-               d_out_num_runs: Any, num_items: Any, stream: Any, one_shot: bool) -> int | None:
-        """Binds and runs: ``out_a`` and ``out_b`` are (description field, array) pairs."""
+    def _run(self, temp_storage: Any, d_in: Any, d_out_a: Any, d_out_b: Any, d_out_num_runs: Any, num_items: Any,
+             stream: Any, one_shot: bool) -> int | None:
+        """Binds and runs: ``d_out_a`` and ``d_out_b`` are the arrays of the description's
+        ``outputs``."""
         n = check_num_items(num_items)
         variant = 0 if n <= NARROW_MAX_ITEMS else 1
-        (kind_a, a), (kind_b, b) = out_a, out_b
-        args = (self.desc.items_in.bind(d_in, n), kind_a.bind(a, n), kind_b.bind(b, n),
+        kind_a, kind_b = self.desc.outputs
+        args = (self.desc.items_in.bind(d_in, n), kind_a.bind(d_out_a, n), kind_b.bind(d_out_b, n),
                 self.desc.num_runs.bind(d_out_num_runs, 1, None), n, variant)
-        return self._execute(temp_storage, stream, one_shot, args, (d_in, a, b), variant)
+        return self._execute(temp_storage, stream, one_shot, args, (d_in, d_out_a, d_out_b), variant)
 
 
 class RunLengthEncode(_RunSweep):
@@ -213,11 +215,6 @@ class RunLengthEncode(_RunSweep):
     call returns the bytes it needs."""
 
     desc: RunLengthEncodeDescription
-
-    def _run(self, temp_storage: Any, d_in: Any, d_out_unique: Any, d_out_counts: Any, d_out_num_runs: Any,
-             num_items: Any, stream: Any, one_shot: bool) -> int | None:
-        return self._sweep(temp_storage, d_in, (self.desc.unique_out, d_out_unique),
-                           (self.desc.counts_out, d_out_counts), d_out_num_runs, num_items, stream, one_shot)
 
     def __call__(self, *, temp_storage: DeviceArrayLike | None, d_in: ArrayOrIterator,
                  d_out_unique: ArrayOrIterator, d_out_counts: ArrayOrIterator, d_out_num_runs: DeviceArrayLike,
@@ -283,11 +280,6 @@ class NonTrivialRuns(_RunSweep):
     call returns the bytes it needs."""
 
     desc: NonTrivialRunsDescription
-
-    def _run(self, temp_storage: Any, d_in: Any, d_out_offsets: Any, d_out_lengths: Any, d_out_num_runs: Any,
-             num_items: Any, stream: Any, one_shot: bool) -> int | None:
-        return self._sweep(temp_storage, d_in, (self.desc.offsets_out, d_out_offsets),
-                           (self.desc.lengths_out, d_out_lengths), d_out_num_runs, num_items, stream, one_shot)
 
     def __call__(self, *, temp_storage: DeviceArrayLike | None, d_in: ArrayOrIterator,
                  d_out_offsets: ArrayOrIterator, d_out_lengths: ArrayOrIterator, d_out_num_runs: DeviceArrayLike,

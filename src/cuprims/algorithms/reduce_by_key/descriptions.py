@@ -110,8 +110,41 @@ def _describe(d_in_keys: Any, d_in_values: Any, d_out_unique_keys: Any, d_out_ag
     return ReduceByKeyDescription(keys_in, values_in, unique_out, aggregates_out, num_runs, equality, reduction)
 
 
+class _RunSweepDescription(Description):
+    """What the run-length encoding and the search for runs of more than one item share:
+    items in, two outputs (:attr:`outputs`), the run count's type and the equality, swept by
+    one kernel after reduce-by-key's init kernel (subclasses are made with ``description``)."""
+
+    items_in: ArgKind
+    num_runs: ArgKind
+    equality: OpSpec
+    wide_offsets: bool
+
+    @property
+    def operator(self) -> None:
+        return None
+
+    @property
+    def outputs(self) -> tuple[ArgKind, ArgKind]:
+        """The two outputs, in the sweep kernel's order."""
+        raise NotImplementedError
+
+    def _link(self) -> tuple[OpInput, ...]:
+        return tuple(op for a in (self.items_in, *self.outputs) for op in a.linked_ops())
+
+    def kernel_params(self) -> tuple[tuple[Any, ...], ...]:
+        out_a, out_b = self.outputs
+        return (
+            # init: tile storage, tiles, run count
+            ("ptr", "i32", "ptr"),
+            # sweep: items in, the two outputs, run count, tile storage, equality, items, tiles
+            (self.items_in.param, out_a.param, out_b.param, "ptr", "ptr", functor_size(self.equality),
+             "i64" if self.wide_offsets else "i32", "i32"),
+        )
+
+
 @description
-class RunLengthEncodeDescription(Description):
+class RunLengthEncodeDescription(_RunSweepDescription):
     """Items in; each run's first item and its length out (the lengths' type is the one
     they are counted in); the run count's type; the equality."""
 
@@ -123,25 +156,13 @@ class RunLengthEncodeDescription(Description):
     wide_offsets: bool = False
 
     @property
-    def operator(self) -> None:
-        return None
+    def outputs(self) -> tuple[ArgKind, ArgKind]:
+        return self.unique_out, self.counts_out
 
     def source(self, arch: int) -> Source:
         return run_length_source(items_in=self.items_in, unique_out=self.unique_out, counts_out=self.counts_out,
                                  num_runs=self.num_runs, equality=self.equality, arch=arch,
                                  wide_offsets=self.wide_offsets)
-
-    def _link(self) -> tuple[OpInput, ...]:
-        return tuple(op for a in (self.items_in, self.unique_out, self.counts_out) for op in a.linked_ops())
-
-    def kernel_params(self) -> tuple[tuple[Any, ...], ...]:
-        return (
-            # init: tile storage, tiles, run count
-            ("ptr", "i32", "ptr"),
-            # sweep: items in, unique out, counts out, run count, tile storage, equality, items, tiles
-            (self.items_in.param, self.unique_out.param, self.counts_out.param, "ptr", "ptr",
-             functor_size(self.equality), "i64" if self.wide_offsets else "i32", "i32"),
-        )
 
 
 def _describe_encoding(d_in: Any, d_out_unique: Any, d_out_counts: Any,
@@ -156,7 +177,7 @@ def _describe_encoding(d_in: Any, d_out_unique: Any, d_out_counts: Any,
 
 
 @description
-class NonTrivialRunsDescription(Description):
+class NonTrivialRunsDescription(_RunSweepDescription):
     """Items in; the offsets and lengths of their runs of more than one item out (the
     lengths' type is the one they are counted in); the run count's type; the equality."""
 
@@ -168,25 +189,13 @@ class NonTrivialRunsDescription(Description):
     wide_offsets: bool = False
 
     @property
-    def operator(self) -> None:
-        return None
+    def outputs(self) -> tuple[ArgKind, ArgKind]:
+        return self.offsets_out, self.lengths_out
 
     def source(self, arch: int) -> Source:
         return non_trivial_runs_source(items_in=self.items_in, offsets_out=self.offsets_out,
                                        lengths_out=self.lengths_out, num_runs=self.num_runs, equality=self.equality,
                                        arch=arch, wide_offsets=self.wide_offsets)
-
-    def _link(self) -> tuple[OpInput, ...]:
-        return tuple(op for a in (self.items_in, self.offsets_out, self.lengths_out) for op in a.linked_ops())
-
-    def kernel_params(self) -> tuple[tuple[Any, ...], ...]:
-        return (
-            # init: tile storage, tiles, run count
-            ("ptr", "i32", "ptr"),
-            # sweep: items in, offsets out, lengths out, run count, tile storage, equality, items, tiles
-            (self.items_in.param, self.offsets_out.param, self.lengths_out.param, "ptr", "ptr",
-             functor_size(self.equality), "i64" if self.wide_offsets else "i32", "i32"),
-        )
 
 
 def _integer_output(x: Any, name: str, what: str) -> ArgKind:
