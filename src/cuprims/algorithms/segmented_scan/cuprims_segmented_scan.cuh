@@ -335,11 +335,8 @@ __device__ __forceinline__ void scan_ordered_tile(
     using prefix_t = typename Kit::template prefix_t<ScanOpT>;
     prefix_t prefix(state, smem.value_lookback.prefix, pair_op, t);
     values_through_pairs<prefix_t, pair_t, AccumT> through{prefix};
-    _CCCL_PRAGMA_UNROLL_FULL()
-    for (int i = 0; i < items; ++i)
-    {
-      values[i] = pairs[i].value;
-    }
+    // `values` still holds what the pairs were given; the scanned values go back into the
+    // pairs, which the code below reads for every tile
     if constexpr (Inclusive)
     {
       typename Kit::value_scan_t(smem.value_lookback.scan).InclusiveScan(values, values, op, through);
