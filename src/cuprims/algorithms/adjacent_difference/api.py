@@ -26,6 +26,7 @@ from cuprims.algorithms.adjacent_difference.source import adjacent_difference_so
 from cuprims.algorithms.arguments import ArgKind, describe, keyword_checked
 from cuprims.algorithms.common import Loaded, check_num_items
 from cuprims.algorithms.skeleton import Algorithm, Description, Plan, description, functor_size, functor_state
+from cuprims.algorithms.sort_common import overlaps
 from cuprims.errors import ArgumentError
 from cuprims.op import OpSpec, op_spec
 from cuprims.typing import (ArrayIteratorOrProxy, ArrayOrIterator, ComputeCapabilityLike, DeviceArrayLike,
@@ -94,8 +95,7 @@ def _in_place(desc: AdjacentDifferenceDescription, p_in: Any, p_out: Any, n: int
         return False
     if p_in == p_out and desc.d_in.value.dtype == desc.d_out.value.dtype:
         return True
-    in_end, out_end = p_in + n * desc.d_in.value.size, p_out + n * desc.d_out.value.size
-    if p_in < out_end and p_out < in_end:
+    if overlaps(p_in, n * desc.d_in.value.size, p_out, n * desc.d_out.value.size):
         raise ArgumentError("d_out", "the array d_in itself (a difference in place) or one that does not overlap it",
                             "an array overlapping d_in at another address or of another dtype")
     return False
