@@ -279,6 +279,7 @@ def test_non_trivial_runs_edge_shapes_nan_and_the_object_api_on_a_stream():
     assert int(runs[0]) == 1 and int(offsets[0]) == 2 and int(lengths[0]) == 2
 
 
+@pytest.mark.big_memory
 def test_past_2_31_items_through_the_64_bit_build():
     """2^31 + 4097 items from iterators: runs of 2^20 keys, each counted (by a reduction of
     ones and by the run-length encoding), and the runs of more than one item (every run is

@@ -145,6 +145,7 @@ def test_numpy_one_element_init_and_a_wider_output():
     np.testing.assert_array_equal(got, reference(keys, values, np.int32, inclusive=False, init=100))
 
 
+@pytest.mark.big_memory
 def test_past_2_31_items_through_the_64_bit_build():
     """2^31 + 4097 positions within runs of 2^20 keys, counted from zero in each run."""
     n = (1 << 31) + 4097
