@@ -51,6 +51,7 @@ _LAZY = {
     "make_exclusive_scan_by_key": "scan_by_key", "exclusive_scan_by_key": "scan_by_key",
     "make_select": "select", "select": "select",
     "make_adjacent_difference": "adjacent_difference", "adjacent_difference": "adjacent_difference",
+    "make_find_if": "find_if", "find_if": "find_if", "make_for_each": "for_each", "for_each": "for_each",
     "make_three_way_partition": "three_way_partition", "three_way_partition": "three_way_partition",
     "binary_transform": "transform", "make_binary_transform": "transform", "make_unary_transform": "transform",
     "unary_transform": "transform",
@@ -62,6 +63,7 @@ _LAZY = {
     "ThreeWayPartition": "three_way_partition", "UniqueByKey": "unique_by_key", "HistogramEven": "histogram",
     "ReduceByKey": "reduce_by_key", "RunLengthEncode": "reduce_by_key", "NonTrivialRuns": "reduce_by_key",
     "ScanByKey": "scan_by_key", "SegmentedScan": "segmented_scan", "AdjacentDifference": "adjacent_difference",
+    "FindIf": "find_if", "ForEach": "for_each",
 }
 
 
@@ -70,6 +72,8 @@ if TYPE_CHECKING:   # the lazy names' objects, for type checkers (at run time __
     from cuprims.algorithms.adjacent_difference import AdjacentDifference, adjacent_difference, make_adjacent_difference
     from cuprims.algorithms.binary_search import (LowerBound, UpperBound, lower_bound, make_lower_bound,
                                                   make_upper_bound, upper_bound)
+    from cuprims.algorithms.find_if import FindIf, find_if, make_find_if
+    from cuprims.algorithms.for_each import ForEach, for_each, make_for_each
     from cuprims.algorithms.histogram import HistogramEven, histogram_even, make_histogram_even
     from cuprims.algorithms.merge_sort import MergeSort, make_merge_sort, merge_sort
     from cuprims.algorithms.radix_sort import RadixSort, make_radix_sort, radix_sort
@@ -140,10 +144,12 @@ __all__ = [
     "make_three_way_partition", "three_way_partition",
     "make_select", "select",
     "make_adjacent_difference", "adjacent_difference",
+    "make_find_if", "find_if", "make_for_each", "for_each",
     "make_histogram_even", "histogram_even",
     "Reduce", "SegmentedReduce", "Scan", "UnaryTransform", "BinaryTransform", "LowerBound", "UpperBound",
     "RadixSort", "MergeSort", "SegmentedSort", "Select", "ThreeWayPartition", "UniqueByKey", "HistogramEven",
     "ReduceByKey", "RunLengthEncode", "NonTrivialRuns", "ScanByKey", "SegmentedScan", "AdjacentDifference",
+    "FindIf", "ForEach",
     "CacheModifiedInputIterator", "ConstantIterator", "CountingIterator", "DiscardIterator", "PermutationIterator",
     "ReverseIterator", "ShuffleIterator", "TransformIterator", "TransformOutputIterator", "ZipIterator",
     "coop",

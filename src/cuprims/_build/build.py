@@ -95,7 +95,7 @@ def build_key(source: Source, arch: int, ops: Sequence[OpInput]) -> str:
         kind = "python-direct" if op.spec.kind == "python" and is_direct(op) else op.spec.kind
         parts.append(f"{op.symbol}|{kind}|{op.spec.key}|"
                      + ",".join(vt.code for vt in op.arg_types) + "->"
-                     + (op.result_type.code if op.result_type else "flag"))
+                     + ("ignored" if op.ignores_result else op.result_type.code if op.result_type else "flag"))
     if _numba_ops(ops):
         from cuprims._operators.numba_ops import numba_version
 
@@ -176,7 +176,7 @@ def _op_ltoir(op: OpInput, obj: Any, arch: int) -> list[bytes]:
     stats.bump("numba_compiles")
     with stats.stage("numba compile", op.spec.name):
         return compile_python_op(obj, op.arg_types, op.result_type, op.symbol, (arch // 10, arch % 10),
-                                 op_name=op.spec.name, captures=op.spec.captures, argument=op.spec.argument,
+                                 ignores_result=op.ignores_result, op_name=op.spec.name, captures=op.spec.captures, argument=op.spec.argument,
                                  context=op.spec.context)
 
 

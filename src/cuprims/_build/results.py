@@ -20,12 +20,16 @@ from cuprims.op import OpSpec
 
 @dataclass(frozen=True)
 class OpInput:
-    """An operator to link: the symbol the kernel calls and the types it is called with."""
+    """An operator to link: the symbol the kernel calls and the types it is called with.
+    ``result_type`` None: the result is a truth value, stored as a flag byte; with
+    ``ignores_result`` the operator is called for its side effects and whatever it returns
+    is dropped (its result pointer is still passed, to one byte nobody reads)."""
 
     symbol: str
     spec: OpSpec
     arg_types: tuple[ValueType, ...]
     result_type: ValueType | None
+    ignores_result: bool = False
 
 
 @dataclass

@@ -92,7 +92,10 @@ def direct_expr(op: OpSpec, inputs: tuple[ValueType, ...], result: ValueType | N
 
 def is_direct(op: Any) -> bool:
     """Whether linked operator ``op`` (an :class:`~cuprims._build.results.OpInput`) is
-    computed in the generated unit instead (nothing to compile or link for it)."""
+    computed in the generated unit instead (nothing to compile or link for it). One called
+    for its side effects only is always linked."""
+    if getattr(op, "ignores_result", False):
+        return False
     return direct_expr(op.spec, op.arg_types, op.result_type) is not None
 
 

@@ -64,13 +64,15 @@ def _pointer_type(vt: ValueType):
 # ------------------------------------------------------------------ compiling
 
 def compile_python_op(fn: Callable, arg_types: Sequence[ValueType], result_type: ValueType | None,
-                      abi_name: str, cc: tuple[int, int], *, op_name: str = "op",
+                      abi_name: str, cc: tuple[int, int], *, ignores_result: bool = False, op_name: str = "op",
                       captures: Any = None, argument: str | None = None, context: str = "") -> list[bytes]:
     """LTO-IR of ``void abi_name(A0* a0, ..., R* out)`` that stores ``fn(*a)`` in ``*out``,
     followed by the LTO-IR of any support code numba links beside it (float16
     arithmetic, for instance, calls C++ shims that numba compiles with NVRTC).
 
-    ``result_type`` None means the result is stored as a bool flag byte (predicates).
+    ``result_type`` None means the result is stored as a bool flag byte (predicates);
+    ``ignores_result``: ``fn`` is called for its side effects and its result (None, or any
+    value) is dropped; ``out`` is still a parameter, never written.
     The result numba types ``fn`` as returning is checked against it
     (:func:`cuprims.op.result_refusal`): a refused one raises OperatorResultError.
 
@@ -87,6 +89,8 @@ def compile_python_op(fn: Callable, arg_types: Sequence[ValueType], result_type:
     args = [f"p{i}" for i in range(len(arg_types))]
     out_vt = result_type
     signature_text = operator_signature(arg_types, out_vt)
+    if ignores_result:
+        signature_text = signature_text.rsplit(" -> ", 1)[0] + " -> anything (dropped)"
     captures = captures_of(fn, captures)
     values = [_loader(vt, p) for vt, p in zip(arg_types, args)]
     namespace: dict[str, Any] = {}
@@ -106,6 +110,8 @@ def compile_python_op(fn: Callable, arg_types: Sequence[ValueType], result_type:
     if out_vt is not None and out_vt.numba is not None and _takes_result_pointer(fn, len(args)):
         # the established interface's operators of extension types: op(result_ptr, a_ptr, b_ptr)
         store = f"__user(pr, {', '.join(args)})"
+    elif ignores_result:
+        store = call
     elif out_vt is None:
         store = f"pr[0] = 1 if {call} else 0"
     else:
@@ -130,9 +136,11 @@ def compile_python_op(fn: Callable, arg_types: Sequence[ValueType], result_type:
         raise
     except Exception as exc:  # numba raises many kinds; all mean "your operator did not compile"
         # a result of a refused type explains a store numba could not type better than numba does
-        _check_user_result(namespace.get("__user"), arg_types, out_vt, op_name, argument, context)
+        if not ignores_result:
+            _check_user_result(namespace.get("__user"), arg_types, out_vt, op_name, argument, context)
         raise OperatorCompileError(op_name, signature_text, exc, argument=argument, context=context) from exc
-    _check_user_result(namespace["__user"], arg_types, out_vt, op_name, argument, context)
+    if not ignores_result:
+        _check_user_result(namespace["__user"], arg_types, out_vt, op_name, argument, context)
     return mergeable_shims(codes, tuple(cc), _code_bytes, compiled)
 
 

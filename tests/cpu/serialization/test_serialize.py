@@ -33,6 +33,10 @@ def _even(v):
     return v % 2 == 0
 
 
+def _each_noop(i):
+    return i   # for_each drops it: the build, not the effect, is what travels
+
+
 def _widest(a, b):
     return PAIR(min(a.lo, b.lo), max(a.hi, b.hi))
 
@@ -88,6 +92,10 @@ BUILDS = {
     "run-length encoding": lambda: cuprims.make_run_length_encode(d_in=P(i4), d_out_unique=P(i4),
                                                                   d_out_counts=P(i8), d_out_num_runs=P(i8),
                                                                   compute_capability=90),
+    "adjacent difference": lambda: cuprims.make_adjacent_difference(d_in=P(f4), d_out=P(f4), op=OpKind.MINUS,
+                                                                    direction="right", compute_capability=90),
+    "find if": lambda: cuprims.make_find_if(d_in=P(i4), d_out_index=P(i8), cond=_even, compute_capability=90),
+    "for each": lambda: cuprims.make_for_each(d_in=CountingIterator(i4(0)), op=_each_noop, compute_capability=90),
     "histogram": lambda: cuprims.make_histogram_even(d_samples=P(np.uint8), d_histogram=P(i4),
                                                      h_num_output_levels=np.array([257]), h_lower_level=np.int32(0),
                                                      h_upper_level=np.int32(256), num_samples=1 << 20,

@@ -1,0 +1,78 @@
+"""for_each over 2^28 items, called as a user calls it: a Python operator over a
+``CountingIterator`` writing through the device arrays it captures.
+
+* ``out[i] = x[i] * 2`` through captured arrays, beside our ``unary_transform`` of the same
+  size (``x * 2`` into another array: the same reads and writes, the floor);
+* a scatter through a random permutation, ``out[perm[i]] = x[i]``, beside CuPy's and
+  PyTorch's ``out[perm] = x``.
+
+Each ratio is the peer's figure over cuprims' (higher is better for cuprims), or cuprims'
+over the transform (1.0: a for_each costs what the transform costs).
+
+Run on a GPU machine:  python bench/bench_for_each.py [--out DIR] [--log2n 28]
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _harness import bench_arguments, device_ms, result_rows, save_results  # noqa: E402
+
+
+def main() -> None:
+    args = bench_arguments()
+
+    import cupy as cp
+    import numpy as np
+    import torch
+
+    import cuprims
+    from cuprims import CountingIterator
+
+    n = 1 << args.log2n
+    rows, add = result_rows(52, 56)
+    x = cp.random.random(n, dtype=cp.float32)
+    out = cp.empty_like(x)
+    index = CountingIterator(np.int32(0))
+
+    def doubled(i):
+        out[i] = x[i] * 2
+
+    work = f"for_each out[i] = x[i] * 2, float32, 2^{args.log2n}"
+    each = cuprims.make_for_each(d_in=index, op=doubled)
+    tmp = cp.empty(each(temp_storage=None, d_in=index, num_items=n), np.uint8)
+    call = lambda: each(temp_storage=tmp, d_in=index, num_items=n)  # noqa: E731
+    call()
+    assert bool((out == x * 2).all())
+    t_ours = device_ms(call)
+    add(work, "cuprims for_each", t_ours, "ms")
+    y = cp.empty_like(x)
+    transform = cuprims.make_unary_transform(d_in=x, d_out=y, op=lambda v: v * 2)
+    t_transform = device_ms(lambda: transform(d_in=x, d_out=y, num_items=n))
+    add(work, "cuprims unary_transform x * 2 (the floor)", t_transform, "ms", t_ours / t_transform,
+        "ratio = for_each/transform (target <= 1.1)")
+
+    perm = cp.random.permutation(n).astype(cp.int32)
+
+    def scatter(i):
+        out[perm[i]] = x[i]
+
+    work = f"for_each scatter out[perm[i]] = x[i], float32, 2^{args.log2n}"
+    scat = cuprims.make_for_each(d_in=index, op=scatter)
+    call = lambda: scat(temp_storage=tmp, d_in=index, num_items=n)  # noqa: E731
+    call()
+    assert bool((out[perm] == x).all())
+    t_scatter = device_ms(call)
+    add(work, "cuprims for_each", t_scatter, "ms")
+    t_cupy = device_ms(lambda: out.__setitem__(perm, x))
+    add(work, "cupy out[perm] = x", t_cupy, "ms", t_cupy / t_scatter, "ratio = cupy/cuprims")
+    xt, outt, permt = (torch.as_tensor(a, device="cuda") for a in (x, out, perm))
+    t_torch = device_ms(lambda: outt.__setitem__(permt, xt))
+    add(work, "torch out[perm] = x", t_torch, "ms", t_torch / t_scatter, "ratio = torch/cuprims")
+    save_results("for_each", rows, args.out, False)
+
+
+if __name__ == "__main__":
+    main()
