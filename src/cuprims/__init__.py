@@ -51,6 +51,7 @@ _LAZY = {
     "make_exclusive_scan_by_key": "scan_by_key", "exclusive_scan_by_key": "scan_by_key",
     "make_select": "select", "select": "select",
     "make_adjacent_difference": "adjacent_difference", "adjacent_difference": "adjacent_difference",
+    "make_merge": "merge", "merge": "merge",
     "make_three_way_partition": "three_way_partition", "three_way_partition": "three_way_partition",
     "binary_transform": "transform", "make_binary_transform": "transform", "make_unary_transform": "transform",
     "unary_transform": "transform",
@@ -62,6 +63,7 @@ _LAZY = {
     "ThreeWayPartition": "three_way_partition", "UniqueByKey": "unique_by_key", "HistogramEven": "histogram",
     "ReduceByKey": "reduce_by_key", "RunLengthEncode": "reduce_by_key", "NonTrivialRuns": "reduce_by_key",
     "ScanByKey": "scan_by_key", "SegmentedScan": "segmented_scan", "AdjacentDifference": "adjacent_difference",
+    "Merge": "merge",
 }
 
 
@@ -71,6 +73,7 @@ if TYPE_CHECKING:   # the lazy names' objects, for type checkers (at run time __
     from cuprims.algorithms.binary_search import (LowerBound, UpperBound, lower_bound, make_lower_bound,
                                                   make_upper_bound, upper_bound)
     from cuprims.algorithms.histogram import HistogramEven, histogram_even, make_histogram_even
+    from cuprims.algorithms.merge import Merge, make_merge, merge
     from cuprims.algorithms.merge_sort import MergeSort, make_merge_sort, merge_sort
     from cuprims.algorithms.radix_sort import RadixSort, make_radix_sort, radix_sort
     from cuprims.algorithms.reduce import Reduce, make_reduce_into, reduce_into
@@ -140,10 +143,11 @@ __all__ = [
     "make_three_way_partition", "three_way_partition",
     "make_select", "select",
     "make_adjacent_difference", "adjacent_difference",
+    "make_merge", "merge",
     "make_histogram_even", "histogram_even",
     "Reduce", "SegmentedReduce", "Scan", "UnaryTransform", "BinaryTransform", "LowerBound", "UpperBound",
     "RadixSort", "MergeSort", "SegmentedSort", "Select", "ThreeWayPartition", "UniqueByKey", "HistogramEven",
-    "ReduceByKey", "RunLengthEncode", "NonTrivialRuns", "ScanByKey", "SegmentedScan", "AdjacentDifference",
+    "ReduceByKey", "RunLengthEncode", "NonTrivialRuns", "ScanByKey", "SegmentedScan", "AdjacentDifference", "Merge",
     "CacheModifiedInputIterator", "ConstantIterator", "CountingIterator", "DiscardIterator", "PermutationIterator",
     "ReverseIterator", "ShuffleIterator", "TransformIterator", "TransformOutputIterator", "ZipIterator",
     "coop",
