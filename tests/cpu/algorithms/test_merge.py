@@ -107,3 +107,112 @@ def test_call_arguments_are_checked_before_launching(shared_cache):
     with pytest.raises(ArgumentError) as info:
         obj(**{**kw, "d_in_values1": P(i4)})
     assert info.value.argument == "d_in_values1"
+
+
+# ----------------------------------------------------------- the dispatch on a fake device
+
+class FakeMergeDevice:
+    """The two kernels in numpy: the partition kernel's merge-path search (how many items of
+    the first sequence go before each diagonal, ties to the first), and the merge kernel's
+    tiles, each merging only the two ranges its diagonals bound, run last tile first."""
+
+    def __init__(self, mem, plan, pairs):
+        self.mem, self.plan, self.pairs, self.launches = mem, plan, pairs, []
+
+    def launch(self, kernel, grid, block, stream, params, shared=0):
+        self.launches.append((kernel, grid, block))
+        if kernel == "partition":
+            k1, n1, k2, n2, diagonals, key1_beg, _ = params
+            assert block == self.plan.partition_threads and grid * block >= diagonals
+            a, b = self.mem.view(k1, i8, n1), self.mem.view(k2, i8, n2)
+            out = self.mem.view(key1_beg, i4, diagonals)
+            for d in range(diagonals):
+                diag = min(d * self.plan.tile, n1 + n2)
+                lo, hi = max(0, diag - n2), min(diag, n1)
+                while lo < hi:       # the first i with b[diag - 1 - i] < a[i]
+                    mid = (lo + hi) // 2
+                    if b[diag - 1 - mid] < a[mid]:
+                        hi = mid
+                    else:
+                        lo = mid + 1
+                out[d] = lo
+            return
+        assert kernel == "merge" and block == self.plan.threads
+        k1, v1, n1, k2, v2, n2, ko, vo, _, key1_beg, vsmem = params
+        n = n1 + n2
+        assert grid == -(-n // self.plan.tile) and vsmem == 0
+        starts = self.mem.view(key1_beg, i4, grid + 1)
+        a, b, out = self.mem.view(k1, i8, n1), self.mem.view(k2, i8, n2), self.mem.view(ko, i8, n)
+        if self.pairs:
+            va, vb, vout = self.mem.view(v1, i4, n1), self.mem.view(v2, i4, n2), self.mem.view(vo, i4, n)
+        for t in reversed(range(grid)):
+            d0, d1 = t * self.plan.tile, min((t + 1) * self.plan.tile, n)
+            a0, a1 = starts[t], starts[t + 1]
+            b0, b1 = d0 - a0, d1 - a1
+            keys = np.concatenate([a[a0:a1], b[b0:b1]])
+            order = np.argsort(keys, kind="stable")
+            out[d0:d1] = keys[order]
+            if self.pairs:
+                vout[d0:d1] = np.concatenate([va[a0:a1], vb[b0:b1]])[order]
+
+
+@pytest.fixture
+def fake(monkeypatch, shared_cache):
+    from types import SimpleNamespace
+
+    from cpu_helpers import FakeMemory, FakePack
+    from cuprims._runtime import driver
+    from cuprims.algorithms.merge import api
+
+    mem = FakeMemory()
+    monkeypatch.setattr(driver, "ParamPack", FakePack)
+    monkeypatch.setattr(driver, "alloc_async", lambda nbytes, stream, device=-1: mem.alloc(nbytes, skew=64))
+    monkeypatch.setattr(driver, "free_async", lambda ptr, stream: mem.free(ptr))
+
+    def make(pairs):
+        obj = _make(i8, i4 if pairs else None)
+        plan = api._Plan(SimpleNamespace(meta=obj._builds.result(90).meta, handles=("partition", "merge")))
+        plan.device = 0
+        obj._plans[0] = plan
+        dev = FakeMergeDevice(mem, plan, pairs)
+        monkeypatch.setattr(driver, "launch", dev.launch)
+        return obj, dev
+
+    make.mem = mem
+    return make
+
+
+@pytest.mark.parametrize("pairs", [False, True], ids=["keys", "pairs"])
+@pytest.mark.parametrize("sizes", [(0, 0), (1, 0), (0, 5), (1536, 1536), (1537, 1), (5, 4000), (4000, 7), (9000, 5003)])
+def test_fake_device_against_numpy(fake, pairs, sizes):
+    from cpu_helpers import FakeArray
+
+    obj, dev = fake(pairs)
+    n1, n2 = sizes
+    rng = np.random.default_rng(n1 * 7 + n2)
+    h1, h2 = np.sort(rng.integers(0, 40, n1)).astype(i8), np.sort(rng.integers(0, 40, n2)).astype(i8)
+    mem, n = fake.mem, n1 + n2
+    kw = dict(d_in_keys1=FakeArray(mem, h1), d_in_keys2=FakeArray(mem, h2), d_out_keys=FakeArray.empty(mem, n, i8),
+              d_in_values1=FakeArray(mem, np.arange(n1, dtype=i4)) if pairs else None,
+              d_in_values2=FakeArray(mem, np.arange(n1, n, dtype=i4)) if pairs else None,
+              d_out_values=FakeArray.empty(mem, n, i4) if pairs else None, num_items1=n1, num_items2=n2)
+    need = obj(temp_storage=None, **kw)
+    tiles = -(-n // dev.plan.tile)
+    assert need == 1 if n == 0 else (tiles + 1) * 4 <= need <= (tiles + 1) * 4 + 511
+    obj(temp_storage=FakeArray(mem, np.zeros(need, np.uint8)), **kw)
+    order = np.argsort(np.concatenate([h1, h2]), kind="stable")
+    assert kw["d_out_keys"].get()[:n].tolist() == np.concatenate([h1, h2])[order].tolist()
+    if pairs:
+        assert kw["d_out_values"].get()[:n].tolist() == order.tolist()
+    assert [k for k, *_ in dev.launches] == ([] if n == 0 else ["partition", "merge"])
+
+
+def test_fake_device_refuses_an_output_overlapping_an_input(fake):
+    from cpu_helpers import FakeArray
+
+    obj, dev = fake(False)
+    a = FakeArray(fake.mem, np.arange(10, dtype=i8))
+    with pytest.raises(ArgumentError) as info:
+        obj(temp_storage=None, d_in_keys1=a, d_in_values1=None, d_in_keys2=FakeArray(fake.mem, np.arange(3, dtype=i8)),
+            d_in_values2=None, d_out_keys=a, d_out_values=None, num_items1=5, num_items2=3)
+    assert info.value.argument == "d_out_keys" and not dev.launches

@@ -165,6 +165,8 @@ class Merge(Algorithm):
     # args: (k1, v1, n1, k2, v2, n2, ko, vo, state)
     def _temp_bytes(self, plan: _Plan, args: tuple) -> int:
         n = args[2] + args[5]
+        if not n:
+            return 0
         tiles = -(-n // plan.tile)
         return temp_layout(((1 + tiles) * plan.offset_size, tiles * plan.vsmem))[1]
 
