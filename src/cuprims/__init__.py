@@ -52,6 +52,7 @@ _LAZY = {
     "make_select": "select", "select": "select",
     "make_adjacent_difference": "adjacent_difference", "adjacent_difference": "adjacent_difference",
     "make_find_if": "find_if", "find_if": "find_if", "make_for_each": "for_each", "for_each": "for_each",
+    "make_merge": "merge", "merge": "merge",
     "make_three_way_partition": "three_way_partition", "three_way_partition": "three_way_partition",
     "binary_transform": "transform", "make_binary_transform": "transform", "make_unary_transform": "transform",
     "unary_transform": "transform",
@@ -64,6 +65,7 @@ _LAZY = {
     "ReduceByKey": "reduce_by_key", "RunLengthEncode": "reduce_by_key", "NonTrivialRuns": "reduce_by_key",
     "ScanByKey": "scan_by_key", "SegmentedScan": "segmented_scan", "AdjacentDifference": "adjacent_difference",
     "FindIf": "find_if", "ForEach": "for_each",
+    "Merge": "merge",
 }
 
 
@@ -75,6 +77,7 @@ if TYPE_CHECKING:   # the lazy names' objects, for type checkers (at run time __
     from cuprims.algorithms.find_if import FindIf, find_if, make_find_if
     from cuprims.algorithms.for_each import ForEach, for_each, make_for_each
     from cuprims.algorithms.histogram import HistogramEven, histogram_even, make_histogram_even
+    from cuprims.algorithms.merge import Merge, make_merge, merge
     from cuprims.algorithms.merge_sort import MergeSort, make_merge_sort, merge_sort
     from cuprims.algorithms.radix_sort import RadixSort, make_radix_sort, radix_sort
     from cuprims.algorithms.reduce import Reduce, make_reduce_into, reduce_into
@@ -145,11 +148,12 @@ __all__ = [
     "make_select", "select",
     "make_adjacent_difference", "adjacent_difference",
     "make_find_if", "find_if", "make_for_each", "for_each",
+    "make_merge", "merge",
     "make_histogram_even", "histogram_even",
     "Reduce", "SegmentedReduce", "Scan", "UnaryTransform", "BinaryTransform", "LowerBound", "UpperBound",
     "RadixSort", "MergeSort", "SegmentedSort", "Select", "ThreeWayPartition", "UniqueByKey", "HistogramEven",
     "ReduceByKey", "RunLengthEncode", "NonTrivialRuns", "ScanByKey", "SegmentedScan", "AdjacentDifference",
-    "FindIf", "ForEach",
+    "FindIf", "ForEach", "Merge",
     "CacheModifiedInputIterator", "ConstantIterator", "CountingIterator", "DiscardIterator", "PermutationIterator",
     "ReverseIterator", "ShuffleIterator", "TransformIterator", "TransformOutputIterator", "ZipIterator",
     "coop",

@@ -73,6 +73,7 @@ ON_CPU: dict[str, str] = {
     "cuprims.make_select": "build",
     "cuprims.make_adjacent_difference": "build",
     "cuprims.make_find_if": "build",
+    "cuprims.make_merge": "build",
     "cuprims.make_histogram_even": "build",
     "cuprims.CacheModifiedInputIterator": "run",
     "cuprims.ConstantIterator": "run",
@@ -114,7 +115,7 @@ GPU_ONLY: dict[str, str] = {
         "three_way_partition", "select", "histogram_even", "reduce_by_key",
         "run_length_encode", "non_trivial_runs", "segmented_inclusive_scan",
         "segmented_exclusive_scan", "inclusive_scan_by_key", "exclusive_scan_by_key", "adjacent_difference",
-        "find_if", "for_each")},
+        "find_if", "for_each", "merge")},
     "cuprims.make_for_each": ("its operator captures device arrays, which cuprims rewrites from the operator's "
                               "source, and an example run from a docstring has no source file; "
                               "tests/cpu/algorithms/test_for_each.py builds such operators ahead of time"),

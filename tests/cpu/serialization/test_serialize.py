@@ -58,6 +58,9 @@ BUILDS = {
                                                         order=SortOrder.DESCENDING, compute_capability=90),
     "merge sort": lambda: cuprims.make_merge_sort(d_in_keys=P(i8), d_out_keys=P(i8), op=OpKind.LESS,
                                                   compute_capability=90),
+    "merge pairs": lambda: cuprims.make_merge(d_in_keys1=P(f4), d_in_values1=P(i4), d_in_keys2=P(f4),
+                                              d_in_values2=P(i4), d_out_keys=P(f4), d_out_values=P(i4),
+                                              op=OpKind.LESS, compute_capability=90),
     "lower bound": lambda: cuprims.make_lower_bound(d_data=P(f4), d_values=P(f4), d_out=P(np.uintp),
                                                     compute_capability=90),
     # the search takes an iterator's bare state (no position): its layout must travel too

@@ -59,6 +59,9 @@ BUILDERS: dict[str, Callable[[], Any]] = {
                                                         order=SortOrder.DESCENDING, compute_capability=ARCHS),
     "merge_sort_python_comparator": lambda: cuprims.make_merge_sort(d_in_keys=P(i8), d_out_keys=P(i8), op=_greater,
                                                                     compute_capability=ARCHS),
+    "merge_python_comparator": lambda: cuprims.make_merge(d_in_keys1=P(i8), d_in_values1=P(i4), d_in_keys2=P(i8),
+                                                          d_in_values2=P(i4), d_out_keys=P(i8), d_out_values=P(i4),
+                                                          op=_greater, compute_capability=ARCHS),
     "select_python_cond": lambda: cuprims.make_select(d_in=P(i4), d_out=P(i4), d_num_selected_out=P(i8),
                                                       cond=_multiple_of_three, compute_capability=ARCHS),
     "segmented_reduce": lambda: cuprims.make_segmented_reduce(d_in=P(f4), d_out=P(f4), start_offsets_in=P(i8),
@@ -132,6 +135,21 @@ def _run_merge_sort(obj, cp):
     return bool(np.array_equal(ok.get(), np.sort(keys)[::-1]))
 
 
+def _run_merge(obj, cp):
+    rng = np.random.default_rng(8)
+    k1 = np.sort(rng.integers(-1000, 1000, 200_001))[::-1].astype(i8)
+    k2 = np.sort(rng.integers(-1000, 1000, 99_999))[::-1].astype(i8)
+    n = k1.size + k2.size
+    ok, ov = cp.empty(n, i8), cp.empty(n, i4)
+    args = dict(d_in_keys1=cp.asarray(k1), d_in_values1=cp.arange(k1.size, dtype=i4), d_in_keys2=cp.asarray(k2),
+                d_in_values2=cp.arange(k1.size, n, dtype=i4), d_out_keys=ok, d_out_values=ov, op=_greater,
+                num_items1=k1.size, num_items2=k2.size)
+    obj(temp_storage=_temp(obj, cp, **args), **args)
+    keys = np.concatenate([k1, k2])
+    order = np.lexsort((np.arange(n), -keys))   # descending, the first sequence first among equal keys
+    return bool(np.array_equal(ok.get(), keys[order]) and np.array_equal(ov.get(), order.astype(i4)))
+
+
 def _run_select(obj, cp):
     host = np.random.default_rng(7).integers(-1000, 1000, 2_000_001).astype(i4)
     d_in, out, count = cp.asarray(host), cp.zeros(host.size, i4), cp.zeros(1, i8)
@@ -200,6 +218,7 @@ RUNNERS: dict[str, Callable[[Any, Any], bool]] = {
     "exclusive_scan": _run_exclusive_scan,
     "radix_sort_pairs": _run_radix_sort_pairs,
     "merge_sort_python_comparator": _run_merge_sort,
+    "merge_python_comparator": _run_merge,
     "select_python_cond": _run_select,
     "segmented_reduce": _run_segmented_reduce,
     "histogram": _run_histogram,

@@ -1,0 +1,87 @@
+"""Merge of two sorted sequences of 2^27 int32 keys each (and int32 values) beside a device
+copy of the inputs into the output (the floor: the data read once and written once),
+``torch.sort(torch.cat(...), stable=True)`` (for pairs: the sort's indices, then a gather of
+the values) and ``cupy.sort`` of the concatenation (keys; cupy's sort is stable).
+
+Each ratio is cuprims' figure over the copy's (1.0: a merge costs what a copy costs; target
+<= 1.3), or the peer's over cuprims' (target >= 3 for torch).
+
+Run on a GPU machine:  python bench/bench_merge.py [--out DIR] [--log2n 27]
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _harness import bench_arguments, device_ms, result_rows, save_results  # noqa: E402
+
+
+def main() -> None:
+    args = bench_arguments(27)
+
+    import cupy as cp
+    import numpy as np
+    import torch
+
+    import cuprims
+    from cuprims import OpKind
+
+    n = 1 << args.log2n
+    rows, add = result_rows(44, 52)
+    k1 = cp.sort(cp.random.randint(0, 1 << 30, n, dtype=cp.int32))
+    k2 = cp.sort(cp.random.randint(0, 1 << 30, n, dtype=cp.int32))
+    v1, v2 = cp.arange(n, dtype=cp.int32), cp.arange(n, 2 * n, dtype=cp.int32)
+    out_k, out_v = cp.empty(2 * n, cp.int32), cp.empty(2 * n, cp.int32)
+
+    def timed(values: bool) -> float:
+        kw = dict(d_in_keys1=k1, d_in_values1=v1 if values else None, d_in_keys2=k2,
+                  d_in_values2=v2 if values else None, d_out_keys=out_k, d_out_values=out_v if values else None)
+        m = cuprims.make_merge(op=OpKind.LESS, **kw)
+        tmp = cp.empty(m(temp_storage=None, num_items1=n, num_items2=n, **kw), np.uint8)
+        call = lambda: m(temp_storage=tmp, num_items1=n, num_items2=n, **kw)  # noqa: E731
+        call()
+        want = cp.sort(cp.concatenate([k1, k2]))
+        assert bool((out_k == want).all())
+        if values:
+            assert bool((cp.concatenate([k1, k2])[out_v] == out_k).all())
+        return device_ms(call)
+
+    def copy_keys() -> None:
+        out_k[:n] = k1
+        out_k[n:] = k2
+
+    def copy_pairs() -> None:
+        copy_keys()
+        out_v[:n] = v1
+        out_v[n:] = v2
+
+    tk1, tk2 = torch.as_tensor(k1, device="cuda"), torch.as_tensor(k2, device="cuda")
+    tv1, tv2 = torch.as_tensor(v1, device="cuda"), torch.as_tensor(v2, device="cuda")
+
+    def torch_pairs() -> None:
+        keys, idx = torch.sort(torch.cat([tk1, tk2]), stable=True)
+        torch.cat([tv1, tv2])[idx]
+
+    for what, values, copy in (("keys", False, copy_keys), ("pairs", True, copy_pairs)):
+        work = f"merge int32 {what}, 2 x 2^{args.log2n}"
+        t_ours = timed(values)
+        add(work, f"cuprims merge ({what})", t_ours, "ms")
+        t_copy = device_ms(copy)
+        add(work, "device copy of the inputs (the floor)", t_copy, "ms", t_ours / t_copy,
+            "ratio = cuprims/copy (target <= 1.3)")
+        if values:
+            t_torch = device_ms(torch_pairs)
+        else:
+            t_torch = device_ms(lambda: torch.sort(torch.cat([tk1, tk2]), stable=True))
+        add(work, "torch.sort(torch.cat, stable=True)" + (" + gather" if values else ""), t_torch, "ms",
+            t_torch / t_ours, "ratio = torch/cuprims (target >= 3)")
+        if not values:
+            t_cupy = device_ms(lambda: cp.sort(cp.concatenate([k1, k2])))
+            add(work, "cupy.sort(cupy.concatenate)", t_cupy, "ms", t_cupy / t_ours, "ratio = cupy/cuprims")
+    save_results("merge", rows, args.out, False)
+
+
+if __name__ == "__main__":
+    main()
