@@ -42,8 +42,8 @@ def main() -> None:
 
     work = f"for_each out[i] = x[i] * 2, float32, 2^{args.log2n}"
     each = cuprims.make_for_each(d_in=index, op=doubled)
-    tmp = cp.empty(each(temp_storage=None, d_in=index, num_items=n), np.uint8)
-    call = lambda: each(temp_storage=tmp, d_in=index, num_items=n)  # noqa: E731
+    tmp = cp.empty(each(temp_storage=None, d_in=index, num_items=n, op=doubled), np.uint8)
+    call = lambda: each(temp_storage=tmp, d_in=index, num_items=n, op=doubled)  # noqa: E731
     call()
     assert bool((out == x * 2).all())
     t_ours = device_ms(call)
@@ -61,7 +61,7 @@ def main() -> None:
 
     work = f"for_each scatter out[perm[i]] = x[i], float32, 2^{args.log2n}"
     scat = cuprims.make_for_each(d_in=index, op=scatter)
-    call = lambda: scat(temp_storage=tmp, d_in=index, num_items=n)  # noqa: E731
+    call = lambda: scat(temp_storage=tmp, d_in=index, num_items=n, op=scatter)  # noqa: E731
     call()
     assert bool((out[perm] == x).all())
     t_scatter = device_ms(call)

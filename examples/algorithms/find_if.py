@@ -29,7 +29,7 @@ def main():
         return v > threshold[0]
 
     find = cuprims.make_find_if(d_in=x, d_out_index=where, cond=above)
-    tmp = cp.empty(find(temp_storage=None, d_in=x, d_out_index=where, num_items=a.size), cp.uint8)
+    tmp = cp.empty(find(temp_storage=None, d_in=x, d_out_index=where, num_items=a.size, cond=above), cp.uint8)
     find(temp_storage=tmp, d_in=x, d_out_index=where, num_items=a.size, cond=above)
     assert int(where[0]) == int(np.argmax(a > 0.9999))
 

@@ -32,7 +32,7 @@ def main():
         cuda.atomic.add(counts, int(v * 10), 1)
 
     each = cuprims.make_for_each(d_in=x, op=count)
-    tmp = cp.empty(each(temp_storage=None, d_in=x, num_items=n), cp.uint8)
+    tmp = cp.empty(each(temp_storage=None, d_in=x, num_items=n, op=count), cp.uint8)
     each(temp_storage=tmp, d_in=x, num_items=n, op=count)
     assert (counts.get() == np.histogram(a, bins=10, range=(0, 1))[0]).all()
     print("for_each: ok")

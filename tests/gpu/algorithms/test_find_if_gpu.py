@@ -60,7 +60,7 @@ def test_a_predicate_capturing_an_array_with_the_object_api_on_a_stream():
     where = cp.empty(1, np.int64)
     f = cuprims.make_find_if(d_in=x, d_out_index=where, cond=above)
     stream = cp.cuda.Stream(non_blocking=True)
-    tmp = cp.empty(f(temp_storage=None, d_in=x, d_out_index=where, num_items=n), np.uint8)
+    tmp = cp.empty(f(temp_storage=None, d_in=x, d_out_index=where, num_items=n, cond=above), np.uint8)
     assert tmp.size == 1
     f(temp_storage=tmp, d_in=x, d_out_index=where, num_items=n, cond=above, stream=stream)
     stream.synchronize()

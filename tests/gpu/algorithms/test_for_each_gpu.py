@@ -83,7 +83,7 @@ def test_object_api_on_a_stream_with_new_arrays_each_call():
     mark_a, mark_b = marker(a), marker(b)      # one operator, two arrays captured
     f = cuprims.make_for_each(d_in=CountingIterator(np.int32(0)), op=mark_a)
     stream = cp.cuda.Stream(non_blocking=True)
-    tmp = cp.empty(f(temp_storage=None, d_in=CountingIterator(np.int32(0)), num_items=n), np.uint8)
+    tmp = cp.empty(f(temp_storage=None, d_in=CountingIterator(np.int32(0)), num_items=n, op=mark_a), np.uint8)
     assert tmp.size == 1
     f(temp_storage=tmp, d_in=CountingIterator(np.int32(0)), num_items=n, op=mark_a, stream=stream)
     f(temp_storage=tmp, d_in=CountingIterator(np.int32(0)), num_items=n // 2, op=mark_b, stream=stream)

@@ -130,9 +130,10 @@ def make_for_each(*, d_in: ArrayIteratorOrProxy, op: OperatorLike,
         def scatter(i):
             y[perm[i]] = x[i]
 
-        f = cuprims.make_for_each(d_in=cuprims.CountingIterator(np.int32(0)), op=scatter)
-        tmp = cp.empty(f(temp_storage=None, d_in=cuprims.CountingIterator(np.int32(0)), num_items=4), np.uint8)
-        f(temp_storage=tmp, d_in=cuprims.CountingIterator(np.int32(0)), num_items=4)
+        index = cuprims.CountingIterator(np.int32(0))
+        f = cuprims.make_for_each(d_in=index, op=scatter)
+        tmp = cp.empty(f(temp_storage=None, d_in=index, num_items=4, op=scatter), np.uint8)
+        f(temp_storage=tmp, d_in=index, num_items=4, op=scatter)   # the operator again: its arrays
         assert y.get().tolist() == [6, 8, 5, 7]
     """
     desc = ForEach._described(_describe, d_in, op)
