@@ -23,7 +23,8 @@ from cuprims.algorithms.for_each.source import for_each_source
 from cuprims.algorithms.skeleton import Algorithm, Description, Plan, description, functor_size, functor_state
 from cuprims.errors import ArgumentError
 from cuprims.op import OpSpec, op_spec
-from cuprims.typing import ArrayIteratorOrProxy, ArrayOrIterator, ComputeCapabilityLike, DeviceArrayLike, OperatorLike, StreamLike
+from cuprims.typing import (ArrayIteratorOrProxy, ArrayOrIterator, ComputeCapabilityLike, DeviceArrayLike,
+                            OperatorLike, StreamLike)
 
 __all__ = ["ForEach", "make_for_each", "for_each"]
 
