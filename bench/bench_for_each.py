@@ -2,7 +2,8 @@
 ``CountingIterator`` writing through the device arrays it captures.
 
 * ``out[i] = x[i] * 2`` through captured arrays, beside our ``unary_transform`` of the same
-  size (``x * 2`` into another array: the same reads and writes, the floor);
+  size (``x * 2`` into another array: the same reads and writes, the floor); once with x
+  read by the operator, once with x read by for_each (``ZipIterator(index, x)``);
 * a scatter through a random permutation, ``out[perm[i]] = x[i]``, beside CuPy's and
   PyTorch's ``out[perm] = x``.
 
@@ -29,7 +30,7 @@ def main() -> None:
     import torch
 
     import cuprims
-    from cuprims import CountingIterator
+    from cuprims import CountingIterator, ZipIterator
 
     n = 1 << args.log2n
     rows, add = result_rows(52, 56)
@@ -52,6 +53,21 @@ def main() -> None:
     transform = cuprims.make_unary_transform(d_in=x, d_out=y, op=lambda v: v * 2)
     t_transform = device_ms(lambda: transform(d_in=x, d_out=y, num_items=n))
     add(work, "cuprims unary_transform x * 2 (the floor)", t_transform, "ms", t_ours / t_transform,
+        "ratio = for_each/transform (target <= 1.1)")
+    # the items read by for_each itself (a zip of the index and x): all of a thread's loads are in
+    # flight at once, where the operator's own x[i] waits on its previous store (they may alias)
+    pairs = ZipIterator(index, x)
+
+    def doubled_pair(p):
+        out[p[0]] = p[1] * 2
+
+    each_zip = cuprims.make_for_each(d_in=pairs, op=doubled_pair)
+    call_zip = lambda: each_zip(temp_storage=tmp, d_in=pairs, num_items=n, op=doubled_pair)  # noqa: E731
+    out[:] = 0
+    call_zip()
+    assert bool((out == x * 2).all())
+    t_zip = device_ms(call_zip)
+    add(work, "cuprims for_each over ZipIterator(index, x)", t_zip, "ms", t_zip / t_transform,
         "ratio = for_each/transform (target <= 1.1)")
 
     perm = cp.random.permutation(n).astype(cp.int32)

@@ -199,3 +199,13 @@ def namespace(cp: object, arch: int, code: str) -> dict[str, object]:
 def source(example: Example) -> str:
     """The example with its setup before it."""
     return SETUP.get(example.id, "") + example.code
+
+
+def compiled(code: str | ast.Module, filename: str, text: str) -> object:
+    """``code`` compiled as from a file ``filename`` holding ``text``, which Python can then
+    read back (``inspect.getsource``), as for a reader who saved the example to a file:
+    cuprims rewrites an operator that captures device arrays from its source."""
+    import linecache
+
+    linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
+    return compile(code, filename, "exec", dont_inherit=True)

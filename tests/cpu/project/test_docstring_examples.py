@@ -73,6 +73,7 @@ ON_CPU: dict[str, str] = {
     "cuprims.make_select": "build",
     "cuprims.make_adjacent_difference": "build",
     "cuprims.make_find_if": "build",
+    "cuprims.make_for_each": "build",
     "cuprims.make_merge": "build",
     "cuprims.make_histogram_even": "build",
     "cuprims.CacheModifiedInputIterator": "run",
@@ -116,9 +117,6 @@ GPU_ONLY: dict[str, str] = {
         "run_length_encode", "non_trivial_runs", "segmented_inclusive_scan",
         "segmented_exclusive_scan", "inclusive_scan_by_key", "exclusive_scan_by_key", "adjacent_difference",
         "find_if", "for_each", "merge")},
-    "cuprims.make_for_each": ("its operator captures device arrays, which cuprims rewrites from the operator's "
-                              "source, and an example run from a docstring has no source file; "
-                              "tests/cpu/algorithms/test_for_each.py builds such operators ahead of time"),
     "cuprims.make_segmented_sort": ("its build (the segmented sort's six kernels) takes about 20 s of NVRTC, a "
                                     "third of this file's budget; tests/cpu/algorithms/test_segmented_sort.py builds "
                                     "the algorithm ahead of time"),
@@ -298,7 +296,7 @@ def _run(example_id: str) -> AheadOfTimeCuprims:
 
     ns["__builtins__"] = {**vars(builtins), "__import__": import_}
     tree = _stops_after_last_build(code) if mode == "build" else ast.parse(code)
-    compiled = compile(tree, f"<{example_id}>", "exec", dont_inherit=True)   # as its reader would run it
+    compiled = docstring_examples.compiled(tree, f"<{example_id}>", code)   # as its reader would run it
     if mode == "coop":
         with cuprims.coop.target((9, 0)):
             exec(compiled, ns)

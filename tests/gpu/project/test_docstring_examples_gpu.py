@@ -318,7 +318,7 @@ def test_example_runs(example_id, tmp_path):
     code += CHECKS.get(example_id, "")
     major, minor = cp.cuda.Device().compute_capability[:-1], cp.cuda.Device().compute_capability[-1]
     ns = docstring_examples.namespace(cp, int(major) * 10 + int(minor), code)
-    compiled = compile(code, f"<{example_id}>", "exec", dont_inherit=True)   # as its reader would run it
+    compiled = docstring_examples.compiled(code, f"<{example_id}>", code)   # as its reader would run it
     own_cache = cuprims.settings.override(cache_dir=tmp_path) if example_id in docstring_examples.OWN_CACHE \
         else contextlib.nullcontext()
     with own_cache:
