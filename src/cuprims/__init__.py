@@ -51,6 +51,7 @@ _LAZY = {
     "make_exclusive_scan_by_key": "scan_by_key", "exclusive_scan_by_key": "scan_by_key",
     "make_select": "select", "select": "select",
     "make_adjacent_difference": "adjacent_difference", "adjacent_difference": "adjacent_difference",
+    "make_top_k": "top_k", "top_k": "top_k",
     "make_three_way_partition": "three_way_partition", "three_way_partition": "three_way_partition",
     "binary_transform": "transform", "make_binary_transform": "transform", "make_unary_transform": "transform",
     "unary_transform": "transform",
@@ -62,6 +63,7 @@ _LAZY = {
     "ThreeWayPartition": "three_way_partition", "UniqueByKey": "unique_by_key", "HistogramEven": "histogram",
     "ReduceByKey": "reduce_by_key", "RunLengthEncode": "reduce_by_key", "NonTrivialRuns": "reduce_by_key",
     "ScanByKey": "scan_by_key", "SegmentedScan": "segmented_scan", "AdjacentDifference": "adjacent_difference",
+    "TopK": "top_k",
 }
 
 
@@ -80,6 +82,7 @@ if TYPE_CHECKING:   # the lazy names' objects, for type checkers (at run time __
     from cuprims.algorithms.scan import Scan, exclusive_scan, inclusive_scan, make_exclusive_scan, make_inclusive_scan
     from cuprims.algorithms.scan_by_key import (ScanByKey, exclusive_scan_by_key, inclusive_scan_by_key,
                                                 make_exclusive_scan_by_key, make_inclusive_scan_by_key)
+    from cuprims.algorithms.top_k import TopK, make_top_k, top_k
     from cuprims.algorithms.segmented_scan import (SegmentedScan, make_segmented_exclusive_scan,
                                                    make_segmented_inclusive_scan, segmented_exclusive_scan,
                                                    segmented_inclusive_scan)
@@ -140,10 +143,12 @@ __all__ = [
     "make_three_way_partition", "three_way_partition",
     "make_select", "select",
     "make_adjacent_difference", "adjacent_difference",
+    "make_top_k", "top_k",
     "make_histogram_even", "histogram_even",
     "Reduce", "SegmentedReduce", "Scan", "UnaryTransform", "BinaryTransform", "LowerBound", "UpperBound",
     "RadixSort", "MergeSort", "SegmentedSort", "Select", "ThreeWayPartition", "UniqueByKey", "HistogramEven",
     "ReduceByKey", "RunLengthEncode", "NonTrivialRuns", "ScanByKey", "SegmentedScan", "AdjacentDifference",
+    "TopK",
     "CacheModifiedInputIterator", "ConstantIterator", "CountingIterator", "DiscardIterator", "PermutationIterator",
     "ReverseIterator", "ShuffleIterator", "TransformIterator", "TransformOutputIterator", "ZipIterator",
     "coop",

@@ -1,0 +1,372 @@
+// cuprims top-k: a radix select over "ordered words", then an optional block sort.
+//
+// Each key becomes an unsigned word of its size whose order is the selection's: the larger
+// word is taken first (for the k smallest the word is inverted). Floating-point NaNs of
+// either sign become the largest word before the inversion, so NaNs order after +inf as in
+// numpy. The words are picked 8 bits at a time from the top:
+//
+//   pass j < P: a digit histogram of the candidates (the items whose top 8j bits equal the
+//               prefix chosen so far); choose_kernel then finds the digit holding the k-th
+//               word and extends the prefix.
+//   pass P:     the final filter: every word above the k-th is written, then as many words
+//               equal to it as k still needs.
+//
+// Every decision stays on the device (state_t), so the host never waits. An item whose
+// prefix is above the chosen one is written out by the pass after the choice that decided
+// it. From pass 1 on, the candidates are also appended to a buffer (keys and, for pairs,
+// indices); the next pass reads the buffer instead of the whole input when it held them
+// all, so later passes touch few items. Outputs are taken by atomic counters: their order
+// is unspecified, and among keys equal to the k-th any may be chosen.
+#pragma once
+
+#include <cub/block/block_radix_sort.cuh>
+#include <cub/block/block_scan.cuh>
+
+#include <cuda/std/bit>
+
+namespace cuprims
+{
+namespace top_k
+{
+
+constexpr int radix_bits = 8;
+constexpr int bins       = 1 << radix_bits;
+
+struct state_t
+{
+  unsigned long long prefix; // the words' top bits chosen so far
+  unsigned long long prev_prefix; // the prefix before the last choice
+  unsigned long long k_left; // items still needed among those matching prefix
+  unsigned long long greater; // items written above the k-th word
+  unsigned long long equal; // items equal to the k-th word seen by the final filter
+  unsigned long long candidates[2]; // items appended to each buffer (by pass parity)
+  unsigned long long hist[bins];
+};
+
+template <int Size>
+struct word_of_size;
+template <>
+struct word_of_size<1>
+{
+  using type = unsigned char;
+};
+template <>
+struct word_of_size<2>
+{
+  using type = unsigned short;
+};
+template <>
+struct word_of_size<4>
+{
+  using type = unsigned int;
+};
+template <>
+struct word_of_size<8>
+{
+  using type = unsigned long long;
+};
+
+// Kind: 0 unsigned or bool, 1 signed integer, 2 floating point.
+template <class Key, int Kind, bool Descending>
+struct ordered_word
+{
+  using word_t                  = typename word_of_size<sizeof(Key)>::type;
+  static constexpr word_t high  = word_t(word_t(1) << (8 * sizeof(Key) - 1));
+  static constexpr word_t ones  = word_t(~word_t(0));
+  // the bits of +inf: above them (sign bit cleared) is a NaN
+  static constexpr word_t inf = sizeof(Key) == 2 ? word_t(0x7c00u)
+                              : sizeof(Key) == 4 ? word_t(0x7f800000u)
+                                                 : word_t(0x7ff0000000000000ull);
+
+  __device__ __forceinline__ word_t operator()(const Key& key) const
+  {
+    word_t b = ::cuda::std::bit_cast<word_t>(key);
+    if constexpr (Kind == 1)
+    {
+      b = word_t(b ^ high);
+    }
+    else if constexpr (Kind == 2)
+    {
+      b = word_t(b & word_t(~high)) > inf ? ones : (b & high) ? word_t(~b) : word_t(b ^ high);
+    }
+    if constexpr (!Descending)
+    {
+      b = word_t(~b);
+    }
+    return b;
+  }
+};
+
+// Each true `pred` of a warp gets a slot of `*counter`, one atomic per warp. Every lane of
+// the warp must call it.
+__device__ __forceinline__ unsigned long long warp_slot(unsigned long long* counter, bool pred)
+{
+  const unsigned mask = __ballot_sync(0xffffffffu, pred);
+  if (!mask)
+  {
+    return 0;
+  }
+  const int lane   = static_cast<int>(threadIdx.x & 31);
+  const int leader = __ffs(mask) - 1;
+  unsigned long long base = 0;
+  if (lane == leader)
+  {
+    base = atomicAdd(counter, static_cast<unsigned long long>(__popc(mask)));
+  }
+  base = __shfl_sync(0xffffffffu, base, leader);
+  return base + __popc(mask & ((1u << lane) - 1u));
+}
+
+template <int Threads>
+__global__ __launch_bounds__(Threads) void init_kernel(state_t* st, long long k)
+{
+  if (threadIdx.x == 0)
+  {
+    st->prefix = st->prev_prefix = st->greater = st->equal = 0;
+    st->candidates[0] = st->candidates[1] = 0;
+    st->k_left = static_cast<unsigned long long>(k);
+  }
+  for (int b = threadIdx.x; b < bins; b += Threads)
+  {
+    st->hist[b] = 0;
+  }
+}
+
+// Pass `pass` of `passes` (pass == passes: the final filter). Reads the buffer `in_*` when
+// the previous pass appended every candidate to it (within `cap`), else the whole input;
+// appends this pass's candidates to `out_*` when a later pass reads them.
+template <int Threads, int Items, class KeyIt, class ValueIt, class Key, class Value, class ToWord, bool Pairs>
+__global__ __launch_bounds__(Threads) void pass_kernel(
+  KeyIt keys,
+  ValueIt values,
+  Key* out_keys,
+  Value* out_values,
+  state_t* st,
+  const Key* in_keys,
+  const unsigned long long* in_index,
+  Key* buf_keys,
+  unsigned long long* buf_index,
+  long long num_items,
+  long long cap,
+  long long k,
+  int pass,
+  int passes)
+{
+  using word_t                   = typename ToWord::word_t;
+  constexpr int word_bits        = 8 * sizeof(word_t);
+  constexpr unsigned long long all = static_cast<unsigned long long>(word_t(~word_t(0)));
+  __shared__ unsigned int hist[bins];
+
+  const bool last = pass == passes;
+  // bits chosen before this pass (the candidates' mask) and before the last choice (the
+  // source's mask: the items the previous pass kept)
+  const unsigned long long mask     = pass == 0 ? 0ull : (all << (word_bits - radix_bits * pass)) & all;
+  const unsigned long long src_mask = pass <= 1 ? 0ull : (all << (word_bits - radix_bits * (pass - 1))) & all;
+  const unsigned long long prefix   = st->prefix;
+  const unsigned long long src_prefix = st->prev_prefix;
+  const int shift                   = last ? 0 : word_bits - radix_bits * (pass + 1);
+  const unsigned long long k_left   = st->k_left;
+
+  long long count          = num_items;
+  bool from_buffer         = false;
+  if (pass >= 2)
+  {
+    const unsigned long long kept = st->candidates[(pass - 1) & 1];
+    if (kept <= static_cast<unsigned long long>(cap))
+    {
+      from_buffer = true;
+      count       = static_cast<long long>(kept);
+    }
+  }
+  const bool append = pass >= 1 && !last;
+  unsigned long long* appended = &st->candidates[pass & 1];
+
+  if (!last)
+  {
+    for (int b = threadIdx.x; b < bins; b += Threads)
+    {
+      hist[b] = 0;
+    }
+    __syncthreads();
+  }
+
+  constexpr long long tile = static_cast<long long>(Threads) * Items;
+  for (long long base = static_cast<long long>(blockIdx.x) * tile; base < count;
+       base += static_cast<long long>(gridDim.x) * tile)
+  {
+    Key key[Items];
+    unsigned long long index[Items];
+#pragma unroll
+    for (int r = 0; r < Items; ++r)
+    {
+      const long long i = base + r * Threads + threadIdx.x;
+      index[r]          = static_cast<unsigned long long>(i);
+      if (i < count)
+      {
+        if (from_buffer)
+        {
+          key[r] = in_keys[i];
+          if constexpr (Pairs)
+          {
+            index[r] = in_index[i];
+          }
+        }
+        else
+        {
+          key[r] = keys[i];
+        }
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < Items; ++r)
+    {
+      const bool valid          = base + r * Threads + threadIdx.x < count;
+      const unsigned long long w = valid ? static_cast<unsigned long long>(ToWord{}(key[r])) : 0ull;
+      const bool source         = valid && (w & src_mask) == src_prefix;
+      bool above, candidate;
+      if (last)
+      {
+        above     = source && w > prefix;
+        candidate = source && w == prefix;
+      }
+      else
+      {
+        above     = source && (w & mask) > prefix;
+        candidate = source && (w & mask) == prefix;
+      }
+      const unsigned long long g = warp_slot(&st->greater, above);
+      if (above)
+      {
+        out_keys[g] = key[r];
+        if constexpr (Pairs)
+        {
+          out_values[g] = values[index[r]];
+        }
+      }
+      if (last)
+      {
+        const unsigned long long e = warp_slot(&st->equal, candidate);
+        if (candidate && e < k_left)
+        {
+          const unsigned long long at = static_cast<unsigned long long>(k) - k_left + e;
+          out_keys[at]                = key[r];
+          if constexpr (Pairs)
+          {
+            out_values[at] = values[index[r]];
+          }
+        }
+      }
+      else
+      {
+        if (candidate)
+        {
+          atomicAdd(&hist[(w >> shift) & (bins - 1)], 1u);
+        }
+        if (append)
+        {
+          const unsigned long long a = warp_slot(appended, candidate);
+          if (candidate && a < static_cast<unsigned long long>(cap))
+          {
+            buf_keys[a] = key[r];
+            if constexpr (Pairs)
+            {
+              buf_index[a] = index[r];
+            }
+          }
+        }
+      }
+    }
+  }
+
+  if (!last)
+  {
+    __syncthreads();
+    for (int b = threadIdx.x; b < bins; b += Threads)
+    {
+      if (hist[b])
+      {
+        atomicAdd(&st->hist[b], static_cast<unsigned long long>(hist[b]));
+      }
+    }
+  }
+}
+
+// After pass `pass`: the digit d holding the k-th word (the candidates with a digit above d
+// are fewer than k_left, those with d or above are not), the prefix extended by it, and the
+// histogram and the next pass's append counter cleared. One block of `bins` threads.
+template <class Word>
+__global__ __launch_bounds__(bins) void choose_kernel(state_t* st, int pass)
+{
+  using scan_t = CUB_NS_QUALIFIER::BlockScan<unsigned long long, bins>;
+  __shared__ typename scan_t::TempStorage scan;
+  constexpr int word_bits = 8 * sizeof(Word);
+  const int shift         = word_bits - radix_bits * (pass + 1);
+  const int digit         = bins - 1 - static_cast<int>(threadIdx.x); // thread 0 holds the top digit
+  const unsigned long long count = st->hist[digit];
+  const unsigned long long k_left = st->k_left;
+  unsigned long long above; // candidates with a digit above this one
+  scan_t(scan).ExclusiveSum(count, above);
+  __syncthreads(); // every thread has read the histogram and k_left
+  if (above < k_left && above + count >= k_left)
+  {
+    st->prev_prefix = st->prefix;
+    st->prefix |= static_cast<unsigned long long>(digit) << shift;
+    st->k_left = k_left - above;
+  }
+  st->hist[digit] = 0;
+  if (threadIdx.x == 0)
+  {
+    st->candidates[(pass + 1) & 1] = 0;
+  }
+}
+
+// The k (at most Threads * Items) outputs sorted in place, the best first: their words
+// sorted descending (stable), keys and values then gathered. One block.
+template <int Threads, int Items, class Key, class Value, class ToWord, bool Pairs>
+__global__ __launch_bounds__(Threads) void sort_kernel(Key* out_keys, Value* out_values, long long k)
+{
+  using word_t = typename ToWord::word_t;
+  using sort_t = CUB_NS_QUALIFIER::BlockRadixSort<word_t, Threads, Items, int>;
+  __shared__ typename sort_t::TempStorage temp;
+  word_t w[Items];
+  int from[Items];
+#pragma unroll
+  for (int r = 0; r < Items; ++r)
+  {
+    const int i = static_cast<int>(threadIdx.x) * Items + r;
+    from[r]     = i;
+    w[r]        = i < k ? ToWord{}(out_keys[i]) : word_t(0); // padding after every real word: stable
+  }
+  sort_t(temp).SortDescending(w, from);
+  Key key[Items];
+  Value value[Items];
+#pragma unroll
+  for (int r = 0; r < Items; ++r)
+  {
+    if (from[r] < k)
+    {
+      key[r] = out_keys[from[r]];
+      if constexpr (Pairs)
+      {
+        value[r] = out_values[from[r]];
+      }
+    }
+  }
+  __syncthreads(); // every item read before any is written
+#pragma unroll
+  for (int r = 0; r < Items; ++r)
+  {
+    const int i = static_cast<int>(threadIdx.x) * Items + r;
+    if (i < k)
+    {
+      out_keys[i] = key[r];
+      if constexpr (Pairs)
+      {
+        out_values[i] = value[r];
+      }
+    }
+  }
+}
+
+} // namespace top_k
+} // namespace cuprims

@@ -1,0 +1,56 @@
+"""Source for top-k: cuprims' init, pass, choose and sort kernels
+(``algorithms/top_k/cuprims_top_k.cuh``) for one key type, value type (or keys alone) and
+order. The passes are 256 threads of 16 bytes of keys each; the sort is one block of 256
+threads of 16 items (k up to 4096). The shapes are exported through ``cuprims_meta``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cuprims._codegen.common import arg_param, iterator_parts, meta_export, unit_head
+from cuprims._compile.source import Source
+
+TOP_K_META = ("threads", "items", "word_bits", "sort_threads", "sort_items")
+THREADS = 256
+SORT_THREADS = 256
+SORT_ITEMS = 16
+SORT_CAPACITY = SORT_THREADS * SORT_ITEMS
+_NS = "cuprims::top_k"
+_KINDS = {"b": 0, "u": 0, "i": 1, "f": 2}
+
+
+def items_per_thread(size: int) -> int:
+    """Keys each thread of a pass loads per tile: 16 bytes of them, 1 to 8."""
+    return max(1, min(8, 16 // max(size, 1)))
+
+
+def top_k_source(*, d_in_keys: Any, d_in_values: Any | None, descending: bool, arch: int) -> Source:
+    """Source selecting the k best keys of ``d_in_keys`` (the largest where ``descending``),
+    with their values from ``d_in_values`` when given.
+
+    Kernels, in this order (the host relies on it): 0 init, 1 pass, 2 choose, 3 sort.
+    """
+    key = d_in_keys.value
+    pairs = d_in_values is not None
+    iterator_text, iterator_types, iterator_symbols = iterator_parts((d_in_keys, d_in_values))
+    value_types = (key,) + ((d_in_values.value,) if pairs else ())
+    items = items_per_thread(key.size)
+    text = (
+        unit_head(value_types + iterator_types, arch, ("top_k/cuprims_top_k.cuh",), iterator_text)
+        + f"using cuprims_word_of_t = {_NS}::ordered_word<{key.cpp}, {_KINDS[key.kind]}, "
+        + f"{'true' if descending else 'false'}>;\n"
+        + meta_export((("threads", str(THREADS)), ("items", str(items)),
+                       ("word_bits", "8 * sizeof(cuprims_word_of_t::word_t)"),
+                       ("sort_threads", str(SORT_THREADS)), ("sort_items", str(SORT_ITEMS))))
+    )
+    p_keys = arg_param(d_in_keys)
+    p_values, value_t = (arg_param(d_in_values), d_in_values.value.cpp) if pairs else ("const char*", "char")
+    flag = "true" if pairs else "false"
+    names = (
+        f"{_NS}::init_kernel<{THREADS}>",
+        f"{_NS}::pass_kernel<{THREADS}, {items}, {p_keys}, {p_values}, {key.cpp}, {value_t}, cuprims_word_of_t, "
+        f"{flag}>",
+        f"{_NS}::choose_kernel<cuprims_word_of_t::word_t>",
+        f"{_NS}::sort_kernel<{SORT_THREADS}, {SORT_ITEMS}, {key.cpp}, {value_t}, cuprims_word_of_t, {flag}>",
+    )
+    return Source(text=text, name_expressions=names, extern_symbols=iterator_symbols, meta_fields=TOP_K_META)
