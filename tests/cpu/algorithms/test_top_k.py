@@ -319,3 +319,40 @@ def test_word_model_orders_as_numpy(dt):
         got = x[_best_first(ordered_words(x, descending))]
         want = np.sort(x)[::-1] if descending else np.sort(x)
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dt", KEY_DTYPES)
+def test_kernel_words_are_the_model(dt, shared_cache):
+    """NVRTC evaluates the header's ``ordered_word::from_bits`` on special and random keys of
+    every dtype, in both orders: the words of the numpy model above (which orders as numpy)."""
+    from cuprims._codegen.common import preamble
+    from cuprims._compile.nvrtc import compile_to_ltoir
+    from cuprims._compile.source import Source
+    from cuprims._value_types import value_type
+
+    dt = np.dtype(dt)
+    rng = np.random.default_rng(9)
+    if dt.kind == "f":
+        special = np.array([np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0], dt)
+        keys = np.concatenate([special, rng.standard_normal(24).astype(dt),
+                               np.array([0x7F81, 0xFFFF], np.uint16).view(np.float16).astype(dt)])
+        if dt.itemsize == 4:   # a signalling NaN and a negative NaN with a payload, bit for bit
+            keys = np.concatenate([keys, np.array([0x7F800001, 0xFFC00123], np.uint32).view(dt)])
+    elif dt.kind == "b":
+        keys = np.array([False, True])
+    else:
+        info = np.iinfo(dt)
+        keys = np.concatenate([np.array([info.min, info.max, 0, 1], dt), rng.integers(info.min, info.max, 24,
+                                                                                     dtype=dt)])
+    vt = value_type(dt)
+    kind = {"b": 0, "u": 0, "i": 1, "f": 2}[dt.kind]
+    checks = []
+    for descending in (True, False):
+        t = f"cuprims::top_k::ordered_word<{vt.cpp}, {kind}, {'true' if descending else 'false'}>"
+        bits = keys.view(f"u{dt.itemsize}").tolist()
+        for b, w in zip(bits, ordered_words(keys, descending).tolist()):
+            checks.append(f"static_assert({t}::from_bits({t}::word_t({b}ull)) == {t}::word_t({w}ull), "
+                          f"\"{b:#x}\");\n")
+    text = preamble((vt,), 90) + "#include <top_k/cuprims_top_k.cuh>\n" + "".join(checks)
+    ltoir, _ = compile_to_ltoir(Source(text, (), (), ()), 90)
+    assert ltoir

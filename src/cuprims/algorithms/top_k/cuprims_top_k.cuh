@@ -78,9 +78,9 @@ struct ordered_word
                               : sizeof(Key) == 4 ? word_t(0x7f800000u)
                                                  : word_t(0x7ff0000000000000ull);
 
-  __device__ __forceinline__ word_t operator()(const Key& key) const
+  // the word of a key's bits (constexpr: the CPU tests check it against numpy's order)
+  static constexpr __host__ __device__ word_t from_bits(word_t b)
   {
-    word_t b = ::cuda::std::bit_cast<word_t>(key);
     if constexpr (Kind == 1)
     {
       b = word_t(b ^ high);
@@ -89,11 +89,12 @@ struct ordered_word
     {
       b = word_t(b & word_t(~high)) > inf ? ones : (b & high) ? word_t(~b) : word_t(b ^ high);
     }
-    if constexpr (!Descending)
-    {
-      b = word_t(~b);
-    }
-    return b;
+    return Descending ? b : word_t(~b);
+  }
+
+  __device__ __forceinline__ word_t operator()(const Key& key) const
+  {
+    return from_bits(::cuda::std::bit_cast<word_t>(key));
   }
 };
 
