@@ -36,7 +36,7 @@ def test_golden_and_parameters(shared_cache):
     check_kernel_params(obj, 90)
     meta = obj._builds.result(90).meta
     assert meta["word_bits"] == 32 and meta["threads"] * meta["items"] == 1024
-    assert meta["sort_threads"] * meta["sort_items"] == tk.SORT_CAPACITY == 4096
+    assert meta["sort_threads"] * meta["sort_items"] == 4096 and meta["merge_threads"] * meta["merge_items"] == 2048
 
 
 @pytest.mark.parametrize("key", KEY_DTYPES)
@@ -170,13 +170,47 @@ class FakeTopKDevice:
         st[5 + ((j + 1) & 1)] = 0
 
     def sort(self, grid, block, out_keys, out_values, k):
-        assert grid == 1 and k <= tk.SORT_CAPACITY
+        tile = self.plan.sort_tile
+        assert grid == -(-k // tile) and block == self.plan.sort_threads
         ok = self.mem.view(out_keys, self.kt, k)
-        perm = _best_first(ordered_words(ok.copy(), self.down))
-        ok[:] = ok.copy()[perm]
-        if self.vt is not None:
-            ov = self.mem.view(out_values, self.vt, k)
-            ov[:] = ov.copy()[perm]
+        ov = self.mem.view(out_values, self.vt, k) if self.vt is not None else None
+        for b in range(grid):
+            part = slice(b * tile, min(k, (b + 1) * tile))
+            perm = _best_first(ordered_words(ok[part].copy(), self.down))
+            ok[part] = ok[part].copy()[perm]
+            if ov is not None:
+                ov[part] = ov[part].copy()[perm]
+
+    def merge(self, grid, block, in_keys, in_values, out_keys, out_values, k, run):
+        assert grid * block * self.plan.merge_items >= k and block == self.plan.merge_threads
+        assert in_keys != out_keys
+        ik, ok = self.mem.view(in_keys, self.kt, k).copy(), self.mem.view(out_keys, self.kt, k)
+        iv = self.mem.view(in_values, self.vt, k).copy() if self.vt is not None else None
+        w = [int(v) for v in ordered_words(ik, self.down)]
+        ov = self.mem.view(out_values, self.vt, k) if iv is not None else None
+        items = self.plan.merge_items
+        for o0 in range(0, k, items):          # each thread as the kernel runs it
+            a0 = o0 // (2 * run) * (2 * run)
+            la = min(run, k - a0)
+            b0 = a0 + la
+            lb = min(run, k - b0)
+            d = o0 - a0
+            lo, hi = max(0, d - lb), min(d, la)
+            while lo < hi:                      # the merge path: the first run wins ties
+                mid = (lo + hi) // 2
+                if w[a0 + mid] >= w[b0 + d - mid - 1]:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            ia, ib = lo, d - lo
+            for o in range(o0, min(o0 + items, a0 + la + lb)):
+                if ib >= lb or (ia < la and w[a0 + ia] >= w[b0 + ib]):
+                    src, ia = a0 + ia, ia + 1
+                else:
+                    src, ib = b0 + ib, ib + 1
+                ok[o] = ik[src]
+                if ov is not None:
+                    ov[o] = iv[src]
 
 
 def _best_first(words: np.ndarray) -> np.ndarray:
@@ -197,8 +231,8 @@ def fake(monkeypatch, shared_cache):
         meta = obj._builds.result(90).meta
         module = SimpleNamespace(max_active_blocks=lambda name, threads: 2)
         monkeypatch.setattr(driver, "sm_count", lambda device: 3)
-        plan = tk._Plan(SimpleNamespace(meta=meta, handles=("init", "pass_", "choose", "sort"), module=module,
-                                        names=("a", "b", "c", "d"), device=0))
+        plan = tk._Plan(SimpleNamespace(meta=meta, handles=("init", "pass_", "choose", "sort", "merge"),
+                                        module=module, names=("a", "b", "c", "d", "e"), device=0))
         plan.device = 0
         obj._plans[0] = plan
         dev = FakeTopKDevice(mem, obj.desc, plan, reverse)
@@ -258,9 +292,9 @@ def test_fake_device_against_numpy(fake, key, order, ties):
 def test_fake_device_sorted_pairs(fake, order):
     rng = np.random.default_rng(11)
     obj, dev = fake(np.float32, True, order, sorted=True)
-    n = 5000
-    x = _data(np.float32, n, rng, False)
-    for k in (1, 2, 100, 4096):
+    n = 26_000
+    x = _data(np.float32, n, rng, True)     # ties: the merges must keep each key with its value
+    for k in (1, 2, 4096, 4097, 12289, 3 * 8192 + 5):
         ok, ov = FakeArray(fake.mem, np.zeros(k, f4)), FakeArray(fake.mem, np.zeros(k, i4))
         dev.launches.clear()
         kw = dict(d_in_keys=FakeArray(fake.mem, x), d_in_values=FakeArray(fake.mem, np.arange(n, dtype=i4)),
@@ -268,8 +302,9 @@ def test_fake_device_sorted_pairs(fake, order):
         temp = FakeArray(fake.mem, np.zeros(obj(temp_storage=None, **kw), np.uint8))
         obj(temp_storage=temp, **kw)
         _check(ok.get(), ov.get(), x, k, order is SortOrder.DESCENDING, True)
-        passes = ["pass_", "choose"] * 4
-        assert dev.launches == ["init"] + passes + ["pass_"] + (["sort"] if k > 1 else [])
+        merges = max(0, (k - 1).bit_length() - 12)          # runs of 4096 doubled until one holds k
+        merges += merges % 2                                 # an odd count ends with a copy back
+        assert dev.launches == ["init"] + ["pass_", "choose"] * 4 + ["pass_"] + ["sort"] * (k > 1) + ["merge"] * merges
 
 
 def test_k_zero_launches_nothing_and_k_past_n_is_refused(fake):
@@ -286,13 +321,15 @@ def test_k_zero_launches_nothing_and_k_past_n_is_refused(fake):
     assert dev.launches == []
 
 
-def test_sorted_k_past_one_block_is_refused(fake):
-    obj, dev = fake(np.int32, sorted=True)
-    n = tk.SORT_CAPACITY + 1
-    x, out = FakeArray(fake.mem, np.arange(n, dtype=i4)), FakeArray(fake.mem, np.zeros(n, i4))
-    with pytest.raises(ArgumentError) as info:
-        obj(temp_storage=None, d_in_keys=x, d_out_keys=out, k=n, num_items=n)
-    assert info.value.argument == "k" and not dev.launches
+def test_sorted_temporary_storage_adds_merge_buffers_past_one_tile(fake):
+    obj, dev = fake(np.int32, pairs=True, sorted=True)
+    n = 10_000
+    kw = dict(d_in_keys=FakeArray(fake.mem, np.zeros(n, i4)), d_out_keys=FakeArray(fake.mem, np.zeros(n, i4)),
+              d_in_values=FakeArray(fake.mem, np.zeros(n, i4)), d_out_values=FakeArray(fake.mem, np.zeros(n, i4)),
+              num_items=n)
+    select = 2304 + 2 * (1280 + 2560)                     # two buffers of 313 keys and 313 indices
+    assert obj(temp_storage=None, k=4096, **kw) == select
+    assert obj(temp_storage=None, k=4097, **kw) == select + 2 * 16640   # 4097 keys and values, rounded to 256
 
 
 def test_temporary_storage_holds_the_state_and_two_candidate_buffers(fake):

@@ -76,6 +76,14 @@ def test_every_dtype_against_numpy(dtype, order):
                 check(x, keys, values, k, order, False)
 
 
+def test_sorted_ties_keep_keys_with_their_values():
+    x = data(np.float32, 1_000_000, np.random.default_rng(9), ties=True)
+    for k in (5000, 300_000):
+        for order in ORDERS:
+            keys, values = run(x, k, order, sorted_=True)
+            check(x, keys, values, k, order, True)
+
+
 @pytest.mark.parametrize("dtype", [np.int8, np.int32, np.uint64, np.float16, np.float32, np.float64])
 @pytest.mark.parametrize("order", ORDERS)
 def test_ties(dtype, order):
@@ -102,7 +110,7 @@ def test_all_keys_in_one_digit_overflow_the_buffers(order):
 def test_sorted(dtype, order):
     rng = np.random.default_rng(6)
     x = data(dtype, 500_000, rng)
-    for k in (1, 2, 16, 1000, 4096):
+    for k in (1, 2, 16, 1000, 4096, 4097, 3 * 4096 + 5, 100_000):
         for pairs in (False, True):
             keys, values = run(x, k, order, pairs, sorted_=True)
             check(x, keys, values, k, order, True)

@@ -16,8 +16,10 @@ filter writes the items above the k-th word and as many equal to it as needed. N
 synchronises: the prefix, the count still needed and the output counters stay on the
 device. From the second pass on, the items still in question are also copied to one of two
 buffers in temporary storage (up to ``num_items / 32`` items each), which the next pass
-reads instead of the input when they all fitted. ``sorted=True`` adds a one-block radix
-sort of the k results (k up to 4096).
+reads instead of the input when they all fitted. ``sorted=True`` then sorts the k results
+in place: blocks sort tiles of 4096 (CUB's ``BlockRadixSort`` on the words), and merge
+passes, between the outputs and two more buffers of temporary storage, join pairs of
+sorted runs until one holds all k.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from cuprims.algorithms.arguments import ArgKind, describe, keyword_checked
 from cuprims.algorithms.common import Loaded, check_num_items
 from cuprims.algorithms.skeleton import Algorithm, Description, Plan, description
 from cuprims.algorithms.sort_common import parse_order
-from cuprims.algorithms.top_k.source import SORT_CAPACITY, top_k_source
+from cuprims.algorithms.top_k.source import top_k_source
 from cuprims.enums import SortOrder
 from cuprims.errors import ArgumentError
 from cuprims.typing import (ArrayIteratorOrProxy, ArrayOrIterator, ArrayOrProxy, ComputeCapabilityLike,
@@ -73,24 +75,26 @@ class TopKDescription(Description):
              "i64", "i64", "i64", "i32", "i32"),
             ("ptr", "i32"),                                          # choose: state, pass
             ("ptr", "ptr", "i64"),                                   # sort: out keys, out values, k
+            ("ptr", "ptr", "ptr", "ptr", "i64", "i64"),              # merge: in keys, values, out keys, values, k, run
         )
 
 
 class _Plan(Plan):
-    """The kernels, the passes' tile and grid, and the sort's capacity."""
+    """The kernels, the passes' tile and grid, and the sort's shapes."""
 
-    __slots__ = ("init", "pass_", "choose", "sort", "threads", "tile_items", "max_grid", "passes", "sort_threads",
-                 "sort_capacity", "device")
+    __slots__ = ("init", "pass_", "choose", "sort", "merge", "threads", "tile_items", "max_grid", "passes",
+                 "sort_threads", "sort_tile", "merge_threads", "merge_items", "device")
     temp_align = _ALIGN
 
     def __init__(self, loaded: Loaded):
-        self.init, self.pass_, self.choose, self.sort = loaded.handles
+        self.init, self.pass_, self.choose, self.sort, self.merge = loaded.handles
         meta = loaded.meta
         self.threads = meta["threads"]
         self.tile_items = self.threads * meta["items"]
         self.passes = meta["word_bits"] // 8
         self.sort_threads = meta["sort_threads"]
-        self.sort_capacity = self.sort_threads * meta["sort_items"]
+        self.sort_tile = self.sort_threads * meta["sort_items"]
+        self.merge_threads, self.merge_items = meta["merge_threads"], meta["merge_items"]
         occupancy = loaded.module.max_active_blocks(loaded.names[1], self.threads)
         self.max_grid = max(1, occupancy) * driver.sm_count(loaded.device)
 
@@ -157,13 +161,21 @@ class TopK(Algorithm):
         if not k:
             return 0
         _, key_bytes, index_bytes = _layout(n, plan.passes, self._key_size, self._pairs)
-        return _STATE_BYTES + 2 * (key_bytes + index_bytes)
+        return _STATE_BYTES + 2 * (key_bytes + index_bytes) + sum(self._merge_bytes(plan, k))
+
+    def _merge_bytes(self, plan: _Plan, k: int) -> tuple[int, int]:
+        """Bytes of the merge passes' key and value buffers (none unless sorting several tiles)."""
+        if not self.desc.sorted or k <= plan.sort_tile:
+            return 0, 0
+        round_up = lambda b: -(-b // _ALIGN) * _ALIGN  # noqa: E731
+        values = round_up(k * self.desc.d_out_values.value.size) if self._pairs else 0
+        return round_up(k * self._key_size), values
 
     def _dispatch(self, plan: _Plan, args: tuple, temp: int, stream: int) -> None:
         p_keys, p_values, p_out_keys, p_out_values, n, k = args
         if not k:
             return
-        init, pass_, choose, sort = self._packs_of(0)
+        init, pass_, choose, sort, merge = self._packs_of(0)
         cap, key_bytes, index_bytes = _layout(n, plan.passes, self._key_size, self._pairs)
         base = temp + _STATE_BYTES
         buf_keys = (base, base + key_bytes) if cap else (0, 0)
@@ -181,15 +193,32 @@ class TopK(Algorithm):
             if j < passes:
                 launch(plan.choose, 1, 256, stream, choose.pack(temp, j))
         if self.desc.sorted and k > 1:
-            launch(plan.sort, 1, plan.sort_threads, stream, sort.pack(p_out_keys, p_out_values, k))
+            self._sort(plan, launch, stream, p_out_keys, p_out_values, k,
+                       base + 2 * (key_bytes + index_bytes), sort, merge)
+
+    def _sort(self, plan: _Plan, launch: Any, stream: int, p_keys: int, p_values: int, k: int, spare: int,
+              sort: Any, merge: Any) -> None:
+        """The k outputs sorted: tiles by blocks, then pairs of runs merged, back and forth
+        between the outputs and the spare buffers; an odd number of merges ends with a copy
+        back (a merge of one run)."""
+        tiles = -(-k // plan.sort_tile)
+        launch(plan.sort, tiles, plan.sort_threads, stream, sort.pack(p_keys, p_values, k))
+        if tiles == 1:
+            return
+        key_bytes, _ = self._merge_bytes(plan, k)
+        here, there = (p_keys, p_values), (spare, spare + key_bytes if self._pairs else 0)
+        grid = -(-k // (plan.merge_threads * plan.merge_items))
+        run = plan.sort_tile
+        while run < k or here[0] != p_keys:
+            launch(plan.merge, grid, plan.merge_threads, stream, merge.pack(*here, *there, k, run))
+            here, there = there, here
+            run *= 2
 
     def _run(self, temp_storage: Any, d_in_keys: Any, d_in_values: Any, d_out_keys: Any, d_out_values: Any, k: Any,
              num_items: Any, stream: Any, one_shot: bool) -> int | None:
         n = check_num_items(num_items)
         k = _check_k(k, n)
         d = self.desc
-        if d.sorted and k > SORT_CAPACITY:
-            raise ArgumentError("k", f"at most {SORT_CAPACITY} with sorted=True (one block sorts the results)", k)
         if (d_in_values is None) != (d.d_in_values is None):
             raise ArgumentError("d_in_values", "None (this object selects keys alone)" if d.d_in_values is None
                                 else "the values (this object selects pairs)", d_in_values)
@@ -223,7 +252,7 @@ def make_top_k(*, d_in_keys: ArrayIteratorOrProxy, d_out_keys: ArrayOrProxy,
         d_out_values: device array of the values' dtype, room for ``k`` (with ``d_in_values``).
         order: ``SortOrder.DESCENDING`` (the k largest; NaNs count as the largest) or
             ``ASCENDING`` (the k smallest; NaNs taken last).
-        sorted: the results best first (k up to 4096); otherwise in no particular order.
+        sorted: the results best first; otherwise in no particular order.
         compute_capability: build ahead of time for these targets (no GPU needed).
 
     Example::

@@ -10,6 +10,7 @@
 //               word and extends the prefix.
 //   pass P:     the final filter: every word above the k-th is written, then as many words
 //               equal to it as k still needs.
+//   sorted:     tiles of the k results sorted by blocks, then merged in pairs of runs.
 //
 // Every decision stays on the device (state_t), so the host never waits. An item whose
 // prefix is above the chosen one is written out by the pass after the choice that decided
@@ -321,14 +322,22 @@ __global__ __launch_bounds__(bins) void choose_kernel(state_t* st, int pass)
   }
 }
 
-// The k (at most Threads * Items) outputs sorted in place, the best first: their words
-// sorted descending (stable), keys and values then gathered. One block.
+// Sorted results: each block sorts its tile of Threads * Items outputs in place, the best
+// first (the words sorted descending, stably; keys and values then gathered); merge_kernel
+// then merges pairs of sorted runs until one run holds all k.
 template <int Threads, int Items, class Key, class Value, class ToWord, bool Pairs>
 __global__ __launch_bounds__(Threads) void sort_kernel(Key* out_keys, Value* out_values, long long k)
 {
   using word_t = typename ToWord::word_t;
   using sort_t = CUB_NS_QUALIFIER::BlockRadixSort<word_t, Threads, Items, int>;
   __shared__ typename sort_t::TempStorage temp;
+  const long long base = static_cast<long long>(blockIdx.x) * Threads * Items;
+  const int count      = static_cast<int>(::cuda::std::min<long long>(Threads * Items, k - base));
+  out_keys += base;
+  if constexpr (Pairs)
+  {
+    out_values += base;
+  }
   word_t w[Items];
   int from[Items];
 #pragma unroll
@@ -336,7 +345,7 @@ __global__ __launch_bounds__(Threads) void sort_kernel(Key* out_keys, Value* out
   {
     const int i = static_cast<int>(threadIdx.x) * Items + r;
     from[r]     = i;
-    w[r]        = i < k ? ToWord{}(out_keys[i]) : word_t(0); // padding after every real word: stable
+    w[r]        = i < count ? ToWord{}(out_keys[i]) : word_t(0); // padding after every real word: stable
   }
   sort_t(temp).SortDescending(w, from);
   Key key[Items];
@@ -344,7 +353,7 @@ __global__ __launch_bounds__(Threads) void sort_kernel(Key* out_keys, Value* out
 #pragma unroll
   for (int r = 0; r < Items; ++r)
   {
-    if (from[r] < k)
+    if (from[r] < count)
     {
       key[r] = out_keys[from[r]];
       if constexpr (Pairs)
@@ -353,18 +362,68 @@ __global__ __launch_bounds__(Threads) void sort_kernel(Key* out_keys, Value* out
       }
     }
   }
-  __syncthreads(); // every item read before any is written
+  __syncthreads(); // every item of the tile read before any is written
 #pragma unroll
   for (int r = 0; r < Items; ++r)
   {
     const int i = static_cast<int>(threadIdx.x) * Items + r;
-    if (i < k)
+    if (i < count)
     {
       out_keys[i] = key[r];
       if constexpr (Pairs)
       {
         out_values[i] = value[r];
       }
+    }
+  }
+}
+
+// Runs of `run` sorted items (the last one shorter) merged in pairs into `out_*`; each
+// thread finds where its Items outputs start on the merge path of its pair (the first run
+// wins ties), then merges them. A run of at least k copies.
+template <int Threads, int Items, class Key, class Value, class ToWord, bool Pairs>
+__global__ __launch_bounds__(Threads) void merge_kernel(
+  const Key* in_keys, const Value* in_values, Key* out_keys, Value* out_values, long long k, long long run)
+{
+  const long long o0 = (static_cast<long long>(blockIdx.x) * Threads + threadIdx.x) * Items;
+  if (o0 >= k)
+  {
+    return;
+  }
+  const ToWord word{};
+  const long long a0 = o0 / (2 * run) * (2 * run);
+  const long long la = ::cuda::std::min(run, k - a0);
+  const long long b0 = a0 + la;
+  const long long lb = ::cuda::std::min(run, k - b0);
+  const long long d  = o0 - a0;
+  long long lo = ::cuda::std::max(0ll, d - lb), hi = ::cuda::std::min(d, la);
+  while (lo < hi)
+  {
+    const long long mid = (lo + hi) / 2;
+    if (word(in_keys[a0 + mid]) >= word(in_keys[b0 + d - mid - 1]))
+    {
+      lo = mid + 1;
+    }
+    else
+    {
+      hi = mid;
+    }
+  }
+  long long ia = lo, ib = d - lo;
+#pragma unroll
+  for (int r = 0; r < Items; ++r)
+  {
+    const long long o = o0 + r;
+    if (o >= a0 + la + lb)
+    {
+      break;
+    }
+    const bool take_a = ib >= lb || (ia < la && word(in_keys[a0 + ia]) >= word(in_keys[b0 + ib]));
+    const long long from = take_a ? a0 + ia++ : b0 + ib++;
+    out_keys[o]          = in_keys[from];
+    if constexpr (Pairs)
+    {
+      out_values[o] = in_values[from];
     }
   }
 }
