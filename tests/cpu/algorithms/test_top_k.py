@@ -35,7 +35,7 @@ def test_golden_and_parameters(shared_cache):
     check_golden("top_k_f4_keys_descending_sm90", render_source(obj._builds.source(90)))
     check_kernel_params(obj, 90)
     meta = obj._builds.result(90).meta
-    assert meta["word_bits"] == 32 and meta["threads"] * meta["items"] == 1024
+    assert meta["word_bits"] == 32 and meta["threads"] * meta["items"] == 4096
     assert meta["sort_threads"] * meta["sort_items"] == 4096 and meta["merge_threads"] * meta["merge_items"] == 2048
 
 

@@ -10,7 +10,7 @@
 using cuprims_word_of_t = cuprims::top_k::ordered_word<float, 2, true>;
 extern "C" __device__ __attribute__((used)) const long long cuprims_meta[7] = {
   (long long)(256) /* threads */,
-  (long long)(4) /* items */,
+  (long long)(16) /* items */,
   (long long)(8 * sizeof(cuprims_word_of_t::word_t)) /* word_bits */,
   (long long)(256) /* sort_threads */,
   (long long)(16) /* sort_items */,
@@ -19,7 +19,7 @@ extern "C" __device__ __attribute__((used)) const long long cuprims_meta[7] = {
 
 // ---- name_expressions ----
 // cuprims::top_k::init_kernel<256>
-// cuprims::top_k::pass_kernel<256, 4, const float*, const char*, float, char, cuprims_word_of_t, false>
+// cuprims::top_k::pass_kernel<256, 16, const float*, const char*, float, char, cuprims_word_of_t, false>
 // cuprims::top_k::choose_kernel<cuprims_word_of_t::word_t>
 // cuprims::top_k::sort_kernel<256, 16, float, char, cuprims_word_of_t, false>
 // cuprims::top_k::merge_kernel<256, 8, float, char, cuprims_word_of_t, false>

@@ -99,25 +99,61 @@ struct ordered_word
   }
 };
 
-// Each true `pred` of a warp gets a slot of `*counter`, one atomic per warp. Every lane of
-// the warp must call it.
-__device__ __forceinline__ unsigned long long warp_slot(unsigned long long* counter, bool pred)
+// Slots for one tile of a block: each thread asks for `a` slots of counter `ca` and `c` of
+// `cc`, and gets the first of each. One global atomic per counter and tile: the counters
+// are single words every block shares, which per-item or per-warp atomics would queue on.
+template <int Threads>
+struct block_slots
 {
-  const unsigned mask = __ballot_sync(0xffffffffu, pred);
-  if (!mask)
+  static constexpr int warps = Threads / 32;
+  struct storage_t
   {
-    return 0;
-  }
-  const int lane   = static_cast<int>(threadIdx.x & 31);
-  const int leader = __ffs(mask) - 1;
-  unsigned long long base = 0;
-  if (lane == leader)
+    unsigned int warp_a[warps];
+    unsigned int warp_c[warps];
+    unsigned long long base_a, base_c;
+  };
+
+  __device__ __forceinline__ static void
+  take(storage_t& smem, unsigned int a, unsigned int c, unsigned long long* ca, unsigned long long* cc,
+       unsigned long long& first_a, unsigned long long& first_c)
   {
-    base = atomicAdd(counter, static_cast<unsigned long long>(__popc(mask)));
+    const int lane = static_cast<int>(threadIdx.x & 31), warp = static_cast<int>(threadIdx.x >> 5);
+    unsigned int sa = a, sc = c; // inclusive sums within the warp
+#pragma unroll
+    for (int off = 1; off < 32; off <<= 1)
+    {
+      const unsigned int ya = __shfl_up_sync(0xffffffffu, sa, off), yc = __shfl_up_sync(0xffffffffu, sc, off);
+      if (lane >= off)
+      {
+        sa += ya;
+        sc += yc;
+      }
+    }
+    if (lane == 31)
+    {
+      smem.warp_a[warp] = sa;
+      smem.warp_c[warp] = sc;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0)
+    {
+      unsigned long long ta = 0, tc = 0; // the warps' sums turned exclusive
+      for (int w = 0; w < warps; ++w)
+      {
+        const unsigned int xa = smem.warp_a[w], xc = smem.warp_c[w];
+        smem.warp_a[w] = static_cast<unsigned int>(ta);
+        smem.warp_c[w] = static_cast<unsigned int>(tc);
+        ta += xa;
+        tc += xc;
+      }
+      smem.base_a = ta ? atomicAdd(ca, ta) : 0ull;
+      smem.base_c = tc ? atomicAdd(cc, tc) : 0ull;
+    }
+    __syncthreads();
+    first_a = smem.base_a + smem.warp_a[warp] + (sa - a);
+    first_c = smem.base_c + smem.warp_c[warp] + (sc - c);
   }
-  base = __shfl_sync(0xffffffffu, base, leader);
-  return base + __popc(mask & ((1u << lane) - 1u));
-}
+};
 
 template <int Threads>
 __global__ __launch_bounds__(Threads) void init_kernel(state_t* st, long long k)
@@ -157,7 +193,9 @@ __global__ __launch_bounds__(Threads) void pass_kernel(
   using word_t                   = typename ToWord::word_t;
   constexpr int word_bits        = 8 * sizeof(word_t);
   constexpr unsigned long long all = static_cast<unsigned long long>(word_t(~word_t(0)));
+  using slots_t = block_slots<Threads>;
   __shared__ unsigned int hist[bins];
+  __shared__ typename slots_t::storage_t slots;
 
   const bool last = pass == passes;
   // bits chosen before this pass (the candidates' mask) and before the last choice (the
@@ -219,63 +257,66 @@ __global__ __launch_bounds__(Threads) void pass_kernel(
         }
       }
     }
+    bool above[Items], candidate[Items];
+    unsigned int n_above = 0, n_candidates = 0;
 #pragma unroll
     for (int r = 0; r < Items; ++r)
     {
-      const bool valid          = base + r * Threads + threadIdx.x < count;
+      const bool valid           = base + r * Threads + threadIdx.x < count;
       const unsigned long long w = valid ? static_cast<unsigned long long>(ToWord{}(key[r])) : 0ull;
-      const bool source         = valid && (w & src_mask) == src_prefix;
-      bool above, candidate;
-      if (last)
+      const bool source          = valid && (w & src_mask) == src_prefix;
+      const unsigned long long top = last ? w : (w & mask);
+      above[r]                   = source && top > prefix;
+      candidate[r]               = source && top == prefix;
+      n_above += above[r];
+      n_candidates += candidate[r];
+      if (!last && candidate[r])
       {
-        above     = source && w > prefix;
-        candidate = source && w == prefix;
+        atomicAdd(&hist[(w >> shift) & (bins - 1)], 1u);
       }
-      else
+    }
+    // pass 0 writes nothing; later passes only for tiles holding something to write
+    if (pass == 0 || !__syncthreads_or(n_above + (last || append ? n_candidates : 0u)))
+    {
+      continue;
+    }
+    unsigned long long at_above, at_candidate;
+    slots_t::take(slots, n_above, n_candidates, &st->greater, last ? &st->equal : appended, at_above, at_candidate);
+#pragma unroll
+    for (int r = 0; r < Items; ++r)
+    {
+      if (above[r])
       {
-        above     = source && (w & mask) > prefix;
-        candidate = source && (w & mask) == prefix;
-      }
-      const unsigned long long g = warp_slot(&st->greater, above);
-      if (above)
-      {
-        out_keys[g] = key[r];
+        out_keys[at_above] = key[r];
         if constexpr (Pairs)
         {
-          out_values[g] = values[index[r]];
+          out_values[at_above] = values[index[r]];
         }
+        ++at_above;
       }
-      if (last)
+      if (candidate[r])
       {
-        const unsigned long long e = warp_slot(&st->equal, candidate);
-        if (candidate && e < k_left)
+        if (last)
         {
-          const unsigned long long at = static_cast<unsigned long long>(k) - k_left + e;
-          out_keys[at]                = key[r];
-          if constexpr (Pairs)
+          if (at_candidate < k_left)
           {
-            out_values[at] = values[index[r]];
-          }
-        }
-      }
-      else
-      {
-        if (candidate)
-        {
-          atomicAdd(&hist[(w >> shift) & (bins - 1)], 1u);
-        }
-        if (append)
-        {
-          const unsigned long long a = warp_slot(appended, candidate);
-          if (candidate && a < static_cast<unsigned long long>(cap))
-          {
-            buf_keys[a] = key[r];
+            const unsigned long long at = static_cast<unsigned long long>(k) - k_left + at_candidate;
+            out_keys[at]                = key[r];
             if constexpr (Pairs)
             {
-              buf_index[a] = index[r];
+              out_values[at] = values[index[r]];
             }
           }
         }
+        else if (append && at_candidate < static_cast<unsigned long long>(cap))
+        {
+          buf_keys[at_candidate] = key[r];
+          if constexpr (Pairs)
+          {
+            buf_index[at_candidate] = index[r];
+          }
+        }
+        ++at_candidate;
       }
     }
   }

@@ -1,6 +1,6 @@
 """Source for top-k: cuprims' init, pass, choose and sort kernels
 (``algorithms/top_k/cuprims_top_k.cuh``) for one key type, value type (or keys alone) and
-order. The passes are 256 threads of 16 bytes of keys each; a sort sorts tiles of 256
+order. The passes are 256 threads of 64 bytes of keys each (at most 16 keys); a sort sorts tiles of 256
 threads of 16 items and merges them 8 items a thread. The shapes are exported through
 ``cuprims_meta``."""
 
@@ -23,8 +23,9 @@ _KINDS = {"b": 0, "u": 0, "i": 1, "f": 2}
 
 
 def items_per_thread(size: int) -> int:
-    """Keys each thread of a pass loads per tile: 16 bytes of them, 1 to 8."""
-    return max(1, min(8, 16 // max(size, 1)))
+    """Keys each thread of a pass loads per tile: 64 bytes of them, 8 to 16 (a tile takes
+    one global atomic per output counter when it writes anything)."""
+    return max(1, min(16, 64 // max(size, 1)))
 
 
 def top_k_source(*, d_in_keys: Any, d_in_values: Any | None, descending: bool, arch: int) -> Source:
