@@ -53,6 +53,7 @@ _LAZY = {
     "make_adjacent_difference": "adjacent_difference", "adjacent_difference": "adjacent_difference",
     "make_find_if": "find_if", "find_if": "find_if", "make_for_each": "for_each", "for_each": "for_each",
     "make_merge": "merge", "merge": "merge",
+    "make_top_k": "top_k", "top_k": "top_k",
     "make_three_way_partition": "three_way_partition", "three_way_partition": "three_way_partition",
     "binary_transform": "transform", "make_binary_transform": "transform", "make_unary_transform": "transform",
     "unary_transform": "transform",
@@ -66,6 +67,7 @@ _LAZY = {
     "ScanByKey": "scan_by_key", "SegmentedScan": "segmented_scan", "AdjacentDifference": "adjacent_difference",
     "FindIf": "find_if", "ForEach": "for_each",
     "Merge": "merge",
+    "TopK": "top_k",
 }
 
 
@@ -87,6 +89,7 @@ if TYPE_CHECKING:   # the lazy names' objects, for type checkers (at run time __
     from cuprims.algorithms.scan import Scan, exclusive_scan, inclusive_scan, make_exclusive_scan, make_inclusive_scan
     from cuprims.algorithms.scan_by_key import (ScanByKey, exclusive_scan_by_key, inclusive_scan_by_key,
                                                 make_exclusive_scan_by_key, make_inclusive_scan_by_key)
+    from cuprims.algorithms.top_k import TopK, make_top_k, top_k
     from cuprims.algorithms.segmented_scan import (SegmentedScan, make_segmented_exclusive_scan,
                                                    make_segmented_inclusive_scan, segmented_exclusive_scan,
                                                    segmented_inclusive_scan)
@@ -149,11 +152,12 @@ __all__ = [
     "make_adjacent_difference", "adjacent_difference",
     "make_find_if", "find_if", "make_for_each", "for_each",
     "make_merge", "merge",
+    "make_top_k", "top_k",
     "make_histogram_even", "histogram_even",
     "Reduce", "SegmentedReduce", "Scan", "UnaryTransform", "BinaryTransform", "LowerBound", "UpperBound",
     "RadixSort", "MergeSort", "SegmentedSort", "Select", "ThreeWayPartition", "UniqueByKey", "HistogramEven",
     "ReduceByKey", "RunLengthEncode", "NonTrivialRuns", "ScanByKey", "SegmentedScan", "AdjacentDifference",
-    "FindIf", "ForEach", "Merge",
+    "FindIf", "ForEach", "Merge", "TopK",
     "CacheModifiedInputIterator", "ConstantIterator", "CountingIterator", "DiscardIterator", "PermutationIterator",
     "ReverseIterator", "ShuffleIterator", "TransformIterator", "TransformOutputIterator", "ZipIterator",
     "coop",

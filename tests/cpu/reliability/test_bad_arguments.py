@@ -373,6 +373,17 @@ ALGORITHMS: dict[str, Algo] = {
                                   "count of 2**63": (dict(num_samples=2 ** 63), "num_samples"),
                                   "float count": (dict(num_samples=1.5), "num_samples"),
                                   **HISTOGRAM_LEVELS, **HISTOGRAM_ARRAYS}),
+    "top_k": Algo(cuprims.make_top_k, dict(d_in_keys=P(f4), d_out_keys=P(f4), d_in_values=P(i4), d_out_values=P(i4),
+                                           order=SortOrder.DESCENDING),
+                  ("d_in_keys", "d_out_keys", "d_in_values", "d_out_values"),
+                  no_iterators=("d_out_keys", "d_out_values"), optional=("d_in_values", "d_out_values"),
+                  iterator_input="d_in_keys",
+                  extra={"order": (dict(order="sideways"), "order"),
+                         "sorted not a bool": (dict(sorted="yes"), "sorted"),
+                         "complex keys": (dict(d_in_keys=P(np.complex64), d_out_keys=P(np.complex64)), "d_in_keys"),
+                         "keys out of another dtype": (dict(d_out_keys=P(np.float64)), "d_out_keys"),
+                         "values out of another dtype": (dict(d_out_values=P(i8)), "d_out_values"),
+                         "values without output": (dict(d_out_values=None), "d_out_values")}),
 }
 
 

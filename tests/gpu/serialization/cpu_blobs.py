@@ -77,6 +77,8 @@ BUILDERS: dict[str, Callable[[], Any]] = {
     "exclusive_scan_by_key": lambda: cuprims.make_exclusive_scan_by_key(
         d_in_keys=P(i8), d_in_values=P(i4), d_out=P(i4), scan_op=OpKind.PLUS, init_value=V(i4),
         compute_capability=ARCHS),
+    "top_k_sorted_pairs": lambda: cuprims.make_top_k(d_in_keys=P(f4), d_out_keys=P(f4), d_in_values=P(i4),
+                                                     d_out_values=P(i4), sorted=True, compute_capability=ARCHS),
 }
 
 
@@ -212,6 +214,15 @@ def _run_exclusive_scan_by_key(obj, cp):
     return bool(np.array_equal(out.get(), want))
 
 
+def _run_top_k(obj, cp):
+    x = np.random.default_rng(12).standard_normal(1_000_003).astype(f4)
+    ok, ov = cp.empty(100, f4), cp.empty(100, i4)
+    args = dict(d_in_keys=cp.asarray(x), d_out_keys=ok, d_in_values=cp.arange(x.size, dtype=i4), d_out_values=ov,
+                k=100, num_items=x.size)
+    obj(temp_storage=_temp(obj, cp, **args), **args)
+    return bool(np.array_equal(ok.get(), np.sort(x)[::-1][:100]) and np.array_equal(x[ov.get()], ok.get()))
+
+
 RUNNERS: dict[str, Callable[[Any, Any], bool]] = {
     "reduce_python_op_over_iterator": _run_reduce_iterator,
     "reduce_struct_op": _run_reduce_struct,
@@ -224,6 +235,7 @@ RUNNERS: dict[str, Callable[[Any, Any], bool]] = {
     "histogram": _run_histogram,
     "reduce_by_key": _run_reduce_by_key,
     "exclusive_scan_by_key": _run_exclusive_scan_by_key,
+    "top_k_sorted_pairs": _run_top_k,
 }
 
 
