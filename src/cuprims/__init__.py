@@ -51,6 +51,7 @@ _LAZY = {
     "make_exclusive_scan_by_key": "scan_by_key", "exclusive_scan_by_key": "scan_by_key",
     "make_select": "select", "select": "select",
     "make_adjacent_difference": "adjacent_difference", "adjacent_difference": "adjacent_difference",
+    "make_segmented_top_k": "segmented_top_k", "segmented_top_k": "segmented_top_k",
     "make_three_way_partition": "three_way_partition", "three_way_partition": "three_way_partition",
     "binary_transform": "transform", "make_binary_transform": "transform", "make_unary_transform": "transform",
     "unary_transform": "transform",
@@ -62,6 +63,7 @@ _LAZY = {
     "ThreeWayPartition": "three_way_partition", "UniqueByKey": "unique_by_key", "HistogramEven": "histogram",
     "ReduceByKey": "reduce_by_key", "RunLengthEncode": "reduce_by_key", "NonTrivialRuns": "reduce_by_key",
     "ScanByKey": "scan_by_key", "SegmentedScan": "segmented_scan", "AdjacentDifference": "adjacent_difference",
+    "SegmentedTopK": "segmented_top_k",
 }
 
 
@@ -84,6 +86,7 @@ if TYPE_CHECKING:   # the lazy names' objects, for type checkers (at run time __
                                                    make_segmented_inclusive_scan, segmented_exclusive_scan,
                                                    segmented_inclusive_scan)
     from cuprims.algorithms.segmented_reduce import SegmentedReduce, make_segmented_reduce, segmented_reduce
+    from cuprims.algorithms.segmented_top_k import SegmentedTopK, make_segmented_top_k, segmented_top_k
     from cuprims.algorithms.segmented_sort import SegmentedSort, make_segmented_sort, segmented_sort
     from cuprims.algorithms.select import Select, make_select, select
     from cuprims.algorithms.sort_common import DoubleBuffer
@@ -140,10 +143,12 @@ __all__ = [
     "make_three_way_partition", "three_way_partition",
     "make_select", "select",
     "make_adjacent_difference", "adjacent_difference",
+    "make_segmented_top_k", "segmented_top_k",
     "make_histogram_even", "histogram_even",
     "Reduce", "SegmentedReduce", "Scan", "UnaryTransform", "BinaryTransform", "LowerBound", "UpperBound",
     "RadixSort", "MergeSort", "SegmentedSort", "Select", "ThreeWayPartition", "UniqueByKey", "HistogramEven",
     "ReduceByKey", "RunLengthEncode", "NonTrivialRuns", "ScanByKey", "SegmentedScan", "AdjacentDifference",
+    "SegmentedTopK",
     "CacheModifiedInputIterator", "ConstantIterator", "CountingIterator", "DiscardIterator", "PermutationIterator",
     "ReverseIterator", "ShuffleIterator", "TransformIterator", "TransformOutputIterator", "ZipIterator",
     "coop",

@@ -1,0 +1,313 @@
+// cuprims segmented top-k: the k largest (or smallest) keys of each row, a block per row.
+//
+// Each key is mapped to an unsigned "rank" word of its width whose unsigned order is the
+// order wanted (the k largest ranks are the answer): integers by their sign bit, floats
+// by their sign-magnitude bits with every NaN above +inf (numpy's order) and -0.0 tied
+// with +0.0; ascending order takes the complement. A block then finds the k-th largest
+// rank by a radix select, 8 bits a pass from the top:
+//
+//   * a 256-bin histogram in shared memory of the digit under the prefix found so far
+//     (warp-aggregated atomics: keys of real data crowd a few bins of the top digit),
+//     then a block scan over the bins from the top finds the bin that holds the k-th
+//     rank; the select stops early when that bin holds exactly the ranks still needed;
+//   * a last pass keeps every rank above the prefix and the first of those on it (by
+//     position in the row) up to k: their slots come from one block scan of per-warp
+//     ballot counts, in row order, so the choice among equal keys is deterministic;
+//   * the kept ranks (in row order in shared memory) are ordered by counting, for each,
+//     the kept ranks that come before it: larger ones, and equal ones earlier in the row.
+//     The output holds the keys themselves (their own bits, read again from the row).
+//
+// A row of at most one tile (Threads x Items) is read once into registers (striped: item
+// i of thread t is row item i * Threads + t, so loads coalesce); a longer one is read
+// again, a tile at a time, for each pass. The host launches a kernel per tier of row
+// length; each kernel takes the rows whose length lies in (lo, hi] and leaves the others.
+#pragma once
+
+#include <cub/block/block_scan.cuh>
+
+#include <cuda/std/type_traits>
+
+namespace cuprims
+{
+namespace segmented_top_k
+{
+
+// Kind: 0 unsigned (or bool), 1 signed integer, 2 floating point (InfBits: +inf's bits)
+template <int Kind, bool Descending, class Bits, unsigned long long InfBits>
+__device__ __forceinline__ Bits rank_of(Bits b)
+{
+  constexpr Bits high = static_cast<Bits>(Bits(1) << (sizeof(Bits) * 8 - 1));
+  constexpr Bits ones = static_cast<Bits>(~Bits(0));
+  Bits r              = b;
+  if constexpr (Kind == 1)
+  {
+    r = static_cast<Bits>(b ^ high);
+  }
+  else if constexpr (Kind == 2)
+  {
+    const Bits mag = static_cast<Bits>(b & static_cast<Bits>(~high));
+    if (mag > static_cast<Bits>(InfBits))
+    {
+      r = ones; // every NaN, of either sign, above +inf
+    }
+    else if (mag == 0)
+    {
+      r = high; // -0.0 ties with +0.0
+    }
+    else
+    {
+      r = (b & high) ? static_cast<Bits>(~b) : static_cast<Bits>(b | high);
+    }
+  }
+  return Descending ? r : static_cast<Bits>(~r);
+}
+
+// Fixed rows: row i is [i * size, (i + 1) * size); `End` selects the end offsets.
+template <bool End>
+struct fixed_rows
+{
+  long long size;
+
+  __device__ __forceinline__ long long operator[](long long i) const
+  {
+    return (End ? i + 1 : i) * size;
+  }
+};
+
+// Largest k the kernels take (their shared-memory slots for the kept items)
+constexpr int max_k = 1024;
+
+template <int Threads, int Items, bool Bounded>
+struct shape
+{
+  static constexpr int tile  = Threads * Items;
+  static constexpr int warps = Threads / 32;
+  // per-thread bins of the 256-bin scan
+  static constexpr int bins = (256 + Threads - 1) / Threads;
+  // per-thread (column, warp) counts of the selecting scan
+  static constexpr int cells = (Items * warps + Threads - 1) / Threads;
+  // a bounded tier holds rows of at most one tile: fewer than k kept
+  static constexpr int slots = Bounded && tile < max_k ? tile : max_k;
+  static_assert(Threads % 32 == 0 && tile < 65536, "counts are packed in 16 bits");
+};
+
+template <int Threads, int Items, bool Bounded, int Kind, bool Descending, class Bits, unsigned long long InfBits,
+          class ValueT, class BeginT, class EndT>
+__global__ __launch_bounds__(Threads) void top_k_kernel(
+  const Bits* keys_in,
+  Bits* keys_out,
+  const ValueT* values_in,
+  ValueT* values_out,
+  BeginT begins,
+  EndT ends,
+  int k,
+  long long lo,
+  long long hi)
+{
+  using sh      = shape<Threads, Items, Bounded>;
+  using scan_t  = CUB_NS_QUALIFIER::BlockScan<unsigned, Threads>;
+  constexpr int key_bits = int(sizeof(Bits)) * 8;
+  constexpr bool values  = !::cuda::std::is_same_v<ValueT, CUB_NS_QUALIFIER::NullType>;
+
+  __shared__ typename scan_t::TempStorage scan_storage;
+  __shared__ unsigned hist[256];
+  __shared__ unsigned cells[Items * sh::warps];
+  __shared__ Bits kept_rank[sh::slots];
+  __shared__ long long kept_index[sh::slots];
+  __shared__ Bits found_digit;
+  __shared__ int found_need;
+  __shared__ int found_exact;
+
+  const long long row   = blockIdx.x;
+  const long long begin = static_cast<long long>(begins[row]);
+  const long long end   = static_cast<long long>(ends[row]);
+  const long long n     = end > begin ? end - begin : 0;
+  if (!(lo < n && n <= hi))
+  {
+    return; // another tier's row
+  }
+  const int take = n < k ? static_cast<int>(n) : k;
+  if (take == 0)
+  {
+    return;
+  }
+  const int t    = threadIdx.x;
+  const int lane = t & 31;
+  const int warp = t >> 5;
+  const Bits* row_keys = keys_in + begin;
+  const long long chunks = (n + sh::tile - 1) / sh::tile;
+
+  Bits r[Items];
+  auto load = [&](long long base) {
+#pragma unroll
+    for (int i = 0; i < Items; ++i)
+    {
+      const long long idx = base + static_cast<long long>(i) * Threads + t;
+      r[i]                = idx < n ? rank_of<Kind, Descending, Bits, InfBits>(row_keys[idx]) : Bits(0);
+    }
+  };
+  if (chunks == 1)
+  {
+    load(0);
+  }
+
+  // the radix select: ranks under `mask` equal to `prefix` are the candidates, `need` of
+  // them still to take; a row of at most k keys takes every key (the prefix 0 under no mask)
+  Bits prefix = 0;
+  Bits mask   = 0;
+  int need    = static_cast<int>(take);
+  if (n > k)
+  {
+    for (int shift = key_bits - 8; shift >= 0; shift -= 8)
+    {
+      for (int b = t; b < 256; b += Threads)
+      {
+        hist[b] = 0;
+      }
+      __syncthreads();
+      for (long long c = 0; c < chunks; ++c)
+      {
+        if (chunks > 1)
+        {
+          load(c * sh::tile);
+        }
+#pragma unroll
+        for (int i = 0; i < Items; ++i)
+        {
+          const long long idx = c * sh::tile + static_cast<long long>(i) * Threads + t;
+          const bool cand     = idx < n && (r[i] & mask) == prefix;
+          const unsigned bin  = cand ? unsigned((r[i] >> shift) & Bits(255)) : 256u;
+          const unsigned peers = __match_any_sync(0xffffffffu, bin);
+          if (cand && lane == __ffs(peers) - 1)
+          {
+            atomicAdd(&hist[bin], unsigned(__popc(peers)));
+          }
+        }
+      }
+      __syncthreads();
+      // bins from the top digit down: thread t holds bins 255 - (t * sh::bins + j)
+      unsigned counts[sh::bins];
+      unsigned before[sh::bins];
+#pragma unroll
+      for (int j = 0; j < sh::bins; ++j)
+      {
+        const int slot = t * sh::bins + j;
+        counts[j]      = slot < 256 ? hist[255 - slot] : 0u;
+      }
+      scan_t(scan_storage).ExclusiveSum(counts, before);
+#pragma unroll
+      for (int j = 0; j < sh::bins; ++j)
+      {
+        const unsigned u = static_cast<unsigned>(need);
+        if (counts[j] && before[j] < u && before[j] + counts[j] >= u)
+        {
+          found_digit = static_cast<Bits>(255 - (t * sh::bins + j));
+          found_need  = need - static_cast<int>(before[j]);
+          found_exact = before[j] + counts[j] == u;
+        }
+      }
+      __syncthreads();
+      prefix = static_cast<Bits>(prefix | static_cast<Bits>(found_digit << shift));
+      mask   = static_cast<Bits>(mask | static_cast<Bits>(Bits(255) << shift));
+      need   = found_need;
+      const bool exact = found_exact;
+      __syncthreads(); // every thread has read the found values before the next pass writes them
+      if (exact)
+      {
+        break; // every candidate left is taken
+      }
+    }
+  }
+
+  // keep the ranks above the prefix and the first `need` on it, in row order: item i of
+  // thread t is row item i * Threads + t, counted per (column i, warp) and scanned
+  unsigned above_seen = 0;
+  unsigned on_seen    = 0;
+  for (long long c = 0; c < chunks; ++c)
+  {
+    if (chunks > 1)
+    {
+      load(c * sh::tile);
+    }
+    // the ballots are taken again below rather than held: registers are the tile's
+#pragma unroll
+    for (int i = 0; i < Items; ++i)
+    {
+      const long long idx  = c * sh::tile + static_cast<long long>(i) * Threads + t;
+      const Bits m         = static_cast<Bits>(r[i] & mask);
+      const unsigned above = __ballot_sync(0xffffffffu, idx < n && m > prefix);
+      const unsigned on    = __ballot_sync(0xffffffffu, idx < n && m == prefix);
+      if (lane == 0)
+      {
+        cells[i * sh::warps + warp] = (unsigned(__popc(on)) << 16) | unsigned(__popc(above));
+      }
+    }
+    __syncthreads();
+    unsigned mine[sh::cells];
+    unsigned prior[sh::cells];
+#pragma unroll
+    for (int j = 0; j < sh::cells; ++j)
+    {
+      const int cell = t * sh::cells + j;
+      mine[j]        = cell < Items * sh::warps ? cells[cell] : 0u;
+    }
+    unsigned total;
+    scan_t(scan_storage).ExclusiveSum(mine, prior, total);
+#pragma unroll
+    for (int j = 0; j < sh::cells; ++j)
+    {
+      const int cell = t * sh::cells + j;
+      if (cell < Items * sh::warps)
+      {
+        cells[cell] = prior[j];
+      }
+    }
+    __syncthreads();
+    const unsigned below = (1u << lane) - 1u;
+#pragma unroll
+    for (int i = 0; i < Items; ++i)
+    {
+      const long long idx         = c * sh::tile + static_cast<long long>(i) * Threads + t;
+      const Bits m                = static_cast<Bits>(r[i] & mask);
+      const bool is_above         = idx < n && m > prefix;
+      const bool is_on            = idx < n && m == prefix;
+      const unsigned above_ballot = __ballot_sync(0xffffffffu, is_above);
+      const unsigned on_ballot    = __ballot_sync(0xffffffffu, is_on);
+      const unsigned p            = cells[i * sh::warps + warp];
+      const unsigned above        = above_seen + (p & 0xffffu) + unsigned(__popc(above_ballot & below));
+      const unsigned on           = on_seen + (p >> 16) + unsigned(__popc(on_ballot & below));
+      const unsigned need_u       = static_cast<unsigned>(need);
+      if (is_above || (is_on && on < need_u))
+      {
+        const unsigned slot  = above + (on < need_u ? on : need_u);
+        kept_rank[slot]  = r[i];
+        kept_index[slot] = idx;
+      }
+    }
+    above_seen += total & 0xffffu;
+    on_seen += total >> 16;
+    __syncthreads(); // the cells and the scan's storage are reused by the next tile
+  }
+
+  // order the kept items: larger ranks first, equal ones in row order
+  const long long out = row * static_cast<long long>(k);
+  for (int s = t; s < take; s += Threads)
+  {
+    const Bits mine = kept_rank[s];
+    int pos         = 0;
+    for (int j = 0; j < take; ++j)
+    {
+      const Bits other = kept_rank[j];
+      pos += (other > mine) || (other == mine && j < s);
+    }
+    const long long src = begin + kept_index[s];
+    keys_out[out + pos] = keys_in[src];
+    if constexpr (values)
+    {
+      values_out[out + pos] = values_in[src];
+    }
+  }
+}
+
+} // namespace segmented_top_k
+} // namespace cuprims
