@@ -72,6 +72,7 @@ ON_CPU: dict[str, str] = {
     "cuprims.make_three_way_partition": "build",
     "cuprims.make_select": "build",
     "cuprims.make_adjacent_difference": "build",
+    "cuprims.make_segmented_top_k": "build",
     "cuprims.make_histogram_even": "build",
     "cuprims.CacheModifiedInputIterator": "run",
     "cuprims.ConstantIterator": "run",
@@ -112,7 +113,8 @@ GPU_ONLY: dict[str, str] = {
         "lower_bound", "upper_bound", "radix_sort", "merge_sort", "segmented_sort", "unique_by_key",
         "three_way_partition", "select", "histogram_even", "reduce_by_key",
         "run_length_encode", "non_trivial_runs", "segmented_inclusive_scan",
-        "segmented_exclusive_scan", "inclusive_scan_by_key", "exclusive_scan_by_key", "adjacent_difference")},
+        "segmented_exclusive_scan", "inclusive_scan_by_key", "exclusive_scan_by_key", "adjacent_difference",
+        "segmented_top_k")},
     "cuprims.make_segmented_sort": ("its build (the segmented sort's six kernels) takes about 20 s of NVRTC, a "
                                     "third of this file's budget; tests/cpu/algorithms/test_segmented_sort.py builds "
                                     "the algorithm ahead of time"),

@@ -21,8 +21,8 @@ CLASSES = sorted(name for name in cuprims.__all__ if isinstance(getattr(cuprims,
 
 
 def test_every_make_function_has_its_one_shot_and_a_class():
-    assert len(MAKERS) == 23 and len(ONE_SHOTS) == 23, (MAKERS, ONE_SHOTS)
-    assert len(CLASSES) == 20, CLASSES    # one Scan (and ScanByKey, SegmentedScan) for both directions
+    assert len(MAKERS) == 24 and len(ONE_SHOTS) == 24, (MAKERS, ONE_SHOTS)
+    assert len(CLASSES) == 21, CLASSES    # one Scan (and ScanByKey, SegmentedScan) for both directions
 
 
 @pytest.mark.parametrize("name", MAKERS)
