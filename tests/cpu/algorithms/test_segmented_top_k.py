@@ -277,6 +277,7 @@ def test_nothing_is_launched_for_no_rows_or_k_0(fake):
     (dict(num_segments=-1), "num_segments"),
     (dict(num_segments=1 << 31), "num_segments"),
     (dict(segment_size=None), "segment_size"),
+    (dict(segment_size=(1 << 30) + 1, num_segments=1), "segment_size"),   # rows of at most 2^30 keys
     (dict(start_offsets_in=np.zeros(2, i8)), "start_offsets_in"),
     (dict(d_in_values=None), "d_in_values"),
     (dict(num_segments=8), "d_in_keys"),               # 8 rows of 4 keys do not fit 16 keys

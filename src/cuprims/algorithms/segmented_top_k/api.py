@@ -16,7 +16,8 @@ first in the output), so each row's output is what a stable sort of the row in
 
 Limits: ``k`` at most 1024 (:data:`MAX_K`); fixed rows of fewer than ``k`` keys are
 refused; an offset row of ``n < k`` keys writes its ``n`` keys, sorted, at the start of
-its ``k`` slots and leaves the other slots as they were. A row holds fewer than 2^31 keys.
+its ``k`` slots and leaves the other slots as they were. A row holds at most 2^30 keys
+(fixed rows: refused past it; an offset row is cut there).
 
 Host dispatch (ours; kernels in ``algorithms/segmented_top_k/cuprims_segmented_top_k.cuh``):
 a block per row, in tiers of row length (``source.TIERS``). Fixed rows launch the one
@@ -46,7 +47,7 @@ from cuprims.typing import (ArrayIteratorOrProxy, ArrayOrIterator, ArrayOrProxy,
 __all__ = ["SegmentedTopK", "make_segmented_top_k", "segmented_top_k", "MAX_K"]
 
 _MAX_SEGMENTS = (1 << 31) - 1  # a block per row: the grid's x dimension
-_MAX_ROW = (1 << 31) - 1
+_MAX_ROW = 1 << 30  # the kernel's row positions are int, a tile past the last one included
 _NO_LIMIT = (1 << 63) - 1
 
 

@@ -113,7 +113,7 @@ __global__ __launch_bounds__(Threads) void top_k_kernel(
   __shared__ unsigned hist[256];
   __shared__ unsigned cells[Items * sh::warps];
   __shared__ Bits kept_rank[sh::slots];
-  __shared__ long long kept_index[sh::slots];
+  __shared__ int kept_index[sh::slots];
   __shared__ Bits found_digit;
   __shared__ int found_need;
   __shared__ int found_exact;
@@ -121,11 +121,15 @@ __global__ __launch_bounds__(Threads) void top_k_kernel(
   const long long row   = blockIdx.x;
   const long long begin = static_cast<long long>(begins[row]);
   const long long end   = static_cast<long long>(ends[row]);
-  const long long n     = end > begin ? end - begin : 0;
-  if (!(lo < n && n <= hi))
+  const long long span  = end > begin ? end - begin : 0;
+  if (!(lo < span && span <= hi))
   {
     return; // another tier's row
   }
+  // positions within a row are int: a row holds at most 2^30 keys (a longer one is cut
+  // there rather than read out of bounds), so a position past its last tile fits too
+  constexpr long long max_row = 1ll << 30;
+  const int n = static_cast<int>(span < max_row ? span : max_row);
   const int take = n < k ? static_cast<int>(n) : k;
   if (take == 0)
   {
@@ -135,15 +139,15 @@ __global__ __launch_bounds__(Threads) void top_k_kernel(
   const int lane = t & 31;
   const int warp = t >> 5;
   const Bits* row_keys = keys_in + begin;
-  const long long chunks = (n + sh::tile - 1) / sh::tile;
+  const int chunks = static_cast<int>((static_cast<long long>(n) + sh::tile - 1) / sh::tile);
 
   Bits r[Items];
-  auto load = [&](long long base) {
+  auto load = [&](int base) {
 #pragma unroll
     for (int i = 0; i < Items; ++i)
     {
-      const long long idx = base + static_cast<long long>(i) * Threads + t;
-      r[i]                = idx < n ? rank_of<Kind, Descending, Bits, InfBits>(row_keys[idx]) : Bits(0);
+      const int idx = base + i * Threads + t;
+      r[i]          = idx < n ? rank_of<Kind, Descending, Bits, InfBits>(row_keys[idx]) : Bits(0);
     }
   };
   if (chunks == 1)
@@ -165,7 +169,7 @@ __global__ __launch_bounds__(Threads) void top_k_kernel(
         hist[b] = 0;
       }
       __syncthreads();
-      for (long long c = 0; c < chunks; ++c)
+      for (int c = 0; c < chunks; ++c)
       {
         if (chunks > 1)
         {
@@ -174,13 +178,17 @@ __global__ __launch_bounds__(Threads) void top_k_kernel(
 #pragma unroll
         for (int i = 0; i < Items; ++i)
         {
-          const long long idx = c * sh::tile + static_cast<long long>(i) * Threads + t;
-          const bool cand     = idx < n && (r[i] & mask) == prefix;
-          const unsigned bin  = cand ? unsigned((r[i] >> shift) & Bits(255)) : 256u;
-          const unsigned peers = __match_any_sync(0xffffffffu, bin);
-          if (cand && lane == __ffs(peers) - 1)
+          const int idx  = c * sh::tile + i * Threads + t;
+          const bool cand = idx < n && (r[i] & mask) == prefix;
+          // later passes leave few candidates: a warp without one skips the match
+          if (__any_sync(0xffffffffu, cand))
           {
-            atomicAdd(&hist[bin], unsigned(__popc(peers)));
+            const unsigned bin   = cand ? unsigned((r[i] >> shift) & Bits(255)) : 256u;
+            const unsigned peers = __match_any_sync(0xffffffffu, bin);
+            if (cand && lane == __ffs(peers) - 1)
+            {
+              atomicAdd(&hist[bin], unsigned(__popc(peers)));
+            }
           }
         }
       }
@@ -223,7 +231,7 @@ __global__ __launch_bounds__(Threads) void top_k_kernel(
   // thread t is row item i * Threads + t, counted per (column i, warp) and scanned
   unsigned above_seen = 0;
   unsigned on_seen    = 0;
-  for (long long c = 0; c < chunks; ++c)
+  for (int c = 0; c < chunks; ++c)
   {
     if (chunks > 1)
     {
@@ -233,7 +241,7 @@ __global__ __launch_bounds__(Threads) void top_k_kernel(
 #pragma unroll
     for (int i = 0; i < Items; ++i)
     {
-      const long long idx  = c * sh::tile + static_cast<long long>(i) * Threads + t;
+      const int idx        = c * sh::tile + i * Threads + t;
       const Bits m         = static_cast<Bits>(r[i] & mask);
       const unsigned above = __ballot_sync(0xffffffffu, idx < n && m > prefix);
       const unsigned on    = __ballot_sync(0xffffffffu, idx < n && m == prefix);
@@ -267,7 +275,7 @@ __global__ __launch_bounds__(Threads) void top_k_kernel(
 #pragma unroll
     for (int i = 0; i < Items; ++i)
     {
-      const long long idx         = c * sh::tile + static_cast<long long>(i) * Threads + t;
+      const int idx               = c * sh::tile + i * Threads + t;
       const Bits m                = static_cast<Bits>(r[i] & mask);
       const bool is_above         = idx < n && m > prefix;
       const bool is_on            = idx < n && m == prefix;
