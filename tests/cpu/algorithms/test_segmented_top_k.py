@@ -34,7 +34,9 @@ def test_golden_parameters_and_tiles(shared_cache):
     check_kernel_params(obj, 90)
     meta = obj._builds.result(90).meta
     assert meta["max_k"] == MAX_K
-    assert [meta[f"tile_{i}"] for i in range(len(TIERS))] == [t * n for t, n in TIERS]
+    assert [meta[f"tile_{i}"] for i in range(len(TIERS))] == [(32 if w else t) * n for t, n, w in TIERS]
+    assert [meta[f"rows_{i}"] for i in range(len(TIERS))] == [t // 32 if w else 1 for t, n, w in TIERS]
+    assert TIERS[0][2] and not TIERS[-1][2]     # short rows a warp each, the longest a block
 
 
 @pytest.mark.parametrize("key", [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.float16, i4, np.uint32, f4,
@@ -44,7 +46,8 @@ def test_builds_for_every_key_kind(shared_cache, key):
                 order=SortOrder.ASCENDING)
     check_kernel_params(obj, 90)
     meta = obj._builds.result(90).meta
-    assert [meta[f"tile_{i}"] for i in range(len(TIERS))] == [t * n for t, n in tier_shapes(obj.desc.d_in_keys.value)]
+    shapes = tier_shapes(obj.desc.d_in_keys.value)
+    assert [meta[f"tile_{i}"] for i in range(len(TIERS))] == [(32 if w else t) * n for t, n, w in shapes]
     assert obj.desc.fixed and obj.desc.order is SortOrder.ASCENDING
 
 
@@ -144,8 +147,10 @@ class FakeTopKDevice:
     def launch(self, kernel, grid, block, stream, params, shared=0):
         tier = self.plan.kernels.index(kernel)
         assert block == self.plan.threads[tier]
-        self.launches.append((tier, grid))
-        k_in, k_out, v_in, v_out, begin, end, k, lo, hi = params
+        k_in, k_out, v_in, v_out, begin, end, k, segments, lo, hi = params
+        assert grid == -(-segments // self.plan.rows[tier])     # each block takes plan.rows rows
+        self.launches.append((tier, segments))
+        grid = segments
         d = self.desc
         kt, vt = d.d_in_keys.value.dtype, None if d.d_in_values is None else d.d_in_values.value.dtype
         if d.fixed:

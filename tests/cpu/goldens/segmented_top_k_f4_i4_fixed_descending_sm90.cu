@@ -9,19 +9,25 @@
 
 using cuprims_value_t = unsigned int;
 static_assert(sizeof(cuprims::segmented_top_k::fixed_rows<false>) == 8 && sizeof(cuprims::segmented_top_k::fixed_rows<true>) == 8, "cuprims packs a fixed row size as one 64-bit parameter");
-extern "C" __device__ __attribute__((used)) const long long cuprims_meta[4] = {
+extern "C" __device__ __attribute__((used)) const long long cuprims_meta[7] = {
   (long long)(cuprims::segmented_top_k::max_k) /* max_k */,
-  (long long)(cuprims::segmented_top_k::shape<64, 4, true>::tile) /* tile_0 */,
-  (long long)(cuprims::segmented_top_k::shape<256, 8, true>::tile) /* tile_1 */,
-  (long long)(cuprims::segmented_top_k::shape<1024, 16, true>::tile) /* tile_2 */};
+  (long long)(cuprims::segmented_top_k::shape<256, 8, true, true>::tile) /* tile_0 */,
+  (long long)(cuprims::segmented_top_k::shape<256, 8, true, true>::rows) /* rows_0 */,
+  (long long)(cuprims::segmented_top_k::shape<256, 8, true, false>::tile) /* tile_1 */,
+  (long long)(cuprims::segmented_top_k::shape<256, 8, true, false>::rows) /* rows_1 */,
+  (long long)(cuprims::segmented_top_k::shape<1024, 16, true, false>::tile) /* tile_2 */,
+  (long long)(cuprims::segmented_top_k::shape<1024, 16, true, false>::rows) /* rows_2 */};
 
 // ---- name_expressions ----
-// cuprims::segmented_top_k::top_k_kernel<64, 4, true, 2, true, unsigned int, 0x7f800000ull, cuprims_value_t, cuprims::segmented_top_k::fixed_rows<false>, cuprims::segmented_top_k::fixed_rows<true>>
-// cuprims::segmented_top_k::top_k_kernel<256, 8, true, 2, true, unsigned int, 0x7f800000ull, cuprims_value_t, cuprims::segmented_top_k::fixed_rows<false>, cuprims::segmented_top_k::fixed_rows<true>>
-// cuprims::segmented_top_k::top_k_kernel<1024, 16, false, 2, true, unsigned int, 0x7f800000ull, cuprims_value_t, cuprims::segmented_top_k::fixed_rows<false>, cuprims::segmented_top_k::fixed_rows<true>>
+// cuprims::segmented_top_k::top_k_kernel<256, 8, true, true, 2, true, unsigned int, 0x7f800000ull, cuprims_value_t, cuprims::segmented_top_k::fixed_rows<false>, cuprims::segmented_top_k::fixed_rows<true>>
+// cuprims::segmented_top_k::top_k_kernel<256, 8, true, false, 2, true, unsigned int, 0x7f800000ull, cuprims_value_t, cuprims::segmented_top_k::fixed_rows<false>, cuprims::segmented_top_k::fixed_rows<true>>
+// cuprims::segmented_top_k::top_k_kernel<1024, 16, false, false, 2, true, unsigned int, 0x7f800000ull, cuprims_value_t, cuprims::segmented_top_k::fixed_rows<false>, cuprims::segmented_top_k::fixed_rows<true>>
 // ---- extern_symbols ----
 // ---- meta_fields ----
 // max_k
 // tile_0
+// rows_0
 // tile_1
+// rows_1
 // tile_2
+// rows_2

@@ -19,7 +19,7 @@ from cuprims.errors import ArgumentError  # noqa: E402
 
 DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64, np.float16,
           np.float32, np.float64]
-TILES = [t * n for t, n in TIERS]   # 4-byte keys; 8-byte keys take half of the last two
+TILES = [(32 if warp else t) * n for t, n, warp in TIERS]   # 4-byte keys (8-byte keys: half of each)
 DESC, ASC = SortOrder.DESCENDING, SortOrder.ASCENDING
 
 

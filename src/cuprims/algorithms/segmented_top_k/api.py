@@ -20,7 +20,7 @@ its ``k`` slots and leaves the other slots as they were. A row holds at most 2^3
 (fixed rows: refused past it; an offset row is cut there).
 
 Host dispatch (ours; kernels in ``algorithms/segmented_top_k/cuprims_segmented_top_k.cuh``):
-a block per row, in tiers of row length (``source.TIERS``). Fixed rows launch the one
+a warp per short row, a block per longer one, in tiers of row length (``source.TIERS``). Fixed rows launch the one
 tier that holds their length; offset rows (lengths unknown to the host, which never
 synchronises) launch every tier, each taking the rows of its range of lengths. No
 temporary storage.
@@ -82,19 +82,20 @@ class SegmentedTopKDescription(Description):
 
     def kernel_params(self) -> tuple[tuple[Any, ...], ...]:
         b, e = ("i64", "i64") if self.begin is None else (self.begin.param, self.end.param)  # type: ignore[union-attr]
-        # keys in/out, values in/out, row starts and ends (a fixed row's size), k, the tier's (lo, hi]
-        return (("ptr", "ptr", "ptr", "ptr", b, e, "i32", "i64", "i64"),) * len(TIERS)
+        # keys in/out, values in/out, row starts and ends (a fixed row's size), k, rows, the tier's (lo, hi]
+        return (("ptr", "ptr", "ptr", "ptr", b, e, "i32", "i32", "i64", "i64"),) * len(TIERS)
 
 
 class _Plan(Plan):
     """The tiers' kernels, blocks and tiles."""
 
-    __slots__ = ("kernels", "threads", "tiles", "packs", "device")
+    __slots__ = ("kernels", "threads", "tiles", "rows", "packs", "device")
 
     def __init__(self, loaded: Loaded, desc: SegmentedTopKDescription):
         self.kernels = loaded.handles
         self.tiles = tuple(loaded.meta[f"tile_{i}"] for i in range(len(TIERS)))
-        self.threads = tuple(t for t, _ in TIERS)
+        self.rows = tuple(loaded.meta[f"rows_{i}"] for i in range(len(TIERS)))   # rows a block takes
+        self.threads = tuple(t for t, _, _ in TIERS)
         self.packs = tuple(driver.ParamPack(p) for p in desc.kernel_params())
 
 
@@ -158,8 +159,8 @@ class SegmentedTopK(SortAlgorithm):
             lows = (-1,) + plan.tiles[:-1]
             ranges = tuple((i, lows[i], plan.tiles[i] if i < len(TIERS) - 1 else _NO_LIMIT) for i in range(len(TIERS)))
         for i, lo, hi in ranges:
-            driver.launch(plan.kernels[i], segments, plan.threads[i], stream,
-                          plan.packs[i].pack(k_in, k_out, v_in, v_out, begin, end, k, lo, hi))
+            driver.launch(plan.kernels[i], -(-segments // plan.rows[i]), plan.threads[i], stream,
+                          plan.packs[i].pack(k_in, k_out, v_in, v_out, begin, end, k, segments, lo, hi))
 
     def _run(self, temp_storage: Any, d_in_keys: Any, d_out_keys: Any, d_in_values: Any, d_out_values: Any, k: Any,
              num_segments: Any, segment_size: Any, start_offsets_in: Any, end_offsets_in: Any, stream: Any,

@@ -1,29 +1,33 @@
-// cuprims segmented top-k: the k largest (or smallest) keys of each row, a block per row.
+// cuprims segmented top-k: the k largest (or smallest) keys of each row, a block or a warp
+// (a group) per row.
 //
 // Each key is mapped to an unsigned "rank" word of its width whose unsigned order is the
 // order wanted (the k largest ranks are the answer): integers by their sign bit, floats
 // by their sign-magnitude bits with every NaN above +inf (numpy's order) and -0.0 tied
-// with +0.0; ascending order takes the complement. A block then finds the k-th largest
+// with +0.0; ascending order takes the complement. A group then finds the k-th largest
 // rank by a radix select, 8 bits a pass from the top:
 //
 //   * a 256-bin histogram in shared memory of the digit under the prefix found so far
 //     (warp-aggregated atomics: keys of real data crowd a few bins of the top digit),
-//     then a block scan over the bins from the top finds the bin that holds the k-th
+//     then a group scan over the bins from the top finds the bin that holds the k-th
 //     rank; the select stops early when that bin holds exactly the ranks still needed;
 //   * a last pass keeps every rank above the prefix and the first of those on it (by
-//     position in the row) up to k: their slots come from one block scan of per-warp
+//     position in the row) up to k: their slots come from one group scan of per-warp
 //     ballot counts, in row order, so the choice among equal keys is deterministic;
 //   * the kept ranks (in row order in shared memory) are ordered by counting, for each,
 //     the kept ranks that come before it: larger ones, and equal ones earlier in the row.
 //     The output holds the keys themselves (their own bits, read again from the row).
 //
-// A row of at most one tile (Threads x Items) is read once into registers (striped: item
-// i of thread t is row item i * Threads + t, so loads coalesce); a longer one is read
+// A row of at most one tile (group x Items) is read once into registers (striped: item
+// i of thread t is row item i * group + t, so loads coalesce); a longer one is read
 // again, a tile at a time, for each pass. The host launches a kernel per tier of row
 // length; each kernel takes the rows whose length lies in (lo, hi] and leaves the others.
+// Short rows take a warp each (`Warp`: the block's warps on rows of their own, with warp
+// barriers and scans), which spares them the block-wide barriers of every pass.
 #pragma once
 
 #include <cub/block/block_scan.cuh>
+#include <cub/warp/warp_scan.cuh>
 
 #include <cuda/std/type_traits>
 
@@ -77,23 +81,77 @@ struct fixed_rows
 // Largest k the kernels take (their shared-memory slots for the kept items)
 constexpr int max_k = 1024;
 
-template <int Threads, int Items, bool Bounded>
+// A group takes a row: the whole block, or (`Warp`) each warp of the block its own row.
+template <int Threads, int Items, bool Bounded, bool Warp>
 struct shape
 {
-  static constexpr int tile  = Threads * Items;
-  static constexpr int warps = Threads / 32;
+  static constexpr int group = Warp ? 32 : Threads;
+  static constexpr int rows  = Threads / group; // rows a block takes at once
+  static constexpr int tile  = group * Items;
+  static constexpr int warps = group / 32;
   // per-thread bins of the 256-bin scan
-  static constexpr int bins = (256 + Threads - 1) / Threads;
+  static constexpr int bins = (256 + group - 1) / group;
   // per-thread (column, warp) counts of the selecting scan
-  static constexpr int cells = (Items * warps + Threads - 1) / Threads;
+  static constexpr int cells = (Items * warps + group - 1) / group;
   // a bounded tier holds rows of at most one tile: fewer than k kept
   static constexpr int slots = Bounded && tile < max_k ? tile : max_k;
-  static_assert(Threads % 32 == 0 && tile < 65536, "counts are packed in 16 bits");
+  static_assert(Threads % group == 0 && group % 32 == 0 && tile < 65536, "counts are packed in 16 bits");
 };
 
-template <int Threads, int Items, bool Bounded, int Kind, bool Descending, class Bits, unsigned long long InfBits,
-          class ValueT, class BeginT, class EndT>
-__global__ __launch_bounds__(Threads) void top_k_kernel(
+// The group's barrier and exclusive sum: a block's, or a warp's.
+template <int Threads, bool Warp>
+struct group_ops
+{
+  using block_scan_t = CUB_NS_QUALIFIER::BlockScan<unsigned, Threads>;
+  using warp_scan_t  = CUB_NS_QUALIFIER::WarpScan<unsigned>;
+  using storage_t    = ::cuda::std::conditional_t<Warp, typename warp_scan_t::TempStorage,
+                                                  typename block_scan_t::TempStorage>;
+
+  static __device__ __forceinline__ void sync()
+  {
+    if constexpr (Warp)
+    {
+      __syncwarp();
+    }
+    else
+    {
+      __syncthreads();
+    }
+  }
+
+  template <int N>
+  static __device__ __forceinline__ void
+  exclusive_sum(storage_t& storage, unsigned (&in)[N], unsigned (&out)[N], unsigned& total)
+  {
+    if constexpr (Warp)
+    {
+      unsigned mine = 0;
+#pragma unroll
+      for (int j = 0; j < N; ++j)
+      {
+        out[j] = mine;
+        mine += in[j];
+      }
+      unsigned before;
+      warp_scan_t(storage).ExclusiveSum(mine, before, total);
+#pragma unroll
+      for (int j = 0; j < N; ++j)
+      {
+        out[j] += before;
+      }
+    }
+    else
+    {
+      block_scan_t(storage).ExclusiveSum(in, out, total);
+    }
+  }
+};
+
+// The warp tier is held to 40 registers (six blocks of 256 an SM; sm_90 gives 64 otherwise,
+// four blocks): its rows are short, so more of them in flight hide their loads' latency.
+template <int Threads, int Items, bool Bounded, bool Warp, int Kind, bool Descending, class Bits,
+          unsigned long long InfBits, class ValueT, class BeginT, class EndT>
+__global__ __launch_bounds__(Threads, Warp ? 1536 / Threads : 1) void top_k_kernel(
   const Bits* keys_in,
   Bits* keys_out,
   const ValueT* values_in,
@@ -101,24 +159,39 @@ __global__ __launch_bounds__(Threads) void top_k_kernel(
   BeginT begins,
   EndT ends,
   int k,
+  int segments,
   long long lo,
   long long hi)
 {
-  using sh      = shape<Threads, Items, Bounded>;
-  using scan_t  = CUB_NS_QUALIFIER::BlockScan<unsigned, Threads>;
+  using sh               = shape<Threads, Items, Bounded, Warp>;
+  using ops              = group_ops<Threads, Warp>;
   constexpr int key_bits = int(sizeof(Bits)) * 8;
   constexpr bool values  = !::cuda::std::is_same_v<ValueT, CUB_NS_QUALIFIER::NullType>;
 
-  __shared__ typename scan_t::TempStorage scan_storage;
-  __shared__ unsigned hist[256];
-  __shared__ unsigned cells[Items * sh::warps];
-  __shared__ Bits kept_rank[sh::slots];
-  __shared__ int kept_index[sh::slots];
-  __shared__ Bits found_digit;
-  __shared__ int found_need;
-  __shared__ int found_exact;
+  __shared__ typename ops::storage_t scan_storage_of[sh::rows];
+  __shared__ unsigned hist_of[sh::rows][256];
+  __shared__ unsigned cells_of[sh::rows][Items * sh::warps];
+  __shared__ Bits kept_rank_of[sh::rows][sh::slots];
+  __shared__ int kept_index_of[sh::rows][sh::slots];
+  __shared__ Bits found_digit_of[sh::rows];
+  __shared__ int found_need_of[sh::rows];
+  __shared__ int found_exact_of[sh::rows];
 
-  const long long row   = blockIdx.x;
+  // this group's row and its shared memory (a block has one group unless `Warp`)
+  const int g          = Warp ? static_cast<int>(threadIdx.x) / 32 : 0;
+  const long long row  = static_cast<long long>(blockIdx.x) * sh::rows + g;
+  auto& scan_storage   = scan_storage_of[g];
+  auto& hist           = hist_of[g];
+  auto& cells          = cells_of[g];
+  auto& kept_rank      = kept_rank_of[g];
+  auto& kept_index     = kept_index_of[g];
+  auto& found_digit    = found_digit_of[g];
+  auto& found_need     = found_need_of[g];
+  auto& found_exact    = found_exact_of[g];
+  if (row >= segments)
+  {
+    return; // a warp past the last row (the groups never wait on each other)
+  }
   const long long begin = static_cast<long long>(begins[row]);
   const long long end   = static_cast<long long>(ends[row]);
   const long long span  = end > begin ? end - begin : 0;
@@ -129,24 +202,24 @@ __global__ __launch_bounds__(Threads) void top_k_kernel(
   // positions within a row are int: a row holds at most 2^30 keys (a longer one is cut
   // there rather than read out of bounds), so a position past its last tile fits too
   constexpr long long max_row = 1ll << 30;
-  const int n = static_cast<int>(span < max_row ? span : max_row);
-  const int take = n < k ? static_cast<int>(n) : k;
+  const int n    = static_cast<int>(span < max_row ? span : max_row);
+  const int take = n < k ? n : k;
   if (take == 0)
   {
     return;
   }
-  const int t    = threadIdx.x;
-  const int lane = t & 31;
-  const int warp = t >> 5;
+  const int t          = static_cast<int>(threadIdx.x) % sh::group;
+  const int lane       = t & 31;
+  const int warp       = t >> 5;
   const Bits* row_keys = keys_in + begin;
-  const int chunks = static_cast<int>((static_cast<long long>(n) + sh::tile - 1) / sh::tile);
+  const int chunks     = static_cast<int>((static_cast<long long>(n) + sh::tile - 1) / sh::tile);
 
   Bits r[Items];
   auto load = [&](int base) {
 #pragma unroll
     for (int i = 0; i < Items; ++i)
     {
-      const int idx = base + i * Threads + t;
+      const int idx = base + i * sh::group + t;
       r[i]          = idx < n ? rank_of<Kind, Descending, Bits, InfBits>(row_keys[idx]) : Bits(0);
     }
   };
@@ -159,16 +232,16 @@ __global__ __launch_bounds__(Threads) void top_k_kernel(
   // them still to take; a row of at most k keys takes every key (the prefix 0 under no mask)
   Bits prefix = 0;
   Bits mask   = 0;
-  int need    = static_cast<int>(take);
+  int need    = take;
   if (n > k)
   {
     for (int shift = key_bits - 8; shift >= 0; shift -= 8)
     {
-      for (int b = t; b < 256; b += Threads)
+      for (int b = t; b < 256; b += sh::group)
       {
         hist[b] = 0;
       }
-      __syncthreads();
+      ops::sync();
       for (int c = 0; c < chunks; ++c)
       {
         if (chunks > 1)
@@ -178,7 +251,7 @@ __global__ __launch_bounds__(Threads) void top_k_kernel(
 #pragma unroll
         for (int i = 0; i < Items; ++i)
         {
-          const int idx  = c * sh::tile + i * Threads + t;
+          const int idx   = c * sh::tile + i * sh::group + t;
           const bool cand = idx < n && (r[i] & mask) == prefix;
           // later passes leave few candidates: a warp without one skips the match
           if (__any_sync(0xffffffffu, cand))
@@ -192,7 +265,7 @@ __global__ __launch_bounds__(Threads) void top_k_kernel(
           }
         }
       }
-      __syncthreads();
+      ops::sync();
       // bins from the top digit down: thread t holds bins 255 - (t * sh::bins + j)
       unsigned counts[sh::bins];
       unsigned before[sh::bins];
@@ -202,11 +275,12 @@ __global__ __launch_bounds__(Threads) void top_k_kernel(
         const int slot = t * sh::bins + j;
         counts[j]      = slot < 256 ? hist[255 - slot] : 0u;
       }
-      scan_t(scan_storage).ExclusiveSum(counts, before);
+      unsigned total;
+      ops::exclusive_sum(scan_storage, counts, before, total);
+      const unsigned u = static_cast<unsigned>(need);
 #pragma unroll
       for (int j = 0; j < sh::bins; ++j)
       {
-        const unsigned u = static_cast<unsigned>(need);
         if (counts[j] && before[j] < u && before[j] + counts[j] >= u)
         {
           found_digit = static_cast<Bits>(255 - (t * sh::bins + j));
@@ -214,12 +288,12 @@ __global__ __launch_bounds__(Threads) void top_k_kernel(
           found_exact = before[j] + counts[j] == u;
         }
       }
-      __syncthreads();
-      prefix = static_cast<Bits>(prefix | static_cast<Bits>(found_digit << shift));
-      mask   = static_cast<Bits>(mask | static_cast<Bits>(Bits(255) << shift));
-      need   = found_need;
+      ops::sync();
+      prefix           = static_cast<Bits>(prefix | static_cast<Bits>(found_digit << shift));
+      mask             = static_cast<Bits>(mask | static_cast<Bits>(Bits(255) << shift));
+      need             = found_need;
       const bool exact = found_exact;
-      __syncthreads(); // every thread has read the found values before the next pass writes them
+      ops::sync(); // every thread has read the found values before the next pass writes them
       if (exact)
       {
         break; // every candidate left is taken
@@ -228,7 +302,7 @@ __global__ __launch_bounds__(Threads) void top_k_kernel(
   }
 
   // keep the ranks above the prefix and the first `need` on it, in row order: item i of
-  // thread t is row item i * Threads + t, counted per (column i, warp) and scanned
+  // thread t is row item i * group + t, counted per (column i, warp) and scanned
   unsigned above_seen = 0;
   unsigned on_seen    = 0;
   for (int c = 0; c < chunks; ++c)
@@ -241,7 +315,7 @@ __global__ __launch_bounds__(Threads) void top_k_kernel(
 #pragma unroll
     for (int i = 0; i < Items; ++i)
     {
-      const int idx        = c * sh::tile + i * Threads + t;
+      const int idx        = c * sh::tile + i * sh::group + t;
       const Bits m         = static_cast<Bits>(r[i] & mask);
       const unsigned above = __ballot_sync(0xffffffffu, idx < n && m > prefix);
       const unsigned on    = __ballot_sync(0xffffffffu, idx < n && m == prefix);
@@ -250,7 +324,7 @@ __global__ __launch_bounds__(Threads) void top_k_kernel(
         cells[i * sh::warps + warp] = (unsigned(__popc(on)) << 16) | unsigned(__popc(above));
       }
     }
-    __syncthreads();
+    ops::sync();
     unsigned mine[sh::cells];
     unsigned prior[sh::cells];
 #pragma unroll
@@ -260,7 +334,8 @@ __global__ __launch_bounds__(Threads) void top_k_kernel(
       mine[j]        = cell < Items * sh::warps ? cells[cell] : 0u;
     }
     unsigned total;
-    scan_t(scan_storage).ExclusiveSum(mine, prior, total);
+    ops::exclusive_sum(scan_storage, mine, prior, total);
+    ops::sync(); // every count is read before the prefixes overwrite them
 #pragma unroll
     for (int j = 0; j < sh::cells; ++j)
     {
@@ -270,12 +345,13 @@ __global__ __launch_bounds__(Threads) void top_k_kernel(
         cells[cell] = prior[j];
       }
     }
-    __syncthreads();
-    const unsigned below = (1u << lane) - 1u;
+    ops::sync();
+    const unsigned below  = (1u << lane) - 1u;
+    const unsigned need_u = static_cast<unsigned>(need);
 #pragma unroll
     for (int i = 0; i < Items; ++i)
     {
-      const int idx               = c * sh::tile + i * Threads + t;
+      const int idx               = c * sh::tile + i * sh::group + t;
       const Bits m                = static_cast<Bits>(r[i] & mask);
       const bool is_above         = idx < n && m > prefix;
       const bool is_on            = idx < n && m == prefix;
@@ -284,22 +360,21 @@ __global__ __launch_bounds__(Threads) void top_k_kernel(
       const unsigned p            = cells[i * sh::warps + warp];
       const unsigned above        = above_seen + (p & 0xffffu) + unsigned(__popc(above_ballot & below));
       const unsigned on           = on_seen + (p >> 16) + unsigned(__popc(on_ballot & below));
-      const unsigned need_u       = static_cast<unsigned>(need);
       if (is_above || (is_on && on < need_u))
       {
-        const unsigned slot  = above + (on < need_u ? on : need_u);
-        kept_rank[slot]  = r[i];
-        kept_index[slot] = idx;
+        const unsigned slot = above + (on < need_u ? on : need_u);
+        kept_rank[slot]     = r[i];
+        kept_index[slot]    = idx;
       }
     }
     above_seen += total & 0xffffu;
     on_seen += total >> 16;
-    __syncthreads(); // the cells and the scan's storage are reused by the next tile
+    ops::sync(); // the cells and the scan's storage are reused by the next tile
   }
 
   // order the kept items: larger ranks first, equal ones in row order
   const long long out = row * static_cast<long long>(k);
-  for (int s = t; s < take; s += Threads)
+  for (int s = t; s < take; s += sh::group)
   {
     const Bits mine = kept_rank[s];
     int pos         = 0;

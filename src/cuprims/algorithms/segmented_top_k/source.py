@@ -23,17 +23,18 @@ _UNSIGNED = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "uns
 _INF = {"f2": "0x7c00ull", "f4": "0x7f800000ull", "f8": "0x7ff0000000000000ull"}
 assert set(_INF) == set(FLOAT_BITS)
 
-# (threads, items per thread) of the tiers, shortest rows first: a row goes to the first
-# tier whose tile (threads x items) holds it, the longest ones to the last, which reads
-# a row of more than its tile again for each radix pass. 8-byte keys take half the items.
-TIERS = ((64, 4), (256, 8), (1024, 16))
+# (threads, items per thread, a warp per row) of the tiers, shortest rows first: a row
+# goes to the first tier whose tile (items x the threads of a row's group: the block, or
+# a warp) holds it, the longest ones to the last, which reads a row of more than its tile
+# again for each radix pass. 8-byte keys take half the items.
+TIERS = ((256, 8, True), (256, 8, False), (1024, 16, False))
 MAX_K = 1024  # the kernel's max_k: the slots of the kept items
-SEGMENTED_TOP_K_META = ("max_k",) + tuple(f"tile_{i}" for i in range(len(TIERS)))
+SEGMENTED_TOP_K_META = ("max_k",) + tuple(f"{what}_{i}" for i in range(len(TIERS)) for what in ("tile", "rows"))
 
 
-def tier_shapes(key: ValueType) -> tuple[tuple[int, int], ...]:
-    """The tiers' (threads, items) for ``key`` keys."""
-    return tuple((threads, items if key.size < 8 else max(1, items // 2)) for threads, items in TIERS)
+def tier_shapes(key: ValueType) -> tuple[tuple[int, int, bool], ...]:
+    """The tiers' (threads, items, warp per row) for ``key`` keys."""
+    return tuple((threads, items if key.size < 8 else max(1, items // 2), warp) for threads, items, warp in TIERS)
 
 
 def _kind(key: ValueType) -> int:
@@ -62,14 +63,15 @@ def segmented_top_k_source(*, key: ValueType, value: ValueType | None, descendin
         + (f"static_assert(sizeof({p_begin}) == 8 && sizeof({p_end}) == 8, "
            "\"cuprims packs a fixed row size as one 64-bit parameter\");\n" if begin is None else "")
         + meta_export((("max_k", f"{_NS}::max_k"),) + tuple(
-            (f"tile_{i}", f"{_NS}::shape<{t}, {n}, true>::tile") for i, (t, n) in enumerate(tier_shapes(key))))
+            (f"{what}_{i}", f"{_NS}::shape<{t}, {n}, true, {str(w).lower()}>::{what}")
+            for i, (t, n, w) in enumerate(tier_shapes(key)) for what in ("tile", "rows")))
     )
     inf = _INF.get(key.code, "0ull")
     order = "true" if descending else "false"
     shapes = tier_shapes(key)
     names = tuple(
-        f"{_NS}::top_k_kernel<{t}, {n}, {'true' if i < len(shapes) - 1 else 'false'}, {_kind(key)}, {order}, "
-        f"{bits}, {inf}, cuprims_value_t, {p_begin}, {p_end}>"
-        for i, (t, n) in enumerate(shapes))
+        f"{_NS}::top_k_kernel<{t}, {n}, {'true' if i < len(shapes) - 1 else 'false'}, {str(w).lower()}, "
+        f"{_kind(key)}, {order}, {bits}, {inf}, cuprims_value_t, {p_begin}, {p_end}>"
+        for i, (t, n, w) in enumerate(shapes))
     return Source(text=text, name_expressions=names, extern_symbols=iterator_symbols,
                   meta_fields=SEGMENTED_TOP_K_META)
