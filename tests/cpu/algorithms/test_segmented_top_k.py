@@ -139,7 +139,9 @@ def model_row(r: np.ndarray, k: int, nbits: int) -> np.ndarray:
 
 
 class FakeTopKDevice:
-    """The tiers' kernel in numpy (``model_row`` for each row of its range of lengths)."""
+    """The tiers' kernel in numpy: the groups' strides over the rows as the header walks
+    them (group i of G takes rows i, i + G, ... in batches of its threads), ``model_row``
+    for each row of the tier's range of lengths; each row taken by one group only."""
 
     def __init__(self, mem: FakeMemory, desc, plan):
         self.mem, self.desc, self.plan, self.launches = mem, desc, plan, []
@@ -148,8 +150,13 @@ class FakeTopKDevice:
         tier = self.plan.kernels.index(kernel)
         assert block == self.plan.threads[tier]
         k_in, k_out, v_in, v_out, begin, end, k, segments, lo, hi = params
-        assert grid == -(-segments // self.plan.rows[tier])     # each block takes plan.rows rows
+        per_block = self.plan.rows[tier]
+        assert grid == min(-(-segments // per_block), self.plan.caps[tier])
         self.launches.append((tier, segments))
+        groups, group = grid * per_block, block // per_block
+        visits = [row for first in range(groups) for batch in range(first, segments, groups * group)
+                  for row in range(batch, batch + group * groups, groups) if row < segments]
+        assert sorted(visits) == list(range(segments))     # the strides meet every row once
         grid = segments
         d = self.desc
         kt, vt = d.d_in_keys.value.dtype, None if d.d_in_values is None else d.d_in_values.value.dtype
@@ -179,11 +186,15 @@ class FakeTopKDevice:
 def fake(monkeypatch, shared_cache):
     mem = FakeMemory()
     monkeypatch.setattr(driver, "ParamPack", FakePack)
+    monkeypatch.setattr(driver, "sm_count", lambda device: 2)
 
     def make(**over):
         obj = _make(**over)
         meta = obj._builds.result(90).meta
-        plan = st._Plan(SimpleNamespace(meta=meta, handles=tuple(f"tier{i}" for i in range(len(TIERS)))), obj.desc)
+        names = tuple(f"tier{i}" for i in range(len(TIERS)))
+        module = SimpleNamespace(max_active_blocks=lambda name, threads: 1)
+        plan = st._Plan(SimpleNamespace(meta=meta, handles=names, names=names, module=module, device=0), obj.desc)
+        assert plan.caps == (2 * st.WAVES,) * len(TIERS)     # two SMs, a block each: many rows a group
         plan.device = 0
         obj._plans[0] = plan
         dev = FakeTopKDevice(mem, obj.desc, plan)
@@ -209,7 +220,7 @@ def test_fake_device_fixed_rows_against_numpy(fake, key, order):
     obj, dev = fake(d_in_keys=P(key), d_out_keys=P(key), order=order)
     rng = np.random.default_rng(1)
     for size, k in ((5, 5), (300, 8), (300, 1), (2049, 64), (256, 0), (40, 40)):
-        rows = 3
+        rows = 100 if size <= 300 else 3     # 100 rows: more than the fake caps, so groups stride
         if np.dtype(key).kind == "f":
             host = rng.integers(-20, 20, rows * size).astype(key)   # many ties, -0.0 among zeros
             host[rng.random(host.size) < 0.05] = np.nan

@@ -20,7 +20,8 @@ its ``k`` slots and leaves the other slots as they were. A row holds at most 2^3
 (fixed rows: refused past it; an offset row is cut there).
 
 Host dispatch (ours; kernels in ``algorithms/segmented_top_k/cuprims_segmented_top_k.cuh``):
-a warp per short row, a block per longer one, in tiers of row length (``source.TIERS``). Fixed rows launch the one
+a warp per short row, a block per longer one, in tiers of row length (``source.TIERS``),
+the grids capped at :data:`WAVES` waves of block slots (the groups stride over the rows). Fixed rows launch the one
 tier that holds their length; offset rows (lengths unknown to the host, which never
 synchronises) launch every tier, each taking the rows of its range of lengths. No
 temporary storage.
@@ -49,6 +50,11 @@ __all__ = ["SegmentedTopK", "make_segmented_top_k", "segmented_top_k", "MAX_K"]
 _MAX_SEGMENTS = (1 << 31) - 1  # a block per row: the grid's x dimension
 _MAX_ROW = 1 << 30  # the kernel's row positions are int, a tile past the last one included
 _NO_LIMIT = (1 << 63) - 1
+# Grids are capped at this many waves of a kernel's block slots; the groups then stride
+# over the rows (a batch of their offsets at a time). Rows by offsets launch every tier, so
+# without the cap 2^20 short rows would launch 2^20 blocks of each longer tier just to
+# read their offsets and leave.
+WAVES = 8
 
 
 @description
@@ -89,13 +95,17 @@ class SegmentedTopKDescription(Description):
 class _Plan(Plan):
     """The tiers' kernels, blocks and tiles."""
 
-    __slots__ = ("kernels", "threads", "tiles", "rows", "packs", "device")
+    __slots__ = ("kernels", "threads", "tiles", "rows", "caps", "packs", "device")
 
     def __init__(self, loaded: Loaded, desc: SegmentedTopKDescription):
         self.kernels = loaded.handles
         self.tiles = tuple(loaded.meta[f"tile_{i}"] for i in range(len(TIERS)))
-        self.rows = tuple(loaded.meta[f"rows_{i}"] for i in range(len(TIERS)))   # rows a block takes
+        self.rows = tuple(loaded.meta[f"rows_{i}"] for i in range(len(TIERS)))   # rows a block takes at once
         self.threads = tuple(t for t, _, _ in TIERS)
+        sms = driver.sm_count(loaded.device)
+        occupancy = loaded.module.max_active_blocks
+        self.caps = tuple(max(1, occupancy(name, threads)) * sms * WAVES
+                          for name, threads in zip(loaded.names, self.threads))
         self.packs = tuple(driver.ParamPack(p) for p in desc.kernel_params())
 
 
@@ -159,7 +169,8 @@ class SegmentedTopK(SortAlgorithm):
             lows = (-1,) + plan.tiles[:-1]
             ranges = tuple((i, lows[i], plan.tiles[i] if i < len(TIERS) - 1 else _NO_LIMIT) for i in range(len(TIERS)))
         for i, lo, hi in ranges:
-            driver.launch(plan.kernels[i], -(-segments // plan.rows[i]), plan.threads[i], stream,
+            grid = min(-(-segments // plan.rows[i]), plan.caps[i])
+            driver.launch(plan.kernels[i], grid, plan.threads[i], stream,
                           plan.packs[i].pack(k_in, k_out, v_in, v_out, begin, end, k, segments, lo, hi))
 
     def _run(self, temp_storage: Any, d_in_keys: Any, d_out_keys: Any, d_in_values: Any, d_out_values: Any, k: Any,

@@ -147,11 +147,12 @@ struct group_ops
   }
 };
 
-// The warp tier is held to 40 registers (six blocks of 256 an SM; sm_90 gives 64 otherwise,
-// four blocks): its rows are short, so more of them in flight hide their loads' latency.
+// The warp tier is held to 48 registers (five blocks of 256 an SM; sm_90 gives it 64
+// otherwise, four blocks): its rows are short, so more of them in flight hide their loads'
+// latency. 40 (six blocks) spilled the bins of every pass; 48 spills only across rows.
 template <int Threads, int Items, bool Bounded, bool Warp, int Kind, bool Descending, class Bits,
           unsigned long long InfBits, class ValueT, class BeginT, class EndT>
-__global__ __launch_bounds__(Threads, Warp ? 1536 / Threads : 1) void top_k_kernel(
+__global__ __launch_bounds__(Threads, Warp ? 1280 / Threads : 1) void top_k_kernel(
   const Bits* keys_in,
   Bits* keys_out,
   const ValueT* values_in,
@@ -176,218 +177,266 @@ __global__ __launch_bounds__(Threads, Warp ? 1536 / Threads : 1) void top_k_kern
   __shared__ Bits found_digit_of[sh::rows];
   __shared__ int found_need_of[sh::rows];
   __shared__ int found_exact_of[sh::rows];
+  __shared__ int list[Warp ? 1 : sh::group]; // a block's rows of its tier in the batch
+  __shared__ int listed;
 
-  // this group's row and its shared memory (a block has one group unless `Warp`)
-  const int g          = Warp ? static_cast<int>(threadIdx.x) / 32 : 0;
-  const long long row  = static_cast<long long>(blockIdx.x) * sh::rows + g;
-  auto& scan_storage   = scan_storage_of[g];
-  auto& hist           = hist_of[g];
-  auto& cells          = cells_of[g];
-  auto& kept_rank      = kept_rank_of[g];
-  auto& kept_index     = kept_index_of[g];
-  auto& found_digit    = found_digit_of[g];
-  auto& found_need     = found_need_of[g];
-  auto& found_exact    = found_exact_of[g];
-  if (row >= segments)
-  {
-    return; // a warp past the last row (the groups never wait on each other)
-  }
-  const long long begin = static_cast<long long>(begins[row]);
-  const long long end   = static_cast<long long>(ends[row]);
-  const long long span  = end > begin ? end - begin : 0;
-  if (!(lo < span && span <= hi))
-  {
-    return; // another tier's row
-  }
-  // positions within a row are int: a row holds at most 2^30 keys (a longer one is cut
-  // there rather than read out of bounds), so a position past its last tile fits too
-  constexpr long long max_row = 1ll << 30;
-  const int n    = static_cast<int>(span < max_row ? span : max_row);
-  const int take = n < k ? n : k;
-  if (take == 0)
-  {
-    return;
-  }
-  const int t          = static_cast<int>(threadIdx.x) % sh::group;
-  const int lane       = t & 31;
-  const int warp       = t >> 5;
-  const Bits* row_keys = keys_in + begin;
-  const int chunks     = static_cast<int>((static_cast<long long>(n) + sh::tile - 1) / sh::tile);
+  // this group's shared memory (a block has one group unless `Warp`)
+  const int g        = Warp ? static_cast<int>(threadIdx.x) / 32 : 0;
+  auto& scan_storage = scan_storage_of[g];
+  auto& hist         = hist_of[g];
+  auto& cells        = cells_of[g];
+  auto& kept_rank    = kept_rank_of[g];
+  auto& kept_index   = kept_index_of[g];
+  auto& found_digit  = found_digit_of[g];
+  auto& found_need   = found_need_of[g];
+  auto& found_exact  = found_exact_of[g];
+  const int t        = static_cast<int>(threadIdx.x) % sh::group;
+  const int lane     = t & 31;
+  const int warp     = t >> 5;
 
-  Bits r[Items];
-  auto load = [&](int base) {
-#pragma unroll
-    for (int i = 0; i < Items; ++i)
+  // Group i of the grid's G takes rows i, i + G, i + 2G, ...: a batch of them at a time,
+  // each thread reading one row's offsets, so that a tier's group passes over the rows of
+  // the other tiers (rows by offsets) without a wait for each.
+  const long long groups = static_cast<long long>(gridDim.x) * sh::rows;
+  const long long first  = static_cast<long long>(blockIdx.x) * sh::rows + g;
+  for (long long batch = first; batch < segments; batch += groups * sh::group)
+  {
+    bool mine = false;
     {
-      const int idx = base + i * sh::group + t;
-      r[i]          = idx < n ? rank_of<Kind, Descending, Bits, InfBits>(row_keys[idx]) : Bits(0);
-    }
-  };
-  if (chunks == 1)
-  {
-    load(0);
-  }
-
-  // the radix select: ranks under `mask` equal to `prefix` are the candidates, `need` of
-  // them still to take; a row of at most k keys takes every key (the prefix 0 under no mask)
-  Bits prefix = 0;
-  Bits mask   = 0;
-  int need    = take;
-  if (n > k)
-  {
-    for (int shift = key_bits - 8; shift >= 0; shift -= 8)
-    {
-      for (int b = t; b < 256; b += sh::group)
+      const long long row = batch + t * groups;
+      if (row < segments)
       {
-        hist[b] = 0;
+        const long long b = static_cast<long long>(begins[row]);
+        const long long e = static_cast<long long>(ends[row]);
+        mine              = e > b && lo < e - b && e - b <= hi && k > 0;
       }
-      ops::sync();
+    }
+    unsigned todo = 0; // Warp: the lanes whose rows are the tier's
+    if constexpr (Warp)
+    {
+      todo = __ballot_sync(0xffffffffu, mine);
+    }
+    else
+    {
+      if (t == 0)
+      {
+        listed = 0;
+      }
+      __syncthreads();
+      if (mine)
+      {
+        list[atomicAdd(&listed, 1)] = t; // the order of the rows does not matter
+      }
+      __syncthreads();
+    }
+    const int count = Warp ? __popc(todo) : listed;
+    for (int j = 0; j < count; ++j)
+    {
+      // a listed row's offsets are read again (from cache) rather than held in registers
+      // through the selection, which has none to spare
+      int pick;
+      if constexpr (Warp)
+      {
+        pick = __ffs(todo) - 1;
+        todo &= todo - 1;
+      }
+      else
+      {
+        pick = list[j];
+      }
+      const long long row   = batch + pick * groups;
+      const long long begin = static_cast<long long>(begins[row]);
+      const long long span  = static_cast<long long>(ends[row]) - begin;
+
+      // the top `take` keys of the row of `span` keys from `begin`, into row `row` of the output
+      // positions within a row are int: a row holds at most 2^30 keys (a longer one is cut
+      // there rather than read out of bounds), so a position past its last tile fits too
+      constexpr long long max_row = 1ll << 30;
+      const int n          = static_cast<int>(span < max_row ? span : max_row);
+      const int take       = n < k ? n : k;
+      const Bits* row_keys = keys_in + begin;
+      const int chunks     = static_cast<int>((static_cast<long long>(n) + sh::tile - 1) / sh::tile);
+
+      Bits r[Items];
+      auto load = [&](int base) {
+#pragma unroll
+        for (int i = 0; i < Items; ++i)
+        {
+          const int idx = base + i * sh::group + t;
+          r[i]          = idx < n ? rank_of<Kind, Descending, Bits, InfBits>(row_keys[idx]) : Bits(0);
+        }
+      };
+      if (chunks == 1)
+      {
+        load(0);
+      }
+
+      // the radix select: ranks under `mask` equal to `prefix` are the candidates, `need` of
+      // them still to take; a row of at most k keys takes every key (the prefix 0 under no mask)
+      Bits prefix = 0;
+      Bits mask   = 0;
+      int need    = take;
+      if (n > k)
+      {
+        for (int shift = key_bits - 8; shift >= 0; shift -= 8)
+        {
+          for (int b = t; b < 256; b += sh::group)
+          {
+            hist[b] = 0;
+          }
+          ops::sync();
+          for (int c = 0; c < chunks; ++c)
+          {
+            if (chunks > 1)
+            {
+              load(c * sh::tile);
+            }
+#pragma unroll
+            for (int i = 0; i < Items; ++i)
+            {
+              const int idx   = c * sh::tile + i * sh::group + t;
+              const bool cand = idx < n && (r[i] & mask) == prefix;
+              // later passes leave few candidates: a warp without one skips the match
+              if (__any_sync(0xffffffffu, cand))
+              {
+                const unsigned bin   = cand ? unsigned((r[i] >> shift) & Bits(255)) : 256u;
+                const unsigned peers = __match_any_sync(0xffffffffu, bin);
+                if (cand && lane == __ffs(peers) - 1)
+                {
+                  atomicAdd(&hist[bin], unsigned(__popc(peers)));
+                }
+              }
+            }
+          }
+          ops::sync();
+          // bins from the top digit down: thread t holds bins 255 - (t * sh::bins + j)
+          unsigned counts[sh::bins];
+          unsigned before[sh::bins];
+#pragma unroll
+          for (int j = 0; j < sh::bins; ++j)
+          {
+            const int slot = t * sh::bins + j;
+            counts[j]      = slot < 256 ? hist[255 - slot] : 0u;
+          }
+          unsigned total;
+          ops::exclusive_sum(scan_storage, counts, before, total);
+          const unsigned u = static_cast<unsigned>(need);
+#pragma unroll
+          for (int j = 0; j < sh::bins; ++j)
+          {
+            if (counts[j] && before[j] < u && before[j] + counts[j] >= u)
+            {
+              found_digit = static_cast<Bits>(255 - (t * sh::bins + j));
+              found_need  = need - static_cast<int>(before[j]);
+              found_exact = before[j] + counts[j] == u;
+            }
+          }
+          ops::sync();
+          prefix           = static_cast<Bits>(prefix | static_cast<Bits>(found_digit << shift));
+          mask             = static_cast<Bits>(mask | static_cast<Bits>(Bits(255) << shift));
+          need             = found_need;
+          const bool exact = found_exact;
+          ops::sync(); // every thread has read the found values before the next pass writes them
+          if (exact)
+          {
+            break; // every candidate left is taken
+          }
+        }
+      }
+
+      // keep the ranks above the prefix and the first `need` on it, in row order: item i of
+      // thread t is row item i * group + t, counted per (column i, warp) and scanned
+      unsigned above_seen = 0;
+      unsigned on_seen    = 0;
       for (int c = 0; c < chunks; ++c)
       {
         if (chunks > 1)
         {
           load(c * sh::tile);
         }
+        // the ballots are taken again below rather than held: registers are the tile's
 #pragma unroll
         for (int i = 0; i < Items; ++i)
         {
-          const int idx   = c * sh::tile + i * sh::group + t;
-          const bool cand = idx < n && (r[i] & mask) == prefix;
-          // later passes leave few candidates: a warp without one skips the match
-          if (__any_sync(0xffffffffu, cand))
+          const int idx        = c * sh::tile + i * sh::group + t;
+          const Bits m         = static_cast<Bits>(r[i] & mask);
+          const unsigned above = __ballot_sync(0xffffffffu, idx < n && m > prefix);
+          const unsigned on    = __ballot_sync(0xffffffffu, idx < n && m == prefix);
+          if (lane == 0)
           {
-            const unsigned bin   = cand ? unsigned((r[i] >> shift) & Bits(255)) : 256u;
-            const unsigned peers = __match_any_sync(0xffffffffu, bin);
-            if (cand && lane == __ffs(peers) - 1)
-            {
-              atomicAdd(&hist[bin], unsigned(__popc(peers)));
-            }
+            cells[i * sh::warps + warp] = (unsigned(__popc(on)) << 16) | unsigned(__popc(above));
           }
         }
-      }
-      ops::sync();
-      // bins from the top digit down: thread t holds bins 255 - (t * sh::bins + j)
-      unsigned counts[sh::bins];
-      unsigned before[sh::bins];
+        ops::sync();
+        unsigned mine[sh::cells];
+        unsigned prior[sh::cells];
 #pragma unroll
-      for (int j = 0; j < sh::bins; ++j)
-      {
-        const int slot = t * sh::bins + j;
-        counts[j]      = slot < 256 ? hist[255 - slot] : 0u;
-      }
-      unsigned total;
-      ops::exclusive_sum(scan_storage, counts, before, total);
-      const unsigned u = static_cast<unsigned>(need);
-#pragma unroll
-      for (int j = 0; j < sh::bins; ++j)
-      {
-        if (counts[j] && before[j] < u && before[j] + counts[j] >= u)
+        for (int j = 0; j < sh::cells; ++j)
         {
-          found_digit = static_cast<Bits>(255 - (t * sh::bins + j));
-          found_need  = need - static_cast<int>(before[j]);
-          found_exact = before[j] + counts[j] == u;
+          const int cell = t * sh::cells + j;
+          mine[j]        = cell < Items * sh::warps ? cells[cell] : 0u;
+        }
+        unsigned total;
+        ops::exclusive_sum(scan_storage, mine, prior, total);
+        ops::sync(); // every count is read before the prefixes overwrite them
+#pragma unroll
+        for (int j = 0; j < sh::cells; ++j)
+        {
+          const int cell = t * sh::cells + j;
+          if (cell < Items * sh::warps)
+          {
+            cells[cell] = prior[j];
+          }
+        }
+        ops::sync();
+        const unsigned below  = (1u << lane) - 1u;
+        const unsigned need_u = static_cast<unsigned>(need);
+#pragma unroll
+        for (int i = 0; i < Items; ++i)
+        {
+          const int idx               = c * sh::tile + i * sh::group + t;
+          const Bits m                = static_cast<Bits>(r[i] & mask);
+          const bool is_above         = idx < n && m > prefix;
+          const bool is_on            = idx < n && m == prefix;
+          const unsigned above_ballot = __ballot_sync(0xffffffffu, is_above);
+          const unsigned on_ballot    = __ballot_sync(0xffffffffu, is_on);
+          const unsigned p            = cells[i * sh::warps + warp];
+          const unsigned above        = above_seen + (p & 0xffffu) + unsigned(__popc(above_ballot & below));
+          const unsigned on           = on_seen + (p >> 16) + unsigned(__popc(on_ballot & below));
+          if (is_above || (is_on && on < need_u))
+          {
+            const unsigned slot = above + (on < need_u ? on : need_u);
+            kept_rank[slot]     = r[i];
+            kept_index[slot]    = idx;
+          }
+        }
+        above_seen += total & 0xffffu;
+        on_seen += total >> 16;
+        ops::sync(); // the cells and the scan's storage are reused by the next tile
+      }
+
+      // order the kept items: larger ranks first, equal ones in row order
+      const long long out = row * static_cast<long long>(k);
+      for (int s = t; s < take; s += sh::group)
+      {
+        const Bits mine = kept_rank[s];
+        int pos         = 0;
+        for (int j = 0; j < take; ++j)
+        {
+          const Bits other = kept_rank[j];
+          pos += (other > mine) || (other == mine && j < s);
+        }
+        const long long src = begin + kept_index[s];
+        keys_out[out + pos] = keys_in[src];
+        if constexpr (values)
+        {
+          values_out[out + pos] = values_in[src];
         }
       }
-      ops::sync();
-      prefix           = static_cast<Bits>(prefix | static_cast<Bits>(found_digit << shift));
-      mask             = static_cast<Bits>(mask | static_cast<Bits>(Bits(255) << shift));
-      need             = found_need;
-      const bool exact = found_exact;
-      ops::sync(); // every thread has read the found values before the next pass writes them
-      if (exact)
-      {
-        break; // every candidate left is taken
-      }
     }
-  }
-
-  // keep the ranks above the prefix and the first `need` on it, in row order: item i of
-  // thread t is row item i * group + t, counted per (column i, warp) and scanned
-  unsigned above_seen = 0;
-  unsigned on_seen    = 0;
-  for (int c = 0; c < chunks; ++c)
-  {
-    if (chunks > 1)
+    if constexpr (!Warp)
     {
-      load(c * sh::tile);
-    }
-    // the ballots are taken again below rather than held: registers are the tile's
-#pragma unroll
-    for (int i = 0; i < Items; ++i)
-    {
-      const int idx        = c * sh::tile + i * sh::group + t;
-      const Bits m         = static_cast<Bits>(r[i] & mask);
-      const unsigned above = __ballot_sync(0xffffffffu, idx < n && m > prefix);
-      const unsigned on    = __ballot_sync(0xffffffffu, idx < n && m == prefix);
-      if (lane == 0)
-      {
-        cells[i * sh::warps + warp] = (unsigned(__popc(on)) << 16) | unsigned(__popc(above));
-      }
-    }
-    ops::sync();
-    unsigned mine[sh::cells];
-    unsigned prior[sh::cells];
-#pragma unroll
-    for (int j = 0; j < sh::cells; ++j)
-    {
-      const int cell = t * sh::cells + j;
-      mine[j]        = cell < Items * sh::warps ? cells[cell] : 0u;
-    }
-    unsigned total;
-    ops::exclusive_sum(scan_storage, mine, prior, total);
-    ops::sync(); // every count is read before the prefixes overwrite them
-#pragma unroll
-    for (int j = 0; j < sh::cells; ++j)
-    {
-      const int cell = t * sh::cells + j;
-      if (cell < Items * sh::warps)
-      {
-        cells[cell] = prior[j];
-      }
-    }
-    ops::sync();
-    const unsigned below  = (1u << lane) - 1u;
-    const unsigned need_u = static_cast<unsigned>(need);
-#pragma unroll
-    for (int i = 0; i < Items; ++i)
-    {
-      const int idx               = c * sh::tile + i * sh::group + t;
-      const Bits m                = static_cast<Bits>(r[i] & mask);
-      const bool is_above         = idx < n && m > prefix;
-      const bool is_on            = idx < n && m == prefix;
-      const unsigned above_ballot = __ballot_sync(0xffffffffu, is_above);
-      const unsigned on_ballot    = __ballot_sync(0xffffffffu, is_on);
-      const unsigned p            = cells[i * sh::warps + warp];
-      const unsigned above        = above_seen + (p & 0xffffu) + unsigned(__popc(above_ballot & below));
-      const unsigned on           = on_seen + (p >> 16) + unsigned(__popc(on_ballot & below));
-      if (is_above || (is_on && on < need_u))
-      {
-        const unsigned slot = above + (on < need_u ? on : need_u);
-        kept_rank[slot]     = r[i];
-        kept_index[slot]    = idx;
-      }
-    }
-    above_seen += total & 0xffffu;
-    on_seen += total >> 16;
-    ops::sync(); // the cells and the scan's storage are reused by the next tile
-  }
-
-  // order the kept items: larger ranks first, equal ones in row order
-  const long long out = row * static_cast<long long>(k);
-  for (int s = t; s < take; s += sh::group)
-  {
-    const Bits mine = kept_rank[s];
-    int pos         = 0;
-    for (int j = 0; j < take; ++j)
-    {
-      const Bits other = kept_rank[j];
-      pos += (other > mine) || (other == mine && j < s);
-    }
-    const long long src = begin + kept_index[s];
-    keys_out[out + pos] = keys_in[src];
-    if constexpr (values)
-    {
-      values_out[out + pos] = values_in[src];
+      __syncthreads(); // every thread has read the list before the next batch writes it
     }
   }
 }
