@@ -150,9 +150,11 @@ struct group_ops
 // The warp tier is held to 48 registers (five blocks of 256 an SM; sm_90 gives it 64
 // otherwise, four blocks): its rows are short, so more of them in flight hide their loads'
 // latency. 40 (six blocks) spilled the bins of every pass; 48 spills only across rows.
+// A block tier asks for 1024 threads an SM at least (the middle tier took 72 registers,
+// three blocks of 256, unbounded; it fits 48 without a spill).
 template <int Threads, int Items, bool Bounded, bool Warp, int Kind, bool Descending, class Bits,
           unsigned long long InfBits, class ValueT, class BeginT, class EndT>
-__global__ __launch_bounds__(Threads, Warp ? 1280 / Threads : 1) void top_k_kernel(
+__global__ __launch_bounds__(Threads, Warp ? 1280 / Threads : 1024 / Threads) void top_k_kernel(
   const Bits* keys_in,
   Bits* keys_out,
   const ValueT* values_in,
