@@ -54,6 +54,7 @@ _LAZY = {
     "make_find_if": "find_if", "find_if": "find_if", "make_for_each": "for_each", "for_each": "for_each",
     "make_merge": "merge", "merge": "merge",
     "make_top_k": "top_k", "top_k": "top_k",
+    "make_segmented_top_k": "segmented_top_k", "segmented_top_k": "segmented_top_k",
     "make_three_way_partition": "three_way_partition", "three_way_partition": "three_way_partition",
     "binary_transform": "transform", "make_binary_transform": "transform", "make_unary_transform": "transform",
     "unary_transform": "transform",
@@ -68,6 +69,7 @@ _LAZY = {
     "FindIf": "find_if", "ForEach": "for_each",
     "Merge": "merge",
     "TopK": "top_k",
+    "SegmentedTopK": "segmented_top_k",
 }
 
 
@@ -94,6 +96,7 @@ if TYPE_CHECKING:   # the lazy names' objects, for type checkers (at run time __
                                                    make_segmented_inclusive_scan, segmented_exclusive_scan,
                                                    segmented_inclusive_scan)
     from cuprims.algorithms.segmented_reduce import SegmentedReduce, make_segmented_reduce, segmented_reduce
+    from cuprims.algorithms.segmented_top_k import SegmentedTopK, make_segmented_top_k, segmented_top_k
     from cuprims.algorithms.segmented_sort import SegmentedSort, make_segmented_sort, segmented_sort
     from cuprims.algorithms.select import Select, make_select, select
     from cuprims.algorithms.sort_common import DoubleBuffer
@@ -153,11 +156,12 @@ __all__ = [
     "make_find_if", "find_if", "make_for_each", "for_each",
     "make_merge", "merge",
     "make_top_k", "top_k",
+    "make_segmented_top_k", "segmented_top_k",
     "make_histogram_even", "histogram_even",
     "Reduce", "SegmentedReduce", "Scan", "UnaryTransform", "BinaryTransform", "LowerBound", "UpperBound",
     "RadixSort", "MergeSort", "SegmentedSort", "Select", "ThreeWayPartition", "UniqueByKey", "HistogramEven",
     "ReduceByKey", "RunLengthEncode", "NonTrivialRuns", "ScanByKey", "SegmentedScan", "AdjacentDifference",
-    "FindIf", "ForEach", "Merge", "TopK",
+    "FindIf", "ForEach", "Merge", "TopK", "SegmentedTopK",
     "CacheModifiedInputIterator", "ConstantIterator", "CountingIterator", "DiscardIterator", "PermutationIterator",
     "ReverseIterator", "ShuffleIterator", "TransformIterator", "TransformOutputIterator", "ZipIterator",
     "coop",

@@ -6,7 +6,8 @@ import importlib
 
 MODULES = ("reduce", "scan", "transform", "radix_sort", "merge_sort", "binary_search", "histogram",
            "segmented_reduce", "segmented_sort", "unique_by_key", "select", "three_way_partition", "reduce_by_key",
-           "scan_by_key", "segmented_scan", "adjacent_difference", "find_if", "for_each", "merge", "top_k")
+           "scan_by_key", "segmented_scan", "adjacent_difference", "find_if", "for_each", "merge", "top_k",
+           "segmented_top_k")
 
 
 def load_all() -> None:

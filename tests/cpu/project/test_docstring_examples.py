@@ -76,6 +76,7 @@ ON_CPU: dict[str, str] = {
     "cuprims.make_for_each": "build",
     "cuprims.make_merge": "build",
     "cuprims.make_top_k": "build",
+    "cuprims.make_segmented_top_k": "build",
     "cuprims.make_histogram_even": "build",
     "cuprims.CacheModifiedInputIterator": "run",
     "cuprims.ConstantIterator": "run",
@@ -117,7 +118,7 @@ GPU_ONLY: dict[str, str] = {
         "three_way_partition", "select", "histogram_even", "reduce_by_key",
         "run_length_encode", "non_trivial_runs", "segmented_inclusive_scan",
         "segmented_exclusive_scan", "inclusive_scan_by_key", "exclusive_scan_by_key", "adjacent_difference",
-        "find_if", "for_each", "merge", "top_k")},
+        "find_if", "for_each", "merge", "top_k", "segmented_top_k")},
     "cuprims.make_segmented_sort": ("its build (the segmented sort's six kernels) takes about 20 s of NVRTC, a "
                                     "third of this file's budget; tests/cpu/algorithms/test_segmented_sort.py builds "
                                     "the algorithm ahead of time"),

@@ -72,6 +72,9 @@ BUILDS = {
     "segmented sort": lambda: cuprims.make_segmented_sort(d_in_keys=P(i4), d_out_keys=P(i4), start_offsets_in=P(i4),
                                                           end_offsets_in=P(i4), order=SortOrder.ASCENDING,
                                                           compute_capability=90),
+    "segmented top-k": lambda: cuprims.make_segmented_top_k(d_in_keys=P(f4), d_out_keys=P(f4), d_in_values=P(i4),
+                                                            d_out_values=P(i4), start_offsets_in=P(i8),
+                                                            end_offsets_in=P(i8), compute_capability=90),
     "select": lambda: cuprims.make_select(d_in=P(i4), d_out=P(i4), d_num_selected_out=P(i8), cond=_even,
                                           compute_capability=90),
     "three-way partition": lambda: cuprims.make_three_way_partition(

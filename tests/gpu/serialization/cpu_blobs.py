@@ -79,6 +79,9 @@ BUILDERS: dict[str, Callable[[], Any]] = {
         compute_capability=ARCHS),
     "top_k_sorted_pairs": lambda: cuprims.make_top_k(d_in_keys=P(f4), d_out_keys=P(f4), d_in_values=P(i4),
                                                      d_out_values=P(i4), sorted=True, compute_capability=ARCHS),
+    "segmented_top_k": lambda: cuprims.make_segmented_top_k(d_in_keys=P(f4), d_out_keys=P(f4), d_in_values=P(i4),
+                                                            d_out_values=P(i4), start_offsets_in=P(i8),
+                                                            end_offsets_in=P(i8), compute_capability=ARCHS),
 }
 
 
@@ -223,6 +226,27 @@ def _run_top_k(obj, cp):
     return bool(np.array_equal(ok.get(), np.sort(x)[::-1][:100]) and np.array_equal(x[ov.get()], ok.get()))
 
 
+def _run_segmented_top_k(obj, cp):
+    rng = np.random.default_rng(12)
+    lengths = rng.integers(0, 5000, 500)
+    ends = np.cumsum(lengths).astype(i8)
+    starts = ends - lengths
+    host = rng.standard_normal(int(ends[-1])).astype(f4)
+    k = 16
+    out_k, out_v = cp.full(lengths.size * k, -1, f4), cp.full(lengths.size * k, -1, i4)
+    positions = (np.arange(host.size) - np.repeat(starts, lengths)).astype(i4)   # the column in its row
+    args = dict(d_in_keys=cp.asarray(host), d_out_keys=out_k, d_in_values=cp.asarray(positions), d_out_values=out_v,
+                k=k, num_segments=lengths.size, start_offsets_in=cp.asarray(starts), end_offsets_in=cp.asarray(ends))
+    obj(temp_storage=_temp(obj, cp, **args), **args)
+    got_k, got_v = out_k.get().reshape(-1, k), out_v.get().reshape(-1, k)
+    for row, (b, e) in enumerate(zip(starts, ends)):
+        take = min(k, e - b)
+        want = (e - b - 1 - np.argsort(host[b:e][::-1], kind="stable"))[::-1][:take]
+        if not (np.array_equal(got_k[row, :take], host[b + want]) and np.array_equal(got_v[row, :take], want)):
+            return False
+    return True
+
+
 RUNNERS: dict[str, Callable[[Any, Any], bool]] = {
     "reduce_python_op_over_iterator": _run_reduce_iterator,
     "reduce_struct_op": _run_reduce_struct,
@@ -236,6 +260,7 @@ RUNNERS: dict[str, Callable[[Any, Any], bool]] = {
     "reduce_by_key": _run_reduce_by_key,
     "exclusive_scan_by_key": _run_exclusive_scan_by_key,
     "top_k_sorted_pairs": _run_top_k,
+    "segmented_top_k": _run_segmented_top_k,
 }
 
 
