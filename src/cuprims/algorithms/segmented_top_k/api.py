@@ -130,7 +130,9 @@ def _describe(d_in_keys: Any, d_out_keys: Any, d_in_values: Any, d_out_values: A
                             "segment_size)", None)
     else:
         offsets = segment_offsets(start_offsets_in, end_offsets_in)
-    return SegmentedTopKDescription(*kinds, *offsets, order)
+    keys_in, keys_out, values_in, values_out = kinds
+    begin, end = offsets
+    return SegmentedTopKDescription(keys_in, keys_out, values_in, values_out, begin, end, order)
 
 
 def _check_k(k: Any) -> int:
@@ -146,12 +148,13 @@ class SegmentedTopK(SortAlgorithm):
     ``temp_storage=None`` returns 1 (the least a query reports) and any buffer is accepted.
     """
 
-    desc: SegmentedTopKDescription
+    # the sorts' argument checks (_dtypes, _kinds) are shared; the description and plan are its own
+    desc: SegmentedTopKDescription  # type: ignore[assignment]
 
     def _setup(self) -> None:
         pass  # nothing per object: the parameter packs are the plan's
 
-    def _make_plan(self, loaded: Loaded, variant: int) -> _Plan:
+    def _make_plan(self, loaded: Loaded, variant: int) -> _Plan:  # type: ignore[override]
         return _Plan(loaded, self.desc)
 
     def _temp_bytes(self, plan: _Plan, args: tuple) -> int:
@@ -162,6 +165,7 @@ class SegmentedTopK(SortAlgorithm):
         k_in, k_out, v_in, v_out, begin, end, k, segments, size = args
         if not k or not segments:
             return
+        ranges: tuple[tuple[int, int, int], ...]
         if size is not None:  # fixed rows: the one tier of their length
             i = tier_of(plan.tiles, size)
             ranges = ((i, -1, _NO_LIMIT),)

@@ -168,7 +168,8 @@ class TopK(Algorithm):
         if not self.desc.sorted or k <= plan.sort_tile:
             return 0, 0
         round_up = lambda b: -(-b // _ALIGN) * _ALIGN  # noqa: E731
-        values = round_up(k * self.desc.d_out_values.value.size) if self._pairs else 0
+        out_values = self.desc.d_out_values
+        values = round_up(k * out_values.value.size) if out_values is not None else 0
         return round_up(k * self._key_size), values
 
     def _dispatch(self, plan: _Plan, args: tuple, temp: int, stream: int) -> None:
@@ -225,7 +226,7 @@ class TopK(Algorithm):
         p_keys = d.d_in_keys.bind(d_in_keys, n)
         p_out_keys = d.d_out_keys.bind(d_out_keys, k, "k")
         p_values = p_out_values = 0
-        if d.d_in_values is not None:
+        if d.d_in_values is not None and d.d_out_values is not None:
             p_values = d.d_in_values.bind(d_in_values, n)
             p_out_values = d.d_out_values.bind(d_out_values, k, "k")
         plan_args = (p_keys, p_values, p_out_keys, p_out_values, n, k)

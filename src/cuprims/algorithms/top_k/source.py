@@ -38,7 +38,7 @@ def top_k_source(*, d_in_keys: Any, d_in_values: Any | None, descending: bool, a
     key = d_in_keys.value
     pairs = d_in_values is not None
     iterator_text, iterator_types, iterator_symbols = iterator_parts((d_in_keys, d_in_values))
-    value_types = (key,) + ((d_in_values.value,) if pairs else ())
+    value_types = (key,) + ((d_in_values.value,) if d_in_values is not None else ())
     items = items_per_thread(key.size)
     text = (
         unit_head(value_types + iterator_types, arch, ("top_k/cuprims_top_k.cuh",), iterator_text)
@@ -50,7 +50,8 @@ def top_k_source(*, d_in_keys: Any, d_in_values: Any | None, descending: bool, a
                        ("merge_threads", str(MERGE_THREADS)), ("merge_items", str(MERGE_ITEMS))))
     )
     p_keys = arg_param(d_in_keys)
-    p_values, value_t = (arg_param(d_in_values), d_in_values.value.cpp) if pairs else ("const char*", "char")
+    p_values, value_t = (arg_param(d_in_values), d_in_values.value.cpp) if d_in_values is not None \
+        else ("const char*", "char")
     flag = "true" if pairs else "false"
     names = (
         f"{_NS}::init_kernel<{THREADS}>",
