@@ -36,6 +36,7 @@ LAYERS = (
     ("coop",),
     ("_serialization", "_caching"),
     ("", "__main__"),
+    ("dask",),
 )
 
 

@@ -1,0 +1,23 @@
+"""cuprims on Dask arrays whose chunks are device arrays (``pip install cuprims[dask]``).
+
+Each function takes a ``dask.array.Array`` of CuPy chunks and returns one, building a task
+graph that runs cuprims on each chunk inside the workers; nothing is computed until the
+result is (``.compute()``, ``dask.compute``). The operators travel to the workers by value
+(pickled as Python functions, OpKinds or RawOps) and are compiled there, from the disk
+cache the workers of a machine share. An operator that captures device arrays is refused:
+those arrays live on one device, and the chunks on others.
+
+* :func:`reduce`, :func:`sum`, :func:`min`, :func:`max`: each chunk reduced alone, then the
+  partial results combined in a tree (``split_every`` of them a task), then ``h_init``.
+  Communication: one item per chunk.
+* :func:`inclusive_scan`, :func:`exclusive_scan`: each chunk's total, one task scanning the
+  totals into each chunk's carry (one item per chunk there and back), then each chunk
+  scanned from its carry.
+
+``import cuprims`` never imports Dask; ``import cuprims.dask`` does.
+"""
+
+from cuprims.dask.reduce import max, min, reduce, sum
+from cuprims.dask.scan import exclusive_scan, inclusive_scan
+
+__all__ = ["reduce", "sum", "min", "max", "inclusive_scan", "exclusive_scan"]

@@ -1,0 +1,74 @@
+"""What the graph builders share: checks of the arguments, on the client, before any task
+exists; the chunks' keys in order; and the fan-in of a tree of combining tasks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from cuprims.errors import ArgumentError, ArgumentTypeError
+from cuprims.op import op_spec
+
+_OP_EXPECTED = ("an OpKind, a Python callable or a RawOp that captures no device array (the workers run on "
+                "other devices than the client's arrays)")
+
+
+def checked_array(x: Any, name: str = "x") -> Any:
+    """``x`` if it is a ``dask.array.Array``; else ArgumentTypeError naming ``name``."""
+    import dask.array as da
+
+    if not isinstance(x, da.Array):
+        raise ArgumentTypeError(name, "a dask.array.Array (of CuPy chunks)", x)
+    return x
+
+
+def checked_op(op: Any, name: str = "op") -> Any:
+    """``op``, checked to travel to the workers: an OpKind, a RawOp, or a Python callable
+    that captures no device array."""
+    if op is None:
+        raise ArgumentError(name, _OP_EXPECTED, None)
+    spec = op_spec(op, argument=name, bind_captures=True)
+    if spec.captures or not spec.persistent:
+        raise ArgumentError(name, _OP_EXPECTED, op)
+    return op
+
+
+def checked_split_every(split_every: Any) -> int:
+    if type(split_every) is not int or split_every < 2:
+        raise ArgumentError("split_every", "an int of at least 2 (partial results combined a task)", split_every)
+    return split_every
+
+
+def result_dtype(x: Any, dtype: Any) -> np.dtype:
+    """The result's dtype: ``dtype`` where given, else the chunks'."""
+    return np.dtype(x.dtype if dtype is None else dtype)
+
+
+def chunk_keys(x: Any) -> list[tuple]:
+    """The keys of ``x``'s chunks in C order (as ``x.ravel()`` would read them)."""
+    keys = x.__dask_keys__()
+    flat: list[tuple] = []
+
+    def walk(k: Any) -> None:
+        if isinstance(k, list):
+            for item in k:
+                walk(item)
+        else:
+            flat.append(k)
+
+    walk(keys)
+    return flat
+
+
+def fan_in(count: int, split_every: int) -> list[list[range]]:
+    """The levels of a tree combining ``count`` leaves ``split_every`` at a time: each level
+    a list of the index ranges (into the level below) that one task combines; the last
+    level has one task. None for no leaf."""
+    levels: list[list[range]] = []
+    width = count
+    while width > 1 or not levels:
+        level = [range(i, min(i + split_every, width)) for i in range(0, width, split_every)]
+        levels.append(level)
+        width = len(level)
+    return levels

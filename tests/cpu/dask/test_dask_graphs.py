@@ -1,0 +1,117 @@
+"""cuprims.dask on the CPU: the task graphs its functions build over Dask arrays (numpy
+chunks stand in for CuPy ones; nothing is computed), the tree's fan-in, the arguments
+refused on the client before any task exists, and that ``import cuprims`` leaves Dask
+unimported."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+da = pytest.importorskip("dask.array")
+
+import cuprims  # noqa: E402
+import cuprims.dask as cd  # noqa: E402
+from cuprims import OpKind, ProxyArray  # noqa: E402
+from cuprims.dask import tasks  # noqa: E402
+from cuprims.dask.graph import chunk_keys, fan_in  # noqa: E402
+from cuprims.errors import ArgumentError, ArgumentTypeError, CuprimsError  # noqa: E402
+
+
+def _layer(arr, prefix):
+    """The tasks of ``arr``'s graph whose keys' names start with ``prefix``."""
+    graph = dict(arr.__dask_graph__())
+    return {k: v for k, v in graph.items() if isinstance(k, tuple) and k[0].startswith(prefix)}
+
+
+@pytest.mark.parametrize("count, split_every, widths", [
+    (1, 8, [1]), (8, 8, [1]), (9, 8, [2, 1]), (64, 8, [8, 1]), (65, 8, [9, 2, 1]), (5, 2, [3, 2, 1]),
+])
+def test_fan_in_combines_every_leaf_once(count, split_every, widths):
+    levels = fan_in(count, split_every)
+    assert [len(level) for level in levels] == widths
+    below = count
+    for level in levels:
+        covered = [i for group in level for i in group]
+        assert covered == list(range(below)) and all(1 <= len(g) <= split_every for g in level)
+        below = len(level)
+
+
+@pytest.mark.parametrize("chunks, split_every", [((300, 300, 0, 400), 8), ((1,) * 20, 3), ((1000,), 8)])
+def test_reduce_graph(chunks, split_every):
+    x = da.from_array(np.arange(sum(chunks), dtype=np.int32), chunks=(chunks,))
+    y = cd.reduce(x, OpKind.PLUS, np.int32(5), split_every=split_every)
+    assert y.shape == () and y.dtype == np.int32 and y.chunks == ()
+    partial = _layer(y, "cuprims-reduce-partial-")
+    tree = _layer(y, "cuprims-reduce-tree-")
+    final = _layer(y, "cuprims-reduce-cuprims") or {k: v for k, v in _layer(y, "cuprims-reduce-").items()
+                                                     if len(k) == 1}
+    assert len(partial) == len(chunks)
+    assert [task[1] for _, task in sorted(partial.items())] == chunk_keys(x)      # each chunk, in order
+    assert all(task[0] is tasks.partial_reduce and task[2] is OpKind.PLUS for task in partial.values())
+    assert len(tree) == sum(len(level) for level in fan_in(len(chunks), split_every))
+    ((final_key, final_task),) = final.items()
+    assert final_task[0] is tasks.finish_reduce and final_task[1] in tree and final_task[4] == 5
+
+
+def test_shorthands_and_dtypes():
+    x = da.from_array(np.ones((4, 6), np.int8), chunks=(2, 3))
+    s = cd.sum(x, dtype=np.int64)
+    assert s.dtype == np.int64
+    ((_, final),) = [(k, v) for k, v in _layer(s, "cuprims-reduce-").items() if len(k) == 1]
+    assert final[4] == 0 and type(final[4]) is np.int64 and final[2] is OpKind.PLUS
+    assert len(_layer(s, "cuprims-reduce-partial-")) == 4      # a 2-D array's four chunks
+    for fn, kind in ((cd.min, OpKind.MINIMUM), (cd.max, OpKind.MAXIMUM)):
+        r = fn(x)
+        ((_, final),) = [(k, v) for k, v in _layer(r, "cuprims-reduce-").items() if len(k) == 1]
+        assert final[2] is kind and final[4] is None and r.dtype == np.int8
+
+
+@pytest.mark.parametrize("inclusive", [True, False])
+def test_scan_graph(inclusive):
+    chunks = (5, 0, 7, 1)
+    x = da.from_array(np.arange(13, dtype=np.float32), chunks=(chunks,))
+    fn = cd.inclusive_scan if inclusive else cd.exclusive_scan
+    y = fn(x, OpKind.PLUS, np.float64(1.5), dtype=np.float64)
+    assert y.chunks == (chunks,) and y.dtype == np.float64
+    kind = "inclusive" if inclusive else "exclusive"
+    totals, scans = _layer(y, f"cuprims-{kind}-total-"), _layer(y, f"cuprims-{kind}-cuprims")
+    carry = _layer(y, f"cuprims-{kind}-carry-")
+    ((carry_key, carry_task),) = carry.items()
+    assert len(totals) == len(chunks) and carry_task[0] is tasks.carries and carry_task[4] == 1.5
+    assert sorted(carry_task[1]) == sorted(totals)
+    outs = {k: v for k, v in dict(y.__dask_graph__()).items() if isinstance(k, tuple) and k[0] == y.name}
+    assert sorted(outs) == [(y.name, i) for i in range(len(chunks))]
+    for (_, i), task in outs.items():
+        assert task[0] is tasks.chunk_scan and task[2] == carry_key and task[3] == i and task[6] is inclusive
+
+
+def test_bad_arguments_are_named_before_any_task():
+    x = da.from_array(np.arange(10, dtype=np.int32), chunks=4)
+    captured = ProxyArray(np.int32)
+
+    def uses_an_array(a, b):
+        return a + b + captured[0]
+
+    cases = [
+        (lambda: cd.reduce(np.arange(3), OpKind.PLUS), ArgumentTypeError, "x"),
+        (lambda: cd.reduce(x, None), ArgumentError, "op"),
+        (lambda: cd.reduce(x, uses_an_array), ArgumentError, "op"),
+        (lambda: cd.reduce(x, OpKind.PLUS, split_every=1), ArgumentError, "split_every"),
+        (lambda: cd.inclusive_scan(da.ones((4, 4), chunks=2), OpKind.PLUS), ArgumentError, "x"),
+        (lambda: cd.exclusive_scan(x, OpKind.PLUS, None), ArgumentError, "init_value"),
+        (lambda: cd.inclusive_scan(x, uses_an_array), ArgumentError, "op"),
+    ]
+    for build, error, argument in cases:
+        with pytest.raises(error) as info:
+            build()
+        assert isinstance(info.value, CuprimsError) and info.value.argument == argument
+
+
+def test_importing_cuprims_leaves_dask_unimported():
+    code = "import sys, cuprims; cuprims.OpKind; assert 'dask' not in sys.modules, sorted(sys.modules)"
+    subprocess.run([sys.executable, "-c", code], check=True)
+    assert "reduce" in cuprims.dask.__all__

@@ -1,0 +1,104 @@
+"""cuprims.dask on the GPU against numpy: reductions and scans of Dask arrays of CuPy
+chunks, chunked unevenly with empty chunks, computed by the synchronous scheduler and by a
+distributed LocalCluster of worker processes sharing the GPU (one worker per GPU where
+several are visible); errors in a worker reach the client as the same cuprims exception."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+cp = pytest.importorskip("cupy")
+da = pytest.importorskip("dask.array")
+
+import dask  # noqa: E402
+
+import cuprims  # noqa: E402
+import cuprims.dask as cd  # noqa: E402
+from cuprims import OpKind  # noqa: E402
+from cuprims.errors import ArgumentError  # noqa: E402
+
+CHUNKS = (100_000, 0, 33_333, 1, 250_000, 0, 70_000)
+
+
+def _dask(host: np.ndarray, chunks=CHUNKS):
+    return da.from_array(cp.asarray(host), chunks=(chunks,), asarray=False)
+
+
+def _biggest(a, b):
+    return a if a > b else b
+
+
+@pytest.fixture(scope="module")
+def cluster_client():
+    distributed = pytest.importorskip("distributed")
+    gpus = cp.cuda.runtime.getDeviceCount()
+    workers = gpus if gpus > 1 else 2
+    cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                       dashboard_address=None)
+    client = distributed.Client(cluster)
+    if gpus > 1:   # one worker per GPU
+        client.run(lambda: None)
+        for i, worker in enumerate(sorted(client.scheduler_info()["workers"])):
+            client.run(lambda d=i: cp.cuda.Device(d).use(), workers=[worker])
+    yield client
+    client.close()
+    cluster.close()
+
+
+@pytest.mark.parametrize("scheduler", ["sync", "distributed"])
+def test_reductions_match_numpy(request, scheduler):
+    if scheduler == "distributed":
+        request.getfixturevalue("cluster_client")
+    ctx = dask.config.set(scheduler="sync") if scheduler == "sync" else dask.config.set({})
+    rng = np.random.default_rng(1)
+    host = rng.integers(-1000, 1000, sum(CHUNKS)).astype(np.int32)
+    x = _dask(host)
+    with ctx:
+        assert int(cd.sum(x, dtype=np.int64).compute()) == int(host.sum(dtype=np.int64))
+        assert int(cd.min(x).compute()) == int(host.min())
+        assert int(cd.max(x, split_every=2).compute()) == int(host.max())
+        assert int(cd.reduce(x, _biggest, np.int32(5000)).compute()) == 5000
+        assert int(cd.reduce(x, OpKind.PLUS, np.int32(7), split_every=3).compute()) == int(host.sum()) + 7
+        f = rng.random(sum(CHUNKS)).astype(np.float32)
+        np.testing.assert_allclose(float(cd.sum(_dask(f), dtype=np.float64).compute()), f.sum(dtype=np.float64),
+                                   rtol=1e-9)
+
+
+@pytest.mark.parametrize("scheduler", ["sync", "distributed"])
+def test_scans_match_numpy(request, scheduler):
+    if scheduler == "distributed":
+        request.getfixturevalue("cluster_client")
+    ctx = dask.config.set(scheduler="sync") if scheduler == "sync" else dask.config.set({})
+    rng = np.random.default_rng(2)
+    host = rng.integers(0, 100, sum(CHUNKS)).astype(np.int64)
+    x = _dask(host)
+    with ctx:
+        got = cd.inclusive_scan(x, OpKind.PLUS).compute().get()
+        np.testing.assert_array_equal(got, np.cumsum(host))
+        got = cd.exclusive_scan(x, OpKind.PLUS, np.int64(10)).compute().get()
+        np.testing.assert_array_equal(got, 10 + np.r_[0, np.cumsum(host)[:-1]])
+        got = cd.inclusive_scan(x, _biggest, np.int64(50)).compute().get()
+        np.testing.assert_array_equal(got, np.maximum.accumulate(np.maximum(host, 50)))
+        f = rng.random(sum(CHUNKS)).astype(np.float32)
+        got = cd.inclusive_scan(_dask(f), OpKind.PLUS, dtype=np.float64).compute().get()
+        np.testing.assert_allclose(got, np.cumsum(f.astype(np.float64)), rtol=1e-9)
+
+
+def test_an_error_in_a_worker_reaches_the_client_as_cuprims_raised_it(cluster_client):
+    empty = _dask(np.zeros(0, np.float32), chunks=(0,))
+    with pytest.raises(ArgumentError) as info:
+        cd.min(empty).compute()
+    assert info.value.argument == "h_init"
+    assert float(cd.sum(empty).compute()) == 0.0
+
+
+def test_a_second_run_compiles_nothing_in_any_worker(cluster_client):
+    host = np.arange(100_000, dtype=np.uint16)
+    x = _dask(host, chunks=(30_000, 30_000, 40_000))
+    assert int(cd.reduce(x, OpKind.BIT_XOR, np.uint16(0)).compute()) == int(np.bitwise_xor.reduce(host))
+    before = sum(info["nvrtc_compiles"] for info in cluster_client.run(lambda: cuprims.cache_info()).values())
+    cluster_client.run(cuprims.clear_all_caches)      # memory only: the disk cache is the machine's
+    assert int(cd.reduce(x, OpKind.BIT_XOR, np.uint16(0)).compute()) == int(np.bitwise_xor.reduce(host))
+    after = sum(info["nvrtc_compiles"] for info in cluster_client.run(lambda: cuprims.cache_info()).values())
+    assert after == before     # the second run found every kernel in the disk cache
