@@ -13,11 +13,16 @@ those arrays live on one device, and the chunks on others.
 * :func:`inclusive_scan`, :func:`exclusive_scan`: each chunk's total, one task scanning the
   totals into each chunk's carry (one item per chunk there and back), then each chunk
   scanned from its carry.
+* :func:`histogram_even`: each chunk's counts, added in a tree (the bins travel).
+* :func:`top_k`: each chunk's best ``k`` (and their positions), selected again from
+  ``split_every`` chunks' candidates up a tree, sorted at the root (``k`` items a chunk
+  travel).
 
 ``import cuprims`` never imports Dask; ``import cuprims.dask`` does.
 """
 
 from cuprims.dask.reduce import max, min, reduce, sum
 from cuprims.dask.scan import exclusive_scan, inclusive_scan
+from cuprims.dask.select import histogram_even, top_k
 
-__all__ = ["reduce", "sum", "min", "max", "inclusive_scan", "exclusive_scan"]
+__all__ = ["reduce", "sum", "min", "max", "inclusive_scan", "exclusive_scan", "histogram_even", "top_k"]

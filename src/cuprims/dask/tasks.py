@@ -104,3 +104,61 @@ def chunk_scan(block: Any, carried: list, index: int, op: Any, dtype: np.dtype, 
     else:
         cuprims.exclusive_scan(d_in=flat, d_out=out, op=op, init_value=carry, num_items=flat.size)
     return out.reshape(block.shape)
+
+
+def chunk_histogram(block: Any, num_output_levels: int, lower: Any, upper: Any, counter: np.dtype) -> Any:
+    """The chunk's counts in ``num_output_levels - 1`` even bins over ``[lower, upper)``."""
+    import cupy as cp
+
+    import cuprims
+
+    flat = _flat(block)
+    counts = cp.zeros(num_output_levels - 1, counter)
+    if flat.size:
+        cuprims.histogram_even(d_samples=flat, d_histogram=counts, num_output_levels=num_output_levels,
+                               lower_level=lower, upper_level=upper, num_samples=flat.size)
+    return counts
+
+
+def add_counts(parts: list) -> Any:
+    """The sum of several chunks' counts (small arrays: one bin each)."""
+    total = parts[0].copy()
+    for part in parts[1:]:
+        total += part
+    return total
+
+
+def chunk_top_k(block: Any, start: int, k: int, order: Any, indices: bool) -> tuple:
+    """The chunk's ``min(k, size)`` best keys, and (``indices``) their positions in the whole
+    array (the chunk's ``start`` added), unsorted."""
+    import cupy as cp
+
+    import cuprims
+    from cuprims import CountingIterator
+
+    flat = _flat(block)
+    take = flat.size if flat.size < k else k
+    keys = cp.empty(take, flat.dtype)
+    where = cp.empty(take, np.int64) if indices else None
+    if take:
+        cuprims.top_k(d_in_keys=flat, d_out_keys=keys, k=take, num_items=flat.size,
+                      d_in_values=CountingIterator(np.int64(start)) if indices else None, d_out_values=where,
+                      order=order)
+    return keys, where
+
+
+def merge_top_k(parts: list, k: int, order: Any, indices: bool, sort: bool) -> tuple:
+    """The best ``min(k, candidates)`` of several chunks' candidates (sorted where ``sort``)."""
+    import cupy as cp
+
+    import cuprims
+
+    keys = cp.concatenate([p[0] for p in parts])
+    where = cp.concatenate([p[1] for p in parts]) if indices else None
+    take = keys.size if keys.size < k else k
+    out_keys = cp.empty(take, keys.dtype)
+    out_where = cp.empty(take, np.int64) if indices else None
+    if take:
+        cuprims.top_k(d_in_keys=keys, d_out_keys=out_keys, k=take, num_items=keys.size, d_in_values=where,
+                      d_out_values=out_where, order=order, sorted=sort)
+    return out_keys, out_where

@@ -115,3 +115,51 @@ def test_importing_cuprims_leaves_dask_unimported():
     code = "import sys, cuprims; cuprims.OpKind; assert 'dask' not in sys.modules, sorted(sys.modules)"
     subprocess.run([sys.executable, "-c", code], check=True)
     assert "reduce" in cuprims.dask.__all__
+
+
+def test_histogram_graph():
+    x = da.from_array(np.arange(1000, dtype=np.float32).reshape(10, 100), chunks=(5, 30))
+    h = cd.histogram_even(x, 11, np.float32(0), np.float32(1000), counter_dtype=np.int32, split_every=3)
+    assert h.shape == (10,) and h.chunks == ((10,),) and h.dtype == np.int32
+    parts = _layer(h, "cuprims-histogram-part-")
+    assert len(parts) == 8 and all(t[0] is tasks.chunk_histogram and t[2:] == (11, 0, 1000, np.int32)
+                                   for t in parts.values())
+    tree = _layer(h, "cuprims-histogram-tree-")
+    assert len(tree) == sum(len(level) for level in fan_in(8, 3))
+    ((_, alias),) = [(k, v) for k, v in dict(h.__dask_graph__()).items() if k == (h.name, 0)]
+    assert alias in tree     # the output is the tree's root
+
+
+@pytest.mark.parametrize("indices", [False, True])
+def test_top_k_graph(indices):
+    chunks = (4, 0, 6, 5)
+    x = da.from_array(np.arange(15, dtype=np.float64), chunks=(chunks,))
+    got = cd.top_k(x, 3, cuprims.SortOrder.ASCENDING, return_indices=indices, split_every=2)
+    keys = got[0] if indices else got
+    assert keys.shape == (3,) and keys.dtype == np.float64
+    parts = _layer(keys, "cuprims-top-k-part-")
+    assert sorted(t[2] for t in parts.values()) == [0, 4, 4, 10]          # each chunk's first position
+    assert all(t[0] is tasks.chunk_top_k and t[3:] == (3, cuprims.SortOrder.ASCENDING, indices)
+               for t in parts.values())
+    tree = _layer(keys, "cuprims-top-k-tree-")
+    levels = fan_in(4, 2)
+    assert len(tree) == sum(len(level) for level in levels)
+    assert [t[5] for k, t in sorted(tree.items())] == [False, False, True]   # sorted at the root only
+    if indices:
+        assert got[1].dtype == np.int64 and got[1].shape == (3,)
+
+
+def test_histogram_and_top_k_refuse_bad_arguments():
+    x = da.from_array(np.arange(10, dtype=np.int32), chunks=4)
+    cases = [
+        (lambda: cd.histogram_even(x, 1, 0, 10), "num_output_levels"),
+        (lambda: cd.histogram_even(x, 3, 0, 10, counter_dtype=np.float32), "counter_dtype"),
+        (lambda: cd.top_k(x, 11), "k"),
+        (lambda: cd.top_k(x, -1), "k"),
+        (lambda: cd.top_k(x, 2, "descending"), "order"),
+        (lambda: cd.top_k(da.ones((3, 3), chunks=2), 2), "x"),
+    ]
+    for build, argument in cases:
+        with pytest.raises(ArgumentError) as info:
+            build()
+        assert info.value.argument == argument

@@ -102,3 +102,25 @@ def test_a_second_run_compiles_nothing_in_any_worker(cluster_client):
     assert int(cd.reduce(x, OpKind.BIT_XOR, np.uint16(0)).compute()) == int(np.bitwise_xor.reduce(host))
     after = sum(info["nvrtc_compiles"] for info in cluster_client.run(lambda: cuprims.cache_info()).values())
     assert after == before     # the second run found every kernel in the disk cache
+
+
+@pytest.mark.parametrize("scheduler", ["sync", "distributed"])
+def test_histogram_and_top_k_match_numpy(request, scheduler):
+    if scheduler == "distributed":
+        request.getfixturevalue("cluster_client")
+    ctx = dask.config.set(scheduler="sync") if scheduler == "sync" else dask.config.set({})
+    rng = np.random.default_rng(3)
+    host = rng.standard_normal(sum(CHUNKS)).astype(np.float32)
+    host[[5, 200_000]] = np.nan
+    x = _dask(host)
+    with ctx:
+        counts = cd.histogram_even(x, 21, np.float32(-3), np.float32(3)).compute().get()
+        np.testing.assert_array_equal(counts, np.histogram(host[~np.isnan(host)], bins=20, range=(-3, 3))[0])
+        for k in (0, 1, 100, 5000):
+            keys, where = cd.top_k(x, k, return_indices=True, split_every=3)
+            keys, where = keys.compute().get(), where.compute().get()
+            want = np.sort(host)[::-1][:k]          # NaN above +inf: numpy sorts it last, so first here
+            np.testing.assert_array_equal(keys, want)
+            np.testing.assert_array_equal(host[where], keys)
+        smallest = cd.top_k(x, 50, cuprims.SortOrder.ASCENDING).compute().get()
+        np.testing.assert_array_equal(smallest, np.sort(host)[:50])
