@@ -12,8 +12,32 @@ Example::
 from __future__ import annotations
 
 
+def _rebuilt(cls: type, args: tuple, state: dict) -> BaseException:
+    """An exception of ``cls`` with ``args`` and attributes ``state``, made without calling
+    its ``__init__`` (whose parameters differ from ``args``): what unpickling calls."""
+    exc = cls.__new__(cls, *args)
+    exc.__dict__.update(state)
+    return exc
+
+
 class CuprimsError(Exception):
-    """Root of every exception cuprims raises on purpose."""
+    """Root of every exception cuprims raises on purpose.
+
+    Every one pickles, message and attributes kept, so one raised in another process (a
+    Dask worker) reaches the caller as the same exception; an attribute that does not
+    pickle (an unpicklable argument value) travels as its description."""
+
+    def __reduce__(self) -> tuple:
+        import pickle
+
+        state = {}
+        for name, value in self.__dict__.items():
+            try:
+                pickle.dumps(value)
+                state[name] = value
+            except Exception:  # noqa: BLE001 (any object may refuse to pickle, in any way)
+                state[name] = _describe(value)
+        return (_rebuilt, (type(self), self.args, state))
 
 
 class ArgumentError(CuprimsError, ValueError):
