@@ -163,3 +163,111 @@ def test_histogram_and_top_k_refuse_bad_arguments():
         with pytest.raises(ArgumentError) as info:
             build()
         assert info.value.argument == argument
+
+
+class NumpyTasks:
+    """numpy versions of the worker tasks, put in place of tasks.* while a graph is built, so
+    that Dask's synchronous scheduler runs the graph's wiring (keys, aliases, the trees'
+    inputs, the carries' order) on the CPU. They check the plumbing only: the chunks' work is
+    cuprims', run by tests/gpu/dask."""
+
+    FOLDS = {OpKind.PLUS: np.add, OpKind.MINIMUM: np.minimum, OpKind.MAXIMUM: np.maximum}
+
+    @classmethod
+    def fold(cls, items, op, dtype, init=None):
+        values = [np.asarray(v).astype(dtype) for v in items]
+        if init is not None:
+            values.insert(0, np.asarray(init).astype(dtype))
+        ufunc = cls.FOLDS[op]
+        acc = values[0]
+        for v in values[1:]:
+            acc = ufunc(acc, v).astype(dtype)
+        return acc
+
+    @classmethod
+    def partial_reduce(cls, block, op, dtype):
+        flat = np.asarray(block).reshape(-1)
+        return None if flat.size == 0 else np.array([cls.fold(flat, op, dtype)], dtype)
+
+    @classmethod
+    def combine(cls, parts, op, dtype):
+        present = [p for p in parts if p is not None]
+        return cls.partial_reduce(np.concatenate(present), op, dtype) if present else None
+
+    @classmethod
+    def finish_reduce(cls, part, op, dtype, h_init):
+        items = [] if part is None else list(part)
+        return np.asarray(cls.fold(items, op, dtype, h_init)).reshape(())
+
+    @classmethod
+    def carries(cls, totals, op, dtype, init):
+        out, running = [], None if init is None else np.array([init], dtype)
+        for total in totals:
+            out.append(running)
+            if total is not None:
+                running = total if running is None else np.array([cls.fold([running[0], total[0]], op, dtype)])
+        return out
+
+    @classmethod
+    def chunk_scan(cls, block, carried, index, op, dtype, inclusive):
+        flat = np.asarray(block).reshape(-1).astype(dtype)
+        carry = carried[index]
+        acc = None if carry is None else carry[0]
+        out = np.empty(flat.size, dtype)
+        for i, v in enumerate(flat):
+            if not inclusive:
+                out[i] = acc
+            acc = v if acc is None else cls.fold([acc, v], op, dtype)
+            if inclusive:
+                out[i] = acc
+        return out
+
+    @staticmethod
+    def chunk_histogram(block, levels, lower, upper, counter):
+        flat = np.asarray(block).reshape(-1)
+        return np.histogram(flat, bins=levels - 1, range=(lower, upper))[0].astype(counter)
+
+    @staticmethod
+    def chunk_top_k(block, start, k, order, indices):
+        flat = np.asarray(block).reshape(-1)
+        pick = np.argsort(-flat if order is cuprims.SortOrder.DESCENDING else flat, kind="stable")[:k]
+        return flat[pick], (pick + start) if indices else None
+
+    @staticmethod
+    def merge_top_k(parts, k, order, indices, sort):
+        keys = np.concatenate([p[0] for p in parts])
+        where = np.concatenate([p[1] for p in parts]) if indices else None
+        pick = np.argsort(-keys if order is cuprims.SortOrder.DESCENDING else keys, kind="stable")[:k]
+        return keys[pick], where[pick] if indices else None
+
+
+@pytest.fixture
+def numpy_tasks(monkeypatch):
+    import dask
+
+    for name in ("partial_reduce", "combine", "finish_reduce", "carries", "chunk_scan", "chunk_histogram",
+                 "chunk_top_k", "merge_top_k"):
+        monkeypatch.setattr(tasks, name, getattr(NumpyTasks, name))
+    monkeypatch.setattr(tasks, "chunk_total", NumpyTasks.partial_reduce)
+    with dask.config.set(scheduler="sync"):
+        yield
+
+
+CHUNKS = (7, 0, 5, 1, 12, 0, 3)
+
+
+def test_the_graphs_wiring_computes_numpys_answers(numpy_tasks):
+    host = np.random.default_rng(4).integers(-50, 50, sum(CHUNKS)).astype(np.int64)
+    x = da.from_array(host, chunks=(CHUNKS,))
+    assert int(cd.reduce(x, OpKind.PLUS, np.int64(3), split_every=2).compute()) == host.sum() + 3
+    assert int(cd.min(x, split_every=3).compute()) == host.min() and int(cd.max(x).compute()) == host.max()
+    assert int(cd.sum(da.from_array(np.zeros(0, np.int64), chunks=((0, 0),))).compute()) == 0
+    np.testing.assert_array_equal(cd.inclusive_scan(x, OpKind.PLUS).compute(), np.cumsum(host))
+    np.testing.assert_array_equal(cd.exclusive_scan(x, OpKind.MAXIMUM, np.int64(-100)).compute(),
+                                  np.maximum.accumulate(np.r_[-100, host[:-1]]))
+    np.testing.assert_array_equal(cd.histogram_even(x, 11, -50, 50).compute(),
+                                  np.histogram(host, bins=10, range=(-50, 50))[0])
+    keys, where = cd.top_k(x, 6, return_indices=True, split_every=2)
+    keys, where = keys.compute(), where.compute()
+    np.testing.assert_array_equal(np.sort(keys)[::-1], np.sort(host)[::-1][:6])
+    np.testing.assert_array_equal(host[where], keys)
