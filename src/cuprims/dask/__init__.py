@@ -17,6 +17,10 @@ those arrays live on one device, and the chunks on others.
 * :func:`top_k`: each chunk's best ``k`` (and their positions), selected again from
   ``split_every`` chunks' candidates up a tree, sorted at the root (``k`` items a chunk
   travel).
+* :func:`sort`: a sample sort: each chunk sorted, splitters from samples of every sorted
+  chunk (``samples_per_chunk`` keys each travel to one task), each chunk cut at them, and
+  each output chunk gathered from one piece of every chunk and sorted: every item crosses
+  the cluster once.
 
 ``import cuprims`` never imports Dask; ``import cuprims.dask`` does.
 """
@@ -24,5 +28,6 @@ those arrays live on one device, and the chunks on others.
 from cuprims.dask.reduce import max, min, reduce, sum
 from cuprims.dask.scan import exclusive_scan, inclusive_scan
 from cuprims.dask.select import histogram_even, top_k
+from cuprims.dask.sort import sort
 
-__all__ = ["reduce", "sum", "min", "max", "inclusive_scan", "exclusive_scan", "histogram_even", "top_k"]
+__all__ = ["reduce", "sum", "min", "max", "inclusive_scan", "exclusive_scan", "histogram_even", "top_k", "sort"]

@@ -72,3 +72,11 @@ def fan_in(count: int, split_every: int) -> list[list[range]]:
         levels.append(level)
         width = len(level)
     return levels
+
+
+def splitter_positions(pooled: int, parts: int) -> np.ndarray:
+    """Indices into ``pooled`` sorted samples of the ``parts - 1`` splitters that cut them into
+    ``parts`` groups of (nearly) one size; none when there are no samples."""
+    if pooled == 0 or parts < 2:
+        return np.zeros(0, np.int64)
+    return (np.arange(1, parts, dtype=np.int64) * pooled) // parts

@@ -162,3 +162,64 @@ def merge_top_k(parts: list, k: int, order: Any, indices: bool, sort: bool) -> t
         cuprims.top_k(d_in_keys=keys, d_out_keys=out_keys, k=take, num_items=keys.size, d_in_values=where,
                       d_out_values=out_where, order=order, sorted=sort)
     return out_keys, out_where
+
+
+def sort_chunk(keys: Any, values: Any, order: Any) -> tuple:
+    """The chunk's keys (and values) sorted by :func:`cuprims.radix_sort`."""
+    import cupy as cp
+
+    import cuprims
+
+    flat = _flat(keys)
+    out_keys = cp.empty_like(flat)
+    out_values = None if values is None else cp.empty_like(_flat(values))
+    if flat.size:
+        cuprims.radix_sort(d_in_keys=flat, d_out_keys=out_keys, d_in_values=None if values is None else _flat(values),
+                           d_out_values=out_values, num_items=flat.size, order=order)
+    return out_keys, out_values
+
+
+def sample_chunk(pair: tuple, count: int) -> np.ndarray:
+    """``count`` evenly spaced keys of a sorted chunk, on the host (fewer for a short chunk)."""
+    import cupy as cp
+
+    keys = pair[0]
+    if keys.size == 0:
+        return cp.asnumpy(keys)
+    return cp.asnumpy(keys[np.linspace(0, keys.size - 1, min(count, keys.size)).astype(np.int64)])
+
+
+def splitters(samples: list, parts: int, descending: bool) -> np.ndarray:
+    """The ``parts - 1`` keys that cut the samples into ``parts`` groups of one size: the
+    boundaries of the output chunks (numpy's order: NaN last, first when descending)."""
+    from cuprims.dask.graph import splitter_positions
+
+    pooled = np.sort(np.concatenate(samples))
+    if descending:
+        pooled = pooled[::-1]
+    return pooled[splitter_positions(pooled.size, parts)]
+
+
+def cut_chunk(pair: tuple, cuts: np.ndarray, descending: bool) -> np.ndarray:
+    """Where each of ``cuts`` falls in a sorted chunk (items equal to a cut go after it):
+    ``parts + 1`` positions, from 0 to the chunk's size."""
+    import cupy as cp
+
+    import cuprims
+    from cuprims import OpKind
+
+    keys = pair[0]
+    where = cp.zeros(cuts.size, np.int64)
+    if keys.size and cuts.size:
+        cuprims.lower_bound(d_data=keys, num_items=keys.size, d_values=cp.asarray(cuts), num_values=cuts.size,
+                            d_out=where, comp=OpKind.GREATER if descending else None)
+    return np.r_[0, cp.asnumpy(where), keys.size].astype(np.int64)
+
+
+def gather_part(pairs: list, cut_list: list, part: int, order: Any, values: bool) -> tuple:
+    """Output chunk ``part``: the ``part``-th piece of every sorted chunk, sorted together."""
+    import cupy as cp
+
+    keys = cp.concatenate([p[0][c[part]:c[part + 1]] for p, c in zip(pairs, cut_list)])
+    vals = cp.concatenate([p[1][c[part]:c[part + 1]] for p, c in zip(pairs, cut_list)]) if values else None
+    return sort_chunk(keys, vals, order)

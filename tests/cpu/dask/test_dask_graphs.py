@@ -13,6 +13,8 @@ import pytest
 
 da = pytest.importorskip("dask.array")
 
+import dask  # noqa: E402
+
 import cuprims  # noqa: E402
 import cuprims.dask as cd  # noqa: E402
 from cuprims import OpKind, ProxyArray  # noqa: E402
@@ -234,6 +236,31 @@ class NumpyTasks:
         return flat[pick], (pick + start) if indices else None
 
     @staticmethod
+    def sort_chunk(keys, values, order):
+        flat = np.asarray(keys).reshape(-1)
+        pick = np.argsort(flat, kind="stable")
+        if order is cuprims.SortOrder.DESCENDING:    # radix sort's descending order is stable too
+            pick = np.argsort(-flat.astype(np.float64), kind="stable")
+        return flat[pick], None if values is None else np.asarray(values).reshape(-1)[pick]
+
+    @staticmethod
+    def sample_chunk(pair, count):
+        keys = pair[0]
+        return keys[np.linspace(0, keys.size - 1, min(count, keys.size)).astype(np.int64)] if keys.size else keys
+
+    @staticmethod
+    def cut_chunk(pair, cuts, descending):
+        keys = pair[0]
+        where = [int(np.sum(keys > c)) if descending else int(np.sum(keys < c)) for c in cuts]
+        return np.array([0, *where, keys.size], np.int64)
+
+    @classmethod
+    def gather_part(cls, pairs, cut_list, part, order, values):
+        keys = np.concatenate([p[0][c[part]:c[part + 1]] for p, c in zip(pairs, cut_list)])
+        vals = np.concatenate([p[1][c[part]:c[part + 1]] for p, c in zip(pairs, cut_list)]) if values else None
+        return cls.sort_chunk(keys, vals, order)
+
+    @staticmethod
     def merge_top_k(parts, k, order, indices, sort):
         keys = np.concatenate([p[0] for p in parts])
         where = np.concatenate([p[1] for p in parts]) if indices else None
@@ -246,7 +273,7 @@ def numpy_tasks(monkeypatch):
     import dask
 
     for name in ("partial_reduce", "combine", "finish_reduce", "carries", "chunk_scan", "chunk_histogram",
-                 "chunk_top_k", "merge_top_k"):
+                 "chunk_top_k", "merge_top_k", "sort_chunk", "sample_chunk", "cut_chunk", "gather_part"):
         monkeypatch.setattr(tasks, name, getattr(NumpyTasks, name))
     monkeypatch.setattr(tasks, "chunk_total", NumpyTasks.partial_reduce)
     with dask.config.set(scheduler="sync"):
@@ -271,3 +298,43 @@ def test_the_graphs_wiring_computes_numpys_answers(numpy_tasks):
     keys, where = keys.compute(), where.compute()
     np.testing.assert_array_equal(np.sort(keys)[::-1], np.sort(host)[::-1][:6])
     np.testing.assert_array_equal(host[where], keys)
+
+
+@pytest.mark.parametrize("pooled, parts, want", [(0, 4, []), (10, 1, []), (100, 4, [25, 50, 75]), (7, 3, [2, 4])])
+def test_splitter_positions(pooled, parts, want):
+    from cuprims.dask.graph import splitter_positions
+
+    assert splitter_positions(pooled, parts).tolist() == want
+
+
+def test_sort_graph():
+    x = da.from_array(np.arange(20, dtype=np.int32), chunks=((6, 0, 9, 5),))
+    v = da.from_array(np.arange(20, dtype=np.float32), chunks=((6, 0, 9, 5),))
+    keys, values = cd.sort(x, v, parts=3)
+    assert keys.chunks == ((np.nan,) * 3,) and values.dtype == np.float32 and keys.dtype == np.int32
+    graph = dict(keys.__dask_graph__())
+    name = keys.name.rsplit("-keys", 1)[0]
+    kinds = {}
+    for k in graph:
+        if isinstance(k, tuple) and k[0].startswith(name):
+            kinds[k[0][len(name) + 1:]] = kinds.get(k[0][len(name) + 1:], 0) + 1
+    assert kinds == {"sorted": 4, "sample": 4, "splitters": 1, "cut": 4, "part": 3, "keys": 3}
+    with pytest.raises(ArgumentError) as info:
+        cd.sort(x, da.from_array(np.arange(20), chunks=5))
+    assert info.value.argument == "values"
+
+
+@pytest.mark.parametrize("order", [cuprims.SortOrder.ASCENDING, cuprims.SortOrder.DESCENDING])
+def test_the_sample_sorts_wiring_sorts_and_balances_skewed_keys(numpy_tasks, order):
+    rng = np.random.default_rng(6)
+    host = np.exp(rng.standard_normal(sum(CHUNKS) * 40) * 3).astype(np.float32)   # skewed: a long tail
+    chunks = tuple(c * 40 for c in CHUNKS)
+    x = da.from_array(host, chunks=(chunks,))
+    v = da.from_array(np.arange(host.size, dtype=np.int64), chunks=(chunks,))
+    sorted_keys, moved = cd.sort(x, v, order, samples_per_chunk=64, parts=5)
+    keys, values = dask.compute(sorted_keys, moved)
+    want = np.sort(host) if order is cuprims.SortOrder.ASCENDING else np.sort(host)[::-1]
+    np.testing.assert_array_equal(keys, want)
+    np.testing.assert_array_equal(host[values], keys)
+    sizes = [part.compute().size for part in sorted_keys.to_delayed().ravel()]
+    assert len(sizes) == 5 and sum(sizes) == host.size and max(sizes) < 1.5 * host.size / 5, sizes

@@ -124,3 +124,26 @@ def test_histogram_and_top_k_match_numpy(request, scheduler):
             np.testing.assert_array_equal(host[where], keys)
         smallest = cd.top_k(x, 50, cuprims.SortOrder.ASCENDING).compute().get()
         np.testing.assert_array_equal(smallest, np.sort(host)[:50])
+
+
+@pytest.mark.parametrize("scheduler", ["sync", "distributed"])
+def test_sample_sort_matches_numpy(request, scheduler):
+    if scheduler == "distributed":
+        request.getfixturevalue("cluster_client")
+    ctx = dask.config.set(scheduler="sync") if scheduler == "sync" else dask.config.set({})
+    rng = np.random.default_rng(5)
+    host = np.exp(rng.standard_normal(sum(CHUNKS)) * 3).astype(np.float32)     # skewed keys
+    host[[9, 300_000]] = np.nan
+    x = _dask(host)
+    v = _dask(np.arange(host.size, dtype=np.int64))
+    with ctx:
+        for order in (cuprims.SortOrder.ASCENDING, cuprims.SortOrder.DESCENDING):
+            keys, values = cd.sort(x, v, order)
+            keys, values = dask.compute(keys, values)
+            keys, values = cp.asnumpy(keys), cp.asnumpy(values)
+            want = np.sort(host) if order is cuprims.SortOrder.ASCENDING else np.sort(host)[::-1]
+            np.testing.assert_array_equal(keys, want)
+            np.testing.assert_array_equal(host[values], keys)
+        ints = rng.integers(0, 1 << 30, sum(CHUNKS)).astype(np.uint32)
+        sizes = [int(p.compute().size) for p in cd.sort(_dask(ints)).to_delayed().ravel()]
+        assert sum(sizes) == ints.size and max(sizes) < 1.5 * ints.size / len(CHUNKS), sizes
