@@ -3,7 +3,7 @@ exists; the chunks' keys in order; and the fan-in of a tree of combining tasks."
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -72,6 +72,24 @@ def fan_in(count: int, split_every: int) -> list[list[range]]:
         levels.append(level)
         width = len(level)
     return levels
+
+
+def combining_tree(layer: dict, name: str, leaves: list, split_every: int, task: Callable[[list, bool], tuple]) -> Any:
+    """Add to ``layer`` the tasks that combine ``leaves`` (keys) ``split_every`` at a time, up
+    to one root: task ``(name, depth, j)`` is ``task(parts, at_root)``, given its parts' keys
+    and whether it is the root. Return the root's key (None for no leaf)."""
+    if not leaves:
+        return None
+    below = list(leaves)
+    levels = fan_in(len(below), split_every)
+    for depth, level in enumerate(levels):
+        here = []
+        for j, group in enumerate(level):
+            key = (name, depth, j)
+            layer[key] = task([below[i] for i in group], depth == len(levels) - 1)
+            here.append(key)
+        below = here
+    return below[0]
 
 
 def splitter_positions(pooled: int, parts: int) -> np.ndarray:

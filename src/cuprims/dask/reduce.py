@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from cuprims.dask import tasks
-from cuprims.dask.graph import checked_array, checked_op, checked_split_every, chunk_keys, fan_in, result_dtype
+from cuprims.dask.graph import (checked_array, checked_op, checked_split_every, chunk_keys, combining_tree,
+                                result_dtype)
 from cuprims.op import OpKind
 
 
@@ -43,15 +44,8 @@ def reduce(x: Any, op: Any, h_init: Any = None, *, dtype: Any = None, split_ever
     partial, tree, final = f"cuprims-reduce-partial-{token}", f"cuprims-reduce-tree-{token}", \
         f"cuprims-reduce-{token}"
     layer: dict[Any, Any] = {(partial, i): (tasks.partial_reduce, key, op, dt) for i, key in enumerate(leaves)}
-    below: list[tuple] = [(partial, i) for i in range(len(leaves))]
-    for depth, level in enumerate(fan_in(len(leaves), split_every) if leaves else []):
-        here = []
-        for j, group in enumerate(level):
-            key = (tree, depth, j)
-            layer[key] = (tasks.combine, [below[i] for i in group], op, dt)
-            here.append(key)
-        below = here
-    root = below[0] if below else None
+    root = combining_tree(layer, tree, [(partial, i) for i in range(len(leaves))], split_every,
+                          lambda parts, at_root: (tasks.combine, parts, op, dt))
     layer[(final,)] = (tasks.finish_reduce, root, op, dt, h_init)
     graph = HighLevelGraph.from_collections(final, layer, dependencies=[x])
     return da.Array(graph, final, chunks=(), dtype=dt, meta=meta_from_array(x._meta, ndim=0, dtype=dt))

@@ -27,7 +27,7 @@ def _scan(x: Any, op: Any, init: Any, dtype: Any, inclusive: bool) -> Any:
     token = da.core.tokenize(x, op, init, dt, kind)
     leaves = chunk_keys(x)
     totals, carry, out = f"cuprims-{kind}-total-{token}", f"cuprims-{kind}-carry-{token}", f"cuprims-{kind}-{token}"
-    layer: dict[Any, Any] = {(totals, i): (tasks.chunk_total, key, op, dt) for i, key in enumerate(leaves)}
+    layer: dict[Any, Any] = {(totals, i): (tasks.partial_reduce, key, op, dt) for i, key in enumerate(leaves)}
     layer[(carry,)] = (tasks.carries, [(totals, i) for i in range(len(leaves))], op, dt, init)
     for i, key in enumerate(leaves):
         layer[(out, i)] = (tasks.chunk_scan, key, (carry,), i, op, dt, inclusive)

@@ -9,23 +9,9 @@ from typing import Any
 import numpy as np
 
 from cuprims.dask import tasks
-from cuprims.dask.graph import checked_array, checked_split_every, chunk_keys, fan_in
+from cuprims.dask.graph import checked_array, checked_split_every, chunk_keys, combining_tree
 from cuprims.enums import SortOrder
 from cuprims.errors import ArgumentError
-
-
-def _tree(layer: dict, name: str, leaves: list, split_every: int, combine: Any, *args: Any) -> Any:
-    """Add to ``layer`` the tasks combining ``leaves`` (keys) ``split_every`` at a time by
-    ``combine(parts, *args)``; return the root's key."""
-    below: list[tuple] = list(leaves)
-    for depth, level in enumerate(fan_in(len(below), split_every)):
-        here = []
-        for j, group in enumerate(level):
-            key = (name, depth, j)
-            layer[key] = (combine, [below[i] for i in group], *args)
-            here.append(key)
-        below = here
-    return below[0]
 
 
 def histogram_even(x: Any, num_output_levels: int, lower_level: Any, upper_level: Any, *,
@@ -67,7 +53,8 @@ def histogram_even(x: Any, num_output_levels: int, lower_level: Any, upper_level
     leaves = chunk_keys(x)
     layer: dict[Any, Any] = {(part, i): (tasks.chunk_histogram, key, num_output_levels, lower_level, upper_level,
                                          counter) for i, key in enumerate(leaves)}
-    root = _tree(layer, tree, [(part, i) for i in range(len(leaves))], split_every, tasks.add_counts)
+    root = combining_tree(layer, tree, [(part, i) for i in range(len(leaves))], split_every,
+                          lambda parts, at_root: (tasks.add_counts, parts))
     layer[(out, 0)] = root   # an alias: the root's counts under the output's name
     graph = HighLevelGraph.from_collections(out, layer, dependencies=[x])
     bins = num_output_levels - 1
@@ -115,23 +102,17 @@ def top_k(x: Any, k: int, order: SortOrder = SortOrder.DESCENDING, *, return_ind
     starts = np.r_[0, np.cumsum(x.chunks[0])[:-1]].astype(np.int64)
     layer: dict[Any, Any] = {(part, i): (tasks.chunk_top_k, key, int(starts[i]), k, order, indices)
                              for i, key in enumerate(leaves)}
-    below: list[tuple] = [(part, i) for i in range(len(leaves))]
-    levels = fan_in(len(below), split_every)
-    for depth, level in enumerate(levels):
-        here = []
-        for j, group in enumerate(level):
-            key = (tree, depth, j)
-            layer[key] = (tasks.merge_top_k, [below[i] for i in group], k, order, indices, depth == len(levels) - 1)
-            here.append(key)
-        below = here
+    # the candidates are sorted at the root only
+    root = combining_tree(layer, tree, [(part, i) for i in range(len(leaves))], split_every,
+                          lambda parts, at_root: (tasks.merge_top_k, parts, k, order, indices, at_root))
     keys_name, where_name = f"{root_name}-keys", f"{root_name}-indices"
-    layer[(keys_name, 0)] = (operator.getitem, below[0], 0)
+    layer[(keys_name, 0)] = (operator.getitem, root, 0)
     keys = da.Array(HighLevelGraph.from_collections(keys_name, layer, dependencies=[x]), keys_name, chunks=((k,),),
                     dtype=x.dtype, meta=meta_from_array(x._meta, ndim=1, dtype=x.dtype))
     if not indices:
         return keys
     where_layer = dict(layer)
-    where_layer[(where_name, 0)] = (operator.getitem, below[0], 1)
+    where_layer[(where_name, 0)] = (operator.getitem, root, 1)
     where = da.Array(HighLevelGraph.from_collections(where_name, where_layer, dependencies=[x]), where_name,
                      chunks=((k,),), dtype=np.int64, meta=meta_from_array(x._meta, ndim=1, dtype=np.int64))
     return keys, where

@@ -5,6 +5,7 @@ all-to-all exchange) and sorted."""
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
@@ -77,20 +78,12 @@ def sort(keys: Any, values: Any = None, order: SortOrder = SortOrder.ASCENDING, 
     unknown = ((np.nan,) * parts,)
     deps = [keys] if values is None else [keys, values]
     keys_name, values_name = f"{name}-keys", f"{name}-values"
-    key_layer = {**layer, **{(keys_name, j): (_first, (out, j)) for j in range(parts)}}
+    key_layer = {**layer, **{(keys_name, j): (operator.getitem, (out, j), 0) for j in range(parts)}}
     sorted_keys = da.Array(HighLevelGraph.from_collections(keys_name, key_layer, dependencies=deps), keys_name,
                            chunks=unknown, dtype=keys.dtype, meta=meta_from_array(keys._meta, ndim=1))
     if values is None:
         return sorted_keys
-    value_layer = {**layer, **{(values_name, j): (_second, (out, j)) for j in range(parts)}}
+    value_layer = {**layer, **{(values_name, j): (operator.getitem, (out, j), 1) for j in range(parts)}}
     moved = da.Array(HighLevelGraph.from_collections(values_name, value_layer, dependencies=deps), values_name,
                      chunks=unknown, dtype=values.dtype, meta=meta_from_array(values._meta, ndim=1))
     return sorted_keys, moved
-
-
-def _first(pair: tuple) -> Any:
-    return pair[0]
-
-
-def _second(pair: tuple) -> Any:
-    return pair[1]

@@ -84,10 +84,6 @@ def carries(totals: list, op: Any, dtype: np.dtype, init: Any) -> list:
     return carried
 
 
-def chunk_total(block: Any, op: Any, dtype: np.dtype) -> Any:
-    return partial_reduce(block, op, dtype)
-
-
 def chunk_scan(block: Any, carried: list, index: int, op: Any, dtype: np.dtype, inclusive: bool) -> Any:
     """The chunk scanned from its carry (the carry leads an exclusive scan's chunk)."""
     import cupy as cp

@@ -275,7 +275,6 @@ def numpy_tasks(monkeypatch):
     for name in ("partial_reduce", "combine", "finish_reduce", "carries", "chunk_scan", "chunk_histogram",
                  "chunk_top_k", "merge_top_k", "sort_chunk", "sample_chunk", "cut_chunk", "gather_part"):
         monkeypatch.setattr(tasks, name, getattr(NumpyTasks, name))
-    monkeypatch.setattr(tasks, "chunk_total", NumpyTasks.partial_reduce)
     with dask.config.set(scheduler="sync"):
         yield
 
