@@ -38,7 +38,6 @@ def cluster_client():
                                        dashboard_address=None)
     client = distributed.Client(cluster)
     if gpus > 1:   # one worker per GPU
-        client.run(lambda: None)
         for i, worker in enumerate(sorted(client.scheduler_info()["workers"])):
             client.run(lambda d=i: cp.cuda.Device(d).use(), workers=[worker])
     yield client
@@ -46,43 +45,45 @@ def cluster_client():
     cluster.close()
 
 
-@pytest.mark.parametrize("scheduler", ["sync", "distributed"])
-def test_reductions_match_numpy(request, scheduler):
-    if scheduler == "distributed":
+@pytest.fixture(params=["sync", "distributed"])
+def on_scheduler(request):
+    """Each test once on Dask's synchronous scheduler and once on the cluster's workers (the
+    distributed client, once made, is the default scheduler)."""
+    if request.param == "distributed":
         request.getfixturevalue("cluster_client")
-    ctx = dask.config.set(scheduler="sync") if scheduler == "sync" else dask.config.set({})
+        yield
+    else:
+        with dask.config.set(scheduler="sync"):
+            yield
+
+
+def test_reductions_match_numpy(on_scheduler):
     rng = np.random.default_rng(1)
     host = rng.integers(-1000, 1000, sum(CHUNKS)).astype(np.int32)
     x = _dask(host)
-    with ctx:
-        assert int(cd.sum(x, dtype=np.int64).compute()) == int(host.sum(dtype=np.int64))
-        assert int(cd.min(x).compute()) == int(host.min())
-        assert int(cd.max(x, split_every=2).compute()) == int(host.max())
-        assert int(cd.reduce(x, _biggest, np.int32(5000)).compute()) == 5000
-        assert int(cd.reduce(x, OpKind.PLUS, np.int32(7), split_every=3).compute()) == int(host.sum()) + 7
-        f = rng.random(sum(CHUNKS)).astype(np.float32)
-        np.testing.assert_allclose(float(cd.sum(_dask(f), dtype=np.float64).compute()), f.sum(dtype=np.float64),
-                                   rtol=1e-9)
+    assert int(cd.sum(x, dtype=np.int64).compute()) == int(host.sum(dtype=np.int64))
+    assert int(cd.min(x).compute()) == int(host.min())
+    assert int(cd.max(x, split_every=2).compute()) == int(host.max())
+    assert int(cd.reduce(x, _biggest, np.int32(5000)).compute()) == 5000
+    assert int(cd.reduce(x, OpKind.PLUS, np.int32(7), split_every=3).compute()) == int(host.sum()) + 7
+    f = rng.random(sum(CHUNKS)).astype(np.float32)
+    np.testing.assert_allclose(float(cd.sum(_dask(f), dtype=np.float64).compute()), f.sum(dtype=np.float64),
+                               rtol=1e-9)
 
 
-@pytest.mark.parametrize("scheduler", ["sync", "distributed"])
-def test_scans_match_numpy(request, scheduler):
-    if scheduler == "distributed":
-        request.getfixturevalue("cluster_client")
-    ctx = dask.config.set(scheduler="sync") if scheduler == "sync" else dask.config.set({})
+def test_scans_match_numpy(on_scheduler):
     rng = np.random.default_rng(2)
     host = rng.integers(0, 100, sum(CHUNKS)).astype(np.int64)
     x = _dask(host)
-    with ctx:
-        got = cd.inclusive_scan(x, OpKind.PLUS).compute().get()
-        np.testing.assert_array_equal(got, np.cumsum(host))
-        got = cd.exclusive_scan(x, OpKind.PLUS, np.int64(10)).compute().get()
-        np.testing.assert_array_equal(got, 10 + np.r_[0, np.cumsum(host)[:-1]])
-        got = cd.inclusive_scan(x, _biggest, np.int64(50)).compute().get()
-        np.testing.assert_array_equal(got, np.maximum.accumulate(np.maximum(host, 50)))
-        f = rng.random(sum(CHUNKS)).astype(np.float32)
-        got = cd.inclusive_scan(_dask(f), OpKind.PLUS, dtype=np.float64).compute().get()
-        np.testing.assert_allclose(got, np.cumsum(f.astype(np.float64)), rtol=1e-9)
+    got = cd.inclusive_scan(x, OpKind.PLUS).compute().get()
+    np.testing.assert_array_equal(got, np.cumsum(host))
+    got = cd.exclusive_scan(x, OpKind.PLUS, np.int64(10)).compute().get()
+    np.testing.assert_array_equal(got, 10 + np.r_[0, np.cumsum(host)[:-1]])
+    got = cd.inclusive_scan(x, _biggest, np.int64(50)).compute().get()
+    np.testing.assert_array_equal(got, np.maximum.accumulate(np.maximum(host, 50)))
+    f = rng.random(sum(CHUNKS)).astype(np.float32)
+    got = cd.inclusive_scan(_dask(f), OpKind.PLUS, dtype=np.float64).compute().get()
+    np.testing.assert_allclose(got, np.cumsum(f.astype(np.float64)), rtol=1e-9)
 
 
 def test_an_error_in_a_worker_reaches_the_client_as_cuprims_raised_it(cluster_client):
@@ -104,46 +105,36 @@ def test_a_second_run_compiles_nothing_in_any_worker(cluster_client):
     assert after == before     # the second run found every kernel in the disk cache
 
 
-@pytest.mark.parametrize("scheduler", ["sync", "distributed"])
-def test_histogram_and_top_k_match_numpy(request, scheduler):
-    if scheduler == "distributed":
-        request.getfixturevalue("cluster_client")
-    ctx = dask.config.set(scheduler="sync") if scheduler == "sync" else dask.config.set({})
+def test_histogram_and_top_k_match_numpy(on_scheduler):
     rng = np.random.default_rng(3)
     host = rng.standard_normal(sum(CHUNKS)).astype(np.float32)
     host[[5, 200_000]] = np.nan
     x = _dask(host)
-    with ctx:
-        counts = cd.histogram_even(x, 21, np.float32(-3), np.float32(3)).compute().get()
-        np.testing.assert_array_equal(counts, np.histogram(host[~np.isnan(host)], bins=20, range=(-3, 3))[0])
-        for k in (0, 1, 100, 5000):
-            keys, where = cd.top_k(x, k, return_indices=True, split_every=3)
-            keys, where = keys.compute().get(), where.compute().get()
-            want = np.sort(host)[::-1][:k]          # NaN above +inf: numpy sorts it last, so first here
-            np.testing.assert_array_equal(keys, want)
-            np.testing.assert_array_equal(host[where], keys)
-        smallest = cd.top_k(x, 50, cuprims.SortOrder.ASCENDING).compute().get()
-        np.testing.assert_array_equal(smallest, np.sort(host)[:50])
+    counts = cd.histogram_even(x, 21, np.float32(-3), np.float32(3)).compute().get()
+    np.testing.assert_array_equal(counts, np.histogram(host[~np.isnan(host)], bins=20, range=(-3, 3))[0])
+    for k in (0, 1, 100, 5000):
+        keys, where = cd.top_k(x, k, return_indices=True, split_every=3)
+        keys, where = keys.compute().get(), where.compute().get()
+        want = np.sort(host)[::-1][:k]          # NaN above +inf: numpy sorts it last, so first here
+        np.testing.assert_array_equal(keys, want)
+        np.testing.assert_array_equal(host[where], keys)
+    smallest = cd.top_k(x, 50, cuprims.SortOrder.ASCENDING).compute().get()
+    np.testing.assert_array_equal(smallest, np.sort(host)[:50])
 
 
-@pytest.mark.parametrize("scheduler", ["sync", "distributed"])
-def test_sample_sort_matches_numpy(request, scheduler):
-    if scheduler == "distributed":
-        request.getfixturevalue("cluster_client")
-    ctx = dask.config.set(scheduler="sync") if scheduler == "sync" else dask.config.set({})
+def test_sample_sort_matches_numpy(on_scheduler):
     rng = np.random.default_rng(5)
     host = np.exp(rng.standard_normal(sum(CHUNKS)) * 3).astype(np.float32)     # skewed keys
     host[[9, 300_000]] = np.nan
     x = _dask(host)
     v = _dask(np.arange(host.size, dtype=np.int64))
-    with ctx:
-        for order in (cuprims.SortOrder.ASCENDING, cuprims.SortOrder.DESCENDING):
-            keys, values = cd.sort(x, v, order)
-            keys, values = dask.compute(keys, values)
-            keys, values = cp.asnumpy(keys), cp.asnumpy(values)
-            want = np.sort(host) if order is cuprims.SortOrder.ASCENDING else np.sort(host)[::-1]
-            np.testing.assert_array_equal(keys, want)
-            np.testing.assert_array_equal(host[values], keys)
-        ints = rng.integers(0, 1 << 30, sum(CHUNKS)).astype(np.uint32)
-        sizes = [int(p.compute().size) for p in cd.sort(_dask(ints)).to_delayed().ravel()]
-        assert sum(sizes) == ints.size and max(sizes) < 1.5 * ints.size / len(CHUNKS), sizes
+    for order in (cuprims.SortOrder.ASCENDING, cuprims.SortOrder.DESCENDING):
+        keys, values = cd.sort(x, v, order)
+        keys, values = dask.compute(keys, values)
+        keys, values = cp.asnumpy(keys), cp.asnumpy(values)
+        want = np.sort(host) if order is cuprims.SortOrder.ASCENDING else np.sort(host)[::-1]
+        np.testing.assert_array_equal(keys, want)
+        np.testing.assert_array_equal(host[values], keys)
+    ints = rng.integers(0, 1 << 30, sum(CHUNKS)).astype(np.uint32)
+    sizes = [int(p.compute().size) for p in cd.sort(_dask(ints)).to_delayed().ravel()]
+    assert sum(sizes) == ints.size and max(sizes) < 1.5 * ints.size / len(CHUNKS), sizes
