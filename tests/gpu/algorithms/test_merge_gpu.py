@@ -15,6 +15,7 @@ cp = pytest.importorskip("cupy")
 import cuprims  # noqa: E402
 from cuprims import CountingIterator, OpKind  # noqa: E402
 from twins import KEY_STRUCT, struct_less  # noqa: E402
+from struct_arrays import Structs  # noqa: E402
 
 DTYPES = [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64, np.float16, np.float32,
           np.float64]
@@ -130,22 +131,6 @@ def test_counting_iterator_inputs():
                                np.arange(n1, n1 + n2, dtype=np.int64))
     np.testing.assert_array_equal(out_k.get(), want_k)
     np.testing.assert_array_equal(out_v.get(), want_v)
-
-
-class Structs:
-    """A device array of structs (CUDA Array Interface with a structured descr)."""
-
-    def __init__(self, host: np.ndarray):
-        self.dtype, self.size = host.dtype, host.size
-        self.raw = cp.asarray(np.ascontiguousarray(host).view(np.uint8).reshape(-1))
-
-    @property
-    def __cuda_array_interface__(self):
-        return {"shape": (self.size,), "typestr": f"|V{self.dtype.itemsize}", "descr": self.dtype.descr,
-                "data": (self.raw.data.ptr, False), "version": 3, "strides": None}
-
-    def get(self) -> np.ndarray:
-        return cp.asnumpy(self.raw).view(self.dtype)
 
 
 def _struct_sorted(n, rng):

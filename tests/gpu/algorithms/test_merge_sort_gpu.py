@@ -18,6 +18,7 @@ import cuprims
 from cuprims import CountingIterator, OpKind, PermutationIterator, ReverseIterator, TransformIterator, ZipIterator
 from cuprims.algorithms.merge_sort.api import make_merge_sort, merge_sort
 from twins import KEY_STRUCT, struct_less
+from struct_arrays import Structs
 
 cp = pytest.importorskip("cupy")
 
@@ -32,22 +33,6 @@ def py_less(a, b):
 
 def py_greater(a, b):
     return a > b
-
-
-class Structs:
-    """A device array of structs (CUDA Array Interface with a structured descr)."""
-
-    def __init__(self, host: np.ndarray):
-        self.dtype, self.size = host.dtype, host.size
-        self.raw = cp.asarray(np.ascontiguousarray(host).view(np.uint8).reshape(-1))
-
-    @property
-    def __cuda_array_interface__(self):
-        return {"shape": (self.size,), "typestr": f"|V{self.dtype.itemsize}", "descr": self.dtype.descr,
-                "data": (self.raw.data.ptr, False), "version": 3, "strides": None}
-
-    def get(self) -> np.ndarray:
-        return cp.asnumpy(self.raw).view(self.dtype)
 
 
 def permute(values: np.ndarray, perm: np.ndarray) -> np.ndarray:

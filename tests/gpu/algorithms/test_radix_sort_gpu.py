@@ -18,6 +18,7 @@ from cuprims.algorithms.radix_sort.api import make_radix_sort, radix_sort
 from cuprims.algorithms.sort_common import DoubleBuffer
 from twins import STRUCT, ordered_bits, sorted_keys  # the radix order's model, test_radix_sort's too
 from twins import random_keys as _random_keys
+from struct_arrays import Structs
 
 cp = pytest.importorskip("cupy")
 
@@ -62,27 +63,6 @@ def permute(values: np.ndarray, perm: np.ndarray) -> np.ndarray:
 def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
     return a.shape == b.shape and np.array_equal(np.ascontiguousarray(a).view(np.uint8),
                                                  np.ascontiguousarray(b).view(np.uint8))
-
-
-class Structs:
-    """A device array of struct values (CUDA Array Interface with a structured descr)."""
-
-    def __init__(self, host: np.ndarray):
-        self.dtype = host.dtype
-        self.size = host.size
-        self.raw = cp.asarray(host.view(np.uint8).reshape(-1))
-
-    @classmethod
-    def empty(cls, n, dtype):
-        return cls(np.zeros(n, dtype))
-
-    @property
-    def __cuda_array_interface__(self):
-        return {"shape": (self.size,), "typestr": f"|V{self.dtype.itemsize}", "descr": self.dtype.descr,
-                "data": (self.raw.data.ptr, False), "version": 3, "strides": None}
-
-    def get(self) -> np.ndarray:
-        return cp.asnumpy(self.raw).view(self.dtype)
 
 
 def device_values(host: np.ndarray):
