@@ -353,11 +353,13 @@ def result_refusal(result: np.dtype | None, target: Any) -> str | None:
     return expected
 
 
-def operator_signature(arg_types: Sequence[Any], result_type: Any) -> str:
+def operator_signature(arg_types: Sequence[Any], result_type: Any, *, result_dropped: bool = False) -> str:
     """``(int32, int32) -> int32``: the types an operator is compiled for (a result type of
-    None: a truth value, stored as a bool)."""
-    return f"({', '.join(str(vt.dtype) for vt in arg_types)}) -> " + (
-        str(result_type.dtype) if result_type is not None else "bool")
+    None: a truth value, stored as a bool; ``result_dropped``: called for its side effects,
+    its result ignored)."""
+    result = "anything (dropped)" if result_dropped else str(result_type.dtype) if result_type is not None \
+        else "bool"
+    return f"({', '.join(str(vt.dtype) for vt in arg_types)}) -> {result}"
 
 
 def check_result(arg_types: Sequence[Any], result_type: Any, result: np.dtype | None, shown: str, *,

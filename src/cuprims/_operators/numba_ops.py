@@ -88,9 +88,7 @@ def compile_python_op(fn: Callable, arg_types: Sequence[ValueType], result_type:
     cuda, types, _ = import_numba()
     args = [f"p{i}" for i in range(len(arg_types))]
     out_vt = result_type
-    signature_text = operator_signature(arg_types, out_vt)
-    if ignores_result:
-        signature_text = signature_text.rsplit(" -> ", 1)[0] + " -> anything (dropped)"
+    signature_text = operator_signature(arg_types, out_vt, result_dropped=ignores_result)
     captures = captures_of(fn, captures)
     values = [_loader(vt, p) for vt, p in zip(arg_types, args)]
     namespace: dict[str, Any] = {}
