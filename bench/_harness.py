@@ -48,6 +48,18 @@ def sized_call(obj: Any, **kw: Any) -> Callable[[], Any]:
     return lambda: obj(temp_storage=tmp, **kw)
 
 
+def read_ms(x: Any) -> float:
+    """Device milliseconds of one read of device array ``x``: our max-reduce of it, the floor
+    of an algorithm that reads ``x`` once."""
+    import cupy as cp
+
+    import cuprims
+
+    largest, op, init = cp.empty(1, x.dtype), cuprims.OpKind.MAXIMUM, x.dtype.type(0)
+    read = cuprims.make_reduce_into(d_in=x, d_out=largest, op=op, h_init=init)
+    return device_ms(sized_call(read, d_in=x, d_out=largest, op=op, num_items=x.size, h_init=init))
+
+
 def host_us(fn: Callable[[], Any], *, calls: int = 200, repeats: int = 40) -> float:
     """Median host microseconds per call.
 

@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import bench_arguments, device_ms, result_rows, save_results  # noqa: E402
+from _harness import bench_arguments, device_ms, read_ms, result_rows, save_results  # noqa: E402
 
 
 def main() -> None:
@@ -94,11 +94,7 @@ def main() -> None:
     t_torch_rle = device_ms(lambda: torch.unique_consecutive(kt, return_counts=True))
     add(work, "torch.unique_consecutive(return_counts=True)", t_torch_rle, "ms", t_torch_rle / t_rle,
         "ratio = torch/cuprims (target >= 2)")
-    largest = cp.empty(1, np.int32)
-    read = cuprims.make_reduce_into(d_in=keys, d_out=largest, op=OpKind.MAXIMUM, h_init=np.int32(0))
-    read_kw = dict(d_in=keys, d_out=largest, op=OpKind.MAXIMUM, num_items=n, h_init=np.int32(0))
-    tmp_read = cp.empty(read(temp_storage=None, **read_kw), np.uint8)
-    t_read = device_ms(lambda: read(temp_storage=tmp_read, **read_kw))
+    t_read = read_ms(keys)
     add(work, "a read of the keys (cuprims max-reduce: the floor)", t_read, "ms", t_rle / t_read,
         "ratio = cuprims/read")
 

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import bench_arguments, device_ms, result_rows, save_results  # noqa: E402
+from _harness import bench_arguments, device_ms, read_ms, result_rows, save_results  # noqa: E402
 
 
 def main() -> None:
@@ -27,7 +27,6 @@ def main() -> None:
     import torch
 
     import cuprims
-    from cuprims import OpKind
 
     n = 1 << args.log2n
     rows, add = result_rows(52, 56)
@@ -41,11 +40,7 @@ def main() -> None:
     find = cuprims.make_find_if(d_in=x, d_out_index=where, cond=is_two)
     tmp = cp.empty(find(temp_storage=None, d_in=x, d_out_index=where, num_items=n), np.uint8)
     call = lambda: find(temp_storage=tmp, d_in=x, d_out_index=where, num_items=n)  # noqa: E731
-    largest = cp.empty(1, np.float32)
-    read = cuprims.make_reduce_into(d_in=x, d_out=largest, op=OpKind.MAXIMUM, h_init=np.float32(0))
-    read_kw = dict(d_in=x, d_out=largest, op=OpKind.MAXIMUM, num_items=n, h_init=np.float32(0))
-    tmp_read = cp.empty(read(temp_storage=None, **read_kw), np.uint8)
-    t_read = device_ms(lambda: read(temp_storage=tmp_read, **read_kw))
+    t_read = read_ms(x)
     for at, label in ((1000, "at index 1,000"), (n - 1, "at the last index")):
         x[at] = 2.0
         work = f"find_if == 2.0, float32, 2^{args.log2n}, first match {label}"

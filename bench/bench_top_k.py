@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import bench_arguments, device_ms, result_rows, save_results  # noqa: E402
+from _harness import bench_arguments, device_ms, read_ms, result_rows, save_results  # noqa: E402
 
 
 def main() -> None:
@@ -28,17 +28,13 @@ def main() -> None:
     import torch
 
     import cuprims
-    from cuprims import CountingIterator, OpKind
+    from cuprims import CountingIterator
 
     n = 1 << args.log2n
     rows, add = result_rows(40, 56)
     x = cp.random.default_rng(1).standard_normal(n, dtype=np.float32)
     xt = torch.as_tensor(x, device="cuda")
-    largest = cp.empty(1, np.float32)
-    read = cuprims.make_reduce_into(d_in=x, d_out=largest, op=OpKind.MAXIMUM, h_init=np.float32(-np.inf))
-    read_kw = dict(d_in=x, d_out=largest, op=OpKind.MAXIMUM, num_items=n, h_init=np.float32(-np.inf))
-    tmp_read = cp.empty(read(temp_storage=None, **read_kw), np.uint8)
-    t_read = device_ms(lambda: read(temp_storage=tmp_read, **read_kw))
+    t_read = read_ms(x)
     arange = cp.arange(n, dtype=np.int32)
     for k in (16, 1024, 1 << 20):
         work = f"top_k float32 2^{args.log2n}, k = {k}"
