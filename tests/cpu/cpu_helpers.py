@@ -294,6 +294,19 @@ def fake_cupy_array(mem: FakeMemory, host: np.ndarray, device: int = 0):
 FakeCupyNdarray = type("ndarray", (_FakeCupyBase,), {"__module__": "cupy._core.core", "__slots__": ()})
 
 
+def fake_driver_memory(monkeypatch, skew: int = 0) -> FakeMemory:
+    """A FakeMemory that the driver's stream-ordered allocations come from (each ``skew``
+    bytes past an aligned address) and return to, and FakePack for its parameter packs:
+    what a test of an algorithm's host dispatch on a fake device sets up first."""
+    from cuprims._runtime import driver
+
+    mem = FakeMemory()
+    monkeypatch.setattr(driver, "ParamPack", FakePack)
+    monkeypatch.setattr(driver, "alloc_async", lambda nbytes, stream, device=-1: mem.alloc(nbytes, skew=skew))
+    monkeypatch.setattr(driver, "free_async", lambda ptr, stream: mem.free(ptr))
+    return mem
+
+
 class FakeDeviceArray:
     """The CUDA Array Interface of ``n`` items at a made-up address, and nothing else: an
     argument's checks read it, nothing is ever read or written through it."""

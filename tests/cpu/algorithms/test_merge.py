@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import cuprims
-from cpu_helpers import check_golden, check_kernel_params, render_source
+from cpu_helpers import check_golden, check_kernel_params, fake_driver_memory, render_source
 from cuprims import CountingIterator, DiscardIterator, OpKind, ProxyArray as P
 from cuprims.errors import ArgumentError, ArgumentTypeError
 from twins import KEY_STRUCT, struct_less
@@ -160,14 +160,10 @@ class FakeMergeDevice:
 def fake(monkeypatch, shared_cache):
     from types import SimpleNamespace
 
-    from cpu_helpers import FakeMemory, FakePack
     from cuprims._runtime import driver
     from cuprims.algorithms.merge import api
 
-    mem = FakeMemory()
-    monkeypatch.setattr(driver, "ParamPack", FakePack)
-    monkeypatch.setattr(driver, "alloc_async", lambda nbytes, stream, device=-1: mem.alloc(nbytes, skew=64))
-    monkeypatch.setattr(driver, "free_async", lambda ptr, stream: mem.free(ptr))
+    mem = fake_driver_memory(monkeypatch, skew=64)
 
     def make(pairs):
         obj = _make(i8, i4 if pairs else None)

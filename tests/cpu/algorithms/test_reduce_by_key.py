@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import cuprims
-from cpu_helpers import (FakeArray, FakeMemory, FakePack, check_golden, check_kernel_params, check_variant_params,
-                         render_source)
+from cpu_helpers import (FakeArray, FakeMemory, check_golden, check_kernel_params, check_variant_params,
+                         fake_driver_memory, render_source)
 from cuprims import ConstantIterator, CountingIterator, DiscardIterator, OpKind, ProxyArray as P, TransformIterator
 from cuprims._runtime import driver
 from cuprims.algorithms.reduce_by_key import api as rbk
@@ -149,10 +149,7 @@ class FakeReduceByKeyDevice:
 
 @pytest.fixture
 def fake(monkeypatch, shared_cache):
-    mem = FakeMemory()
-    monkeypatch.setattr(driver, "ParamPack", FakePack)
-    monkeypatch.setattr(driver, "alloc_async", lambda nbytes, stream, device=-1: mem.alloc(nbytes, skew=64))
-    monkeypatch.setattr(driver, "free_async", lambda ptr, stream: mem.free(ptr))
+    mem = fake_driver_memory(monkeypatch, skew=64)
 
     def make(**over):
         obj = _make(**over)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import cuprims
-from cpu_helpers import FakeArray, FakeMemory, FakePack, check_golden, check_kernel_params, render_source
+from cpu_helpers import FakeArray, FakeMemory, check_golden, check_kernel_params, fake_driver_memory, render_source
 from cuprims import CountingIterator, OpKind, ProxyArray as P, TransformIterator
 from cuprims._runtime import driver
 from cuprims.algorithms.segmented_scan import api as ss
@@ -131,10 +131,7 @@ class FakeSegmentedScanDevice:
 
 @pytest.fixture
 def fake(monkeypatch, shared_cache):
-    mem = FakeMemory()
-    monkeypatch.setattr(driver, "ParamPack", FakePack)
-    monkeypatch.setattr(driver, "alloc_async", lambda nbytes, stream, device=-1: mem.alloc(nbytes, skew=64))
-    monkeypatch.setattr(driver, "free_async", lambda ptr, stream: mem.free(ptr))
+    mem = fake_driver_memory(monkeypatch, skew=64)
 
     def make(inclusive=True, **over):
         obj = _make(inclusive, **over)

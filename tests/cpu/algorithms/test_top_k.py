@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import cuprims
-from cpu_helpers import FakeArray, FakeMemory, FakePack, check_golden, check_kernel_params, render_source
+from cpu_helpers import FakeArray, FakeMemory, check_golden, check_kernel_params, fake_driver_memory, render_source
 from cuprims import CountingIterator, ProxyArray as P, SortOrder
 from cuprims._runtime import driver
 from cuprims.algorithms.top_k import api as tk
@@ -220,10 +220,7 @@ def _best_first(words: np.ndarray) -> np.ndarray:
 
 @pytest.fixture
 def fake(monkeypatch, shared_cache):
-    mem = FakeMemory()
-    monkeypatch.setattr(driver, "ParamPack", FakePack)
-    monkeypatch.setattr(driver, "alloc_async", lambda nbytes, stream, device=-1: mem.alloc(nbytes))
-    monkeypatch.setattr(driver, "free_async", lambda ptr, stream: mem.free(ptr))
+    mem = fake_driver_memory(monkeypatch)
 
     def make(key=np.int16, pairs=False, order=SortOrder.DESCENDING, sorted=False, reverse=False):
         extra = dict(d_in_values=P(i4), d_out_values=P(i4)) if pairs else {}
