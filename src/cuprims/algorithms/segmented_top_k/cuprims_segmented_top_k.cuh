@@ -31,6 +31,16 @@
 
 #include <cuda/std/type_traits>
 
+#ifndef CUPRIMS_TOPK_HIST
+#define CUPRIMS_TOPK_HIST 0
+#endif
+#ifndef CUPRIMS_TOPK_SM_THREADS
+#define CUPRIMS_TOPK_SM_THREADS 1024
+#endif
+#ifndef CUPRIMS_TOPK_PREFETCH
+#define CUPRIMS_TOPK_PREFETCH 0
+#endif
+
 namespace cuprims
 {
 namespace segmented_top_k
@@ -154,7 +164,7 @@ struct group_ops
 // three blocks of 256, unbounded; it fits 48 without a spill).
 template <int Threads, int Items, bool Bounded, bool Warp, int Kind, bool Descending, class Bits,
           unsigned long long InfBits, class ValueT, class BeginT, class EndT>
-__global__ __launch_bounds__(Threads, Warp ? 1280 / Threads : 1024 / Threads) void top_k_kernel(
+__global__ __launch_bounds__(Threads, Warp ? 1280 / Threads : (CUPRIMS_TOPK_SM_THREADS + Threads - 1) / Threads) void top_k_kernel(
   const Bits* keys_in,
   Bits* keys_out,
   const ValueT* values_in,
@@ -272,6 +282,24 @@ __global__ __launch_bounds__(Threads, Warp ? 1280 / Threads : 1024 / Threads) vo
       {
         load(0);
       }
+#if CUPRIMS_TOPK_PREFETCH
+      // the next row of this block's list is fetched into L2 while this one is selected
+      if constexpr (!Warp)
+      {
+        if (j + 1 < count)
+        {
+          const long long next       = batch + list[j + 1] * groups;
+          const long long next_begin = static_cast<long long>(begins[next]);
+          long long next_n           = static_cast<long long>(ends[next]) - next_begin;
+          next_n                     = next_n < sh::tile ? next_n : sh::tile;
+          constexpr int line         = 128 / int(sizeof(Bits));
+          for (long long at = static_cast<long long>(t) * line; at < next_n; at += static_cast<long long>(sh::group) * line)
+          {
+            asm volatile("prefetch.global.L2 [%0];" ::"l"(keys_in + next_begin + at));
+          }
+        }
+      }
+#endif
 
       // the radix select: ranks under `mask` equal to `prefix` are the candidates, `need` of
       // them still to take; a row of at most k keys takes every key (the prefix 0 under no mask)
@@ -299,6 +327,7 @@ __global__ __launch_bounds__(Threads, Warp ? 1280 / Threads : 1024 / Threads) vo
               const int idx   = c * sh::tile + i * sh::group + t;
               const bool cand = idx < n && (r[i] & mask) == prefix;
               // later passes leave few candidates: a warp without one skips the match
+#if CUPRIMS_TOPK_HIST == 0
               if (__any_sync(0xffffffffu, cand))
               {
                 const unsigned bin   = cand ? unsigned((r[i] >> shift) & Bits(255)) : 256u;
@@ -308,6 +337,28 @@ __global__ __launch_bounds__(Threads, Warp ? 1280 / Threads : 1024 / Threads) vo
                   atomicAdd(&hist[bin], unsigned(__popc(peers)));
                 }
               }
+#elif CUPRIMS_TOPK_HIST == 1
+              {
+                const unsigned bin = unsigned((r[i] >> shift) & Bits(255));
+                unsigned left      = __ballot_sync(0xffffffffu, cand);
+                while (left)
+                {
+                  const int leader    = __ffs(left) - 1;
+                  const unsigned lead = __shfl_sync(0xffffffffu, bin, leader);
+                  const unsigned same = left & __ballot_sync(0xffffffffu, bin == lead);
+                  if (lane == leader)
+                  {
+                    atomicAdd(&hist[lead], unsigned(__popc(same)));
+                  }
+                  left &= ~same;
+                }
+              }
+#else
+              if (cand)
+              {
+                atomicAdd(&hist[unsigned((r[i] >> shift) & Bits(255))], 1u);
+              }
+#endif
             }
           }
           ops::sync();
