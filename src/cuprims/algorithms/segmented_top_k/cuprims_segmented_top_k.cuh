@@ -8,7 +8,8 @@
 // rank by a radix select, 8 bits a pass from the top:
 //
 //   * a 256-bin histogram in shared memory of the digit under the prefix found so far
-//     (warp-aggregated atomics: keys of real data crowd a few bins of the top digit),
+//     (a lane's own atomic, but one for all the lanes on the bin of a warp's first
+//     candidate: a row of equal keys would queue them a lane at a time),
 //     then a group scan over the bins from the top finds the bin that holds the k-th
 //     rank; the select stops early when that bin holds exactly the ranks still needed;
 //   * a last pass keeps every rank above the prefix and the first of those on it (by
@@ -20,7 +21,9 @@
 //
 // A row of at most one tile (group x Items) is read once into registers (striped: item
 // i of thread t is row item i * group + t, so loads coalesce); a longer one is read
-// again, a tile at a time, for each pass. The host launches a kernel per tier of row
+// again, a tile at a time, for each pass. A block fetches its next row's first tile into
+// L2 as it starts a row: a block tier holds one block an SM, whose loads would otherwise
+// wait on memory with nothing else in flight. The host launches a kernel per tier of row
 // length; each kernel takes the rows whose length lies in (lo, hi] and leaves the others.
 // Short rows take a warp each (`Warp`: the block's warps on rows of their own, with warp
 // barriers and scans), which spares them the block-wide barriers of every pass.
@@ -32,13 +35,7 @@
 #include <cuda/std/type_traits>
 
 #ifndef CUPRIMS_TOPK_HIST
-#define CUPRIMS_TOPK_HIST 0
-#endif
-#ifndef CUPRIMS_TOPK_SM_THREADS
-#define CUPRIMS_TOPK_SM_THREADS 1024
-#endif
-#ifndef CUPRIMS_TOPK_PREFETCH
-#define CUPRIMS_TOPK_PREFETCH 0
+#define CUPRIMS_TOPK_HIST 3
 #endif
 
 namespace cuprims
@@ -164,7 +161,7 @@ struct group_ops
 // three blocks of 256, unbounded; it fits 48 without a spill).
 template <int Threads, int Items, bool Bounded, bool Warp, int Kind, bool Descending, class Bits,
           unsigned long long InfBits, class ValueT, class BeginT, class EndT>
-__global__ __launch_bounds__(Threads, Warp ? 1280 / Threads : (CUPRIMS_TOPK_SM_THREADS + Threads - 1) / Threads) void top_k_kernel(
+__global__ __launch_bounds__(Threads, Warp ? 1280 / Threads : 1024 / Threads) void top_k_kernel(
   const Bits* keys_in,
   Bits* keys_out,
   const ValueT* values_in,
@@ -282,7 +279,6 @@ __global__ __launch_bounds__(Threads, Warp ? 1280 / Threads : (CUPRIMS_TOPK_SM_T
       {
         load(0);
       }
-#if CUPRIMS_TOPK_PREFETCH
       // the next row of this block's list is fetched into L2 while this one is selected
       if constexpr (!Warp)
       {
@@ -299,7 +295,6 @@ __global__ __launch_bounds__(Threads, Warp ? 1280 / Threads : (CUPRIMS_TOPK_SM_T
           }
         }
       }
-#endif
 
       // the radix select: ranks under `mask` equal to `prefix` are the candidates, `need` of
       // them still to take; a row of at most k keys takes every key (the prefix 0 under no mask)
@@ -327,36 +322,33 @@ __global__ __launch_bounds__(Threads, Warp ? 1280 / Threads : (CUPRIMS_TOPK_SM_T
               const int idx   = c * sh::tile + i * sh::group + t;
               const bool cand = idx < n && (r[i] & mask) == prefix;
               // later passes leave few candidates: a warp without one skips the match
-#if CUPRIMS_TOPK_HIST == 0
-              if (__any_sync(0xffffffffu, cand))
+#if CUPRIMS_TOPK_HIST == 2
+              if (cand)
               {
-                const unsigned bin   = cand ? unsigned((r[i] >> shift) & Bits(255)) : 256u;
-                const unsigned peers = __match_any_sync(0xffffffffu, bin);
-                if (cand && lane == __ffs(peers) - 1)
-                {
-                  atomicAdd(&hist[bin], unsigned(__popc(peers)));
-                }
+                atomicAdd(&hist[unsigned((r[i] >> shift) & Bits(255))], 1u);
               }
-#elif CUPRIMS_TOPK_HIST == 1
+#else
+              // the first candidate's bin takes one atomic for every lane on it (a row of
+              // many equal keys would otherwise queue a lane at a time on one counter); the
+              // other lanes add their own (a match of every lane's bin costs more than their
+              // atomics on keys of real data)
               {
-                const unsigned bin = unsigned((r[i] >> shift) & Bits(255));
-                unsigned left      = __ballot_sync(0xffffffffu, cand);
-                while (left)
+                const unsigned bin    = unsigned((r[i] >> shift) & Bits(255));
+                const unsigned active = __ballot_sync(0xffffffffu, cand);
+                if (active)
                 {
-                  const int leader    = __ffs(left) - 1;
+                  const int leader    = __ffs(active) - 1;
                   const unsigned lead = __shfl_sync(0xffffffffu, bin, leader);
-                  const unsigned same = left & __ballot_sync(0xffffffffu, bin == lead);
+                  const unsigned same = active & __ballot_sync(0xffffffffu, bin == lead);
                   if (lane == leader)
                   {
                     atomicAdd(&hist[lead], unsigned(__popc(same)));
                   }
-                  left &= ~same;
+                  else if (cand && bin != lead)
+                  {
+                    atomicAdd(&hist[bin], 1u);
+                  }
                 }
-              }
-#else
-              if (cand)
-              {
-                atomicAdd(&hist[unsigned((r[i] >> shift) & Bits(255))], 1u);
               }
 #endif
             }
