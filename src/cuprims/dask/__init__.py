@@ -21,13 +21,20 @@ those arrays live on one device, and the chunks on others.
   chunk (``samples_per_chunk`` keys each travel to one task), each chunk cut at them, and
   each output chunk gathered from one piece of every chunk and sorted: every item crosses
   the cluster once.
+* :func:`reduce_by_key`, :func:`unique_by_key`: each chunk's runs of equal consecutive
+  keys, then one task given each chunk's first and last keys (and, to reduce, its first and
+  last runs' values) that finds the runs crossing chunk boundaries and folds them; each
+  chunk gets back whether to drop its first run and, to reduce, its last run's fold (at
+  most one item), and trims its runs where they are.
 
 ``import cuprims`` never imports Dask; ``import cuprims.dask`` does.
 """
 
+from cuprims.dask.by_key import reduce_by_key, unique_by_key
 from cuprims.dask.reduce import max, min, reduce, sum
 from cuprims.dask.scan import exclusive_scan, inclusive_scan
 from cuprims.dask.select import histogram_even, top_k
 from cuprims.dask.sort import sort
 
-__all__ = ["reduce", "sum", "min", "max", "inclusive_scan", "exclusive_scan", "histogram_even", "top_k", "sort"]
+__all__ = ["reduce", "sum", "min", "max", "inclusive_scan", "exclusive_scan", "histogram_even", "top_k", "sort",
+           "reduce_by_key", "unique_by_key"]

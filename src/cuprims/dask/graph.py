@@ -1,5 +1,6 @@
 """What the graph builders share: checks of the arguments, on the client, before any task
-exists; the chunks' keys in order; and the fan-in of a tree of combining tasks."""
+exists; the chunks' keys in order; the fan-in of a tree of combining tasks; and the host's
+bookkeeping that some tasks do (the splitters' positions, the runs that cross chunks)."""
 
 from __future__ import annotations
 
@@ -98,3 +99,32 @@ def splitter_positions(pooled: int, parts: int) -> np.ndarray:
     if pooled == 0 or parts < 2:
         return np.zeros(0, np.int64)
     return (np.arange(1, parts, dtype=np.int64) * pooled) // parts
+
+
+def joined_runs(runs: list[int], joins: list[bool]) -> tuple[list[bool], list[list[int]]]:
+    """Which runs of the chunks' by-key results join across chunk boundaries.
+
+    ``runs``: each chunk's count of runs (0 for an empty chunk, which no run crosses);
+    ``joins``: for each two consecutive non-empty chunks, whether the first's last run goes
+    on into the second's first. Returns ``drops``, for each chunk whether its first run
+    continues an earlier chunk's (and so leaves its output), and ``groups``, for each run
+    that crosses a boundary the chunks it crosses in order (its head in the first one, as
+    that chunk's last run; a chunk of one run can be crossed whole)."""
+    present = [i for i, count in enumerate(runs) if count]
+    if len(joins) != max(len(present) - 1, 0):
+        raise ValueError(f"{len(joins)} joins for {len(present)} non-empty chunks")
+    drops = [False] * len(runs)
+    groups: list[list[int]] = []
+    open_group: list[int] | None = None
+    for a, b, join in zip(present, present[1:], joins):
+        if not join:
+            open_group = None
+            continue
+        drops[b] = True
+        if open_group is None:
+            open_group = [a]
+            groups.append(open_group)
+        open_group.append(b)
+        if runs[b] > 1:     # b's last run is another run: one that joins b's successor starts a new group
+            open_group = None
+    return drops, groups

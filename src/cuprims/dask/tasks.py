@@ -219,3 +219,111 @@ def gather_part(pairs: list, cut_list: list, part: int, order: Any, values: bool
     keys = cp.concatenate([p[0][c[part]:c[part + 1]] for p, c in zip(pairs, cut_list)])
     vals = cp.concatenate([p[1][c[part]:c[part + 1]] for p, c in zip(pairs, cut_list)]) if values else None
     return sort_chunk(keys, vals, order)
+
+
+def chunk_by_key(keys: Any, values: Any, op: Any, equality: Any, dtype: np.dtype) -> tuple:
+    """The chunk's runs of equal consecutive keys: by :func:`cuprims.reduce_by_key` (each run's
+    first key and its values folded by ``op``, in ``dtype``), or with ``op`` None by
+    :func:`cuprims.unique_by_key` (each run's first key and first value); with the chunk's
+    last key (None for an empty chunk), which the stitch compares with the next chunk's first."""
+    import cupy as cp
+
+    import cuprims
+
+    flat, vals = _flat(keys), _flat(values)
+    n = flat.size
+    out_keys, out_vals = cp.empty(n, flat.dtype), cp.empty(n, dtype)
+    if n == 0:
+        return out_keys, out_vals, None
+    count = cp.empty(1, np.int64)
+    if op is None:
+        cuprims.unique_by_key(d_in_keys=flat, d_in_items=vals, d_out_keys=out_keys, d_out_items=out_vals,
+                              d_out_num_selected=count, op=equality, num_items=n)
+    else:
+        cuprims.reduce_by_key(d_in_keys=flat, d_in_values=vals, d_out_unique_keys=out_keys, d_out_aggregates=out_vals,
+                              d_out_num_runs=count, reduction_op=op, num_items=n, equality_op=equality)
+    runs = int(count[0])
+    if runs < n:     # copies of the runs alone, so that the chunk-sized outputs are freed
+        out_keys, out_vals = out_keys[:runs].copy(), out_vals[:runs].copy()
+    return out_keys, out_vals, flat[-1:].copy()
+
+
+def run_ends(part: tuple, values: bool) -> tuple | None:
+    """What the stitch needs of one chunk's runs, one item each (None for an empty chunk):
+    the first key, the chunk's last key, (with ``values``, else None) the first and last
+    runs' values, and the count of runs. Copies, so that the chunk's arrays do not travel
+    with them."""
+    keys, vals, last = part
+    if last is None:
+        return None
+    if not values:
+        return keys[:1].copy(), last, None, None, int(keys.size)
+    return keys[:1].copy(), last, vals[:1].copy(), vals[-1:].copy(), int(keys.size)
+
+
+def boundary_joins(lasts: list, firsts: list, equality: Any) -> list[bool]:
+    """For each pair, whether ``equality(lasts[j], firsts[j])`` holds (one-element arrays):
+    :func:`cuprims.unique_by_key` of the pairs laid end to end, each pair's second item
+    joining its first exactly where it is no head (a run's head is decided by its item and
+    the one before alone; the heads where one pair meets the next are not looked at)."""
+    import cupy as cp
+
+    import cuprims
+    from cuprims import CountingIterator
+
+    if not lasts:
+        return []
+    laid = cp.concatenate([item for pair in zip(lasts, firsts) for item in pair])
+    heads, count = cp.empty(laid.size, np.int64), cp.empty(1, np.int64)
+    cuprims.unique_by_key(d_in_keys=laid, d_in_items=CountingIterator(np.int64(0)), d_out_keys=cp.empty_like(laid),
+                          d_out_items=heads, d_out_num_selected=count, op=equality, num_items=laid.size)
+    starts = set(cp.asnumpy(heads[:int(count[0])]).tolist())
+    return [2 * j + 1 not in starts for j in range(len(lasts))]
+
+
+def fold_groups(groups: list, op: Any, dtype: np.dtype) -> list:
+    """Each group's one-element arrays folded in order by ``op``, in one
+    :func:`cuprims.reduce_by_key` over all groups (the group's number its key): a
+    one-element array per group."""
+    import cupy as cp
+
+    import cuprims
+
+    pieces = cp.concatenate([piece for group in groups for piece in group])
+    ids = cp.asarray(np.repeat(np.arange(len(groups), dtype=np.int32), [len(group) for group in groups]))
+    folded, count = cp.empty(len(groups), dtype), cp.empty(1, np.int64)
+    cuprims.reduce_by_key(d_in_keys=ids, d_in_values=pieces, d_out_unique_keys=cp.empty_like(ids),
+                          d_out_aggregates=folded, d_out_num_runs=count, reduction_op=op, num_items=pieces.size)
+    return [folded[g:g + 1].copy() for g in range(len(groups))]
+
+
+def stitch_runs(ends: list, op: Any, equality: Any, dtype: np.dtype) -> list:
+    """For each chunk, from every chunk's :func:`run_ends`: ``(drop, patch)``, whether its
+    first run continues an earlier chunk's (and leaves its output), and, where its last run
+    goes on into later chunks, that run's fold over all of them (reduce-by-key only; else
+    None)."""
+    from cuprims.dask.graph import joined_runs
+
+    present = [end for end in ends if end is not None]
+    joins = boundary_joins([end[1] for end in present[:-1]], [end[0] for end in present[1:]], equality)
+    drops, groups = joined_runs([0 if end is None else end[4] for end in ends], joins)
+    patches: list = [None] * len(ends)
+    if op is not None and groups:
+        # the head chunk gives its last run's value; every other chunk its first run's
+        pieces = [[ends[i][3 if k == 0 else 2] for k, i in enumerate(group)] for group in groups]
+        for group, folded in zip(groups, fold_groups(pieces, op, dtype)):
+            patches[group[0]] = folded
+    return list(zip(drops, patches))
+
+
+def patch_runs(part: tuple, fix: tuple) -> tuple:
+    """The chunk's runs as they go out: its first run dropped where it continues an earlier
+    chunk's, its last run's value replaced where that run goes on into later chunks."""
+    keys, vals, _ = part
+    drop, patch = fix
+    if drop:
+        keys, vals = keys[1:], vals[1:]
+    if patch is not None:
+        vals = vals.copy()     # the part is the runs task's result: left as it is
+        vals[-1:] = patch
+    return keys, vals

@@ -1,7 +1,8 @@
-"""cuprims.dask on the GPU against numpy: reductions and scans of Dask arrays of CuPy
-chunks, chunked unevenly with empty chunks, computed by the synchronous scheduler and by a
-distributed LocalCluster of worker processes sharing the GPU (one worker per GPU where
-several are visible); errors in a worker reach the client as the same cuprims exception."""
+"""cuprims.dask on the GPU against numpy: reductions, scans, histograms, top-k, sorts and
+runs by key of Dask arrays of CuPy chunks, chunked unevenly with empty chunks, computed by
+the synchronous scheduler and by a distributed LocalCluster of worker processes sharing the
+GPU (one worker per GPU where several are visible); errors in a worker reach the client as
+the same cuprims exception."""
 
 from __future__ import annotations
 
@@ -138,3 +139,60 @@ def test_sample_sort_matches_numpy(on_scheduler):
     ints = rng.integers(0, 1 << 30, sum(CHUNKS)).astype(np.uint32)
     sizes = [int(p.compute().size) for p in cd.sort(_dask(ints)).to_delayed().ravel()]
     assert sum(sizes) == ints.size and max(sizes) < 1.5 * ints.size / len(CHUNKS), sizes
+
+
+def _same_half(a, b):
+    return a // 2 == b // 2
+
+
+def _run_starts(keys: np.ndarray) -> np.ndarray:
+    return np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+
+
+def test_by_key_matches_numpy(on_scheduler):
+    rng = np.random.default_rng(6)
+    size = sum(CHUNKS)
+    # runs of 1 to 4 and of up to 60,000 keys, of three values so that neighbours repeat
+    lengths = np.where(rng.random(2000) < 0.5, rng.integers(1, 5, 2000), rng.integers(1, 60_000, 2000))
+    host = np.repeat(rng.integers(0, 3, 2000), lengths)[:size].astype(np.int32)
+    host[99_000:140_000] = 9    # one run over the end of chunk 0, an empty chunk, chunk 2, the one-item chunk
+    host[380_000:390_000] = 9   # another, over the second empty chunk
+    starts = _run_starts(host)
+    ints = rng.integers(-1000, 1000, size).astype(np.int64)
+    floats = rng.random(size).astype(np.float32)
+    keys, sums = dask.compute(*cd.reduce_by_key(_dask(host), _dask(ints), OpKind.PLUS))
+    np.testing.assert_array_equal(cp.asnumpy(keys), host[starts])
+    np.testing.assert_array_equal(cp.asnumpy(sums), np.add.reduceat(ints, starts))
+    keys, sums = dask.compute(*cd.reduce_by_key(_dask(host), _dask(floats), OpKind.PLUS, dtype=np.float64))
+    assert sums.dtype == np.float64
+    np.testing.assert_allclose(cp.asnumpy(sums), np.add.reduceat(floats.astype(np.float64), starts), rtol=1e-9)
+    _, biggest = dask.compute(*cd.reduce_by_key(_dask(host), _dask(floats), _biggest))
+    np.testing.assert_array_equal(cp.asnumpy(biggest), np.maximum.reduceat(floats, starts))
+    keys, firsts = dask.compute(*cd.unique_by_key(_dask(host), _dask(np.arange(size, dtype=np.int64))))
+    np.testing.assert_array_equal(cp.asnumpy(keys), host[starts])
+    np.testing.assert_array_equal(cp.asnumpy(firsts), starts)
+    halves = _run_starts(host // 2)
+    keys, mins = dask.compute(*cd.reduce_by_key(_dask(host), _dask(ints), OpKind.MINIMUM, _same_half))
+    np.testing.assert_array_equal(cp.asnumpy(keys), host[halves])
+    np.testing.assert_array_equal(cp.asnumpy(mins), np.minimum.reduceat(ints, halves))
+    keys, firsts = dask.compute(*cd.unique_by_key(_dask(host), _dask(floats), _same_half))
+    np.testing.assert_array_equal(cp.asnumpy(keys), host[halves])
+    np.testing.assert_array_equal(cp.asnumpy(firsts), floats[halves])
+
+
+def test_by_key_of_one_run_and_of_distinct_keys(on_scheduler):
+    size = sum(CHUNKS)
+    ints = np.random.default_rng(7).integers(-1000, 1000, size).astype(np.int64)
+    keys, sums = dask.compute(*cd.reduce_by_key(_dask(np.full(size, 4, np.int64)), _dask(ints), OpKind.PLUS))
+    assert cp.asnumpy(keys).tolist() == [4] and cp.asnumpy(sums).tolist() == [int(ints.sum())]
+    keys, firsts = dask.compute(*cd.unique_by_key(_dask(np.zeros(size, np.uint8)), _dask(ints)))
+    assert cp.asnumpy(keys).tolist() == [0] and cp.asnumpy(firsts).tolist() == [int(ints[0])]
+    distinct = np.arange(size, dtype=np.float32)
+    keys, sums = dask.compute(*cd.reduce_by_key(_dask(distinct), _dask(ints), OpKind.PLUS))
+    np.testing.assert_array_equal(cp.asnumpy(keys), distinct)
+    np.testing.assert_array_equal(cp.asnumpy(sums), ints)
+    parts = cd.unique_by_key(_dask(distinct), _dask(ints))[0].to_delayed().ravel()
+    assert [int(p.compute().size) for p in parts] == list(CHUNKS)     # nothing joins: each chunk keeps its own
+    empty = _dask(np.zeros(0, np.int32), chunks=(0, 0))
+    keys, sums = dask.compute(*cd.reduce_by_key(empty, empty, OpKind.PLUS))
+    assert keys.size == 0 and sums.size == 0
