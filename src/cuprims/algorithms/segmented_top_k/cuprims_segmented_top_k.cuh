@@ -8,8 +8,7 @@
 // rank by a radix select, 8 bits a pass from the top:
 //
 //   * a 256-bin histogram in shared memory of the digit under the prefix found so far
-//     (a lane's own atomic, but one for all the lanes on the bin of a warp's first
-//     candidate: a row of equal keys would queue them a lane at a time),
+//     (an atomic per candidate),
 //     then a group scan over the bins from the top finds the bin that holds the k-th
 //     rank; the select stops early when that bin holds exactly the ranks still needed;
 //   * a last pass keeps every rank above the prefix and the first of those on it (by
@@ -33,10 +32,6 @@
 #include <cub/warp/warp_scan.cuh>
 
 #include <cuda/std/type_traits>
-
-#ifndef CUPRIMS_TOPK_HIST
-#define CUPRIMS_TOPK_HIST 3
-#endif
 
 namespace cuprims
 {
@@ -321,36 +316,13 @@ __global__ __launch_bounds__(Threads, Warp ? 1280 / Threads : 1024 / Threads) vo
             {
               const int idx   = c * sh::tile + i * sh::group + t;
               const bool cand = idx < n && (r[i] & mask) == prefix;
-              // later passes leave few candidates: a warp without one skips the match
-#if CUPRIMS_TOPK_HIST == 2
+              // each lane its own atomic: the hardware merges a warp's atomics on one counter,
+              // where a match of the lanes' bins first (MATCH.ANY) cost more than it saved,
+              // on keys of real data and on rows of equal keys alike
               if (cand)
               {
                 atomicAdd(&hist[unsigned((r[i] >> shift) & Bits(255))], 1u);
               }
-#else
-              // the first candidate's bin takes one atomic for every lane on it (a row of
-              // many equal keys would otherwise queue a lane at a time on one counter); the
-              // other lanes add their own (a match of every lane's bin costs more than their
-              // atomics on keys of real data)
-              {
-                const unsigned bin    = unsigned((r[i] >> shift) & Bits(255));
-                const unsigned active = __ballot_sync(0xffffffffu, cand);
-                if (active)
-                {
-                  const int leader    = __ffs(active) - 1;
-                  const unsigned lead = __shfl_sync(0xffffffffu, bin, leader);
-                  const unsigned same = active & __ballot_sync(0xffffffffu, bin == lead);
-                  if (lane == leader)
-                  {
-                    atomicAdd(&hist[lead], unsigned(__popc(same)));
-                  }
-                  else if (cand && bin != lead)
-                  {
-                    atomicAdd(&hist[bin], 1u);
-                  }
-                }
-              }
-#endif
             }
           }
           ops::sync();
