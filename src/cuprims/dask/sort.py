@@ -61,8 +61,8 @@ def sort(keys: Any, values: Any = None, order: SortOrder = SortOrder.ASCENDING, 
     descending = order is SortOrder.DESCENDING
     token = da.core.tokenize(keys, values, order, samples_per_chunk, parts)
     name = f"cuprims-sort-{token}"
-    sorted_, sample, split, cut, out = (f"{name}-sorted", f"{name}-sample", f"{name}-splitters", f"{name}-cut",
-                                        f"{name}-part")
+    sorted_, sample, split, cut, piece, out = (f"{name}-sorted", f"{name}-sample", f"{name}-splitters",
+                                               f"{name}-cut", f"{name}-piece", f"{name}-part")
     key_leaves = chunk_keys(keys)
     value_leaves = chunk_keys(values) if values is not None else [None] * count
     layer: dict[Any, Any] = {}
@@ -72,9 +72,10 @@ def sort(keys: Any, values: Any = None, order: SortOrder = SortOrder.ASCENDING, 
     layer[(split,)] = (tasks.splitters, [(sample, i) for i in range(count)], parts, descending)
     for i in range(count):
         layer[(cut, i)] = (tasks.cut_chunk, (sorted_, i), (split,), descending)
+        for j in range(parts):   # a task per piece: only the piece leaves the chunk's worker
+            layer[(piece, i, j)] = (tasks.chunk_piece, (sorted_, i), (cut, i), j)
     for j in range(parts):
-        layer[(out, j)] = (tasks.gather_part, [(sorted_, i) for i in range(count)],
-                           [(cut, i) for i in range(count)], j, order, values is not None)
+        layer[(out, j)] = (tasks.gather_part, [(piece, i, j) for i in range(count)], order, values is not None)
     unknown = ((np.nan,) * parts,)
     deps = [keys] if values is None else [keys, values]
     keys_name, values_name = f"{name}-keys", f"{name}-values"

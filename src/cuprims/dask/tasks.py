@@ -212,12 +212,20 @@ def cut_chunk(pair: tuple, cuts: np.ndarray, descending: bool) -> np.ndarray:
     return np.r_[0, cp.asnumpy(where), keys.size].astype(np.int64)
 
 
-def gather_part(pairs: list, cut_list: list, part: int, order: Any, values: bool) -> tuple:
-    """Output chunk ``part``: the ``part``-th piece of every sorted chunk, sorted together."""
+def chunk_piece(pair: tuple, cuts: np.ndarray, part: int) -> tuple:
+    """The ``part``-th piece of a sorted chunk (keys, and values or None), copied out of the
+    chunk so that only the piece travels to the worker gathering that part."""
+    keys, values = pair
+    start, stop = int(cuts[part]), int(cuts[part + 1])
+    return keys[start:stop].copy(), None if values is None else values[start:stop].copy()
+
+
+def gather_part(pieces: list, order: Any, values: bool) -> tuple:
+    """An output chunk: its piece of every sorted chunk, sorted together."""
     import cupy as cp
 
-    keys = cp.concatenate([p[0][c[part]:c[part + 1]] for p, c in zip(pairs, cut_list)])
-    vals = cp.concatenate([p[1][c[part]:c[part + 1]] for p, c in zip(pairs, cut_list)]) if values else None
+    keys = cp.concatenate([p[0] for p in pieces])
+    vals = cp.concatenate([p[1] for p in pieces]) if values else None
     return sort_chunk(keys, vals, order)
 
 

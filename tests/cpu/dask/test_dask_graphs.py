@@ -255,9 +255,9 @@ class NumpyTasks:
         return np.array([0, *where, keys.size], np.int64)
 
     @classmethod
-    def gather_part(cls, pairs, cut_list, part, order, values):
-        keys = np.concatenate([p[0][c[part]:c[part + 1]] for p, c in zip(pairs, cut_list)])
-        vals = np.concatenate([p[1][c[part]:c[part + 1]] for p, c in zip(pairs, cut_list)]) if values else None
+    def gather_part(cls, pieces, order, values):
+        keys = np.concatenate([p[0] for p in pieces])
+        vals = np.concatenate([p[1] for p in pieces]) if values else None
         return cls.sort_chunk(keys, vals, order)
 
     @staticmethod
@@ -317,7 +317,11 @@ def test_sort_graph():
     for k in graph:
         if isinstance(k, tuple) and k[0].startswith(name):
             kinds[k[0][len(name) + 1:]] = kinds.get(k[0][len(name) + 1:], 0) + 1
-    assert kinds == {"sorted": 4, "sample": 4, "splitters": 1, "cut": 4, "part": 3, "keys": 3}
+    assert kinds == {"sorted": 4, "sample": 4, "splitters": 1, "cut": 4, "piece": 12, "part": 3, "keys": 3}
+    # an output chunk's task takes one piece of each chunk, never a whole sorted chunk
+    for j in range(3):
+        assert [dep[0][len(name) + 1:] for dep in graph[(f"{name}-part", j)][1]] == ["piece"] * 4
+        assert [dep[2] for dep in graph[(f"{name}-part", j)][1]] == [j] * 4
     with pytest.raises(ArgumentError) as info:
         cd.sort(x, da.from_array(np.arange(20), chunks=5))
     assert info.value.argument == "values"
