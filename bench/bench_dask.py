@@ -15,8 +15,9 @@ the float32 sum is well conditioned; the top keys are distinct), the same in eac
   workers start. Ratio dask sort/single sort, wall times (target <= 3). Then the sort's
   stages, run one after the other from ``cuprims.dask.tasks``' functions (the ones
   ``cuprims.dask.sort``'s graph calls, with a barrier after each): the chunk sorts; the
-  samples and the splitters; the cuts (``lower_bound``); the exchange (each output chunk's
-  pieces gathered and concatenated: ``gather_part`` before its sort); the final sorts.
+  samples and the splitters; the cuts (``lower_bound``); the exchange (each chunk's pieces cut out,
+  ``chunk_piece``, and each output chunk's gathered and concatenated: ``gather_part``
+  before its sort); the final sorts.
 * The first run of each (the builds: compiles, or loads from the disk cache) is its own row
   under "first run"; the others are the median of ``--repeats`` runs after it (fewer where
   a section's time budget runs out; the note says how many). Each run computes a fresh
@@ -98,13 +99,13 @@ def _take(part: Any, positions: Any) -> Any:
     return cp.asnumpy(keys[cp.asarray(positions)])
 
 
-def _gather_pieces(pairs: list, cut_list: list, part: int) -> Any:
-    """The first half of ``cuprims.dask.tasks.gather_part`` (keys only): output chunk
-    ``part``'s piece of every sorted chunk, concatenated; its second half is
-    ``tasks.sort_chunk`` of this."""
+def _gather_pieces(pieces: list) -> Any:
+    """The first half of ``cuprims.dask.tasks.gather_part`` (keys only): an output chunk's
+    pieces (``tasks.chunk_piece``), concatenated; its second half is ``tasks.sort_chunk`` of
+    this."""
     import cupy as cp
 
-    return cp.concatenate([p[0][c[part]:c[part + 1]] for p, c in zip(pairs, cut_list)])
+    return cp.concatenate([p[0] for p in pieces])
 
 
 def _sync_device() -> None:
@@ -443,7 +444,7 @@ def main() -> None:
             order = cuprims.SortOrder.ASCENDING
             count, spc = args.chunks, 256        # cuprims.dask.sort's defaults: parts = chunks, 256 samples
             stage_names = ["1 chunk sort (radix_sort per chunk)", "2 samples + splitters",
-                           "3 cut at the splitters (lower_bound)", "4 exchange: pieces gathered, concatenated",
+                           "3 cut at the splitters (lower_bound)", "4 exchange: pieces cut out, gathered, concatenated",
                            "5 final sort of each output chunk"]
 
             def staged() -> tuple[list[float], list]:
@@ -463,9 +464,11 @@ def main() -> None:
                 lap(cuts_at, False)
                 cuts = client.map(tasks.cut_chunk, sorted_, [cuts_at] * count, [False] * count, pure=False)
                 lap(cuts, False)
-                pieces = [client.submit(_gather_pieces, sorted_, cuts, j, pure=False) for j in range(count)]
+                cut_out = [[client.submit(tasks.chunk_piece, sorted_[i], cuts[i], j, pure=False) for i in range(count)]
+                           for j in range(count)]
+                pieces = [client.submit(_gather_pieces, cut_out[j], pure=False) for j in range(count)]
                 lap(pieces, True)
-                del sorted_, samples, cuts_at, cuts
+                del sorted_, samples, cuts_at, cuts, cut_out
                 out = client.map(tasks.sort_chunk, pieces, [None] * count, [order] * count, pure=False)
                 lap(out, True)
                 del pieces
