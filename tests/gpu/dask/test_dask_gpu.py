@@ -215,3 +215,38 @@ def test_the_cluster_example_runs(tmp_path):
                          timeout=600)
     assert run.returncode == 0, f"exited {run.returncode}\n{run.stdout}\n{run.stderr}"
     assert "dask cluster: ok" in run.stdout, run.stdout
+
+
+def _use_cache_dir(path):
+    """In a worker: ``path`` as the disk cache, nothing of earlier builds in memory; its
+    NVRTC compiles so far."""
+    cuprims.settings.cache_dir = path
+    cuprims.clear_all_caches()
+    return cuprims.cache_info()["nvrtc_compiles"]
+
+
+def _or_of_a_range():
+    """In a worker: a reduce built there (from the disk cache, or compiled); its result and
+    the worker's NVRTC compiles after it."""
+    x = cp.arange(1000, dtype=cp.int16)
+    out = cp.empty(1, cp.int16)
+    cuprims.reduce_into(d_in=x, d_out=out, op=OpKind.BIT_OR, num_items=x.size, h_init=np.int16(0))
+    return int(out.get()[0]), cuprims.cache_info()["nvrtc_compiles"]
+
+
+def _default_cache_dir():
+    del cuprims.settings.cache_dir      # back to CUPRIMS_CACHE_DIR
+    cuprims.clear_all_caches()
+
+
+def test_a_clusters_first_run_compiles_each_kernel_once_per_machine(cluster_client, tmp_path):
+    """Every worker builds the same reduce at once from an empty cache they share: one of
+    them compiles it, the others wait for it and read it from the disk."""
+    try:
+        before = cluster_client.run(_use_cache_dir, str(tmp_path / "shared-cache"))
+        done = cluster_client.run(_or_of_a_range)       # on every worker at the same time
+    finally:
+        cluster_client.run(_default_cache_dir)
+    assert len(done) >= 2 and all(result == 1023 for result, _ in done.values())
+    compiled = sorted(after - before[worker] for worker, (_, after) in done.items())
+    assert compiled[-1] >= 1 and compiled[:-1] == [0] * (len(compiled) - 1), compiled
