@@ -8,7 +8,10 @@ from __future__ import annotations
 import fcntl
 import functools
 import os
+import subprocess
+import sys
 import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -79,3 +82,21 @@ def _one_big_memory_test_at_a_time(request):
             except Exception:
                 pass
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def run_script(path: Path, cwd: Path) -> subprocess.CompletedProcess:
+    """Script ``path`` run as a user runs it: a fresh interpreter in ``cwd``, with this
+    checkout's cuprims first on PYTHONPATH; its output captured as text."""
+    import cuprims
+
+    env = dict(os.environ)
+    src = str(Path(cuprims.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join([src] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    return subprocess.run([sys.executable, str(path)], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=600)
+
+
+@pytest.fixture
+def script_runner():
+    """:func:`run_script`, for tests that run the examples."""
+    return run_script

@@ -198,21 +198,13 @@ def test_by_key_of_one_run_and_of_distinct_keys(on_scheduler):
     assert keys.size == 0 and sums.size == 0
 
 
-def test_the_cluster_example_runs(tmp_path):
+def test_the_cluster_example_runs(tmp_path, script_runner):
     """examples/dask/cluster.py, run as a user runs it (a fresh interpreter, which starts its
     own cluster), checks each function against numpy and prints its 'ok' line."""
-    import os
-    import subprocess
-    import sys
     from pathlib import Path
 
     pytest.importorskip("distributed")
-    path = Path(__file__).resolve().parents[3] / "examples" / "dask" / "cluster.py"
-    env = dict(os.environ)
-    src = str(Path(cuprims.__file__).resolve().parents[1])
-    env["PYTHONPATH"] = os.pathsep.join([src] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-    run = subprocess.run([sys.executable, str(path)], cwd=tmp_path, env=env, capture_output=True, text=True,
-                         timeout=600)
+    run = script_runner(Path(__file__).resolve().parents[3] / "examples" / "dask" / "cluster.py", tmp_path)
     assert run.returncode == 0, f"exited {run.returncode}\n{run.stdout}\n{run.stderr}"
     assert "dask cluster: ok" in run.stdout, run.stdout
 

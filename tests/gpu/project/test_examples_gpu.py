@@ -9,14 +9,9 @@ tests/cpu/coop/test_coop_examples.py.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-import cuprims
 
 _ROOT = Path(__file__).resolve().parents[3] / "examples"
 FOLDERS = ("coop", "algorithms")
@@ -30,11 +25,7 @@ def test_examples_are_found(folder):
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[f"{p.parent.name}/{p.stem}" for p in EXAMPLES])
-def test_example_runs(path):
-    env = dict(os.environ)
-    src = str(Path(cuprims.__file__).resolve().parents[1])
-    env["PYTHONPATH"] = os.pathsep.join([src] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-    run = subprocess.run([sys.executable, str(path)], cwd=path.parent, env=env, capture_output=True, text=True,
-                         timeout=600)
+def test_example_runs(path, script_runner):
+    run = script_runner(path, path.parent)
     assert run.returncode == 0, f"{path.name} exited {run.returncode}\n{run.stdout}\n{run.stderr}"
     assert "ok" in run.stdout.split(), run.stdout      # the script's "<name>: ok" line
