@@ -16,8 +16,8 @@ the float32 sum is well conditioned; the top keys are distinct), the same in eac
   stages, run one after the other from ``cuprims.dask.tasks``' functions (the ones
   ``cuprims.dask.sort``'s graph calls, with a barrier after each): the chunk sorts; the
   samples and the splitters; the cuts (``lower_bound``); the exchange (each chunk's pieces cut out,
-  ``chunk_piece``, and each output chunk's gathered and concatenated: ``gather_part``
-  before its sort); the final sorts.
+  ``chunk_piece``, and each output chunk's gathered and concatenated: ``join_pieces``,
+  ``gather_part`` before its sort); the final sorts.
 * The first run of each (the builds: compiles, or loads from the disk cache) is its own row
   under "first run"; the others are the median of ``--repeats`` runs after it (fewer where
   a section's time budget runs out; the note says how many). Each run computes a fresh
@@ -99,13 +99,12 @@ def _take(part: Any, positions: Any) -> Any:
     return cp.asnumpy(keys[cp.asarray(positions)])
 
 
-def _gather_pieces(pieces: list) -> Any:
-    """The first half of ``cuprims.dask.tasks.gather_part`` (keys only): an output chunk's
-    pieces (``tasks.chunk_piece``), concatenated; its second half is ``tasks.sort_chunk`` of
-    this."""
-    import cupy as cp
+def _sort_joined(joined: tuple, order: Any) -> tuple:
+    """The second half of ``cuprims.dask.tasks.gather_part``: the joined pieces sorted."""
+    from cuprims.dask import tasks
 
-    return cp.concatenate([p[0] for p in pieces])
+    keys, values = joined
+    return tasks.sort_chunk(keys, values, order)
 
 
 def _sync_device() -> None:
@@ -466,10 +465,10 @@ def main() -> None:
                 lap(cuts, False)
                 cut_out = [[client.submit(tasks.chunk_piece, sorted_[i], cuts[i], j, pure=False) for i in range(count)]
                            for j in range(count)]
-                pieces = [client.submit(_gather_pieces, cut_out[j], pure=False) for j in range(count)]
+                pieces = [client.submit(tasks.join_pieces, cut_out[j], False, pure=False) for j in range(count)]
                 lap(pieces, True)
                 del sorted_, samples, cuts_at, cuts, cut_out
-                out = client.map(tasks.sort_chunk, pieces, [None] * count, [order] * count, pure=False)
+                out = client.map(_sort_joined, pieces, [order] * count, pure=False)
                 lap(out, True)
                 del pieces
                 return times, out

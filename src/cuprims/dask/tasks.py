@@ -220,12 +220,18 @@ def chunk_piece(pair: tuple, cuts: np.ndarray, part: int) -> tuple:
     return keys[start:stop].copy(), None if values is None else values[start:stop].copy()
 
 
-def gather_part(pieces: list, order: Any, values: bool) -> tuple:
-    """An output chunk: its piece of every sorted chunk, sorted together."""
+def join_pieces(pieces: list, values: bool) -> tuple:
+    """An output chunk's pieces (:func:`chunk_piece`), keys and values (or None) laid end
+    to end: the exchange's end, before the chunk's sort."""
     import cupy as cp
 
     keys = cp.concatenate([p[0] for p in pieces])
-    vals = cp.concatenate([p[1] for p in pieces]) if values else None
+    return keys, cp.concatenate([p[1] for p in pieces]) if values else None
+
+
+def gather_part(pieces: list, order: Any, values: bool) -> tuple:
+    """An output chunk: its piece of every sorted chunk, sorted together."""
+    keys, vals = join_pieces(pieces, values)
     return sort_chunk(keys, vals, order)
 
 
