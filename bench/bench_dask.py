@@ -39,8 +39,10 @@ The workers inherit this process's environment: ``CUPRIMS_CACHE_DIR`` (the disk 
 workers of a machine share, and this process with them) and ``PYTHONPATH``, to which the
 directory cuprims is imported from here is added when it is not an installed package's.
 
-Run on a GPU machine:  python bench/bench_dask.py [--out DIR] [--log2n 30] [--chunks 16] [--workers 4]
-(--log2n 24 for a quick try). Writes bench/results/dask.json, .md and .png (and to --out).
+Run on a GPU machine:  python bench/bench_dask.py [--out DIR] [--log2n 30] [--chunks 16] [--workers 4] [--protocol ucx]
+(--log2n 24 for a quick try). Writes bench/results/dask.json, .md and .png (dask-ucx.* with
+``--protocol ucx``, which needs distributed-ucxx: scripts/fetch-device-wheels puts it in .whl-ucx/),
+and copies to --out.
 """
 
 from __future__ import annotations
@@ -135,6 +137,9 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--stage-repeats", type=int, default=2, help="runs of the staged sort")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=240.0, help="seconds one computation may take")
+    parser.add_argument("--protocol", default="tcp",
+                        help="the cluster's comms: tcp (default), or ucx where distributed-ucxx is installed "
+                             "(device buffers exchanged through UCX: CUDA IPC between workers of one GPU)")
     parser.add_argument("--budget", type=float, default=300.0,
                         help="seconds after which no section starts another repeat (default 300)")
     args = parser.parse_args()
@@ -272,7 +277,7 @@ def main() -> None:
     extra: dict[str, Any] = {}
     try:
         cluster = distributed.LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
-                                           dashboard_address=None, memory_limit=0)
+                                           dashboard_address=None, memory_limit=0, protocol=args.protocol)
         client = distributed.Client(cluster)
         client.wait_for_workers(args.workers, timeout=180)
         workers = sorted(client.scheduler_info()["workers"])
@@ -534,10 +539,12 @@ def main() -> None:
     extra = {"device": ref["device"], "cupy": cp.__version__, "dask": dask.__version__,
              "distributed": distributed.__version__, "cuprims": cuprims.__version__,
              "workers": f"{args.workers} processes x 1 thread, all on device 0 ({ref['gpus']} GPU(s) visible)",
+             "comms": args.protocol,
              "data": f"{n} float32 |N(0,1)| in {args.chunks} CuPy chunks of {c}, made on the workers", **extra,
              "checks": "all ok" if not failures else f"FAILED: {'; '.join(failures)}",
              "bench seconds": f"{time.perf_counter() - bench_start:.0f}"}
-    print(write_results("dask", rows, extra, [RESULTS] + ([Path(args.out)] if args.out else [])))
+    name = "dask" if args.protocol == "tcp" else f"dask-{args.protocol}"
+    print(write_results(name, rows, extra, [RESULTS] + ([Path(args.out)] if args.out else [])))
     if failures:
         print("checks failed:", ", ".join(failures), file=sys.stderr)
         sys.exit(1)
