@@ -8,25 +8,15 @@ from __future__ import annotations
 import operator
 from typing import Any
 
-import numpy as np
-
 from cuprims.dask import tasks
-from cuprims.dask.graph import checked_array, checked_op, chunk_keys, result_dtype
-from cuprims.errors import ArgumentError
+from cuprims.dask.graph import checked_keys_values, checked_op, chunk_keys, keyed_outputs, result_dtype
 from cuprims.op import OpKind
 
 
 def _by_key(keys: Any, values: Any, op: Any, equality_op: Any, dtype: Any, reduce: bool) -> tuple:
     import dask.array as da
-    from dask.array.utils import meta_from_array
-    from dask.highlevelgraph import HighLevelGraph
 
-    keys = checked_array(keys, "keys")
-    if keys.ndim != 1:
-        raise ArgumentError("keys", "a one-dimensional dask array", f"an array of shape {keys.shape}")
-    values = checked_array(values, "values")
-    if values.chunks != keys.chunks:
-        raise ArgumentError("values", f"an array of the keys' chunks {keys.chunks}", values.chunks)
+    keys, values = checked_keys_values(keys, values)
     op = checked_op(op) if reduce else None
     equality = OpKind.EQUAL_TO if equality_op is None else checked_op(equality_op, "equality_op")
     dt = result_dtype(values, dtype)
@@ -46,16 +36,7 @@ def _by_key(keys: Any, values: Any, op: Any, equality_op: Any, dtype: Any, reduc
     for i in range(count):
         layer[(fix, i)] = (operator.getitem, (stitch,), i)
         layer[(out, i)] = (tasks.patch_runs, (runs, i), (fix, i))
-    unknown = ((np.nan,) * count,)
-    deps = [keys, values]
-    keys_name, values_name = f"{name}-keys", f"{name}-values"
-    key_layer = {**layer, **{(keys_name, i): (operator.getitem, (out, i), 0) for i in range(count)}}
-    out_keys = da.Array(HighLevelGraph.from_collections(keys_name, key_layer, dependencies=deps), keys_name,
-                        chunks=unknown, dtype=keys.dtype, meta=meta_from_array(keys._meta, ndim=1))
-    value_layer = {**layer, **{(values_name, i): (operator.getitem, (out, i), 1) for i in range(count)}}
-    out_values = da.Array(HighLevelGraph.from_collections(values_name, value_layer, dependencies=deps), values_name,
-                          chunks=unknown, dtype=dt, meta=meta_from_array(values._meta, ndim=1, dtype=dt))
-    return out_keys, out_values
+    return keyed_outputs(layer, name, out, count, keys, values, dt)
 
 
 def reduce_by_key(keys: Any, values: Any, op: Any, equality_op: Any = None, *, dtype: Any = None) -> tuple:

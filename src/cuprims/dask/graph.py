@@ -1,9 +1,11 @@
 """What the graph builders share: checks of the arguments, on the client, before any task
-exists; the chunks' keys in order; the fan-in of a tree of combining tasks; and the host's
-bookkeeping that some tasks do (the splitters' positions, the runs that cross chunks)."""
+exists; the chunks' keys in order; the fan-in of a tree of combining tasks; the keys and
+values arrays of a keyed algorithm's output tasks; and the host's bookkeeping that some
+tasks do (the splitters' positions, the runs that cross chunks)."""
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Callable
 
 import numpy as np
@@ -22,6 +24,44 @@ def checked_array(x: Any, name: str = "x") -> Any:
     if not isinstance(x, da.Array):
         raise ArgumentTypeError(name, "a dask.array.Array (of CuPy chunks)", x)
     return x
+
+
+def checked_keys_values(keys: Any, values: Any, *, values_optional: bool = False) -> tuple[Any, Any]:
+    """``(keys, values)`` of a keyed algorithm, checked: ``keys`` a one-dimensional Dask
+    array, ``values`` one of the same chunks (or None, where ``values_optional``)."""
+    keys = checked_array(keys, "keys")
+    if keys.ndim != 1:
+        raise ArgumentError("keys", "a one-dimensional dask array", f"an array of shape {keys.shape}")
+    if values is None and values_optional:
+        return keys, None
+    values = checked_array(values, "values")
+    if values.chunks != keys.chunks:
+        raise ArgumentError("values", f"an array of the keys' chunks {keys.chunks}", values.chunks)
+    return keys, values
+
+
+def keyed_outputs(layer: dict, name: str, out: str, parts: int, keys: Any, values: Any,
+                  values_dtype: Any = None) -> tuple[Any, Any]:
+    """The keys and values (None without ``values``) of tasks ``(out, j)`` of ``layer``,
+    ``parts`` of them, each giving a ``(keys, values)`` chunk: two Dask arrays named
+    ``<name>-keys`` and ``<name>-values``, of chunk sizes known once computed, typed like
+    ``keys`` and ``values`` (or ``values_dtype``)."""
+    import dask.array as da
+    from dask.array.utils import meta_from_array
+    from dask.highlevelgraph import HighLevelGraph
+
+    unknown = ((np.nan,) * parts,)
+    deps = [keys] if values is None else [keys, values]
+
+    def array_of(pick: int, named: str, like: Any, dtype: np.dtype) -> Any:
+        graph = {**layer, **{(named, j): (operator.getitem, (out, j), pick) for j in range(parts)}}
+        return da.Array(HighLevelGraph.from_collections(named, graph, dependencies=deps), named, chunks=unknown,
+                        dtype=dtype, meta=meta_from_array(like._meta, ndim=1, dtype=dtype))
+
+    out_keys = array_of(0, f"{name}-keys", keys, keys.dtype)
+    if values is None:
+        return out_keys, None
+    return out_keys, array_of(1, f"{name}-values", values, result_dtype(values, values_dtype))
 
 
 def checked_op(op: Any, name: str = "op") -> Any:

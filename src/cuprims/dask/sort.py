@@ -5,13 +5,10 @@ all-to-all exchange) and sorted."""
 
 from __future__ import annotations
 
-import operator
 from typing import Any
 
-import numpy as np
-
 from cuprims.dask import tasks
-from cuprims.dask.graph import checked_array, chunk_keys
+from cuprims.dask.graph import checked_keys_values, chunk_keys, keyed_outputs
 from cuprims.enums import SortOrder
 from cuprims.errors import ArgumentError
 
@@ -40,16 +37,8 @@ def sort(keys: Any, values: Any = None, order: SortOrder = SortOrder.ASCENDING, 
         assert cuprims.dask.sort(x).compute().get().tolist() == [1, 2, 3, 5, 7, 9]
     """
     import dask.array as da
-    from dask.array.utils import meta_from_array
-    from dask.highlevelgraph import HighLevelGraph
 
-    keys = checked_array(keys, "keys")
-    if keys.ndim != 1:
-        raise ArgumentError("keys", "a one-dimensional dask array", f"an array of shape {keys.shape}")
-    if values is not None:
-        values = checked_array(values, "values")
-        if values.chunks != keys.chunks:
-            raise ArgumentError("values", f"an array of the keys' chunks {keys.chunks}", values.chunks)
+    keys, values = checked_keys_values(keys, values, values_optional=True)
     if not isinstance(order, SortOrder):
         raise ArgumentError("order", "SortOrder.ASCENDING or SortOrder.DESCENDING", order)
     if type(samples_per_chunk) is not int or samples_per_chunk < 1:
@@ -76,15 +65,5 @@ def sort(keys: Any, values: Any = None, order: SortOrder = SortOrder.ASCENDING, 
             layer[(piece, i, j)] = (tasks.chunk_piece, (sorted_, i), (cut, i), j)
     for j in range(parts):
         layer[(out, j)] = (tasks.gather_part, [(piece, i, j) for i in range(count)], order, values is not None)
-    unknown = ((np.nan,) * parts,)
-    deps = [keys] if values is None else [keys, values]
-    keys_name, values_name = f"{name}-keys", f"{name}-values"
-    key_layer = {**layer, **{(keys_name, j): (operator.getitem, (out, j), 0) for j in range(parts)}}
-    sorted_keys = da.Array(HighLevelGraph.from_collections(keys_name, key_layer, dependencies=deps), keys_name,
-                           chunks=unknown, dtype=keys.dtype, meta=meta_from_array(keys._meta, ndim=1))
-    if values is None:
-        return sorted_keys
-    value_layer = {**layer, **{(values_name, j): (operator.getitem, (out, j), 1) for j in range(parts)}}
-    moved = da.Array(HighLevelGraph.from_collections(values_name, value_layer, dependencies=deps), values_name,
-                     chunks=unknown, dtype=values.dtype, meta=meta_from_array(values._meta, ndim=1))
-    return sorted_keys, moved
+    sorted_keys, moved = keyed_outputs(layer, name, out, parts, keys, values)
+    return sorted_keys if values is None else (sorted_keys, moved)
