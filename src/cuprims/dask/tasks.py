@@ -305,7 +305,8 @@ def fold_groups(groups: list, op: Any, dtype: np.dtype) -> list:
 
     pieces = cp.concatenate([piece for group in groups for piece in group])
     ids = cp.asarray(np.repeat(np.arange(len(groups), dtype=np.int32), [len(group) for group in groups]))
-    folded, count = cp.empty(len(groups), dtype), cp.empty(1, np.int64)
+    # reduce_by_key asks room for as many runs as items, the most there could be
+    folded, count = cp.empty(pieces.size, dtype), cp.empty(1, np.int64)
     cuprims.reduce_by_key(d_in_keys=ids, d_in_values=pieces, d_out_unique_keys=cp.empty_like(ids),
                           d_out_aggregates=folded, d_out_num_runs=count, reduction_op=op, num_items=pieces.size)
     return [folded[g:g + 1].copy() for g in range(len(groups))]
