@@ -140,6 +140,8 @@ CASES = [
     ("test_coop_style2_gpu", "test_merge_sort_keys", dict(group="warp")),
     ("test_coop_style2_launch_gpu", "run_count_case", dict(case="temp_storage_too_small")),
     ("test_coop_style2_launch_gpu", "run_count_case", dict(case="in_range_storage")),
+    ("test_coop_style2_launch_gpu", "run_count_case", dict(case="temp_storage_misaligned")),
+    ("test_coop_style2_launch_gpu", "run_count_case", dict(case="in_range_misaligned_storage")),
     ("test_coop_pairs_gpu", "test_block_radix_sort_pairs_shapes_and_items",
      dict(shape=(64, 2, 2), items=3, descending=True)),
     ("test_coop_pairs_gpu", "test_block_radix_sort_pairs_types", dict(key=np.float32, value=VALUE, descending=False)),

@@ -111,7 +111,7 @@ def run_count_case(case):
     valid = {"load_over_tile": tile + 1, "load_negative": -1, "load_past_array": tile,
              "store_past_array": tile, "sum_over_threads": threads + 1}.get(case, tile // 2)
     which = {"load_short_full_tile": 0, "store_past_array": 1, "sum_over_threads": 2, "temp_storage_too_small": 4,
-             "temp_storage_misaligned": 5, "in_range_storage": 6}.get(case, 3)
+             "temp_storage_misaligned": 5, "in_range_storage": 6, "in_range_misaligned_storage": 7}.get(case, 3)
     x_size = tile // 2 if case in ("load_past_array", "load_short_full_tile") else tile
     y_size = tile // 2 if case == "store_past_array" else tile
     x = cuda.to_device(np.ones(x_size, dtype=np.float32))
@@ -123,8 +123,12 @@ def run_count_case(case):
 
 def _count_kernel(items, which):
     """which: 0 a full-tile load; 1 the store's count is ``valid``; 2 the sum's; 3 the load's;
-    4 a transposed load given 16 bytes of storage; 5 given storage that is large enough but
-    not aligned; 6 (in range) given enough aligned storage."""
+    4 a transposed load given 16 bytes of storage; 5 given exactly the TempStorage's bytes,
+    not aligned (too small once its address is rounded up); 6 (in range) given enough
+    aligned storage; 7 (in range) misaligned storage with room to round up."""
+    twin = coop.block.make_load(np.float32, 64, items, "transpose")
+    exact = twin.temp_storage_bytes - (twin.temp_storage_alignment - 1)   # the TempStorage alone
+
     @cuda.jit
     def kernel(x, y, valid):
         block = coop.this_block()
@@ -135,9 +139,11 @@ def _count_kernel(items, which):
         elif which == 4:
             coop.load(block, x, data, algorithm="transpose", temp_storage=storage[:16])
         elif which == 5:
-            coop.load(block, x, data, algorithm="transpose", temp_storage=storage[1:])
+            coop.load(block, x, data, algorithm="transpose", temp_storage=storage[1:1 + exact])
         elif which == 6:
             coop.load(block, x, data, algorithm="transpose", temp_storage=storage)
+        elif which == 7:
+            coop.load(block, x, data, algorithm="transpose", temp_storage=storage[1:])
         else:
             coop.load(block, x, data, valid_items=valid if which == 3 else 4)
         s = coop.sum(block, x[0], valid_items=valid if which == 2 else 1)
@@ -156,7 +162,7 @@ def _run_in_subprocess(case):
                           env=dict(os.environ))
 
 
-@pytest.mark.parametrize("case", ["in_range", "in_range_storage"])
+@pytest.mark.parametrize("case", ["in_range", "in_range_storage", "in_range_misaligned_storage"])
 def test_in_range_counts_run(case):
     result = _run_in_subprocess(case)
     assert result.returncode == 0 and "OK" in result.stdout, result.stderr[-3000:]

@@ -20,8 +20,8 @@ Every call takes care of its own shared memory, with the barrier its reuse needs
 ``cuda.shared.array(nbytes, numba.uint8, alignment=align)``, used instead of the call's
 own shared memory. ``nbytes`` and ``align`` are the ``temp_storage_bytes`` and
 ``temp_storage_alignment`` of the Style 1 factory with the same arguments (e.g.
-``coop.block.make_radix_sort_pairs(k, v, (32, 4), 4)``); a smaller or misaligned array
-traps. With it no barrier is issued: between two calls that share the storage, the
+``coop.block.make_radix_sort_pairs(k, v, (32, 4), 4)``), which leave room to round the
+array's address up to the alignment; an array too small for that traps. With it no barrier is issued: between two calls that share the storage, the
 kernel syncs (``cuda.syncthreads()``, ``cuda.syncwarp()`` for warps), as in CUB. Each
 warp of a warp-wide call passes its own.
 

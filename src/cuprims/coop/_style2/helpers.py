@@ -9,8 +9,8 @@ storage last (``temp``: typed ``none`` without it, a branch numba prunes). Count
 range trap (``trap;``) instead of letting CUB read or write past an array: ``valid``
 outside ``0..limit`` or past the array's length, a full tile longer than the array, a
 non-contiguous array (``check_stride``: 1-D arrays not known to be contiguous), and a
-``temp`` array smaller than the provider's TempStorage, not aligned for it, or not
-contiguous (:func:`_temp_pointer`). With ``temp`` the helper calls the ``_ts`` entry point.
+``temp`` array too small to hold the provider's TempStorage once its address is rounded
+up to the TempStorage's alignment, or not contiguous (:func:`_temp_pointer`). With ``temp`` the helper calls the ``_ts`` entry point.
 """
 
 from __future__ import annotations
@@ -172,8 +172,10 @@ def _entry(spec: ProviderSpec, suffix: str, ts: bool = False) -> Any:
 
 @intrinsic
 def _temp_pointer(typingctx: Any, arr: Any, nbytes: Any, align: Any) -> Any:
-    """``temp_storage``'s data pointer, after a trap unless it has ``nbytes`` contiguous
-    bytes aligned to ``align`` (the provider's TempStorage)."""
+    """``temp_storage``'s data pointer rounded up to ``align`` (the provider's TempStorage),
+    after a trap unless ``nbytes`` contiguous bytes follow it. Rounding up, as Style 1
+    does, lets a caller cut per-warp slots of ``temp_storage_bytes`` (which has room for
+    it) at any offset."""
     if not (isinstance(arr, types.Array) and arr.ndim == 1 and arr.dtype == types.uint8):
         return None
 
@@ -182,15 +184,15 @@ def _temp_pointer(typingctx: Any, arr: Any, nbytes: Any, align: Any) -> Any:
         ary = context.make_array(aryty)(context, builder, args[0])
         size = cgutils.unpack_tuple(builder, ary.shape, 1)[0]
         need, alignment = args[1], args[2]
-        bad = builder.icmp_signed("<", size, need)
+        address = builder.ptrtoint(ary.data, need.type)
+        skip = builder.and_(builder.sub(llvm.Constant(need.type, 0), address),
+                            builder.sub(alignment, llvm.Constant(need.type, 1)))
+        bad = builder.icmp_signed("<", size, builder.add(need, skip))
         if aryty.layout != "C":
             stride = cgutils.unpack_tuple(builder, ary.strides, 1)[0]
             bad = builder.or_(bad, builder.icmp_signed("!=", stride, llvm.Constant(stride.type, 1)))
-        address = builder.ptrtoint(ary.data, need.type)
-        bad = builder.or_(bad, builder.icmp_unsigned("!=", builder.urem(address, alignment),
-                                                     llvm.Constant(need.type, 0)))
         trap_if(builder, bad)
-        return ary.data
+        return builder.gep(ary.data, [skip])
 
     return types.CPointer(types.uint8)(arr, types.intp, types.intp), codegen
 
