@@ -17,7 +17,9 @@ the float32 sum is well conditioned; the top keys are distinct), the same in eac
   ``cuprims.dask.sort``'s graph calls, with a barrier after each): the chunk sorts; the
   samples and the splitters; the cuts (``lower_bound``); the exchange (each chunk's pieces cut out,
   ``chunk_piece``, and each output chunk's gathered and concatenated: ``join_pieces``,
-  ``gather_part`` before its sort); the final sorts.
+  ``gather_part`` before its sort); the final sorts. The sort's row says how many pieces
+  went between workers by CUDA IPC handle and how many as host bytes
+  (``cuprims.dask.exchange``).
 * The first run of each (the builds: compiles, or loads from the disk cache) is its own row
   under "first run"; the others are the median of ``--repeats`` runs after it (fewer where
   a section's time budget runs out; the note says how many). Each run computes a fresh
@@ -119,6 +121,12 @@ def _worker_cache_info() -> dict:
     import cuprims
 
     return cuprims.cache_info()
+
+
+def _pieces_sent() -> dict:
+    from cuprims.dask import exchange
+
+    return dict(exchange.sent)
 
 
 # --- the client ---------------------------------------------------------------------------------
@@ -436,9 +444,12 @@ def main() -> None:
             sort_check = checked(not problems, "cuprims.dask.sort", ", ".join(problems) or
                                  f"sorted, count, checksum, {len(pos)} positions equal to the single sort")
             single = ref["wall_ms"] / 1e3
+            sent = client.run(_pieces_sent).values()
+            travelled = (f"pieces sent between workers: {sum(c['ipc'] for c in sent)} by IPC handle, "
+                         f"{sum(c['host'] for c in sent)} as host bytes")
             add(w_sort, "cuprims.dask.sort(x), persisted", ours * 1e3, "ms", ours / single,
                 f"ratio = dask sort/single radix_sort (target <= 3); {o_note}; output chunks "
-                f"{min(sizes)}..{max(sizes)} items; {sort_check}")
+                f"{min(sizes)}..{max(sizes)} items; {travelled}; {sort_check}")
             add(w_sort, "cuprims.radix_sort, one process (wall, synced)", ref["wall_ms"], "ms", None,
                 f"the client alone on the GPU, before the cluster; {single_note}")
             add(w_sort, "cuprims.radix_sort, one process (device time)", ref["device_ms"], "ms")

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from cuprims.dask.exchange import DevicePiece
 from cuprims.errors import ArgumentError
 
 
@@ -212,12 +213,13 @@ def cut_chunk(pair: tuple, cuts: np.ndarray, descending: bool) -> np.ndarray:
     return np.r_[0, cp.asnumpy(where), keys.size].astype(np.int64)
 
 
-def chunk_piece(pair: tuple, cuts: np.ndarray, part: int) -> tuple:
-    """The ``part``-th piece of a sorted chunk (keys, and values or None), copied out of the
-    chunk so that only the piece travels to the worker gathering that part."""
+def chunk_piece(pair: tuple, cuts: np.ndarray, part: int) -> DevicePiece:
+    """The ``part``-th piece of a sorted chunk (views of its keys, and values or None). Only
+    the piece travels to the worker gathering that part: device to device to a worker of
+    this machine, else as host bytes (:mod:`cuprims.dask.exchange`)."""
     keys, values = pair
     start, stop = int(cuts[part]), int(cuts[part + 1])
-    return keys[start:stop].copy(), None if values is None else values[start:stop].copy()
+    return DevicePiece(keys[start:stop], None if values is None else values[start:stop])
 
 
 def join_pieces(pieces: list, values: bool) -> tuple:
@@ -225,8 +227,8 @@ def join_pieces(pieces: list, values: bool) -> tuple:
     to end: the exchange's end, before the chunk's sort."""
     import cupy as cp
 
-    keys = cp.concatenate([p[0] for p in pieces])
-    return keys, cp.concatenate([p[1] for p in pieces]) if values else None
+    keys = cp.concatenate([p.keys for p in pieces])
+    return keys, cp.concatenate([p.values for p in pieces]) if values else None
 
 
 def gather_part(pieces: list, order: Any, values: bool) -> tuple:

@@ -256,8 +256,8 @@ class NumpyTasks:
 
     @classmethod
     def gather_part(cls, pieces, order, values):
-        keys = np.concatenate([p[0] for p in pieces])
-        vals = np.concatenate([p[1] for p in pieces]) if values else None
+        keys = np.concatenate([p.keys for p in pieces])
+        vals = np.concatenate([p.values for p in pieces]) if values else None
         return cls.sort_chunk(keys, vals, order)
 
     @staticmethod

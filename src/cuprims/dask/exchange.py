@@ -1,0 +1,216 @@
+"""How a sort's pieces travel between the worker processes of one machine: as CUDA IPC
+handles, device to device, instead of through host memory.
+
+``distributed``'s TCP comms send a CuPy array as host bytes: copied off the device by the
+sender, through the socket, and back onto the device by the recipient. A
+:class:`DevicePiece` sent to a process on the sender's host (the recipient's address has
+the sender's IP) travels as the IPC handle of its allocation and its place in it. The
+recipient maps the allocation, copies the piece into memory of its own, waits for the
+copy and unmaps it, all while ``distributed`` reads the message: the sender still holds
+the piece then (a worker keeps a result it sends until the recipient has read it and
+confirmed). Before it exports a handle the sender waits for its device, so that the
+kernels writing the piece have finished when another process reads it.
+
+To any other recipient, and where ``distributed`` names none (a piece spilled to disk),
+a piece travels as host bytes. ``CUPRIMS_DASK_IPC=0`` in the workers' environment sends
+every piece as host bytes (for machines whose processes cannot share device memory, such
+as containers without a shared IPC namespace).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+import numpy as np
+
+from cuprims.errors import CudaError
+
+#: the environment variable that turns the IPC path off ("0")
+IPC_SWITCH = "CUPRIMS_DASK_IPC"
+
+#: pieces this process has serialized, by the way they went ("ipc" or "host")
+sent = {"ipc": 0, "host": 0}
+
+
+class DevicePiece:
+    """A piece of a sorted chunk on its way to the task gathering an output chunk:
+    ``keys`` and ``values`` (or None), one-dimensional CuPy arrays."""
+
+    __slots__ = ("keys", "values")
+
+    def __init__(self, keys: Any, values: Any = None):
+        self.keys, self.values = keys, values
+
+    @property
+    def arrays(self) -> tuple:
+        return (self.keys,) if self.values is None else (self.keys, self.values)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(int(a.nbytes) for a in self.arrays)
+
+    def __repr__(self) -> str:
+        values = "" if self.values is None else f", values {self.values.dtype}"
+        return f"DevicePiece({self.keys.size} keys {self.keys.dtype}{values})"
+
+
+def host_of(address: str) -> str | None:
+    """The host part of a ``distributed`` address (``"tcp://10.0.0.2:8786"`` ->
+    ``"10.0.0.2"``, ``"tcp://[::1]:8786"`` -> ``"::1"``), or None for an address of no
+    network host (``inproc://``) or no address."""
+    scheme, sep, rest = address.partition("://")
+    if not sep or scheme not in ("tcp", "tls", "ws", "wss", "ucx"):
+        return None
+    if rest.startswith("["):
+        end = rest.find("]")
+        return rest[1:end] if end > 1 else None
+    host = rest.rsplit(":", 1)[0] if ":" in rest else rest
+    return host or None
+
+
+def travels_by_ipc(context: dict | None, environ: Any = os.environ) -> bool:
+    """Whether a piece written with ``distributed``'s serialization ``context`` goes by IPC
+    handle: the sender's and the recipient's addresses name one host, and
+    ``CUPRIMS_DASK_IPC`` is not ``"0"``."""
+    if environ.get(IPC_SWITCH, "1").strip() == "0" or not context:
+        return False
+    sender = host_of(str((context.get("sender") or {}).get("address", "")))
+    recipient = host_of(str((context.get("recipient") or {}).get("address", "")))
+    return sender is not None and sender == recipient
+
+
+def machine_id() -> str:
+    """This machine's identity for the recipient's check that it shares the sender's
+    devices: the kernel's boot id where Linux gives one, else the host name."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip()
+    except OSError:
+        import socket
+
+        return socket.gethostname()
+
+
+def _export(array: Any) -> dict:
+    """An array's IPC description: its allocation's handle and its place in it."""
+    import cupy as cp
+    from cuda.bindings import driver
+
+    entry = {"dtype": array.dtype.str, "size": int(array.size)}
+    if array.size:
+        ptr = int(array.data.ptr)
+        err, base, _ = driver.cuMemGetAddressRange(ptr)
+        if err != driver.CUresult.CUDA_SUCCESS:
+            raise CudaError("cuMemGetAddressRange", err, "exporting a sort piece to another worker")
+        entry["handle"] = bytes(cp.cuda.runtime.ipcGetMemHandle(int(base)))
+        entry["offset"] = ptr - int(base)
+    return entry
+
+
+_opened: dict[bytes, list] = {}   # handle -> [mapped base address, users]
+_opened_lock = threading.Lock()
+
+
+def _open(handle: bytes) -> int:
+    import cupy as cp
+
+    with _opened_lock:
+        entry = _opened.get(handle)
+        if entry is None:
+            try:
+                base = cp.cuda.runtime.ipcOpenMemHandle(handle)   # peer access enabled as needed
+            except cp.cuda.runtime.CUDARuntimeError as exc:
+                raise CudaError("cudaIpcOpenMemHandle", exc,
+                                f"a sort piece sent from another process of this machine could not be mapped; "
+                                f"{IPC_SWITCH}=0 in the workers' environment sends pieces through host memory") from exc
+            entry = _opened[handle] = [base, 0]
+        entry[1] += 1
+        return int(entry[0])
+
+
+def _close(handle: bytes) -> None:
+    import cupy as cp
+
+    with _opened_lock:
+        entry = _opened[handle]
+        entry[1] -= 1
+        if entry[1] == 0:
+            del _opened[handle]
+            cp.cuda.runtime.ipcCloseMemHandle(entry[0])
+
+
+def _import(entry: dict) -> Any:
+    """A copy, in this process's memory, of the array ``entry`` describes."""
+    import cupy as cp
+
+    out = cp.empty(entry["size"], np.dtype(entry["dtype"]))
+    if out.size:
+        handle = entry["handle"]
+        base = _open(handle)
+        try:
+            stream = cp.cuda.get_current_stream()
+            cp.cuda.runtime.memcpyAsync(int(out.data.ptr), base + entry["offset"], out.nbytes,
+                                        cp.cuda.runtime.memcpyDefault, stream.ptr)
+            stream.synchronize()   # copied before the mapping goes and the sender lets the piece go
+        finally:
+            _close(handle)
+    return out
+
+
+def dumps(piece: DevicePiece, context: dict | None = None) -> tuple[dict, list]:
+    """``distributed``'s serialization of a piece: IPC descriptions and no frames to a
+    process of this host (:func:`travels_by_ipc`), else host bytes."""
+    import cupy as cp
+
+    arrays = piece.arrays
+    # a handle names the array's own memory: only a contiguous one can travel that way
+    if travels_by_ipc(context) and all(a.flags.c_contiguous for a in arrays):
+        for device in {a.device.id for a in arrays}:
+            cp.cuda.Device(device).synchronize()   # the piece written before another process reads it
+        try:
+            header = {"ipc": True, "machine": machine_id(), "arrays": [_export(a) for a in arrays]}
+        except (CudaError, cp.cuda.runtime.CUDARuntimeError):
+            pass   # memory no handle can export (a stream-ordered pool's): host bytes instead
+        else:
+            sent["ipc"] += 1
+            return header, []
+    sent["host"] += 1
+    header = {"ipc": False, "arrays": [{"dtype": a.dtype.str, "size": int(a.size)} for a in arrays]}
+    return header, [np.ascontiguousarray(cp.asnumpy(a)).reshape(-1).view(np.uint8).data for a in arrays]
+
+
+def loads(header: dict, frames: list) -> DevicePiece:
+    """The piece :func:`dumps` wrote, in this process's device memory."""
+    import cupy as cp
+
+    if header["ipc"]:
+        if header["machine"] != machine_id():
+            raise CudaError("cudaIpcOpenMemHandle", "another machine",
+                            "a sort piece's IPC handle reached a process on another machine than its sender's; "
+                            f"{IPC_SWITCH}=0 in the workers' environment sends pieces through host memory")
+        arrays = [_import(entry) for entry in header["arrays"]]
+    else:
+        arrays = [cp.asarray(np.frombuffer(frame, np.dtype(entry["dtype"]), entry["size"]))
+                  for entry, frame in zip(header["arrays"], frames)]
+    return DevicePiece(*arrays)
+
+
+def _register() -> None:
+    """Registers :func:`dumps` and :func:`loads` with ``distributed`` and the piece's size
+    with Dask's memory accounting, where they are installed."""
+    try:
+        from dask.sizeof import sizeof
+    except ImportError:
+        return
+    sizeof.register(DevicePiece)(lambda piece: piece.nbytes)
+    try:
+        from distributed.protocol import dask_deserialize, dask_serialize
+    except ImportError:
+        return
+    dask_serialize.register(DevicePiece)(dumps)
+    dask_deserialize.register(DevicePiece)(loads)
+
+
+_register()

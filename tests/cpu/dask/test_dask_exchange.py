@@ -1,0 +1,65 @@
+"""The pure parts of how a sort's pieces travel (cuprims.dask.exchange): which recipients
+get an IPC handle, the host part of distributed's addresses, and the pieces' sizes in
+Dask's memory accounting. The device paths run in tests/gpu/dask."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("dask")
+
+from cuprims.dask import exchange  # noqa: E402
+from cuprims.dask.exchange import DevicePiece  # noqa: E402
+
+
+def _context(sender: str, recipient: str) -> dict:
+    return {"sender": {"address": sender}, "recipient": {"address": recipient}}
+
+
+@pytest.mark.parametrize("address,host", [
+    ("tcp://127.0.0.1:8786", "127.0.0.1"),
+    ("tcp://10.1.2.3:40123", "10.1.2.3"),
+    ("tls://node-7.cluster:9000", "node-7.cluster"),
+    ("tcp://[::1]:8786", "::1"),
+    ("tcp://[fe80::1%eth0]:1", "fe80::1%eth0"),
+    ("ucx://10.0.0.5:13337", "10.0.0.5"),
+    ("tcp://hostonly", "hostonly"),
+    ("inproc://10.0.0.1/1234/5", None),
+    ("", None),
+    ("127.0.0.1:8786", None),
+    ("tcp://[]:1", None),
+])
+def test_host_of_reads_distributeds_addresses(address, host):
+    assert exchange.host_of(address) == host
+
+
+def test_only_a_recipient_on_the_senders_host_gets_a_handle():
+    assert exchange.travels_by_ipc(_context("tcp://127.0.0.1:4000", "tcp://127.0.0.1:4001"), environ={})
+    assert exchange.travels_by_ipc(_context("tcp://10.0.0.1:4000", "tcp://10.0.0.1:5000"), environ={})
+    assert not exchange.travels_by_ipc(_context("tcp://10.0.0.1:4000", "tcp://10.0.0.2:4000"), environ={})
+    assert not exchange.travels_by_ipc(_context("inproc://a/1/1", "inproc://a/1/2"), environ={})
+    assert not exchange.travels_by_ipc(None, environ={})
+    assert not exchange.travels_by_ipc({}, environ={})
+    assert not exchange.travels_by_ipc({"sender": {"address": "tcp://10.0.0.1:1"}}, environ={})
+
+
+@pytest.mark.parametrize("value,ipc", [("0", False), (" 0 ", False), ("1", True), ("", True), ("yes", True)])
+def test_the_switch_turns_the_ipc_path_off(value, ipc):
+    context = _context("tcp://127.0.0.1:4000", "tcp://127.0.0.1:4001")
+    assert exchange.travels_by_ipc(context, environ={exchange.IPC_SWITCH: value}) is ipc
+
+
+def test_the_machine_id_is_stable_and_not_empty():
+    first = exchange.machine_id()
+    assert first and first == exchange.machine_id()
+
+
+def test_a_pieces_size_in_dasks_accounting_is_its_bytes():
+    from dask.sizeof import sizeof
+
+    keys, values = np.arange(1000, dtype=np.float32), np.arange(1000, dtype=np.int64)
+    assert sizeof(DevicePiece(keys)) == 4000
+    assert sizeof(DevicePiece(keys[10:20], values[10:20])) == 40 + 80
+    assert DevicePiece(keys, values).arrays == (keys, values) and DevicePiece(keys).arrays == (keys,)
+    assert "1000 keys float32, values int64" in repr(DevicePiece(keys, values))
