@@ -6,6 +6,8 @@ the same cuprims exception."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -30,20 +32,49 @@ def _biggest(a, b):
     return a if a > b else b
 
 
+def one_worker_per_gpu(distributed, gpus: int):
+    """A cluster of one worker process per visible GPU, each seeing its own alone (its
+    ``CUDA_VISIBLE_DEVICES``, as dask_cuda's LocalCUDACluster sets it): every thread of
+    the worker, the task threads included, then runs on that GPU."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    ids = visible.split(",")[:gpus] if visible else [str(i) for i in range(gpus)]
+    workers = {f"gpu-{gpu}": {"cls": distributed.Nanny,
+                              "options": {"nthreads": 1, "env": {"CUDA_VISIBLE_DEVICES": gpu}}}
+               for gpu in ids}
+    return distributed.SpecCluster(scheduler={"cls": distributed.Scheduler, "options": {"dashboard_address": None}},
+                                   workers=workers)
+
+
 @pytest.fixture(scope="module")
 def cluster_client():
     distributed = pytest.importorskip("distributed")
     gpus = cp.cuda.runtime.getDeviceCount()
-    workers = gpus if gpus > 1 else 2
-    cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                       dashboard_address=None)
+    if gpus > 1:
+        cluster = one_worker_per_gpu(distributed, gpus)
+    else:   # worker processes sharing the one GPU
+        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
     client = distributed.Client(cluster)
-    if gpus > 1:   # one worker per GPU
-        for i, worker in enumerate(sorted(client.scheduler_info()["workers"])):
-            client.run(lambda d=i: cp.cuda.Device(d).use(), workers=[worker])
     yield client
     client.close()
     cluster.close()
+
+
+def _visible_gpu() -> tuple[str | None, int]:
+    return os.environ.get("CUDA_VISIBLE_DEVICES"), cp.cuda.runtime.getDeviceCount()
+
+
+def test_a_cluster_of_one_worker_per_gpu_gives_each_its_own():
+    # on a machine of one GPU, a cluster of one such worker: the same setup, checked
+    distributed = pytest.importorskip("distributed")
+    gpus = cp.cuda.runtime.getDeviceCount()
+    with one_worker_per_gpu(distributed, gpus) as cluster, distributed.Client(cluster) as client:
+        seen = client.run(_visible_gpu)
+        host = np.arange(100_000, dtype=np.int64)
+        total = client.compute(cd.sum(_dask(host, (40_000, 0, 60_000))), sync=True)
+    assert len(seen) == gpus and all(count == 1 for _, count in seen.values()), seen
+    assert sorted(v for v, _ in seen.values()) == sorted(
+        (os.environ.get("CUDA_VISIBLE_DEVICES") or ",".join(map(str, range(gpus)))).split(",")[:gpus])
+    assert int(total) == int(host.sum())
 
 
 @pytest.fixture(params=["sync", "distributed"])
