@@ -19,8 +19,8 @@ those arrays live on one device, and the chunks on others.
   travel).
 * :func:`sort`: a sample sort: each chunk sorted, splitters from samples of every sorted
   chunk (``samples_per_chunk`` keys each travel to one task), each chunk cut at them, and
-  each output chunk gathered from one piece of every chunk and sorted: every item crosses
-  the cluster once.
+  each output chunk gathered from one piece of every chunk and the pieces merged: every
+  item crosses the cluster once.
 * :func:`reduce_by_key`, :func:`unique_by_key`: each chunk's runs of equal consecutive
   keys, then one task given each chunk's first and last keys (and, to reduce, its first and
   last runs' values) that finds the runs crossing chunk boundaries and folds them; each

@@ -1,7 +1,7 @@
 """A sample sort of Dask arrays of CuPy chunks: each chunk sorted by cuprims in its worker,
 splitters chosen from evenly spaced samples of every sorted chunk, each chunk cut at the
 splitters, and each output chunk gathered from one piece of every chunk (the one
-all-to-all exchange) and sorted."""
+all-to-all exchange) and the pieces merged."""
 
 from __future__ import annotations
 

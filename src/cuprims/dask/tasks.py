@@ -231,8 +231,40 @@ def join_pieces(pieces: list, values: bool) -> tuple:
     return keys, cp.concatenate([p.values for p in pieces]) if values else None
 
 
+# key dtypes whose OpKind.LESS / GREATER order is radix sort's (numbers; floats NaN last)
+_MERGED = frozenset(np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64,
+                                          np.uint64, np.float32, np.float64))
+
+
+def merge_pieces(pieces: list, order: Any, values: bool) -> tuple:
+    """An output chunk's pieces, each sorted, merged in a tree of :func:`cuprims.merge`
+    calls (neighbours first, so equal keys keep the chunks' order: the result is the stable
+    sort of the pieces laid end to end)."""
+    import cupy as cp
+
+    import cuprims
+    from cuprims import OpKind, SortOrder
+
+    op = OpKind.GREATER if order is SortOrder.DESCENDING else OpKind.LESS
+    runs = [(p.keys, p.values) for p in pieces if p.keys.size]
+    if len(runs) <= 1:   # nothing to merge: a copy, not a view that keeps a whole chunk alive
+        return join_pieces(pieces, values)
+    while len(runs) > 1:
+        merged = []
+        for (k1, v1), (k2, v2) in zip(runs[0::2], runs[1::2]):
+            keys = cp.empty(k1.size + k2.size, k1.dtype)
+            vals = cp.empty(k1.size + k2.size, v1.dtype) if values else None
+            cuprims.merge(d_in_keys1=k1, d_in_values1=v1, d_in_keys2=k2, d_in_values2=v2, d_out_keys=keys,
+                          d_out_values=vals, num_items1=k1.size, num_items2=k2.size, op=op)
+            merged.append((keys, vals))
+        runs = merged + runs[len(merged) * 2:]
+    return runs[0]
+
+
 def gather_part(pieces: list, order: Any, values: bool) -> tuple:
-    """An output chunk: its piece of every sorted chunk, sorted together."""
+    """An output chunk: its piece of every sorted chunk, merged (numbers) or sorted together."""
+    if pieces and pieces[0].keys.dtype in _MERGED:
+        return merge_pieces(pieces, order, values)
     keys, vals = join_pieces(pieces, values)
     return sort_chunk(keys, vals, order)
 

@@ -172,6 +172,16 @@ def test_sample_sort_matches_numpy(on_scheduler):
     assert sum(sizes) == ints.size and max(sizes) < 1.5 * ints.size / len(CHUNKS), sizes
 
 
+def test_sample_sort_is_stable_across_chunks(on_scheduler):
+    # five keys, each in every chunk: equal keys keep the input's order, in both orders
+    host = np.random.default_rng(8).integers(0, 5, sum(CHUNKS)).astype(np.int16)
+    positions = np.arange(host.size, dtype=np.int64)
+    for order, ranked in ((cuprims.SortOrder.ASCENDING, host), (cuprims.SortOrder.DESCENDING, -host.astype(np.int32))):
+        keys, values = dask.compute(*cd.sort(_dask(host), _dask(positions), order))
+        np.testing.assert_array_equal(cp.asnumpy(values), np.argsort(ranked, kind="stable"))
+        np.testing.assert_array_equal(cp.asnumpy(keys), host[np.argsort(ranked, kind="stable")])
+
+
 def _same_half(a, b):
     return a // 2 == b // 2
 
