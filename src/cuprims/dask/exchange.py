@@ -9,7 +9,9 @@ recipient maps the allocation, copies the piece into memory of its own, waits fo
 copy and unmaps it, all while ``distributed`` reads the message: the sender still holds
 the piece then (a worker keeps a result it sends until the recipient has read it and
 confirmed). Before it exports a handle the sender waits for its device, so that the
-kernels writing the piece have finished when another process reads it.
+kernels writing the piece have finished when another process reads it. A piece that comes
+back to the process that sent it is copied from where it lies (CUDA maps no handle in the
+process that made it).
 
 To any other recipient, and where ``distributed`` names none (a piece spilled to disk),
 a piece travels as host bytes. ``CUPRIMS_DASK_IPC=0`` in the workers' environment sends
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import os
 import threading
+import uuid
 from typing import Any
 
 import numpy as np
@@ -32,6 +35,18 @@ IPC_SWITCH = "CUPRIMS_DASK_IPC"
 
 #: pieces this process has serialized, by the way they went ("ipc" or "host")
 sent = {"ipc": 0, "host": 0}
+
+# this process, told apart from every other (a pid may repeat across containers)
+_PROCESS = uuid.uuid4().hex
+
+
+def _new_process_id() -> None:
+    global _PROCESS
+    _PROCESS = uuid.uuid4().hex
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_process_id)   # a forked child is another process
 
 
 class DevicePiece:
@@ -106,6 +121,7 @@ def _export(array: Any) -> dict:
             raise CudaError("cuMemGetAddressRange", err, "exporting a sort piece to another worker")
         entry["handle"] = bytes(cp.cuda.runtime.ipcGetMemHandle(int(base)))
         entry["offset"] = ptr - int(base)
+        entry["pointer"] = ptr      # read directly where the recipient is the sender's own process
     return entry
 
 
@@ -141,19 +157,28 @@ def _close(handle: bytes) -> None:
             cp.cuda.runtime.ipcCloseMemHandle(entry[0])
 
 
-def _import(entry: dict) -> Any:
-    """A copy, in this process's memory, of the array ``entry`` describes."""
+def _copy_from(out: Any, source: int) -> None:
+    import cupy as cp
+
+    stream = cp.cuda.get_current_stream()
+    cp.cuda.runtime.memcpyAsync(int(out.data.ptr), source, out.nbytes, cp.cuda.runtime.memcpyDefault, stream.ptr)
+    stream.synchronize()   # copied before the mapping goes and the sender lets the piece go
+
+
+def _import(entry: dict, own: bool) -> Any:
+    """A copy, in this process's memory, of the array ``entry`` describes (``own``: the
+    sender was this process, whose pointer is valid here and whose handle CUDA does not
+    open again)."""
     import cupy as cp
 
     out = cp.empty(entry["size"], np.dtype(entry["dtype"]))
-    if out.size:
+    if out.size and own:
+        _copy_from(out, entry["pointer"])
+    elif out.size:
         handle = entry["handle"]
         base = _open(handle)
         try:
-            stream = cp.cuda.get_current_stream()
-            cp.cuda.runtime.memcpyAsync(int(out.data.ptr), base + entry["offset"], out.nbytes,
-                                        cp.cuda.runtime.memcpyDefault, stream.ptr)
-            stream.synchronize()   # copied before the mapping goes and the sender lets the piece go
+            _copy_from(out, base + entry["offset"])
         finally:
             _close(handle)
     return out
@@ -170,7 +195,8 @@ def dumps(piece: DevicePiece, context: dict | None = None) -> tuple[dict, list]:
         for device in {a.device.id for a in arrays}:
             cp.cuda.Device(device).synchronize()   # the piece written before another process reads it
         try:
-            header = {"ipc": True, "machine": machine_id(), "arrays": [_export(a) for a in arrays]}
+            header = {"ipc": True, "machine": machine_id(), "process": _PROCESS,
+                      "arrays": [_export(a) for a in arrays]}
         except (CudaError, cp.cuda.runtime.CUDARuntimeError):
             pass   # memory no handle can export (a stream-ordered pool's): host bytes instead
         else:
@@ -190,7 +216,8 @@ def loads(header: dict, frames: list) -> DevicePiece:
             raise CudaError("cudaIpcOpenMemHandle", "another machine",
                             "a sort piece's IPC handle reached a process on another machine than its sender's; "
                             f"{IPC_SWITCH}=0 in the workers' environment sends pieces through host memory")
-        arrays = [_import(entry) for entry in header["arrays"]]
+        own = header["process"] == _PROCESS
+        arrays = [_import(entry, own) for entry in header["arrays"]]
     else:
         arrays = [cp.asarray(np.frombuffer(frame, np.dtype(entry["dtype"]), entry["size"]))
                   for entry, frame in zip(header["arrays"], frames)]

@@ -4,6 +4,8 @@ Dask's memory accounting. The device paths run in tests/gpu/dask."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -63,3 +65,18 @@ def test_a_pieces_size_in_dasks_accounting_is_its_bytes():
     assert sizeof(DevicePiece(keys[10:20], values[10:20])) == 40 + 80
     assert DevicePiece(keys, values).arrays == (keys, values) and DevicePiece(keys).arrays == (keys,)
     assert "1000 keys float32, values int64" in repr(DevicePiece(keys, values))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork")
+def test_a_forked_child_is_another_process():
+    # a piece's handle read back in "its own process" is read by pointer: a child must
+    # not take its parent's pointers for its own
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.write(write, exchange._PROCESS.encode())
+        os._exit(0)
+    os.close(write)
+    child = os.read(read, 64).decode()
+    os.waitpid(pid, 0)
+    assert child and child != exchange._PROCESS

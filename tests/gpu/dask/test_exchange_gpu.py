@@ -77,6 +77,16 @@ def test_a_non_contiguous_piece_goes_as_host_bytes():
     _equal(exchange.loads(header, frames), np.arange(100, dtype=np.int32)[::2], None)
 
 
+@pytest.mark.parametrize("values", [False, True])
+def test_a_handle_back_in_its_own_process_is_read_directly(values):
+    # CUDA opens no handle in the process that made it: the sender's pointer is read
+    piece, keys, vals = _piece(np.float64, 3000, values)
+    header, frames = exchange.dumps(piece, SAME_HOST)
+    assert header["ipc"] is True and frames == []
+    _equal(exchange.loads(header, frames), keys, vals)
+    assert not exchange._opened
+
+
 def test_a_handle_from_another_machine_is_refused():
     piece, _, _ = _piece(np.int32, 10, False)
     header, frames = exchange.dumps(piece, SAME_HOST)
