@@ -56,6 +56,36 @@ def _cupy_on_a_gpu_machine():
                     "scripts/setup does where it finds an NVIDIA driver, or pip install -e '.[gpu]')", pytrace=False)
 
 
+# the driver's errors that leave a process's CUDA context unusable: every later call fails
+_STICKY = {700: "an illegal address", 710: "a device-side assert", 714: "a hardware stack error",
+           715: "an illegal instruction", 716: "a misaligned address", 717: "an invalid address space",
+           718: "an invalid program counter", 719: "a launch failure (a trap)"}
+
+
+@pytest.fixture(autouse=True)
+def _a_broken_context_ends_its_process(request):
+    """After each test on a GPU machine: a test that leaves this process's CUDA context
+    broken (a kernel trapped or faulted) ends the process there, so that it alone is
+    reported. Under xdist the worker exits (xdist reports the test as crashing its worker
+    and starts another, which runs the rest); without xdist the session stops, saying
+    which test did it. Otherwise every later test in the process would fail on the same
+    sticky error."""
+    yield
+    if not HAVE_GPU:
+        return
+    from cuprims._runtime import libcuda
+
+    code = libcuda.load().cuCtxSynchronize()
+    if code not in _STICKY:
+        return
+    message = f"{request.node.nodeid} left the CUDA context broken: {_STICKY[code]} (CUDA error {code})"
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        sys.stderr.write(message + "; this worker ends here\n")
+        sys.stderr.flush()
+        os._exit(70)
+    pytest.exit(message, returncode=1)
+
+
 _BIG_LOCK = os.path.join(tempfile.gettempdir(), "cuprims-gpu-big-memory.lock")
 
 
