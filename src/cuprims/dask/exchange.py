@@ -15,8 +15,10 @@ process that made it).
 
 To any other recipient, and where ``distributed`` names none (a piece spilled to disk),
 a piece travels as host bytes. ``CUPRIMS_DASK_IPC=0`` in the workers' environment sends
-every piece as host bytes (for machines whose processes cannot share device memory, such
-as containers without a shared IPC namespace).
+every piece over TCP as host bytes (for machines whose processes cannot share device
+memory, such as containers without a shared IPC namespace). Over UCX
+(``protocol="ucx"``) a piece goes as device frames, which UCX moves device to device
+itself (:func:`device_dumps`).
 """
 
 from __future__ import annotations
@@ -224,6 +226,31 @@ def loads(header: dict, frames: list) -> DevicePiece:
     return DevicePiece(*arrays)
 
 
+def device_dumps(piece: DevicePiece) -> tuple[dict, list]:
+    """The serialization UCX comms try first (``distributed``'s "cuda" family): the arrays
+    as device frames, which UCX moves device to device itself."""
+    import cupy as cp
+
+    arrays = [cp.ascontiguousarray(a) for a in piece.arrays]
+    header = {"arrays": [{"dtype": a.dtype.str, "size": int(a.size)} for a in arrays]}
+    return header, [a.reshape(-1).view(cp.uint8) for a in arrays]
+
+
+def device_loads(header: dict, frames: list) -> DevicePiece:
+    """The piece :func:`device_dumps` wrote, from the device frames the comms received."""
+    import cupy as cp
+
+    arrays = []
+    for entry, frame in zip(header["arrays"], frames):
+        dtype = np.dtype(entry["dtype"])
+        if hasattr(frame, "__cuda_array_interface__"):
+            raw = cp.asarray(frame).reshape(-1).view(cp.uint8)
+        else:   # an empty frame may come as host bytes
+            raw = cp.asarray(np.frombuffer(frame, np.uint8))
+        arrays.append(raw[:entry["size"] * dtype.itemsize].view(dtype))
+    return DevicePiece(*arrays)
+
+
 def _register() -> None:
     """Registers :func:`dumps` and :func:`loads` with ``distributed`` and the piece's size
     with Dask's memory accounting, where they are installed."""
@@ -238,6 +265,12 @@ def _register() -> None:
         return
     dask_serialize.register(DevicePiece)(dumps)
     dask_deserialize.register(DevicePiece)(loads)
+    try:
+        from distributed.protocol.cuda import cuda_deserialize, cuda_serialize
+    except ImportError:
+        return
+    cuda_serialize.register(DevicePiece)(device_dumps)
+    cuda_deserialize.register(DevicePiece)(device_loads)
 
 
 _register()

@@ -87,6 +87,20 @@ def test_a_handle_back_in_its_own_process_is_read_directly(values):
     assert not exchange._opened
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_device_frames_for_ucx_round_trip(dtype):
+    # what UCX comms send: distributed's "cuda" family, the arrays as device frames
+    protocol = pytest.importorskip("distributed.protocol")
+    for size, values in ((1000, True), (1, False), (0, True)):
+        piece, keys, vals = _piece(dtype, size, values)
+        header, frames = protocol.serialize(piece, serializers=("cuda",))
+        assert header["serializer"] == "cuda"
+        assert all(hasattr(f, "__cuda_array_interface__") for f in frames)
+        _equal(protocol.deserialize(header, frames, deserializers=("cuda",)), keys, vals)
+    empty = DevicePiece(cp.empty(0, dtype))
+    _equal(exchange.device_loads(exchange.device_dumps(empty)[0], [b""]), np.empty(0, dtype), None)
+
+
 def test_a_handle_from_another_machine_is_refused():
     piece, _, _ = _piece(np.int32, 10, False)
     header, frames = exchange.dumps(piece, SAME_HOST)
