@@ -53,12 +53,14 @@ if hasattr(os, "register_at_fork"):
 
 class DevicePiece:
     """A piece of a sorted chunk on its way to the task gathering an output chunk:
-    ``keys`` and ``values`` (or None), one-dimensional CuPy arrays."""
+    ``keys`` and ``values`` (or None), one-dimensional CuPy arrays; ``ready``, where
+    given, an event recorded after the work that wrote them (else the sender waits for
+    its whole device before another process reads the piece)."""
 
-    __slots__ = ("keys", "values")
+    __slots__ = ("keys", "values", "ready")
 
-    def __init__(self, keys: Any, values: Any = None):
-        self.keys, self.values = keys, values
+    def __init__(self, keys: Any, values: Any = None, ready: Any = None):
+        self.keys, self.values, self.ready = keys, values, ready
 
     @property
     def arrays(self) -> tuple:
@@ -194,8 +196,12 @@ def dumps(piece: DevicePiece, context: dict | None = None) -> tuple[dict, list]:
     arrays = piece.arrays
     # a handle names the array's own memory: only a contiguous one can travel that way
     if travels_by_ipc(context) and all(a.flags.c_contiguous for a in arrays):
-        for device in {a.device.id for a in arrays}:
-            cp.cuda.Device(device).synchronize()   # the piece written before another process reads it
+        # the piece written before another process reads it
+        if piece.ready is not None:
+            piece.ready.synchronize()
+        else:
+            for device in {a.device.id for a in arrays}:
+                cp.cuda.Device(device).synchronize()
         try:
             header = {"ipc": True, "machine": machine_id(), "process": _PROCESS,
                       "arrays": [_export(a) for a in arrays]}

@@ -214,12 +214,20 @@ def cut_chunk(pair: tuple, cuts: np.ndarray, descending: bool) -> np.ndarray:
 
 
 def chunk_piece(pair: tuple, cuts: np.ndarray, part: int) -> DevicePiece:
-    """The ``part``-th piece of a sorted chunk (views of its keys, and values or None). Only
-    the piece travels to the worker gathering that part: device to device to a worker of
-    this machine, else as host bytes (:mod:`cuprims.dask.exchange`)."""
+    """The ``part``-th piece of a sorted chunk (views of its keys, and values or None), with
+    an event recorded after the sort that wrote it. Only the piece travels to the worker
+    gathering that part: device to device to a worker of this machine, else as host bytes
+    (:mod:`cuprims.dask.exchange`)."""
     keys, values = pair
     start, stop = int(cuts[part]), int(cuts[part + 1])
-    return DevicePiece(keys[start:stop], None if values is None else values[start:stop])
+    ready = None
+    if hasattr(keys, "__cuda_array_interface__"):
+        import cupy as cp
+
+        # on the stream the sort ran on (cuprims' default, the legacy stream)
+        ready = cp.cuda.Event(block=False, disable_timing=True)
+        ready.record(cp.cuda.Stream.null)
+    return DevicePiece(keys[start:stop], None if values is None else values[start:stop], ready)
 
 
 def join_pieces(pieces: list, values: bool) -> tuple:

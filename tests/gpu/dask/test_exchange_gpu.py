@@ -15,7 +15,7 @@ import pytest
 cp = pytest.importorskip("cupy")
 pytest.importorskip("dask")
 
-from cuprims.dask import exchange  # noqa: E402
+from cuprims.dask import exchange, tasks  # noqa: E402
 from cuprims.dask.exchange import DevicePiece  # noqa: E402
 from cuprims.errors import CudaError  # noqa: E402
 
@@ -129,7 +129,8 @@ def test_another_process_maps_and_copies_the_pieces(tmp_path, dtype):
     keys = cp.asarray(np.random.default_rng(1).integers(-100, 100, sum(sizes) + 7).astype(dtype))
     vals = cp.arange(sum(sizes) + 7, dtype=np.int64)
     cuts = np.r_[0, np.cumsum(sizes)] + 7
-    pieces = [DevicePiece(keys[a:b], vals[a:b]) for a, b in zip(cuts[:-1], cuts[1:])]
+    pieces = [tasks.chunk_piece((keys, vals), cuts, part) for part in range(len(sizes))]   # as the sort cuts them
+    assert all(p.ready is not None for p in pieces)
     before = dict(exchange.sent)
     headers = []
     for p in pieces:
