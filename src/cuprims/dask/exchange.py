@@ -120,6 +120,9 @@ def _export(array: Any) -> dict:
     entry = {"dtype": array.dtype.str, "size": int(array.size)}
     if array.size:
         ptr = int(array.data.ptr)
+        # cudaSetDevice makes the device's primary context current in this (comms) thread,
+        # which the driver's call needs
+        cp.cuda.runtime.setDevice(array.device.id)
         err, base, _ = driver.cuMemGetAddressRange(ptr)
         if err != driver.CUresult.CUDA_SUCCESS:
             raise CudaError("cuMemGetAddressRange", err, "exporting a sort piece to another worker")
