@@ -21,9 +21,10 @@ Every call takes care of its own shared memory, with the barrier its reuse needs
 own shared memory. ``nbytes`` and ``align`` are the ``temp_storage_bytes`` and
 ``temp_storage_alignment`` of the Style 1 factory with the same arguments (e.g.
 ``coop.block.make_radix_sort_pairs(k, v, (32, 4), 4)``), which leave room to round the
-array's address up to the alignment; an array too small for that traps. With it no barrier is issued: between two calls that share the storage, the
-kernel syncs (``cuda.syncthreads()``, ``cuda.syncwarp()`` for warps), as in CUB. Each
-warp of a warp-wide call passes its own.
+array's address up to the alignment; an array too small for that traps. With it no
+barrier is issued: between two calls that share the storage, the kernel syncs
+(``cuda.syncthreads()``, ``cuda.syncwarp()`` for warps), as in CUB. Each warp of a
+warp-wide call passes its own.
 
 Example::
 

@@ -10,7 +10,8 @@ range trap (``trap;``) instead of letting CUB read or write past an array: ``val
 outside ``0..limit`` or past the array's length, a full tile longer than the array, a
 non-contiguous array (``check_stride``: 1-D arrays not known to be contiguous), and a
 ``temp`` array too small to hold the provider's TempStorage once its address is rounded
-up to the TempStorage's alignment, or not contiguous (:func:`_temp_pointer`). With ``temp`` the helper calls the ``_ts`` entry point.
+up to the TempStorage's alignment, or not contiguous (:func:`_temp_pointer`). With
+``temp`` the helper calls the ``_ts`` entry point.
 """
 
 from __future__ import annotations
