@@ -8,8 +8,9 @@ the sender's IP) travels as the IPC handle of its allocation and its place in it
 recipient maps the allocation, copies the piece into memory of its own, waits for the
 copy and unmaps it, all while ``distributed`` reads the message: the sender still holds
 the piece then (a worker keeps a result it sends until the recipient has read it and
-confirmed). Before it exports a handle the sender waits for its device, so that the
-kernels writing the piece have finished when another process reads it. A piece that comes
+confirmed). Before it exports a handle the sender waits for the piece's ``ready`` event
+(else its whole device), so that the kernels writing the piece have finished when another
+process reads it. A piece that comes
 back to the process that sent it is copied from where it lies (CUDA maps no handle in the
 process that made it).
 
@@ -112,12 +113,17 @@ def machine_id() -> str:
         return socket.gethostname()
 
 
+def _described(array: Any) -> dict:
+    """What a recipient needs to make an array of the piece: its dtype and size."""
+    return {"dtype": array.dtype.str, "size": int(array.size)}
+
+
 def _export(array: Any) -> dict:
     """An array's IPC description: its allocation's handle and its place in it."""
     import cupy as cp
     from cuda.bindings import driver
 
-    entry = {"dtype": array.dtype.str, "size": int(array.size)}
+    entry = _described(array)
     if array.size:
         ptr = int(array.data.ptr)
         # cudaSetDevice makes the device's primary context current in this (comms) thread,
@@ -214,7 +220,7 @@ def dumps(piece: DevicePiece, context: dict | None = None) -> tuple[dict, list]:
             sent["ipc"] += 1
             return header, []
     sent["host"] += 1
-    header = {"ipc": False, "arrays": [{"dtype": a.dtype.str, "size": int(a.size)} for a in arrays]}
+    header = {"ipc": False, "arrays": [_described(a) for a in arrays]}
     return header, [np.ascontiguousarray(cp.asnumpy(a)).reshape(-1).view(np.uint8).data for a in arrays]
 
 
@@ -241,7 +247,7 @@ def device_dumps(piece: DevicePiece) -> tuple[dict, list]:
     import cupy as cp
 
     arrays = [cp.ascontiguousarray(a) for a in piece.arrays]
-    header = {"arrays": [{"dtype": a.dtype.str, "size": int(a.size)} for a in arrays]}
+    header = {"arrays": [_described(a) for a in arrays]}
     return header, [a.reshape(-1).view(cp.uint8) for a in arrays]
 
 
