@@ -32,15 +32,19 @@ def _biggest(a, b):
     return a if a > b else b
 
 
+def _gpu_ids(gpus: int) -> list[str]:
+    """The ids of this process's ``gpus`` visible GPUs as ``CUDA_VISIBLE_DEVICES`` names them."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    return visible.split(",")[:gpus] if visible else [str(i) for i in range(gpus)]
+
+
 def one_worker_per_gpu(distributed, gpus: int):
     """A cluster of one worker process per visible GPU, each seeing its own alone (its
     ``CUDA_VISIBLE_DEVICES``, as dask_cuda's LocalCUDACluster sets it): every thread of
     the worker, the task threads included, then runs on that GPU."""
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    ids = visible.split(",")[:gpus] if visible else [str(i) for i in range(gpus)]
     workers = {f"gpu-{gpu}": {"cls": distributed.Nanny,
                               "options": {"nthreads": 1, "env": {"CUDA_VISIBLE_DEVICES": gpu}}}
-               for gpu in ids}
+               for gpu in _gpu_ids(gpus)}
     return distributed.SpecCluster(scheduler={"cls": distributed.Scheduler, "options": {"dashboard_address": None}},
                                    workers=workers)
 
@@ -72,8 +76,7 @@ def test_a_cluster_of_one_worker_per_gpu_gives_each_its_own():
         host = np.arange(100_000, dtype=np.int64)
         total = client.compute(cd.sum(_dask(host, (40_000, 0, 60_000))), sync=True)
     assert len(seen) == gpus and all(count == 1 for _, count in seen.values()), seen
-    assert sorted(v for v, _ in seen.values()) == sorted(
-        (os.environ.get("CUDA_VISIBLE_DEVICES") or ",".join(map(str, range(gpus)))).split(",")[:gpus])
+    assert sorted(v for v, _ in seen.values()) == sorted(_gpu_ids(gpus))
     assert int(total) == int(host.sum())
 
 
