@@ -60,6 +60,10 @@ def _cupy_on_a_gpu_machine():
 _STICKY = {700: "an illegal address", 710: "a device-side assert", 714: "a hardware stack error",
            715: "an illegal instruction", 716: "a misaligned address", 717: "an invalid address space",
            718: "an invalid program counter", 719: "a launch failure (a trap)"}
+# set where a test broke the context (the process then ends as soon as pytest is done), and
+# the session's exit status for that end
+_BROKEN_CONTEXT = pytest.StashKey[bool]()
+_EXIT_STATUS = pytest.StashKey[int]()
 
 
 @pytest.fixture(autouse=True)
@@ -79,11 +83,29 @@ def _a_broken_context_ends_its_process(request):
     if code not in _STICKY:
         return
     message = f"{request.node.nodeid} left the CUDA context broken: {_STICKY[code]} (CUDA error {code})"
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        sys.stderr.write(message + "; this worker ends here\n")
-        sys.stderr.flush()
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    sys.stderr.write(message + ("; this worker ends here\n" if worker else "; the session stops here\n"))
+    sys.stderr.flush()
+    if worker:
         os._exit(70)
-    pytest.exit(message, returncode=1)
+    # pytest stops after this test and reports as usual; the process then ends without the
+    # interpreter's shutdown, whose CUDA teardown in a broken context may kill it before
+    # the buffered report reaches a pipe
+    request.session.shouldstop = message
+    request.config.stash[_BROKEN_CONTEXT] = True
+
+
+
+def pytest_sessionfinish(session, exitstatus):
+    session.config.stash[_EXIT_STATUS] = int(exitstatus)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    if config.stash.get(_BROKEN_CONTEXT, False):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(config.stash.get(_EXIT_STATUS, 1) or 1)
 
 
 _BIG_LOCK = os.path.join(tempfile.gettempdir(), "cuprims-gpu-big-memory.lock")

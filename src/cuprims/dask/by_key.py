@@ -41,9 +41,10 @@ def _by_key(keys: Any, values: Any, op: Any, equality_op: Any, dtype: Any, reduc
 
 def reduce_by_key(keys: Any, values: Any, op: Any, equality_op: Any = None, *, dtype: Any = None) -> tuple:
     """Each run of equal consecutive ``keys`` (runs cross chunk boundaries, and empty chunks)
-    reduced to its first key and the fold of its ``values`` by ``op``, as ``(unique_keys,
-    aggregates)``: Dask arrays of one chunk per input chunk (a run that crosses chunks is
-    output by the chunk it starts in), of sizes known once computed.
+    reduced to its last key (as :func:`cuprims.reduce_by_key` and CUB write it) and the fold
+    of its ``values`` by ``op``, as ``(unique_keys, aggregates)``: Dask arrays of one chunk
+    per input chunk (a run that crosses chunks is output by the chunk it starts in), of
+    sizes known once computed.
 
     :func:`cuprims.reduce_by_key` on each chunk; each chunk's first and last keys and its
     first and last runs' values go to one task, which tests each boundary with

@@ -279,7 +279,7 @@ def gather_part(pieces: list, order: Any, values: bool) -> tuple:
 
 def chunk_by_key(keys: Any, values: Any, op: Any, equality: Any, dtype: np.dtype) -> tuple:
     """The chunk's runs of equal consecutive keys: by :func:`cuprims.reduce_by_key` (each run's
-    first key and its values folded by ``op``, in ``dtype``), or with ``op`` None by
+    last key and its values folded by ``op``, in ``dtype``), or with ``op`` None by
     :func:`cuprims.unique_by_key` (each run's first key and first value); with the chunk's
     last key (None for an empty chunk), which the stitch compares with the next chunk's first."""
     import cupy as cp
@@ -357,8 +357,9 @@ def fold_groups(groups: list, op: Any, dtype: np.dtype) -> list:
 def stitch_runs(ends: list, op: Any, equality: Any, dtype: np.dtype) -> list:
     """For each chunk, from every chunk's :func:`run_ends`: ``(drop, patch)``, whether its
     first run continues an earlier chunk's (and leaves its output), and, where its last run
-    goes on into later chunks, that run's fold over all of them (reduce-by-key only; else
-    None)."""
+    goes on into later chunks, ``(key, value)``: that run's last key (the first key the last
+    chunk it reaches gives, reduce-by-key writing a run's last key) and its fold over all of
+    them (reduce-by-key only; else None)."""
     from cuprims.dask.graph import joined_runs
 
     present = [end for end in ends if end is not None]
@@ -369,18 +370,18 @@ def stitch_runs(ends: list, op: Any, equality: Any, dtype: np.dtype) -> list:
         # the head chunk gives its last run's value; every other chunk its first run's
         pieces = [[ends[i][3 if k == 0 else 2] for k, i in enumerate(group)] for group in groups]
         for group, folded in zip(groups, fold_groups(pieces, op, dtype)):
-            patches[group[0]] = folded
+            patches[group[0]] = (ends[group[-1]][0], folded)
     return list(zip(drops, patches))
 
 
 def patch_runs(part: tuple, fix: tuple) -> tuple:
     """The chunk's runs as they go out: its first run dropped where it continues an earlier
-    chunk's, its last run's value replaced where that run goes on into later chunks."""
+    chunk's, its last run's key and value replaced where that run goes on into later chunks."""
     keys, vals, _ = part
     drop, patch = fix
     if drop:
         keys, vals = keys[1:], vals[1:]
     if patch is not None:
-        vals = vals.copy()     # the part is the runs task's result: left as it is
-        vals[-1:] = patch
+        keys, vals = keys.copy(), vals.copy()     # the part is the runs task's result: left as it is
+        keys[-1:], vals[-1:] = patch
     return keys, vals

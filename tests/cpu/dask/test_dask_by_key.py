@@ -149,14 +149,15 @@ def _fold(items, op, dtype):
 
 
 def _runs(keys, values, op, equality, dtype):
-    """numpy's answer: each run's first key, and its values folded by ``op`` (its first
-    value where ``op`` is None)."""
+    """numpy's answer: each run's last key (reduce-by-key, as CUB writes it) and its values
+    folded by ``op``, or with ``op`` None its first key and first value (unique-by-key)."""
     keys, values = np.asarray(keys).reshape(-1), np.asarray(values).reshape(-1)
     starts = [i for i in range(keys.size) if i == 0 or not _equal(equality, keys[i - 1], keys[i])]
     if op is None:
         return keys[starts], values[starts]
-    bounds = zip(starts, [*starts[1:], keys.size])
-    return keys[starts], np.array([_fold(values[s:e], op, dtype) for s, e in bounds], dtype)
+    ends = [*starts[1:], keys.size] if starts else []
+    folded = np.array([_fold(values[s:e], op, dtype) for s, e in zip(starts, ends)], dtype)
+    return keys[np.asarray(ends, dtype=np.int64) - 1], folded
 
 
 class NumpyByKeyTasks:

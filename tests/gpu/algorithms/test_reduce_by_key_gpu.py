@@ -111,6 +111,28 @@ def test_python_operators_one_capturing_a_device_array_and_discarded_keys():
     np.testing.assert_array_equal(agg[:m].get(), np.maximum.reduceat(values, heads))
 
 
+def test_a_coarser_equality_writes_each_runs_last_key():
+    # equal tens: a run's keys differ, and CUB (so cuda.compute) writes the last one; runs
+    # cross tiles (about 4,600 keys a tile for 4-byte keys and values)
+    rng = np.random.default_rng(5)
+    n = 100_003
+    keys = np.sort(rng.integers(0, 2_000, n)).astype(np.int32)
+    values = rng.integers(-9, 10, n).astype(np.int64)
+
+    def same_ten(a, b):
+        return a // 10 == b // 10
+
+    uk, agg, runs = cp.empty(n, np.int32), cp.empty(n, np.int64), cp.empty(1, np.int64)
+    cuprims.reduce_by_key(d_in_keys=cp.asarray(keys), d_in_values=cp.asarray(values), d_out_unique_keys=uk,
+                          d_out_aggregates=agg, d_out_num_runs=runs, reduction_op=OpKind.PLUS,
+                          equality_op=same_ten, num_items=n)
+    heads = np.flatnonzero(np.r_[True, keys[1:] // 10 != keys[:-1] // 10])
+    m = int(runs[0])
+    assert m == heads.size
+    np.testing.assert_array_equal(uk[:m].get(), keys[np.r_[heads[1:], n] - 1])
+    np.testing.assert_array_equal(agg[:m].get(), np.add.reduceat(values, heads))
+
+
 def test_struct_values_with_a_python_reduction():
     def span(a, b):
         return PAIR(min(a.lo, b.lo), max(a.hi, b.hi))

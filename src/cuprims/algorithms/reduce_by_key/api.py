@@ -4,7 +4,8 @@
 
 Each run of consecutive keys equal by ``equality_op`` (``OpKind.EQUAL_TO`` unless given:
 C++'s ``==`` on scalar keys, so a NaN key is a run of its own) gives one output: the run's
-first key goes to ``d_out_unique_keys`` and the reduction of its values by
+last key goes to ``d_out_unique_keys`` (as CUB and cuda.compute write it: with an
+``equality_op`` coarser than ``==`` a run's keys may differ) and the reduction of its values by
 ``reduction_op`` to ``d_out_aggregates``, both at the run's index; the number of runs goes
 to ``d_out_num_runs[0]``, on the device (nothing synchronises). Values are reduced in the
 type of ``d_out_aggregates``; CUB takes ``reduction_op`` to be associative and combines a
@@ -123,7 +124,7 @@ def make_reduce_by_key(*, d_in_keys: ArrayIteratorOrProxy, d_in_values: ArrayIte
     Args:
         d_in_keys, d_in_values: device arrays or iterators of keys and their values.
         d_out_unique_keys: device array (room for as many runs as there may be) or output
-            iterator: each run's first key, of the keys' type or of one numpy's
+            iterator: each run's last key, of the keys' type or of one numpy's
             ``same_kind`` rule casts them to.
         d_out_aggregates: device array or output iterator: each run's reduction, in its
             dtype (the type the values are reduced in; a struct of the values' layout).

@@ -4,7 +4,7 @@ and accumulator types (``policy_selector_from_types``, asked with ``::cuda::std:
 standing in for the operator, as the scans ask theirs: an operator CUB cannot classify gets
 its generic 128 x 6 tile, a sixth of the 256 x 18 it tuned for 4-byte keys and values). The
 values are reduced in the type of the aggregates' output (``accum``); a run's key is written
-as the first key of the run."""
+as its last key, where CUB writes it (the key before the next run's head)."""
 
 from __future__ import annotations
 
