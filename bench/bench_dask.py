@@ -142,6 +142,12 @@ def _pieces_sent() -> dict:
     return dict(exchange.sent)
 
 
+def _exchange_spent() -> dict:
+    from cuprims.dask import exchange
+
+    return {step: list(entry) for step, entry in exchange.spent.items()}
+
+
 # --- the client ---------------------------------------------------------------------------------
 
 
@@ -467,13 +473,21 @@ def main() -> None:
                 f"the client alone on the GPU, before the cluster; {single_note}")
             add(w_sort, "cuprims.radix_sort, one process (device time)", ref["device_ms"], "ms")
             add_later(w_first, "cuprims.dask.sort(x)", o_first * 1e3, "ms", None, f"{o_comp} compiles in the workers")
+            runs = 1 + len(o_times)
+            spent = list(client.run(_exchange_spent).values())
+            for step in ("export", "open", "copy", "close"):
+                calls, seconds = sum(w[step][0] for w in spent), sum(w[step][1] for w in spent)
+                add(w_sort, f"IPC path: {step}, all workers, per sort", seconds * 1e3 / runs, "ms", None,
+                    f"{calls / runs:.0f} calls per sort, {seconds * 1e6 / max(calls, 1):.0f} us each; "
+                    f"summed over the workers (they overlap), over the {runs} sorts")
 
             # --- the sort's stages, one after the other ------------------------------------------------
             order = cuprims.SortOrder.ASCENDING
             count, spc = args.chunks, 256        # cuprims.dask.sort's defaults: parts = chunks, 256 samples
             stage_names = ["1 chunk sort (radix_sort per chunk)", "2 samples + splitters",
                            "3 cut at the splitters (lower_bound)",
-                           "4 exchange: pieces cut out and brought to their output chunk's worker",
+                           "4a pieces cut out (a task each, in the chunk's worker)",
+                           "4b exchange: the pieces brought to their output chunk's worker",
                            "5 each output chunk's pieces merged (gather_part)"]
             alternative = "5' instead: the pieces laid end to end and radix sorted"
 
@@ -494,11 +508,14 @@ def main() -> None:
                 lap(cuts_at, False)
                 cuts = client.map(tasks.cut_chunk, sorted_, [cuts_at] * count, [False] * count, pure=False)
                 lap(cuts, False)
-                cut_out = [[client.submit(tasks.chunk_piece, sorted_[i], cuts[i], j, pure=False) for i in range(count)]
-                           for j in range(count)]
+                flat = client.map(tasks.chunk_piece, [sorted_[i] for j in range(count) for i in range(count)],
+                                  [cuts[i] for j in range(count) for i in range(count)],
+                                  [j for j in range(count) for i in range(count)], pure=False)
+                lap(flat, True)
+                cut_out = [flat[j * count:(j + 1) * count] for j in range(count)]
                 pieces = [client.submit(_held, cut_out[j], pure=False) for j in range(count)]
                 lap(pieces, True)
-                del sorted_, samples, cuts_at, cuts, cut_out
+                del sorted_, samples, cuts_at, cuts, cut_out, flat
                 out = client.map(_gather_held, pieces, [order] * count, pure=False)
                 lap(out, True)
                 t1 = time.perf_counter()      # not in the staged total

@@ -5,14 +5,18 @@ handles, device to device, instead of through host memory.
 sender, through the socket, and back onto the device by the recipient. A
 :class:`DevicePiece` sent to a process on the sender's host (the recipient's address has
 the sender's IP) travels as the IPC handle of its allocation and its place in it. The
-recipient maps the allocation, copies the piece into memory of its own, waits for the
-copy and unmaps it, all while ``distributed`` reads the message: the sender still holds
+recipient maps the allocation, copies the piece into memory of its own and waits for the
+copy, all while ``distributed`` reads the message: the sender still holds
 the piece then (a worker keeps a result it sends until the recipient has read it and
 confirmed). Before it exports a handle the sender waits for the piece's ``ready`` event
 (else its whole device), so that the kernels writing the piece have finished when another
 process reads it. A piece that comes
 back to the process that sent it is copied from where it lies (CUDA maps no handle in the
-process that made it).
+process that made it). A mapping stays open for the next pieces of the same allocation (a
+sorted chunk's pieces share one): each process keeps up to ``CUPRIMS_DASK_IPC_MAPPINGS``
+(default 32; 0 closes each after its copy) that no copy uses, closing the least recently
+used past it, and :func:`close_mappings` closes them all. An open mapping may keep memory
+the sender has freed from going back to its device until it closes.
 
 To any other recipient, and where ``distributed`` names none (a piece spilled to disk),
 a piece travels as host bytes. ``CUPRIMS_DASK_IPC=0`` in the workers' environment sends
@@ -26,7 +30,9 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 import uuid
+from collections import OrderedDict
 from typing import Any
 
 import numpy as np
@@ -38,6 +44,28 @@ IPC_SWITCH = "CUPRIMS_DASK_IPC"
 
 #: pieces this process has serialized, by the way they went ("ipc" or "host")
 sent = {"ipc": 0, "host": 0}
+
+#: this process's calls and seconds in each step of the IPC path: ``export`` (the sender's
+#: wait for the piece and its handles), ``open`` and ``close`` (the recipient's mapping of
+#: the sender's allocation) and ``copy`` (the copy into the recipient's memory and its wait)
+spent: dict[str, list] = {step: [0, 0.0] for step in ("export", "open", "copy", "close")}
+
+
+class _Timed:
+    """Adds the time of its ``with`` block to ``spent[step]``."""
+
+    __slots__ = ("step", "t0")
+
+    def __init__(self, step: str):
+        self.step = step
+
+    def __enter__(self) -> None:
+        self.t0 = time.perf_counter()
+
+    def __exit__(self, *exc: Any) -> None:
+        entry = spent[self.step]
+        entry[0] += 1
+        entry[1] += time.perf_counter() - self.t0
 
 # this process, told apart from every other (a pid may repeat across containers)
 _PROCESS = uuid.uuid4().hex
@@ -138,8 +166,23 @@ def _export(array: Any) -> dict:
     return entry
 
 
-_opened: dict[bytes, list] = {}   # handle -> [mapped base address, users]
+#: the most mappings of other processes' allocations this process keeps open when no copy
+#: uses them (CUDA's open and close of a mapping cost about a millisecond each, and the
+#: pieces of one sorted chunk share its allocation); past it the least recently used close
+MAPPINGS_KEPT_SWITCH = "CUPRIMS_DASK_IPC_MAPPINGS"
+
+# handle -> [mapped base address, copies using it], the least recently used first. A handle
+# names one allocation for its life: memory freed and allocated again gets another handle,
+# so a kept mapping is never one of other memory.
+_opened: OrderedDict[bytes, list] = OrderedDict()
 _opened_lock = threading.Lock()
+
+
+def _mappings_kept() -> int:
+    try:
+        return max(0, int(os.environ.get(MAPPINGS_KEPT_SWITCH, "32")))
+    except ValueError:
+        return 32
 
 
 def _open(handle: bytes) -> int:
@@ -149,33 +192,72 @@ def _open(handle: bytes) -> int:
         entry = _opened.get(handle)
         if entry is None:
             try:
-                base = cp.cuda.runtime.ipcOpenMemHandle(handle)   # peer access enabled as needed
+                with _Timed("open"):
+                    base = cp.cuda.runtime.ipcOpenMemHandle(handle)   # peer access enabled as needed
             except cp.cuda.runtime.CUDARuntimeError as exc:
                 raise CudaError("cudaIpcOpenMemHandle", exc,
                                 f"a sort piece sent from another process of this machine could not be mapped; "
                                 f"{IPC_SWITCH}=0 in the workers' environment sends pieces through host memory") from exc
             entry = _opened[handle] = [base, 0]
+        else:
+            _opened.move_to_end(handle)
         entry[1] += 1
         return int(entry[0])
 
 
 def _close(handle: bytes) -> None:
-    import cupy as cp
-
     with _opened_lock:
-        entry = _opened[handle]
-        entry[1] -= 1
-        if entry[1] == 0:
-            del _opened[handle]
-            cp.cuda.runtime.ipcCloseMemHandle(entry[0])
+        _opened[handle][1] -= 1
+        _close_unused(len(_opened) - _mappings_kept())
 
 
-def _copy_from(out: Any, source: int) -> None:
+def _close_unused(count: int) -> int:
+    """Closes up to ``count`` mappings no copy uses, the least recently used first (the
+    caller holds the lock); returns how many it closed."""
     import cupy as cp
 
-    stream = cp.cuda.get_current_stream()
-    cp.cuda.runtime.memcpyAsync(int(out.data.ptr), source, out.nbytes, cp.cuda.runtime.memcpyDefault, stream.ptr)
-    stream.synchronize()   # copied before the mapping goes and the sender lets the piece go
+    unused = [handle for handle, entry in _opened.items() if entry[1] == 0][:max(count, 0)]
+    for handle in unused:
+        with _Timed("close"):
+            cp.cuda.runtime.ipcCloseMemHandle(_opened.pop(handle)[0])
+    return len(unused)
+
+
+def close_mappings() -> int:
+    """Closes every mapping of another process's allocation that no copy is using (they stay
+    open for the next pieces of the same allocations); returns how many it closed.
+
+    Example::
+
+        from cuprims.dask import exchange
+        exchange.close_mappings()   # in a worker, e.g. by client.run(exchange.close_mappings)
+    """
+    with _opened_lock:
+        return _close_unused(len(_opened))
+
+
+_streams = threading.local()
+
+
+def _copy_stream() -> Any:
+    """This thread's stream for the pieces' copies: a non-blocking one, so that a copy waits
+    for no kernel this process runs on the legacy stream meanwhile (a merge of another
+    output chunk), nor they for it."""
+    import cupy as cp
+
+    stream = getattr(_streams, "stream", None)
+    if stream is None:
+        stream = _streams.stream = cp.cuda.Stream(non_blocking=True)
+    return stream
+
+
+def _copy_from(out: Any, source: int, stream: Any) -> None:
+    import cupy as cp
+
+    with _Timed("copy"):
+        cp.cuda.runtime.memcpyAsync(int(out.data.ptr), source, out.nbytes, cp.cuda.runtime.memcpyDefault,
+                                    stream.ptr)
+        stream.synchronize()   # copied before the mapping goes and the sender lets the piece go
 
 
 def _import(entry: dict, own: bool) -> Any:
@@ -184,14 +266,16 @@ def _import(entry: dict, own: bool) -> Any:
     open again)."""
     import cupy as cp
 
-    out = cp.empty(entry["size"], np.dtype(entry["dtype"]))
+    stream = _copy_stream()
+    with stream:    # allocated on the stream it is written on
+        out = cp.empty(entry["size"], np.dtype(entry["dtype"]))
     if out.size and own:
-        _copy_from(out, entry["pointer"])
+        _copy_from(out, entry["pointer"], stream)
     elif out.size:
         handle = entry["handle"]
         base = _open(handle)
         try:
-            _copy_from(out, base + entry["offset"])
+            _copy_from(out, base + entry["offset"], stream)
         finally:
             _close(handle)
     return out
@@ -205,15 +289,16 @@ def dumps(piece: DevicePiece, context: dict | None = None) -> tuple[dict, list]:
     arrays = piece.arrays
     # a handle names the array's own memory: only a contiguous one can travel that way
     if travels_by_ipc(context) and all(a.flags.c_contiguous for a in arrays):
-        # the piece written before another process reads it
-        if piece.ready is not None:
-            piece.ready.synchronize()
-        else:
-            for device in {a.device.id for a in arrays}:
-                cp.cuda.Device(device).synchronize()
         try:
-            header = {"ipc": True, "machine": machine_id(), "process": _PROCESS,
-                      "arrays": [_export(a) for a in arrays]}
+            with _Timed("export"):
+                # the piece written before another process reads it
+                if piece.ready is not None:
+                    piece.ready.synchronize()
+                else:
+                    for device in {a.device.id for a in arrays}:
+                        cp.cuda.Device(device).synchronize()
+                header = {"ipc": True, "machine": machine_id(), "process": _PROCESS,
+                          "arrays": [_export(a) for a in arrays]}
         except (CudaError, cp.cuda.runtime.CUDARuntimeError):
             pass   # memory no handle can export (a stream-ordered pool's): host bytes instead
         else:

@@ -80,3 +80,64 @@ def test_a_forked_child_is_another_process():
     child = os.read(read, 64).decode()
     os.waitpid(pid, 0)
     assert child and child != exchange._PROCESS
+
+
+class _Runtime:
+    """The two CUDA runtime calls the mappings' bookkeeping makes, recorded (the real calls
+    run in tests/gpu/dask/test_exchange_gpu.py)."""
+
+    class CUDARuntimeError(Exception):
+        pass
+
+    def __init__(self):
+        self.opened: list[bytes] = []
+        self.closed: list[int] = []
+
+    def ipcOpenMemHandle(self, handle):
+        self.opened.append(handle)
+        return 0x1000 * len(self.opened)
+
+    def ipcCloseMemHandle(self, base):
+        self.closed.append(base)
+
+
+@pytest.fixture
+def runtime(monkeypatch):
+    import sys
+    import types
+
+    fake = _Runtime()
+    cupy = types.ModuleType("cupy")
+    cupy.cuda = types.SimpleNamespace(runtime=fake)
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    monkeypatch.setattr(exchange, "_opened", type(exchange._opened)())
+    monkeypatch.setenv(exchange.MAPPINGS_KEPT_SWITCH, "2")
+    return fake
+
+
+def test_a_mapping_is_opened_once_and_kept_for_the_next_pieces(runtime):
+    for _ in range(3):
+        assert exchange._open(b"a") == 0x1000
+        exchange._close(b"a")
+    assert runtime.opened == [b"a"] and runtime.closed == []
+
+
+def test_past_the_limit_the_least_recently_used_unused_mapping_closes(runtime):
+    a = exchange._open(b"a")
+    exchange._close(b"a")
+    b = exchange._open(b"b")      # b stays in use
+    exchange._open(b"a")          # a used again: b is now the least recently used
+    exchange._close(b"a")
+    exchange._open(b"c")
+    exchange._close(b"c")         # three mappings, two kept: b is in use, so a goes
+    assert runtime.closed == [a]
+    exchange._close(b"b")
+    assert list(exchange._opened) == [b"b", b"c"]
+    assert exchange.close_mappings() == 2 and runtime.closed == [a, b, 0x3000] and not exchange._opened
+
+
+def test_no_mapping_kept_when_the_limit_is_zero(runtime, monkeypatch):
+    monkeypatch.setenv(exchange.MAPPINGS_KEPT_SWITCH, "0")
+    base = exchange._open(b"a")
+    exchange._close(b"a")
+    assert runtime.closed == [base] and not exchange._opened

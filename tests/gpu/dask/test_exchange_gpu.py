@@ -117,33 +117,36 @@ from cuprims.dask import exchange
 header = pickle.load(open(sys.argv[1], "rb"))
 pieces = [exchange.loads(h, []) for h in header]
 np.savez(sys.argv[2], *[a.get() for p in pieces for a in p.arrays])
-print("mapped", len(exchange._opened))
+print("mapped", len(exchange._opened), "closed", exchange.close_mappings(), "left", len(exchange._opened))
+print("calls", *(exchange.spent[step][0] for step in ("open", "copy", "close")))
 """
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.float32, np.float64])
 def test_another_process_maps_and_copies_the_pieces(tmp_path, dtype):
     # pieces cut from one pair of arrays share their allocations: the child maps each
-    # allocation once per piece, and unmaps it after the copy
+    # allocation once, keeps the mapping for the next pieces, and closes it on request
     sizes = [0, 1, 1000, 4097]
     keys = cp.asarray(np.random.default_rng(1).integers(-100, 100, sum(sizes) + 7).astype(dtype))
     vals = cp.arange(sum(sizes) + 7, dtype=np.int64)
     cuts = np.r_[0, np.cumsum(sizes)] + 7
     pieces = [tasks.chunk_piece((keys, vals), cuts, part) for part in range(len(sizes))]   # as the sort cuts them
     assert all(p.ready is not None for p in pieces)
-    before = dict(exchange.sent)
+    before, exports = dict(exchange.sent), exchange.spent["export"][0]
     headers = []
     for p in pieces:
         header, frames = exchange.dumps(p, SAME_HOST)
         assert header["ipc"] is True and frames == []
         headers.append(header)
     assert exchange.sent["ipc"] == before["ipc"] + len(pieces)
+    assert exchange.spent["export"][0] == exports + len(pieces)
     (tmp_path / "h.pkl").write_bytes(pickle.dumps(headers))
     out = tmp_path / "out.npz"
     run = subprocess.run([sys.executable, "-c", _CHILD, str(tmp_path / "h.pkl"), str(out)], capture_output=True,
                          text=True, timeout=300, env=dict(os.environ))
     assert run.returncode == 0, run.stderr[-3000:]
-    assert "mapped 0" in run.stdout          # every mapping closed
+    assert "mapped 2 closed 2 left 0" in run.stdout   # the keys' and the values' allocations, kept, then closed
+    assert "calls 2 6 2" in run.stdout       # opened once each; keys and values of the three pieces not empty
     got = np.load(out)
     for i, (a, b) in enumerate(zip(cuts[:-1], cuts[1:])):
         np.testing.assert_array_equal(got[f"arr_{2 * i}"], keys[a:b].get())
