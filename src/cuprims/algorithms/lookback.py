@@ -149,7 +149,3 @@ CONTEXT_SIZE = _CONTEXT_LAYOUT.size
 def context_bytes(first: bool, last: bool, previous_items: int, counters_in: int, counters_out: int) -> bytes:
     """The streaming context of one partition (counter addresses: 0 for a single partition)."""
     return _CONTEXT_LAYOUT.pack(first, last, previous_items, counters_in, counters_out)
-
-
-#: The context of a partition that is the whole input (segmented sort partitions its segments so)
-SINGLE_PARTITION = context_bytes(True, True, 0, 0, 0)

@@ -2,7 +2,7 @@
 keys and pairs, both orders, array and iterator offsets of every offset type; goldens; each
 kernel's parameters against the cubin; the float keys' comparison operators evaluated by
 NVRTC; argument errors named before any compile; and the host dispatch run against a fake
-device that emulates the kernels in numpy (partition, grids, the temporary-storage layout,
+device that emulates the kernels in numpy (classification, grids, the temporary-storage layout,
 DoubleBuffer parity), its results checked against numpy.
 
 Regenerate the golden sources after an intended codegen change with::
@@ -109,6 +109,8 @@ def test_golden_int32_keys_array_offsets(shared_cache):
     # CUB's sm_90 policy for 4-byte keys, and the middle tier: 4096-key segments fit it whole
     assert (meta["large_threads"], meta["large_items"], meta["mid_items"]) == (256, 23, 16)
     assert meta["partitioning_threshold"] == 500
+    # the classify kernel's block, which the dispatch tests' fake device assumes
+    assert (meta["classify_threads"], meta["classify_items"]) == (256, 8)
 
 
 @pytest.mark.slow       # a whole segmented-sort build more; CI builds the int32 keys golden
@@ -177,7 +179,8 @@ def test_source_kernels_and_offset_types():
             # the wide build: CUB's signed choice; the narrow one: 32 bits, other types read narrowed
             assert f"using cuprims_offset_t = {cpp if wide else 'int'};" in src.text
             param = own if wide or offsets is i4 else f"cuprims::segmented_sort::narrow_offsets<{own}>"
-            assert all(f", {param}, {param}, cuprims_offset_t" in e for e in src.name_expressions if "Three" not in e)
+            assert all(f", {param}, {param}, cuprims_offset_t" in e
+                       for e in src.name_expressions if "clear_kernel" not in e)
             assert len(src.name_expressions) == 6 and src.name_expressions[5].endswith("cuprims_mid_items, true>")
             assert dict(src.compile_options)["device_as_default_execution_space"] is True
 

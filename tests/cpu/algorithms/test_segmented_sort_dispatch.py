@@ -3,9 +3,10 @@
 Device memory is numpy bytes at made-up addresses (every access bounds- and
 alignment-checked, see cpu_helpers.FakeMemory); each kernel is emulated by what it
 computes, reading its parameters as the host packed them: CUB's fallback kernel, the
-partition's init and sweep (which write the index lists and group sizes to device
-memory), and the large/middle/small kernels, which read the group sizes back from device
-memory and stride over them as the real kernels do. Radix passes through global memory
+clear and classify kernels (which write the group sizes and the index lists to device
+memory, the lists in a shuffled order: the real kernel's blocks reserve their places with
+atomics, so no order is promised), and the large/middle/small kernels, which read the
+group sizes back from device memory and stride over them as the real kernels do. Radix passes through global memory
 are emulated pass by pass (a stable sort on one digit each), through the buffers the host
 gave, so a wrong buffer order, temporary layout, grid or DoubleBuffer selector shows up
 as a wrong result. Results are checked against numpy.
@@ -22,7 +23,6 @@ import cuprims
 from cpu_helpers import FakeArray, FakeMemory, FakePack
 from cuprims import DoubleBuffer, SortOrder
 from cuprims._runtime import driver
-from cuprims.algorithms.lookback import SINGLE_PARTITION
 from cuprims.algorithms.segmented_sort import dispatch as dispatch_mod
 from cuprims.algorithms.segmented_sort import api as ss
 from cuprims.errors import ArgumentError
@@ -30,14 +30,16 @@ from test_radix_sort import FakeBuilds, _Placeholder
 from twins import STRUCT, ordered_bits, random_keys, sorted_keys
 
 ASC, DESC = SortOrder.ASCENDING, SortOrder.DESCENDING
-ROLES = ("fallback", "init", "partition", "big", "small", "mid")
+ROLES = ("fallback", "clear", "classify", "big", "small", "mid")
 SMS, OCCUPANCY = 4, 3  # the fake device's SMs and blocks per SM of every kernel
 
 # small tiles, so that short arrays reach every path: medium tile 6, small tile 2, CUB's
-# large tile 32, middle tier 16, three radix bits (int8: 3 passes, int16: 6, int32: 11)
+# large tile 32, middle tier 16, three radix bits (int8: 3 passes, int16: 6, int32: 11); the
+# classify kernel's block is the header's (256 threads of 8 segments, pinned by the goldens' test)
 META = dict(radix_bits=3, large_threads=4, large_items=8, mid_items=4, medium_threads=8, medium_warp=2,
             medium_items=3, small_threads=8, small_warp=1, small_items=2, partitioning_threshold=5,
-            partition_threads=4, partition_items=2, tile_padding=32, tile_word_bytes=16)
+            classify_threads=256, classify_items=8)
+CLASSIFY_BLOCK = 256 * 8  # segments a classify block takes
 
 
 def _meta(key_dt, value_dt, offset_dt, wide=False, **over):
@@ -59,6 +61,7 @@ class FakeSegmentedDevice:
         self.mem, self.kdt, self.odt, self.desc, self.m = mem, np.dtype(key_dt), np.dtype(offset_dt), descending, meta
         self.vdt = None if value_dt is None else np.dtype((np.void, np.dtype(value_dt).itemsize))
         self.launches, self.sorted, self.offset_sizes = [], [], []
+        self.rng = np.random.default_rng(31)  # the classify kernel's list order
         self.tile = meta["large_threads"] * meta["large_items"]
         self.mid_tile = meta["large_threads"] * meta["mid_items"]
         self.medium_tile = meta["medium_warp"] * meta["medium_items"]
@@ -142,35 +145,29 @@ class FakeSegmentedDevice:
             else:
                 self._large(k_in, k_out, db_k, v_in, v_out, db_v, b, n, self.tile - 1)  # CUB: n < tile
 
-    def _init(self, grid, block, tile_states, tiles, group_sizes):
-        assert grid * block >= tiles
-        self.mem.view(tile_states, np.uint8, (tiles + self.m["tile_padding"]) * self.m["tile_word_bytes"])[:] = 0x5A
-        self.mem.view(group_sizes, np.uint32, 2)[:] = 0
-        self.tile_states = (tile_states, tiles)
+    def _clear(self, grid, block, group_sizes):
+        assert (grid, block) == (1, 32)
+        self.mem.view(group_sizes, np.uint32, 3)[:] = 0
+        self.cleared = group_sizes
 
-    def _partition(self, grid, block, start, large, small, medium_end, group_sizes, tile_states, sel1, sel2, n,
-                   tiles, context):
-        assert (start, context, sel1) == (0, SINGLE_PARTITION, sel2)
-        assert self.tile_states == (tile_states, tiles) and grid == tiles
-        assert tiles == -(-n // (self.m["partition_threads"] * self.m["partition_items"]))
-        assert block == self.m["partition_threads"]
-        states = self.mem.view(tile_states, np.uint8, (tiles + self.m["tile_padding"]) * self.m["tile_word_bytes"])
-        assert (states == 0x5A).all() and not self.mem.view(group_sizes, np.uint32, 2).any()
-        begin, end = struct.unpack_from("<QQ", sel1)  # the predicates' state: both offsets' pointers
+    def _classify(self, grid, block, group_sizes, n, large, small, medium_end, begin, end):
+        assert self.cleared == group_sizes and not self.mem.view(group_sizes, np.uint32, 3).any()
+        assert block == 256 and grid == -(-n // CLASSIFY_BLOCK), (grid, n)  # every segment, no idle block
         self.bounds = self.offsets(begin, end, n)
         lengths = self.bounds[1] - self.bounds[0]
         is_large, is_small = lengths > self.medium_tile, lengths <= self.small_tile
         ids = np.arange(n, dtype=np.uint32)
-        nl, ns_ = int(is_large.sum()), int(is_small.sum())
-        medium = ids[~is_large & ~is_small]
-        self.mem.view(large, np.uint32, nl)[:] = ids[is_large]
-        self.mem.view(small, np.uint32, ns_)[:] = ids[is_small]
+        # each list in an order of its own: the blocks' atomics promise none
+        large_ids, small_ids = self.rng.permutation(ids[is_large]), self.rng.permutation(ids[is_small])
+        medium = self.rng.permutation(ids[~is_large & ~is_small])
+        nl, ns_ = large_ids.size, small_ids.size
+        self.mem.view(large, np.uint32, nl)[:] = large_ids
+        self.mem.view(small, np.uint32, ns_)[:] = small_ids
         # one list of `n` entries: large from the front, medium backwards from its end
         assert large + 4 * nl <= medium_end - 4 * medium.size and medium_end <= large + 4 * n
-        if medium.size:  # written backwards from medium_end (CUB's reverse iterator)
+        if medium.size:  # written backwards from medium_end
             self.mem.view(medium_end - 4 * medium.size, np.uint32, medium.size)[:] = medium[::-1]
-        self.mem.view(group_sizes, np.uint32, 2)[:] = (nl, ns_)
-        states[:] = 0x77  # the sweep leaves its tile states behind: scratch may reuse them
+        self.mem.view(group_sizes, np.uint32, 3)[:] = (nl, ns_, medium.size)
         self.segments, self.group_sizes, self.medium_end = n, group_sizes, medium_end
 
     def _stride(self, grid, count):
@@ -195,8 +192,9 @@ class FakeSegmentedDevice:
 
     def _small(self, grid, block, group_sizes, segments, small, medium_end, k_in, k_out, v_in, v_out, begin, end):
         assert block == self.m["small_threads"] and segments == self.segments and medium_end == self.medium_end
-        nl, nsm = (int(x) for x in self.mem.view(group_sizes, np.uint32, 2))
-        nm = segments - nl - nsm
+        nl, nsm, counted = (int(x) for x in self.mem.view(group_sizes, np.uint32, 3))
+        nm = segments - nl - nsm  # as the kernel computes it: the classify kernel's medium count
+        assert nm == counted
         mpb = self.m["medium_threads"] // self.m["medium_warp"]
         spb = self.m["small_threads"] // self.m["small_warp"]
         medium_blocks = -(-nm // mpb)
@@ -361,14 +359,15 @@ KEYS = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"
 def test_every_key_type_both_orders_both_forms(fake, key, order, double_buffer):
     rng = np.random.default_rng(abs(hash((key, order.value, double_buffer))) % 1000)
     obj, dev = fake(key, np.int32, order, double_buffer=double_buffer)
-    # partitioned; no small segments (the large and medium lists fill theirs); the fallback
+    # classified; no small segments (the large and medium lists fill theirs); the fallback
     # (at most 5 segments), at its threshold too
     for lengths in (LENGTHS * 3, [n for n in LENGTHS if n > 2] * 2, LENGTHS[:4], LENGTHS[3:8]):
         starts, ends, n = segments(lengths, rng, negative=0 if min(lengths) > 2 else 1)
         keys = random_keys(key, n, rng)
         check(fake, obj, dev, keys, np.arange(n, dtype=np.int32), starts, ends, double_buffer)
         roles = [entry[0] for entry in dev.launches]
-        assert ("partition" in roles) == (starts.size > META["partitioning_threshold"])
+        assert ("classify" in roles) == (starts.size > META["partitioning_threshold"])
+        assert roles[:2] == (["clear", "classify"] if "classify" in roles else ["fallback"])
         dev.launches.clear()
 
 
@@ -401,13 +400,19 @@ def test_double_buffer_selector_follows_pass_parity(fake):
 def test_middle_tier_off_and_grids_capped(fake):
     rng = np.random.default_rng(2)
     obj, dev = fake(np.uint32, None, ASC, mid_items=0)
-    starts, ends, n = segments(LENGTHS * 20, rng)  # 360 segments: more than the grid caps
-    check(fake, obj, dev, random_keys(np.uint32, n, rng), None, starts, ends, False)
-    launched = {role: grid for role, grid, _, _ in dev.launches}
     cap = OCCUPANCY * SMS * dispatch_mod.WAVES
     small_cap = OCCUPANCY * SMS * dispatch_mod.SMALL_WAVES
-    assert "mid" not in launched and launched["big"] == cap and launched["small"] == min(small_cap, 360 // 4 + 1)
-    assert launched["partition"] == -(-360 // 8) and launched["init"] == 1
+    # 360 segments: more than the grid caps; 2160: the medium-and-small cap too, and two
+    # classify blocks, the second one partial
+    for copies, classify_blocks in ((20, 1), (120, 2)):
+        starts, ends, n = segments(LENGTHS * copies, rng)
+        ns = starts.size
+        check(fake, obj, dev, random_keys(np.uint32, n, rng), None, starts, ends, False)
+        launched = {role: grid for role, grid, _, _ in dev.launches}
+        assert "mid" not in launched and launched["big"] == cap
+        assert launched["small"] == min(small_cap, -(-ns // 4) + 1)
+        assert launched["classify"] == classify_blocks == -(-ns // CLASSIFY_BLOCK) and launched["clear"] == 1
+        dev.launches.clear()
 
 
 def test_grids_cover_every_split():
@@ -434,16 +439,15 @@ def test_temp_storage_layout_and_sizes(fake):
                 num_items=n, num_segments=ns, start_offsets_in=FakeArray(mem, starts),
                 end_offsets_in=FakeArray(mem, starts + 10))
     up = lambda x: -(-x // 256) * 256  # noqa: E731
-    tiles = -(-ns // 8)
-    # keys scratch (over the tile states), values scratch, two index lists, group sizes, + 255
-    assert obj(temp_storage=None, **args) == up(max(4 * n, (tiles + 32) * 16)) + up(8 * n) + 2 * up(4 * ns) + 256 + 255
+    # keys scratch, values scratch, two index lists, three group sizes, + 255
+    assert obj(temp_storage=None, **args) == up(4 * n) + up(8 * n) + 2 * up(4 * ns) + up(3 * 4) + 255
     with pytest.raises(ArgumentError) as info:
         obj(temp_storage=FakeArray(mem, np.zeros(100, np.uint8)), **args)
     assert info.value.argument == "temp_storage"
-    # a DoubleBuffer needs no scratch: the tile states alone in the first slot
+    # a DoubleBuffer needs no scratch: the index lists and group sizes alone
     db = dict(args, d_in_keys=DoubleBuffer(args["d_in_keys"], args["d_out_keys"]), d_out_keys=None,
               d_in_values=DoubleBuffer(args["d_in_values"], args["d_out_values"]), d_out_values=None)
-    assert obj(temp_storage=None, **db) == up((tiles + 32) * 16) + 2 * up(4 * ns) + 256 + 255
+    assert obj(temp_storage=None, **db) == 2 * up(4 * ns) + up(3 * 4) + 255
     # few segments on a DoubleBuffer: CUB's fallback, no storage at all (the query still answers 1)
     few = dict(db, num_segments=3)
     assert obj(temp_storage=None, **few) == 1

@@ -13,15 +13,9 @@ using cuprims_offset_t = int;
 using cuprims_selector_t = CUB_NS_QUALIFIER::detail::segmented_sort::policy_selector_from_types<cuprims_key_t, cuprims_value_t>;
 constexpr auto cuprims_policy = cuprims_selector_t{}(::cuda::compute_capability{9, 0});
 constexpr int cuprims_mid_items = cuprims::segmented_sort::mid_tier_items(cuprims_policy.large_segment.threads_per_block, cuprims_policy.large_segment.items_per_thread);
-using cuprims_partition_selector_t = CUB_NS_QUALIFIER::detail::three_way_partition::policy_selector_from_types<cuprims::segmented_sort::index_t, CUB_NS_QUALIFIER::detail::three_way_partition::per_partition_offset_t>;
-constexpr auto cuprims_partition_policy = cuprims_partition_selector_t{}(::cuda::compute_capability{9, 0}).lookback;
-using cuprims_large_selector_t = cuprims::segmented_sort::segment_group<cuprims_selector_t, cuprims_offset_t, cuprims::segmented_sort::narrow_offsets<const long long*>, cuprims::segmented_sort::narrow_offsets<const long long*>, true>;
-static_assert(sizeof(cuprims_large_selector_t) == 16, "cuprims packs the partition's predicates so");
-using cuprims_small_selector_t = cuprims::segmented_sort::segment_group<cuprims_selector_t, cuprims_offset_t, cuprims::segmented_sort::narrow_offsets<const long long*>, cuprims::segmented_sort::narrow_offsets<const long long*>, false>;
-static_assert(sizeof(cuprims_small_selector_t) == 16, "cuprims packs the partition's predicates so");
 static_assert(sizeof(cuprims::segmented_sort::narrow_offsets<const long long*>) == sizeof(const long long*) && alignof(cuprims::segmented_sort::narrow_offsets<const long long*>) == alignof(const long long*), "cuprims packs the narrowed offsets as their iterator");
-static_assert(sizeof(CUB_NS_QUALIFIER::detail::three_way_partition::ScanTileStateT) == sizeof(void*) && sizeof(::cuda::std::reverse_iterator<cuprims::segmented_sort::index_t*>) == sizeof(void*) && sizeof(::cuda::counting_iterator<cuprims::segmented_sort::index_t>) == 4 && sizeof(cuprims::segmented_sort::index_t) == 4 && sizeof(CUB_NS_QUALIFIER::detail::device_double_buffer<cuprims_key_t>) == 16 && sizeof(CUB_NS_QUALIFIER::detail::three_way_partition::streaming_context_t<long long>) == 32, "cuprims packs the partition's and sorts' parameters in these sizes");
-extern "C" __device__ __attribute__((used)) const long long cuprims_meta[19] = {
+static_assert(sizeof(cuprims::segmented_sort::index_t) == 4 && sizeof(CUB_NS_QUALIFIER::detail::device_double_buffer<cuprims_key_t>) == 16, "cuprims packs the kernels' parameters in these sizes");
+extern "C" __device__ __attribute__((used)) const long long cuprims_meta[17] = {
   (long long)(sizeof(cuprims_key_t)) /* key_size */,
   (long long)(0) /* value_size */,
   (long long)(sizeof(cuprims_offset_t)) /* offset_size */,
@@ -37,15 +31,13 @@ extern "C" __device__ __attribute__((used)) const long long cuprims_meta[19] = {
   (long long)(cuprims_policy.small_segment.threads_per_warp) /* small_warp */,
   (long long)(cuprims_policy.small_segment.items_per_thread) /* small_items */,
   (long long)(cuprims_policy.partitioning_threshold) /* partitioning_threshold */,
-  (long long)(cuprims_partition_policy.threads_per_block) /* partition_threads */,
-  (long long)(cuprims_partition_policy.items_per_thread) /* partition_items */,
-  (long long)(CUB_NS_QUALIFIER::detail::three_way_partition::ScanTileStateT::TILE_STATUS_PADDING) /* tile_padding */,
-  (long long)(sizeof(typename CUB_NS_QUALIFIER::detail::three_way_partition::ScanTileStateT::TxnWord)) /* tile_word_bytes */};
+  (long long)(cuprims::segmented_sort::classify_threads) /* classify_threads */,
+  (long long)(cuprims::segmented_sort::classify_items) /* classify_items */};
 
 // ---- name_expressions ----
 // CUB_NS_QUALIFIER::detail::segmented_sort::DeviceSegmentedSortFallbackKernel<cub::SortOrder::Ascending, cuprims_selector_t, cuprims_key_t, cuprims_value_t, cuprims::segmented_sort::narrow_offsets<const long long*>, cuprims::segmented_sort::narrow_offsets<const long long*>, cuprims_offset_t>
-// CUB_NS_QUALIFIER::detail::three_way_partition::DeviceThreeWayPartitionInitKernel<CUB_NS_QUALIFIER::detail::three_way_partition::ScanTileStateT, cuprims::segmented_sort::index_t*>
-// CUB_NS_QUALIFIER::detail::three_way_partition::DeviceThreeWayPartitionKernel<cuprims_partition_selector_t, ::cuda::counting_iterator<cuprims::segmented_sort::index_t>, cuprims::segmented_sort::index_t*, cuprims::segmented_sort::index_t*, ::cuda::std::reverse_iterator<cuprims::segmented_sort::index_t*>, cuprims::segmented_sort::index_t*, CUB_NS_QUALIFIER::detail::three_way_partition::ScanTileStateT, cuprims_large_selector_t, cuprims_small_selector_t, CUB_NS_QUALIFIER::detail::three_way_partition::per_partition_offset_t, CUB_NS_QUALIFIER::detail::three_way_partition::streaming_context_t<long long>>
+// cuprims::segmented_sort::clear_kernel
+// cuprims::segmented_sort::classify_kernel<cuprims_selector_t, cuprims::segmented_sort::narrow_offsets<const long long*>, cuprims::segmented_sort::narrow_offsets<const long long*>, cuprims_offset_t>
 // cuprims::segmented_sort::large_kernel<cub::SortOrder::Ascending, cuprims_selector_t, cuprims_key_t, cuprims_value_t, cuprims::segmented_sort::narrow_offsets<const long long*>, cuprims::segmented_sort::narrow_offsets<const long long*>, cuprims_offset_t, cuprims_mid_items, false>
 // cuprims::segmented_sort::small_kernel<cub::SortOrder::Ascending, cuprims_selector_t, cuprims_key_t, cuprims_value_t, cuprims::segmented_sort::narrow_offsets<const long long*>, cuprims::segmented_sort::narrow_offsets<const long long*>, cuprims_offset_t>
 // cuprims::segmented_sort::large_kernel<cub::SortOrder::Ascending, cuprims_selector_t, cuprims_key_t, cuprims_value_t, cuprims::segmented_sort::narrow_offsets<const long long*>, cuprims::segmented_sort::narrow_offsets<const long long*>, cuprims_offset_t, cuprims_mid_items, true>
@@ -66,7 +58,5 @@ extern "C" __device__ __attribute__((used)) const long long cuprims_meta[19] = {
 // small_warp
 // small_items
 // partitioning_threshold
-// partition_threads
-// partition_items
-// tile_padding
-// tile_word_bytes
+// classify_threads
+// classify_items

@@ -2,7 +2,7 @@
 (the values are the items' input positions, so stability is checked too), segment lengths on
 every side of each kernel's boundaries (CUB's short-circuit, small and medium sub-warp
 tiles, the middle tier, CUB's tile, passes through global memory), the fallback for few
-segments and the partitioned dispatch, DoubleBuffers (both pass parities), empty input and
+segments and the classified dispatch, DoubleBuffers (both pass parities), empty input and
 empty segments, one huge segment of millions, 2^16 segments of 4096 keys, iterator offsets,
 offsets of every integer type, struct values, streams, and numpy's NaN order.
 
@@ -180,7 +180,7 @@ def test_empty_input_and_empty_segments():
     cuprims.segmented_sort(d_in_keys=db, num_items=0, num_segments=0, start_offsets_in=z, end_offsets_in=z,
                            order=SortOrder.ASCENDING)
     assert db.selector == 0
-    # 10^4 empty segments (partitioned) and a few non-empty ones
+    # 10^4 empty segments (past the fallback: classified) and a few non-empty ones
     starts = np.zeros(10_000, np.int64)
     ends = np.zeros(10_000, np.int64)
     starts[5000], ends[5000] = 2, 9
@@ -365,7 +365,7 @@ def test_wide_typed_offsets_every_path_and_far_empty_segments(offsets):
 @pytest.mark.big_memory
 @pytest.mark.parametrize("offsets", [np.int64, np.uint32])
 def test_offsets_past_2_pow_31_items(offsets):
-    """Past 2^31 - 1 items the kernels compute offsets in 64 bits: 600 segments (partitioned)
+    """Past 2^31 - 1 items the kernels compute offsets in 64 bits: 600 segments (classified)
     spread over 2^31 + 10^4 int8 keys, those near the end starting past 2^31 (about 6.5 GB)."""
     n = (1 << 31) + 10_000
     rng = np.random.default_rng(37)

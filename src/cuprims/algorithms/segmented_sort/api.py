@@ -35,7 +35,7 @@ from cuprims._compile.source import Source
 from cuprims.algorithms.arguments import ArgKind, keyword_checked, segment_offsets
 from cuprims.algorithms.common import check_num_items
 from cuprims.algorithms.segmented_sort.dispatch import SegmentedSortPlan, dispatch, temp_bytes
-from cuprims.algorithms.segmented_sort.source import is_int32, segmented_sort_source, selector_layout
+from cuprims.algorithms.segmented_sort.source import is_int32, segmented_sort_source
 from cuprims.algorithms.skeleton import description
 from cuprims.algorithms.sort_base import NARROW_MAX_ITEMS, SortAlgorithm, SortCall, SortDescription
 from cuprims.algorithms.sort_common import DoubleBuffer, parse_order
@@ -47,7 +47,7 @@ from cuprims.typing import (ArrayIteratorOrProxy, ArrayOrIterator, ArrayOrProxy,
 
 __all__ = ["SegmentedSort", "make_segmented_sort", "segmented_sort"]
 
-_MAX_SEGMENTS = (1 << 31) - 1  # CUB's kernels index segments in 32 bits (one partition)
+_MAX_SEGMENTS = (1 << 31) - 1  # segment indices are 32-bit (index_t), and the count is packed as an i32
 _DESCENDING = SortOrder.DESCENDING
 
 
@@ -78,15 +78,13 @@ class SegmentedSortDescription(SortDescription):
 
     def kernel_params(self) -> tuple[tuple[Any, ...], ...]:
         b, e = self.begin.param, self.end.param
-        sel = selector_layout(self.begin, self.end)[1]
         # keys in/out, keys' double buffer (16 bytes), values in/out and theirs, the offsets
         sort = ("ptr", "ptr", 16, "ptr", "ptr", 16, b, e)
         return (
             sort,                                                       # 0 fallback
-            ("ptr", "i32", "ptr"),                                      # 1 init: tile states, tiles, group sizes
-            # 2 partition: counting iterator (its start), large, small, medium (reverse) indices,
-            # group sizes, tile states, two predicates, segments, tiles, streaming context
-            ("i32", "ptr", "ptr", "ptr", "ptr", "ptr", sel, sel, "i32", "i32", 32),
+            ("ptr",),                                                   # 1 clear: group sizes
+            # 2 classify: group sizes, segments, large indices, small indices, medium indices' end, offsets
+            ("ptr", "i32", "ptr", "ptr", "ptr", b, e),
             ("ptr", "ptr") + sort,                                      # 3 large: group sizes, indices, ...
             # 4 medium and small: group sizes, segments, small indices, medium indices' end, keys, values, offsets
             ("ptr", "i32", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", b, e),
@@ -116,8 +114,6 @@ class SegmentedSort(SortAlgorithm):
 
     def _setup(self) -> None:
         super()._setup()
-        offsets, size = selector_layout(self.desc.begin, self.desc.end)
-        self._selector = (offsets[1], size)
         # int32 offsets need no wide build: the narrow one is theirs at every size
         self._wide_variant = 0 if is_int32(self.desc.begin) else 1
 
@@ -125,7 +121,7 @@ class SegmentedSort(SortAlgorithm):
         return temp_bytes(plan, call, self._key_size, self._value_size)
 
     def _dispatch(self, plan: SegmentedSortPlan, call: SortCall, temp: int, stream: int) -> None:
-        dispatch(plan, call, temp, stream, self._selector)
+        dispatch(plan, call, temp, stream)
 
     def _run(self, temp_storage: Any, d_in_keys: Any, d_out_keys: Any, d_in_values: Any, d_out_values: Any,
              num_items: Any, num_segments: Any, start_offsets_in: Any, end_offsets_in: Any, stream: Any,

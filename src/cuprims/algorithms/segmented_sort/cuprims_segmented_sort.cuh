@@ -1,12 +1,16 @@
-// cuprims segmented sort: the kernels that run after CUB's three-way partition of the segments.
+// cuprims segmented sort: the kernels that classify the segments by length and sort them.
 //
 // CUB splits the segments into three groups by length (large: more items than a medium
-// sub-warp tile; small: at most a small sub-warp tile; medium: the rest), then copies the
-// two group sizes to the host and launches one grid per group of exactly that size. That
-// copy is a stream synchronisation on every call. Here the host sizes both grids from
-// num_segments alone (it knows nothing else without waiting), and each kernel reads the
-// group sizes the partition left in device memory:
+// sub-warp tile; small: at most a small sub-warp tile; medium: the rest) with its
+// three-way partition, then copies the two group sizes to the host and launches one grid
+// per group of exactly that size. That copy is a stream synchronisation on every call.
+// Here the host sizes every grid from num_segments alone (it knows nothing else without
+// waiting), and each kernel reads the group sizes from device memory:
 //
+//   * clear_kernel and classify_kernel: the three groups' index lists and sizes. CUB's
+//     partition keeps the segments' order with a decoupled look-back over tile states;
+//     the sorts need no order (each segment is sorted alone), so a block here reserves
+//     its places in each list with one atomic per group and needs no tile states;
 //   * large_kernel: large segments, a block each at a time, blocks striding over the group
 //     (the grid is capped on the host, so that a call whose segments are all short does not
 //     pay for num_segments idle blocks). CUB's AgentSegmentedRadixSort sorts a segment in
@@ -34,7 +38,7 @@
 #pragma once
 
 #include <cub/device/dispatch/kernels/kernel_segmented_sort.cuh>
-#include <cub/device/dispatch/kernels/kernel_three_way_partition.cuh>
+#include <cub/block/block_scan.cuh>
 
 #include <cuda/iterator>
 #include <cuda/std/iterator>
@@ -119,31 +123,120 @@ struct narrow_offsets
   }
 };
 
-// The partition's two predicates over segment indices. CUB's own selectors carry their
-// threshold and a segment base as members the host would have to lay out; here the
-// thresholds are CUB's policy constants and the state is the two offset iterators alone.
-// Offsets are converted to OffsetT before they are subtracted, so an end below its start
-// is a negative length: a small segment, which the sub-warp sort leaves alone.
-template <class Selector, class OffsetT, class BeginT, class EndT, bool Large>
-struct segment_group
+// The groups the segments are sorted in, by length: large beyond a medium sub-warp's tile,
+// small within a small sub-warp's tile, medium between. The thresholds are CUB's policy
+// constants. Offsets are converted to OffsetT before they are subtracted, so an end below
+// its start is a negative length: a small segment, which the sub-warp sort leaves alone.
+enum segment_group : int
 {
-  BeginT d_begin;
-  EndT d_end;
+  large_group  = 0,
+  small_group  = 1,
+  medium_group = 2,
+  group_count  = 3
+};
 
-  __device__ __forceinline__ bool operator()(index_t segment) const
+template <class Selector, class OffsetT>
+__device__ __forceinline__ segment_group group_of(OffsetT n)
+{
+  using p = policies<Selector>;
+  if (n > OffsetT(p::medium_t::ITEMS_PER_TILE))
   {
-    using p         = policies<Selector>;
-    const OffsetT n = static_cast<OffsetT>(d_end[segment]) - static_cast<OffsetT>(d_begin[segment]);
-    if constexpr (Large)
+    return large_group;
+  }
+  return n <= OffsetT(p::small_t::ITEMS_PER_TILE) ? small_group : medium_group;
+}
+
+// The classify kernel's block: each thread takes classify_items segments, striped over the
+// block so that a warp's loads of the offsets are contiguous.
+constexpr int classify_threads = 256;
+constexpr int classify_items   = 8;
+// Each thread counts its segments of the three groups in one 64-bit word, 16 bits a group
+// (large bits 0-15, small 16-31, medium 32-47), so that one block scan ranks all three:
+// a block's count of a group, at most classify_threads * classify_items, fits 16 bits.
+constexpr int group_bits = 16;
+static_assert(classify_threads * classify_items < (1 << group_bits), "a block's group count overflows its field");
+
+// The group sizes the classify kernel counts up with atomics start at zero.
+__global__ void clear_kernel(index_t* group_sizes)
+{
+  if (threadIdx.x < group_count)
+  {
+    group_sizes[threadIdx.x] = 0;
+  }
+}
+
+// Lists each segment in its group, in the layout large_kernel and small_kernel read: large
+// segments in large_indices, small ones in small_indices, medium ones backwards from
+// medium_indices_end (the large list fills the same buffer from its front; the two together
+// hold at most num_segments entries, so they never meet). Block b takes the segments
+// [b * classify_threads * classify_items, (b + 1) * classify_threads * classify_items).
+// A block reserves its places in a list with one atomic on its group's size, so the lists
+// come out in whatever order the blocks reach their atomics: the sorts do not care, each
+// segment being sorted on its own whichever kernel and sub-warp gets it.
+template <class Selector, class BeginT, class EndT, class OffsetT>
+__global__ __launch_bounds__(classify_threads) void classify_kernel(
+  index_t* group_sizes, index_t num_segments, index_t* large_indices, index_t* small_indices,
+  index_t* medium_indices_end, BeginT d_begin, EndT d_end)
+{
+  using word_t = unsigned long long;
+  using scan_t = CUB_NS_QUALIFIER::BlockScan<word_t, classify_threads>;
+  __shared__ typename scan_t::TempStorage scan;
+  __shared__ index_t bases[group_count];
+
+  const word_t first = word_t(blockIdx.x) * (classify_threads * classify_items) + threadIdx.x;
+  unsigned char groups[classify_items]; // group_count: past the last segment
+  word_t counts = 0;
+#pragma unroll
+  for (int i = 0; i < classify_items; ++i)
+  {
+    const word_t s = first + word_t(i) * classify_threads;
+    groups[i]      = group_count;
+    if (s < num_segments)
     {
-      return n > OffsetT(p::medium_t::ITEMS_PER_TILE); // longer than a medium sub-warp sorts
+      const index_t segment = index_t(s);
+      const OffsetT n       = static_cast<OffsetT>(d_end[segment]) - static_cast<OffsetT>(d_begin[segment]);
+      groups[i]             = group_of<Selector>(n);
+      counts += word_t(1) << (group_bits * groups[i]);
+    }
+  }
+  word_t ranks, totals;
+  scan_t(scan).ExclusiveSum(counts, ranks, totals);
+  if (threadIdx.x == 0)
+  {
+    constexpr word_t field = (word_t(1) << group_bits) - 1;
+#pragma unroll
+    for (int g = 0; g < group_count; ++g)
+    {
+      const index_t total = index_t((totals >> (group_bits * g)) & field);
+      bases[g]            = total ? atomicAdd(group_sizes + g, total) : 0;
+    }
+  }
+  __syncthreads();
+#pragma unroll
+  for (int i = 0; i < classify_items; ++i)
+  {
+    const int g = groups[i];
+    if (g == group_count)
+    {
+      continue;
+    }
+    const index_t segment = index_t(first + word_t(i) * classify_threads);
+    const index_t place   = bases[g] + index_t((ranks >> (group_bits * g)) & ((word_t(1) << group_bits) - 1));
+    ranks += word_t(1) << (group_bits * g);
+    if (g == large_group)
+    {
+      large_indices[place] = segment;
+    }
+    else if (g == small_group)
+    {
+      small_indices[place] = segment;
     }
     else
     {
-      return n <= OffsetT(p::small_t::ITEMS_PER_TILE); // what a small sub-warp sorts
+      *(medium_indices_end - 1 - place) = segment;
     }
   }
-};
+}
 
 // Items per thread of the middle tier by default: the largest power-of-two tile below CUB's
 // (256 x 23 = 5888 -> 4096, so that segments of 4096 keys fit it whole), or 0 (no tier)
@@ -335,9 +428,9 @@ __device__ __forceinline__ void sort_by_sub_warp(
   }
 }
 
-// Medium segments are listed from the end of medium_indices_end backwards (the partition
-// writes them through a reverse iterator), small ones in small_indices; the blocks' split
-// between them is CUB's, computed here from the group sizes.
+// Medium segments are listed backwards from medium_indices_end (classify_kernel's layout),
+// small ones in small_indices; the blocks' split between them is CUB's, computed here from
+// the group sizes.
 template <CUB_NS_QUALIFIER::SortOrder Order, class Selector, class KeyT, class ValueT, class BeginT, class EndT,
           class OffsetT>
 __global__ __launch_bounds__(int(policies<Selector>::small.threads_per_block)) void small_kernel(

@@ -10,10 +10,10 @@ so a call is a fixed sequence of launches and never waits.
 
 * no items or no segments: nothing is launched;
 * at most CUB's partitioning threshold of segments: CUB's fallback kernel, a block per
-  segment, no partition (as CUB: too few segments to pay for partitioning them);
-* otherwise CUB's three-way partition (init + sweep) into large / small / medium
-  segments, then the large kernels (CUB's tile, and the middle tier where the build has
-  one) and the medium-and-small kernel.
+  segment, no classification (as CUB: too few segments to pay for classifying them);
+* otherwise our clear and classify kernels list the large / small / medium segments
+  (unordered: each segment is sorted alone), then the large kernels (CUB's tile, and the
+  middle tier where the build has one) and the medium-and-small kernel.
 
 Buffers, as CUB's dispatch orders them: the key width takes ``passes`` radix passes when
 a segment is sorted through global memory. With separate input and output those passes
@@ -22,10 +22,9 @@ output); with a DoubleBuffer between its two buffers, and the result is in the c
 one after an even number of passes, in the alternate after an odd one (the caller flips
 the selector then). Segments sorted in one go write the final buffer directly.
 
-Temporary storage (CUB's five slots, 256-aligned): keys scratch (shared with the
-partition's tile states, which are dead before any scratch is written), values scratch,
-the large-and-medium index list (large from the front, medium written backwards from
-the end), the small index list, the two group sizes.
+Temporary storage (CUB's five slots, 256-aligned): keys scratch, values scratch, the
+large-and-medium index list (large from the front, medium written backwards from the
+end), the small index list, the three group sizes (large, small, medium).
 """
 
 from __future__ import annotations
@@ -35,12 +34,11 @@ from typing import Any
 
 from cuprims._runtime import driver
 from cuprims.algorithms.common import Loaded
-from cuprims.algorithms.lookback import SINGLE_PARTITION
 from cuprims.algorithms.sort_base import SortCall, SortPlan
 from cuprims.algorithms.sort_common import align_base, temp_layout
 
-# CUB's init kernel block for the partition's tile states.
-INIT_THREADS = 256
+# The clear kernel's block: a warp, of which the first three threads zero the group sizes.
+CLEAR_THREADS = 32
 # The large grids are capped at this many waves of the GPU's block slots: a call whose
 # segments are all short pays for that many idle blocks (read a count and the offsets of
 # their share, exit), not for num_segments of them, while blocks that find work keep the
@@ -54,7 +52,7 @@ WAVES = 8
 # 0.348 ms at 32, 0.387 at 128, 0.483 uncapped; H100).
 SMALL_WAVES = 32
 _INDEX_BYTES = 4        # CUB's local_segment_index_t (uint32), pinned in the generated unit
-_GROUP_SIZES = 2        # large, small (medium is the rest)
+_GROUP_SIZES = 3        # large, small, medium: the classify kernel's counters
 _DOUBLE = struct.Struct("<QQ")  # CUB's device_double_buffer: current, alternate
 
 
@@ -62,21 +60,20 @@ class SegmentedSortPlan(SortPlan):
     """The six kernels of one build on one device, their blocks and tiles, and the
     block slots that cap the large and small grids."""
 
-    __slots__ = ("fallback", "init", "partition", "big", "small", "mid", "large_threads", "small_threads",
-                 "passes", "threshold", "medium_per_block", "partition_threads", "tile_items", "padding",
-                 "word_bytes", "mid_items", "big_slots", "mid_slots", "small_slots")
+    __slots__ = ("fallback", "clear", "classify", "big", "small", "mid", "large_threads", "small_threads",
+                 "passes", "threshold", "medium_per_block", "classify_threads", "classify_segments", "mid_items",
+                 "big_slots", "mid_slots", "small_slots")
 
     def __init__(self, loaded: Loaded, kernel_params: tuple[tuple[Any, ...], ...]):
         super().__init__(loaded, kernel_params)
         meta = loaded.meta
-        self.fallback, self.init, self.partition, self.big, self.small, self.mid = loaded.handles
+        self.fallback, self.clear, self.classify, self.big, self.small, self.mid = loaded.handles
         self.large_threads, self.small_threads = meta["large_threads"], meta["small_threads"]
         self.passes = -(-meta["key_bits"] // meta["radix_bits"])
         self.threshold = meta["partitioning_threshold"]
         self.medium_per_block = meta["medium_threads"] // meta["medium_warp"]
-        self.partition_threads = meta["partition_threads"]
-        self.tile_items = meta["partition_threads"] * meta["partition_items"]
-        self.padding, self.word_bytes = meta["tile_padding"], meta["tile_word_bytes"]
+        self.classify_threads = meta["classify_threads"]
+        self.classify_segments = meta["classify_threads"] * meta["classify_items"]  # a classify block's
         self.mid_items = meta["mid_items"]
         sms = driver.sm_count(loaded.device)
         occupancy = loaded.module.max_active_blocks
@@ -87,7 +84,7 @@ class SegmentedSortPlan(SortPlan):
 
 
 def partitioned(plan: Any, segments: int) -> bool:
-    """Whether CUB would partition ``segments`` segments (else: its fallback kernel)."""
+    """Whether CUB would sort ``segments`` segments by group (else: its fallback kernel)."""
     return segments > plan.threshold
 
 
@@ -110,18 +107,16 @@ def temp_bytes(plan: Any, call: SortCall, key_size: int, value_size: int) -> int
         return 0
     scratch = not call.overwrite
     split = partitioned(plan, segments)
-    tiles = -(-segments // plan.tile_items)
-    tile_states = (tiles + plan.padding) * plan.word_bytes if split else 0
     indices = segments * _INDEX_BYTES if split else 0
     sizes = (
-        max(n * key_size if scratch else 0, tile_states),    # keys scratch / partition tile states
+        n * key_size if scratch else 0,                       # keys scratch
         n * value_size if scratch else 0,                     # values scratch
         indices,                                              # large (front) and medium (back) indices
         indices,                                              # small indices
         _GROUP_SIZES * _INDEX_BYTES if split else 0,          # group sizes
     )
     offsets, total = temp_layout(sizes)
-    call.layout = (offsets, split, tiles)
+    call.layout = (offsets, split)
     return total if any(sizes) else 0  # the fallback on a DoubleBuffer needs none
 
 
@@ -140,17 +135,10 @@ def buffers(plan: Any, call: SortCall, scratch_keys: int, scratch_values: int) -
     return out_k, out_v, _DOUBLE.pack(scratch_keys, out_k), _DOUBLE.pack(scratch_values, out_v)
 
 
-def selector_state(call: SortCall, second: int, size: int) -> bytes:
-    """The partition predicates' bytes: the start offsets at 0, the end offsets at ``second``."""
-    begin, end = (struct.pack("<Q", p) if type(p) is int else p for p in (call.begin, call.end))
-    return (begin.ljust(second, b"\0") + end).ljust(size, b"\0")
-
-
-def dispatch(plan: Any, call: SortCall, temp: int, stream: int, selector: tuple[int, int]) -> None:
-    """Launch the sort of ``call`` on ``stream`` (``selector``: the predicates' layout,
-    offset of the end offsets and size; see source.selector_layout)."""
+def dispatch(plan: Any, call: SortCall, temp: int, stream: int) -> None:
+    """Launch the sort of ``call`` on ``stream``."""
     launch, packs, segments = driver.launch, plan.packs, call.segments
-    offsets, split, tiles = call.layout
+    offsets, split = call.layout
     scratch_k, scratch_v, indices, small_indices, group_sizes = [align_base(temp) + o for o in offsets]
     out_k, out_v, db_k, db_v = buffers(plan, call, scratch_k, scratch_v)
     k_in, v_in, begin, end = call.k_in, call.v_in, call.begin, call.end
@@ -158,13 +146,10 @@ def dispatch(plan: Any, call: SortCall, temp: int, stream: int, selector: tuple[
         launch(plan.fallback, segments, plan.large_threads, stream,
                packs[0].pack(k_in, out_k, db_k, v_in, out_v, db_v, begin, end))
         return
-    tile_states = scratch_k
-    launch(plan.init, -(-tiles // INIT_THREADS), INIT_THREADS, stream, packs[1].pack(tile_states, tiles, group_sizes))
-    medium_end = indices + segments * _INDEX_BYTES  # the reverse iterator's base: medium lists backwards from here
-    sel = selector_state(call, *selector)
-    launch(plan.partition, tiles, plan.partition_threads, stream,
-           packs[2].pack(0, indices, small_indices, medium_end, group_sizes, tile_states, sel, sel, segments, tiles,
-                         SINGLE_PARTITION))
+    launch(plan.clear, 1, CLEAR_THREADS, stream, packs[1].pack(group_sizes))
+    medium_end = indices + segments * _INDEX_BYTES  # the medium list runs backwards from here
+    launch(plan.classify, -(-segments // plan.classify_segments), plan.classify_threads, stream,
+           packs[2].pack(group_sizes, segments, indices, small_indices, medium_end, begin, end))
     big, mid, small = grids(plan, segments)
     large_args = (group_sizes, indices, k_in, out_k, db_k, v_in, out_v, db_v, begin, end)
     launch(plan.big, big, plan.large_threads, stream, packs[3].pack(*large_args))

@@ -1,7 +1,7 @@
-"""Source for segmented sort: CUB's fallback kernel (few segments), CUB's three-way partition
-of the segments by length, and cuprims' large- and small-segment kernels on CUB's agents
-(``algorithms/segmented_sort/cuprims_segmented_sort.cuh``), which read the partition's group sizes on the
-device instead of from the host.
+"""Source for segmented sort: CUB's fallback kernel (few segments), and cuprims' kernels of
+``algorithms/segmented_sort/cuprims_segmented_sort.cuh``: the classification of the segments by length
+into three index lists (clear and classify), and the large- and small-segment kernels on
+CUB's agents, which read the lists' sizes on the device instead of from the host.
 
 Keys are sorted as the radix sort sorts them (``algorithms/sort_source.py``): the real C++ type for
 bool and integers, the NaN-last twin for floating point. Medium and small segments are
@@ -22,15 +22,13 @@ from cuprims.algorithms.sort_source import FLOAT_BITS, NAN_LAST_KEY, bytes_type,
 
 _CUB = "CUB_NS_QUALIFIER"
 _SS = _CUB + "::detail::segmented_sort"
-_TWP = _CUB + "::detail::three_way_partition"
-_INDEX = "cuprims::segmented_sort::index_t"
-_TILE_STATE = _TWP + "::ScanTileStateT"
-_CONTEXT = _TWP + "::streaming_context_t<long long>"
+_NS = "cuprims::segmented_sort"
+_INDEX = _NS + "::index_t"
 
 SEGMENTED_SORT_META = (
     "key_size", "value_size", "offset_size", "key_bits", "radix_bits", "large_threads", "large_items", "mid_items",
     "medium_threads", "medium_warp", "medium_items", "small_threads", "small_warp", "small_items",
-    "partitioning_threshold", "partition_threads", "partition_items", "tile_padding", "tile_word_bytes",
+    "partitioning_threshold", "classify_threads", "classify_items",
 )
 
 
@@ -59,17 +57,6 @@ def offset_params(begin: Any, end: Any, wide_offsets: bool) -> tuple[str, str]:
     return wrap.format(arg_param(begin)), wrap.format(arg_param(end))
 
 
-def selector_layout(begin: Any, end: Any) -> tuple[tuple[int, int], int]:
-    """(member offsets, size) of the partition's predicates (``segment_group`` in the
-    header): the start offsets, then the end offsets, each a pointer or an iterator
-    state. The unit pins the size with a static_assert (the members' own sizes and
-    alignments are pinned where their types are declared)."""
-    fields = [(8, 8) if a.is_pointer else (a.state_size, a.state_alignment) for a in (begin, end)]
-    second = -(-fields[0][0] // fields[1][1]) * fields[1][1]
-    align = max(fields[0][1], fields[1][1])
-    return (0, second), -(-(second + fields[1][0]) // align) * align
-
-
 def _key_order(key: ValueType) -> str:
     """Comparison operators of the NaN-last twin for the sub-warp merge sorts."""
     bits = FLOAT_BITS[key.code][0]
@@ -87,19 +74,8 @@ def _key_order(key: ValueType) -> str:
     )
 
 
-def _selectors(p_begin: str, p_end: str, size: int) -> str:
-    """The large- and small-segment predicates of the partition, their size pinned."""
-    selectors = ""
-    for name, large in (("cuprims_large_selector_t", "true"), ("cuprims_small_selector_t", "false")):
-        selectors += (f"using {name} = cuprims::segmented_sort::segment_group<cuprims_selector_t, cuprims_offset_t, "
-                      f"{p_begin}, {p_end}, {large}>;\n"
-                      f"static_assert(sizeof({name}) == {size}, "
-                      "\"cuprims packs the partition's predicates so\");\n")
-    return selectors
-
-
 def _policies(arch: int, mid_items: int | None) -> str:
-    """The sorts' and the partition's tuning for ``arch``, and the middle tier's items."""
+    """The sorts' tuning for ``arch``, and the middle tier's items."""
     mid = ("cuprims::segmented_sort::mid_tier_items(cuprims_policy.large_segment.threads_per_block, "
            "cuprims_policy.large_segment.items_per_thread)") if mid_items is None else str(int(mid_items))
     return (
@@ -107,20 +83,14 @@ def _policies(arch: int, mid_items: int | None) -> str:
         + "constexpr auto cuprims_policy = cuprims_selector_t{}(::cuda::compute_capability{"
         + f"{arch // 10}, {arch % 10}" + "});\n"
         + f"constexpr int cuprims_mid_items = {mid};\n"
-        + f"using cuprims_partition_selector_t = {_TWP}::policy_selector_from_types<{_INDEX}, "
-        + f"{_TWP}::per_partition_offset_t>;\n"
-        + "constexpr auto cuprims_partition_policy = cuprims_partition_selector_t{}(::cuda::compute_capability{"
-        + f"{arch // 10}, {arch % 10}" + "}).lookback;\n"
     )
 
 
-# what the host packs: the tile state and the reverse iterator as one pointer each, the
-# counting iterator as its 32-bit value, CUB's double buffer as two pointers
+# what the host packs: segment indices and counts as 32-bit values, CUB's double buffer as
+# two pointers
 _PACKED_SIZES = (
-    f"static_assert(sizeof({_TILE_STATE}) == sizeof(void*) && sizeof(::cuda::std::reverse_iterator<{_INDEX}*>) "
-    + f"== sizeof(void*) && sizeof(::cuda::counting_iterator<{_INDEX}>) == 4 && sizeof({_INDEX}) == 4 && "
-    + f"sizeof({_CUB}::detail::device_double_buffer<cuprims_key_t>) == 16 && sizeof({_CONTEXT}) == 32, "
-    + "\"cuprims packs the partition's and sorts' parameters in these sizes\");\n"
+    f"static_assert(sizeof({_INDEX}) == 4 && sizeof({_CUB}::detail::device_double_buffer<cuprims_key_t>) == 16, "
+    + "\"cuprims packs the kernels' parameters in these sizes\");\n"
 )
 
 
@@ -154,10 +124,8 @@ def _meta(value: ValueType | None) -> str:
         ("small_warp", "cuprims_policy.small_segment.threads_per_warp"),
         ("small_items", "cuprims_policy.small_segment.items_per_thread"),
         ("partitioning_threshold", "cuprims_policy.partitioning_threshold"),
-        ("partition_threads", "cuprims_partition_policy.threads_per_block"),
-        ("partition_items", "cuprims_partition_policy.items_per_thread"),
-        ("tile_padding", f"{_TILE_STATE}::TILE_STATUS_PADDING"),
-        ("tile_word_bytes", f"sizeof(typename {_TILE_STATE}::TxnWord)"),
+        ("classify_threads", f"{_NS}::classify_threads"),
+        ("classify_items", f"{_NS}::classify_items"),
     ))
 
 
@@ -166,13 +134,11 @@ def _kernel_names(order: str, p_begin: str, p_end: str) -> tuple[str, ...]:
     sort_args = f"cuprims_selector_t, cuprims_key_t, cuprims_value_t, {p_begin}, {p_end}, cuprims_offset_t"
     return (
         f"{_SS}::DeviceSegmentedSortFallbackKernel<{order}, {sort_args}>",
-        f"{_TWP}::DeviceThreeWayPartitionInitKernel<{_TILE_STATE}, {_INDEX}*>",
-        f"{_TWP}::DeviceThreeWayPartitionKernel<cuprims_partition_selector_t, ::cuda::counting_iterator<{_INDEX}>, "
-        f"{_INDEX}*, {_INDEX}*, ::cuda::std::reverse_iterator<{_INDEX}*>, {_INDEX}*, {_TILE_STATE}, "
-        f"cuprims_large_selector_t, cuprims_small_selector_t, {_TWP}::per_partition_offset_t, {_CONTEXT}>",
-        f"cuprims::segmented_sort::large_kernel<{order}, {sort_args}, cuprims_mid_items, false>",
-        f"cuprims::segmented_sort::small_kernel<{order}, {sort_args}>",
-        f"cuprims::segmented_sort::large_kernel<{order}, {sort_args}, cuprims_mid_items, true>",
+        f"{_NS}::clear_kernel",
+        f"{_NS}::classify_kernel<cuprims_selector_t, {p_begin}, {p_end}, cuprims_offset_t>",
+        f"{_NS}::large_kernel<{order}, {sort_args}, cuprims_mid_items, false>",
+        f"{_NS}::small_kernel<{order}, {sort_args}>",
+        f"{_NS}::large_kernel<{order}, {sort_args}, cuprims_mid_items, true>",
     )
 
 
@@ -188,9 +154,10 @@ def segmented_sort_source(*, key: ValueType, value: ValueType | None, descending
     (None: the header's default, ``mid_tier_items``; 0: CUB's tiers only).
 
     Kernels, in this order (the host relies on it): 0 CUB's fallback (a block per segment,
-    no partition), 1 the partition's init, 2 CUB's three-way partition, 3 large segments
-    beyond the middle tier (all of them without one), 4 medium and small segments, 5 large
-    segments of the middle tier (never launched when ``mid_items`` is 0).
+    no classification), 1 clear (zeroes the group sizes), 2 classify (lists the segments
+    of each length group), 3 large segments beyond the middle tier (all of them without
+    one), 4 medium and small segments, 5 large segments of the middle tier (never launched
+    when ``mid_items`` is 0).
     """
     check_radix_key(key)
     iterator_text, iterator_types, iterator_symbols = iterator_parts((begin, end))
@@ -207,12 +174,11 @@ def segmented_sort_source(*, key: ValueType, value: ValueType | None, descending
         + f"using cuprims_value_t = {value_t};\n"
         + f"using cuprims_offset_t = {'int' if offset_size(begin, wide_offsets) == 4 else 'long long'};\n"
         + _policies(arch, mid_items)
-        + _selectors(p_begin, p_end, selector_layout(begin, end)[1])
         + _narrow_layout(p_begin, p_end, begin, end)
         + _PACKED_SIZES
         + _meta(value)
     )
-    # CUB's partition tuning and sub-warp sort headers have unannotated helpers that NVRTC 13.0
-    # takes as host code otherwise
+    # CUB's sub-warp sort headers have unannotated helpers that NVRTC 13.0 takes as host code
+    # otherwise
     return Source(text=text, name_expressions=_kernel_names(order, p_begin, p_end), extern_symbols=iterator_symbols,
                   meta_fields=SEGMENTED_SORT_META, compile_options=(("device_as_default_execution_space", True),))
