@@ -150,11 +150,10 @@ __device__ __forceinline__ segment_group group_of(OffsetT n)
 // block so that a warp's loads of the offsets are contiguous.
 constexpr int classify_threads = 256;
 constexpr int classify_items   = 8;
-// Each thread counts its segments of the three groups in one 64-bit word, 16 bits a group
-// (large bits 0-15, small 16-31, medium 32-47), so that one block scan ranks all three:
-// a block's count of a group, at most classify_threads * classify_items, fits 16 bits.
-constexpr int group_bits = 16;
-static_assert(classify_threads * classify_items < (1 << group_bits), "a block's group count overflows its field");
+constexpr int classify_warps   = classify_threads / 32;
+static_assert(classify_threads % 32 == 0 && classify_items * (classify_threads / 32) % 32 == 0
+                && classify_threads / 32 >= 3,
+              "the classify kernel ranks by whole warps and scans a group's counts in a warp");
 
 // The group sizes the classify kernel counts up with atomics start at zero.
 __global__ void clear_kernel(index_t* group_sizes)
@@ -169,23 +168,30 @@ __global__ void clear_kernel(index_t* group_sizes)
 // segments in large_indices, small ones in small_indices, medium ones backwards from
 // medium_indices_end (the large list fills the same buffer from its front; the two together
 // hold at most num_segments entries, so they never meet). Block b takes the segments
-// [b * classify_threads * classify_items, (b + 1) * classify_threads * classify_items).
-// A block reserves its places in a list with one atomic on its group's size, so the lists
-// come out in whatever order the blocks reach their atomics: the sorts do not care, each
-// segment being sorted on its own whichever kernel and sub-warp gets it.
+// [b * classify_threads * classify_items, (b + 1) * classify_threads * classify_items) and
+// lists them in their order: neighbouring sub-warps of the sorting kernels then read
+// neighbouring segments, which share cache lines and DRAM pages. Ranks come from warp
+// ballots, per item and group, and a prefix over the block's (item, warp) counts, which is
+// the segments' order as thread t's item i is segment i * classify_threads + t. A block
+// reserves its places in a list with one atomic on its group's size, so the blocks' spans
+// come in whatever order the blocks reach their atomics: the sorts do not care, each
+// segment being sorted on its own.
 template <class Selector, class BeginT, class EndT, class OffsetT>
 __global__ __launch_bounds__(classify_threads) void classify_kernel(
   index_t* group_sizes, index_t num_segments, index_t* large_indices, index_t* small_indices,
   index_t* medium_indices_end, BeginT d_begin, EndT d_end)
 {
   using word_t = unsigned long long;
-  using scan_t = CUB_NS_QUALIFIER::BlockScan<word_t, classify_threads>;
-  __shared__ typename scan_t::TempStorage scan;
+  // each (group, item, warp)'s count, then its first place in the block's span of the list
+  __shared__ index_t places[group_count][classify_items][classify_warps];
   __shared__ index_t bases[group_count];
 
-  const word_t first = word_t(blockIdx.x) * (classify_threads * classify_items) + threadIdx.x;
+  const int lane        = int(threadIdx.x % 32);
+  const int warp        = int(threadIdx.x / 32);
+  const unsigned before = (1u << lane) - 1u; // the lanes below this one
+  const word_t first    = word_t(blockIdx.x) * (classify_threads * classify_items) + threadIdx.x;
   unsigned char groups[classify_items]; // group_count: past the last segment
-  word_t counts = 0;
+  unsigned short ranks[classify_items]; // among the lanes of its warp in its group, for its item
 #pragma unroll
   for (int i = 0; i < classify_items; ++i)
   {
@@ -196,19 +202,56 @@ __global__ __launch_bounds__(classify_threads) void classify_kernel(
       const index_t segment = index_t(s);
       const OffsetT n       = static_cast<OffsetT>(d_end[segment]) - static_cast<OffsetT>(d_begin[segment]);
       groups[i]             = group_of<Selector>(n);
-      counts += word_t(1) << (group_bits * groups[i]);
     }
-  }
-  word_t ranks, totals;
-  scan_t(scan).ExclusiveSum(counts, ranks, totals);
-  if (threadIdx.x == 0)
-  {
-    constexpr word_t field = (word_t(1) << group_bits) - 1;
 #pragma unroll
     for (int g = 0; g < group_count; ++g)
     {
-      const index_t total = index_t((totals >> (group_bits * g)) & field);
-      bases[g]            = total ? atomicAdd(group_sizes + g, total) : 0;
+      const unsigned mine = __ballot_sync(0xffffffffu, groups[i] == g);
+      if (groups[i] == g)
+      {
+        ranks[i] = (unsigned short) __popc(mine & before);
+      }
+      if (lane == 0)
+      {
+        places[g][i][warp] = index_t(__popc(mine));
+      }
+    }
+  }
+  __syncthreads();
+  if (warp < group_count)
+  {
+    // a warp a group: its counts, in (item, warp) order, scanned into first places
+    constexpr int per_lane = classify_items * classify_warps / 32;
+    index_t* counts        = &places[warp][0][0] + lane * per_lane;
+    index_t own[per_lane];
+    index_t sum = 0;
+#pragma unroll
+    for (int j = 0; j < per_lane; ++j)
+    {
+      own[j] = counts[j];
+      sum += own[j];
+    }
+    index_t inclusive = sum;
+#pragma unroll
+    for (int d = 1; d < 32; d *= 2)
+    {
+      const index_t below = __shfl_up_sync(0xffffffffu, inclusive, d);
+      if (lane >= d)
+      {
+        inclusive += below;
+      }
+    }
+    const index_t total = __shfl_sync(0xffffffffu, inclusive, 31);
+    index_t run         = inclusive - sum;
+#pragma unroll
+    for (int j = 0; j < per_lane; ++j)
+    {
+      counts[j] = run;
+      run += own[j];
+    }
+    if (lane == 0)
+    {
+      bases[warp] = total ? atomicAdd(group_sizes + warp, total) : 0;
     }
   }
   __syncthreads();
@@ -221,8 +264,7 @@ __global__ __launch_bounds__(classify_threads) void classify_kernel(
       continue;
     }
     const index_t segment = index_t(first + word_t(i) * classify_threads);
-    const index_t place   = bases[g] + index_t((ranks >> (group_bits * g)) & ((word_t(1) << group_bits) - 1));
-    ranks += word_t(1) << (group_bits * g);
+    const index_t place   = bases[g] + places[g][i][warp] + ranks[i];
     if (g == large_group)
     {
       large_indices[place] = segment;
