@@ -127,6 +127,23 @@ def test_every_key_type_keys_and_pairs(key, order):
         assert same_bits(cp.asnumpy(d_keys), keys), "the input keys were written"
 
 
+@pytest.mark.parametrize("key,order", [("int32", SortOrder.ASCENDING), ("float64", SortOrder.DESCENDING)])
+def test_thousands_of_segments_of_every_group_over_several_classify_blocks(key, order):
+    # 7,203 segments (2,048 a classify block: four blocks, the last one partial) of small,
+    # medium and large lengths shuffled together, three of them backwards
+    rng = np.random.default_rng(11)
+    starts, ends, n = layout(LENGTHS[:24] * 300, rng, offset_dtype=np.int32, backwards=3)
+    keys = random_keys(key, n, rng)
+    perm = reference_perm(keys, starts, ends, order is SortOrder.DESCENDING)
+    inside = inside_mask(n, starts, ends)
+    sentinel = random_keys(key, n, rng)
+    out_k, out_v = cp.asarray(sentinel), cp.full(n, -1, cp.int64)
+    sort(cp.asarray(keys), out_k, cp.arange(n, dtype=cp.int64), out_v, n, cp.asarray(starts), cp.asarray(ends), order)
+    assert same_keys(cp.asnumpy(out_k)[inside], keys[perm][inside])
+    assert np.array_equal(cp.asnumpy(out_v)[inside], perm[inside]), "pairs out of place (or unstable)"
+    assert same_bits(cp.asnumpy(out_k)[~inside], sentinel[~inside]), "items outside every segment were written"
+
+
 @pytest.mark.parametrize("key", ["int8", "int16", "int32", "int64", "float32", "float64"])
 def test_double_buffer_both_pass_parities(key):
     """int8: 2 radix passes, int16: 3, int32: 6, int64: 11 (sm_90): the result lands in
