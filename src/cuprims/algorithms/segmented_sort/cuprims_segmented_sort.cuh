@@ -8,9 +8,10 @@
 // waiting), and each kernel reads the group sizes from device memory:
 //
 //   * clear_kernel and classify_kernel: the three groups' index lists and sizes. CUB's
-//     partition keeps the segments' order with a decoupled look-back over tile states;
-//     the sorts need no order (each segment is sorted alone), so a block here reserves
-//     its places in each list with one atomic per group and needs no tile states;
+//     partition orders each whole list with a decoupled look-back over tile states; the
+//     sorts need no order across the list (each segment is sorted alone), so a block here
+//     reserves its span of each list with one atomic per group and needs no tile states,
+//     and lists its own segments in order within the span;
 //   * large_kernel: large segments, a block each at a time, blocks striding over the group
 //     (the grid is capped on the host, so that a call whose segments are all short does not
 //     pay for num_segments idle blocks). CUB's AgentSegmentedRadixSort sorts a segment in

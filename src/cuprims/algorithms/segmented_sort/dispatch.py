@@ -12,8 +12,9 @@ so a call is a fixed sequence of launches and never waits.
 * at most CUB's partitioning threshold of segments: CUB's fallback kernel, a block per
   segment, no classification (as CUB: too few segments to pay for classifying them);
 * otherwise our clear and classify kernels list the large / small / medium segments
-  (unordered: each segment is sorted alone), then the large kernels (CUB's tile, and the
-  middle tier where the build has one) and the medium-and-small kernel.
+  (in segment order within each block's span, the spans in any order: each segment is
+  sorted alone), then the large kernels (CUB's tile, and the middle tier where the build
+  has one) and the medium-and-small kernel.
 
 Buffers, as CUB's dispatch orders them: the key width takes ``passes`` radix passes when
 a segment is sorted through global memory. With separate input and output those passes
