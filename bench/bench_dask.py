@@ -142,6 +142,24 @@ def _pieces_sent() -> dict:
     return dict(exchange.sent)
 
 
+def _keep_mappings(count: int | None) -> int:
+    """Sets how many unused IPC mappings this worker keeps (None: the default), closing
+    every unused one; returns how many it closed."""
+    from cuprims.dask import exchange
+
+    if count is None:
+        os.environ.pop(exchange.MAPPINGS_KEPT_SWITCH, None)
+    else:
+        os.environ[exchange.MAPPINGS_KEPT_SWITCH] = str(count)
+    return exchange.close_mappings()
+
+
+def _exchange_switch(count: int) -> str:
+    from cuprims.dask import exchange
+
+    return f"{exchange.MAPPINGS_KEPT_SWITCH}={count} in the workers"
+
+
 def _exchange_spent() -> dict:
     from cuprims.dask import exchange
 
@@ -480,6 +498,15 @@ def main() -> None:
                 add(w_sort, f"IPC path: {step}, all workers, per sort", seconds * 1e3 / runs, "ms", None,
                     f"{calls / runs:.0f} calls per sort, {seconds * 1e6 / max(calls, 1):.0f} us each; "
                     f"summed over the workers (they overlap), over the {runs} sorts")
+            # the same sort with every mapping closed after its copy, as before mappings were kept
+            try:
+                client.run(_keep_mappings, 0)
+                closed_s = sort_s()
+                kept.clear()
+                add(w_sort, "cuprims.dask.sort(x), each IPC mapping closed after its copy", closed_s * 1e3, "ms",
+                    closed_s / ours, f"ratio = this/kept mappings ({_exchange_switch(0)}); one run")
+            finally:
+                client.run(_keep_mappings, None)
 
             # --- the sort's stages, one after the other ------------------------------------------------
             order = cuprims.SortOrder.ASCENDING
