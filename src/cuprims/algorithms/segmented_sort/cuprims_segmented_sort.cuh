@@ -41,8 +41,6 @@
 #include <cub/device/dispatch/kernels/kernel_segmented_sort.cuh>
 #include <cub/block/block_scan.cuh>
 
-#include <cuda/iterator>
-#include <cuda/std/iterator>
 #include <cuda/std/limits>
 #include <cuda/std/type_traits>
 #include <cuda/std/utility>
@@ -152,8 +150,7 @@ __device__ __forceinline__ segment_group group_of(OffsetT n)
 constexpr int classify_threads = 256;
 constexpr int classify_items   = 8;
 constexpr int classify_warps   = classify_threads / 32;
-static_assert(classify_threads % 32 == 0 && classify_items * (classify_threads / 32) % 32 == 0
-                && classify_threads / 32 >= 3,
+static_assert(classify_threads % 32 == 0 && classify_items * classify_warps % 32 == 0 && classify_warps >= group_count,
               "the classify kernel ranks by whole warps and scans a group's counts in a warp");
 
 // The group sizes the classify kernel counts up with atomics start at zero.
