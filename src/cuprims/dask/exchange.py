@@ -67,6 +67,7 @@ class _Timed:
         entry[0] += 1
         entry[1] += time.perf_counter() - self.t0
 
+
 # this process, told apart from every other (a pid may repeat across containers)
 _PROCESS = uuid.uuid4().hex
 
