@@ -145,12 +145,13 @@ def _pieces_sent() -> dict:
 def _keep_mappings(count: int | None) -> int:
     """Sets how many unused IPC mappings this worker keeps (None: the default), closing
     every unused one; returns how many it closed."""
+    from cuprims import settings
     from cuprims.dask import exchange
 
     if count is None:
-        os.environ.pop(exchange.MAPPINGS_KEPT_SWITCH, None)
+        del settings.dask_ipc_mappings
     else:
-        os.environ[exchange.MAPPINGS_KEPT_SWITCH] = str(count)
+        settings.dask_ipc_mappings = count
     return exchange.close_mappings()
 
 

@@ -44,6 +44,16 @@ environment variable            ``settings.``             meaning
                                                           is compiled by NVRTC straight to its
                                                           cubin (the same machine code, no LTO
                                                           link). Read when a unit is built
+``CUPRIMS_DASK_IPC``            ``dask_ipc``              ``0`` sends every piece of a
+                                                          ``cuprims.dask`` sort between the worker
+                                                          processes of one machine as host bytes
+                                                          instead of by CUDA IPC handle (set it in
+                                                          the workers)
+``CUPRIMS_DASK_IPC_MAPPINGS``   ``dask_ipc_mappings``     how many mappings of other processes'
+                                                          allocations a worker keeps open when no
+                                                          copy uses them (default 32; a whole
+                                                          number >= 0, 0 closes each after its
+                                                          copy)
 ==============================  ========================  =========================================
 
 A setting assigned in code (``cuprims.settings.pdl = False``) wins over its environment
@@ -93,19 +103,21 @@ def _path(text: str | None) -> Path | None:
     return Path(text).expanduser() if text else None
 
 
-_DEFAULT_MEMORY_CACHE = 256
+def _whole(default: int, minimum: int) -> Callable[[str | None], int]:
+    """A whole number >= ``minimum``; unset or empty gives ``default``."""
 
+    def parse(text: str | None) -> int:
+        if not text or not text.strip():
+            return default
+        try:
+            value = int(text)
+        except ValueError:
+            value = minimum - 1
+        if value < minimum:
+            raise BadValue(f"a whole number >= {minimum}")
+        return value
 
-def _count(text: str | None) -> int:
-    if not text or not text.strip():
-        return _DEFAULT_MEMORY_CACHE
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise BadValue("a whole number >= 1")
-    return value
+    return parse
 
 
 _DEFAULT_MAX_BYTES = 2 << 30
@@ -162,8 +174,9 @@ class _Setting:
     """One typed setting backed by an environment variable."""
 
     def __init__(self, env: str, parse: Callable[[str | None], Any], kind: type[Any],
-                 fallback: Callable[[], Any] | None = None, optional: bool = False):
+                 fallback: Callable[[], Any] | None = None, optional: bool = False, minimum: int = 1):
         self.env, self.parse, self.kind, self.fallback, self.optional = env, parse, kind, fallback, optional
+        self.minimum = minimum   # the least value an int setting takes
         self.name = ""
 
     def __set_name__(self, owner: type, name: str) -> None:
@@ -197,10 +210,10 @@ class _Setting:
 
             raise ArgumentTypeError(f"settings.{self.name}", _KIND_NAMES[self.kind], value)
         # (bool is an int subclass)
-        if self.kind is int and isinstance(value, int) and (isinstance(value, bool) or value < 1):
+        if self.kind is int and isinstance(value, int) and (isinstance(value, bool) or value < self.minimum):
             from cuprims.errors import ArgumentError
 
-            raise ArgumentError(f"settings.{self.name}", "an int >= 1", value)
+            raise ArgumentError(f"settings.{self.name}", f"an int >= {self.minimum}", value)
         if self.kind is float and isinstance(value, float) and not 0 < value < math.inf:
             from cuprims.errors import ArgumentError
 
@@ -230,7 +243,7 @@ class Settings:
     cache_max_bytes = _Setting("CUPRIMS_CACHE_MAX_BYTES", _bytes, int)
     cache_lock_timeout = _Setting("CUPRIMS_CACHE_LOCK_TIMEOUT", _seconds, float)
     dump_dir = _Setting("CUPRIMS_DUMP_DIR", _path, Path, optional=True)
-    memory_cache = _Setting("CUPRIMS_MEMORY_CACHE", _count, int)
+    memory_cache = _Setting("CUPRIMS_MEMORY_CACHE", _whole(256, 1), int)
     trace = _Setting("CUPRIMS_TRACE", _flag(False), bool)
     pdl = _Setting("CUPRIMS_PDL", _flag(True), bool)
     radix_memset = _Setting("CUPRIMS_RADIX_MEMSET", _flag(True), bool)
@@ -238,6 +251,8 @@ class Settings:
     pch_disk = _Setting("CUPRIMS_PCH_DISK", _flag(True), bool)
     direct_ops = _Setting("CUPRIMS_DIRECT_OPS", _flag(True), bool)
     direct_cubin = _Setting("CUPRIMS_DIRECT_CUBIN", _flag(True), bool)
+    dask_ipc = _Setting("CUPRIMS_DASK_IPC", _flag(True), bool)
+    dask_ipc_mappings = _Setting("CUPRIMS_DASK_IPC_MAPPINGS", _whole(32, 0), int, minimum=0)
 
     def __init__(self) -> None:
         self._overrides: dict[str, Any] = {}

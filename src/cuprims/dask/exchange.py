@@ -6,24 +6,24 @@ sender, through the socket, and back onto the device by the recipient. A
 :class:`DevicePiece` sent to a process on the sender's host (the recipient's address has
 the sender's IP) travels as the IPC handle of its allocation and its place in it. The
 recipient maps the allocation, copies the piece into memory of its own and waits for the
-copy, all while ``distributed`` reads the message: the sender still holds
-the piece then (a worker keeps a result it sends until the recipient has read it and
-confirmed). Before it exports a handle the sender waits for the piece's ``ready`` event
-(else its whole device), so that the kernels writing the piece have finished when another
-process reads it. A piece that comes
-back to the process that sent it is copied from where it lies (CUDA maps no handle in the
-process that made it). A mapping stays open for the next pieces of the same allocation (a
-sorted chunk's pieces share one): each process keeps up to ``CUPRIMS_DASK_IPC_MAPPINGS``
-(default 32; 0 closes each after its copy) that no copy uses, closing the least recently
-used past it, and :func:`close_mappings` closes them all. An open mapping may keep memory
-the sender has freed from going back to its device until it closes.
+copy, all while ``distributed`` reads the message: the sender still holds the piece then
+(a worker keeps a result it sends until the recipient has read it and confirmed). Before
+it exports a handle the sender waits for the piece's ``ready`` event (else its whole
+device), so that the kernels writing the piece have finished when another process reads
+it. A piece that comes back to the process that sent it is copied from where it lies (CUDA
+maps no handle in the process that made it). A mapping stays open for the next pieces of
+the same allocation (a sorted chunk's pieces share one): each process keeps up to
+``settings.dask_ipc_mappings`` (``CUPRIMS_DASK_IPC_MAPPINGS``, default 32; 0 closes each
+after its copy) that no copy uses, closing the least recently used past it, and
+:func:`close_mappings` closes them all. An open mapping may keep memory the sender has
+freed from going back to its device until it closes.
 
-To any other recipient, and where ``distributed`` names none (a piece spilled to disk),
-a piece travels as host bytes. ``CUPRIMS_DASK_IPC=0`` in the workers' environment sends
-every piece over TCP as host bytes (for machines whose processes cannot share device
-memory, such as containers without a shared IPC namespace). Over UCX
-(``protocol="ucx"``) a piece goes as device frames, which UCX moves device to device
-itself (:func:`device_dumps`).
+To any other recipient, and where ``distributed`` names none (a piece spilled to disk), a
+piece travels as host bytes. ``CUPRIMS_DASK_IPC=0`` in the workers' environment
+(``settings.dask_ipc``) sends every piece over TCP as host bytes (for machines whose
+processes cannot share device memory, such as containers without a shared IPC namespace).
+Over UCX (``protocol="ucx"``) a piece goes as device frames, which UCX moves device to
+device itself (:func:`device_dumps`).
 """
 
 from __future__ import annotations
@@ -37,9 +37,10 @@ from typing import Any
 
 import numpy as np
 
+from cuprims.config import settings
 from cuprims.errors import CudaError
 
-#: the environment variable that turns the IPC path off ("0")
+#: the environment variable behind ``settings.dask_ipc``, which turns the IPC path off ("0")
 IPC_SWITCH = "CUPRIMS_DASK_IPC"
 
 #: pieces this process has serialized, by the way they went ("ipc" or "host")
@@ -119,11 +120,11 @@ def host_of(address: str) -> str | None:
     return host or None
 
 
-def travels_by_ipc(context: dict | None, environ: Any = os.environ) -> bool:
+def travels_by_ipc(context: dict | None) -> bool:
     """Whether a piece written with ``distributed``'s serialization ``context`` goes by IPC
     handle: the sender's and the recipient's addresses name one host, and
-    ``CUPRIMS_DASK_IPC`` is not ``"0"``."""
-    if environ.get(IPC_SWITCH, "1").strip() == "0" or not context:
+    ``settings.dask_ipc`` (``CUPRIMS_DASK_IPC``) is on."""
+    if not context or not settings.dask_ipc:
         return False
     sender = host_of(str((context.get("sender") or {}).get("address", "")))
     recipient = host_of(str((context.get("recipient") or {}).get("address", "")))
@@ -167,9 +168,10 @@ def _export(array: Any) -> dict:
     return entry
 
 
-#: the most mappings of other processes' allocations this process keeps open when no copy
-#: uses them (CUDA's open and close of a mapping cost about a millisecond each, and the
-#: pieces of one sorted chunk share its allocation); past it the least recently used close
+#: the environment variable behind ``settings.dask_ipc_mappings``: the most mappings of other
+#: processes' allocations this process keeps open when no copy uses them (CUDA's open and
+#: close of a mapping cost about a millisecond each, and the pieces of one sorted chunk
+#: share its allocation); past it the least recently used close
 MAPPINGS_KEPT_SWITCH = "CUPRIMS_DASK_IPC_MAPPINGS"
 
 # handle -> [mapped base address, copies using it], the least recently used first. A handle
@@ -177,13 +179,6 @@ MAPPINGS_KEPT_SWITCH = "CUPRIMS_DASK_IPC_MAPPINGS"
 # so a kept mapping is never one of other memory.
 _opened: OrderedDict[bytes, list] = OrderedDict()
 _opened_lock = threading.Lock()
-
-
-def _mappings_kept() -> int:
-    try:
-        return max(0, int(os.environ.get(MAPPINGS_KEPT_SWITCH, "32")))
-    except ValueError:
-        return 32
 
 
 def _open(handle: bytes) -> int:
@@ -207,9 +202,10 @@ def _open(handle: bytes) -> int:
 
 
 def _close(handle: bytes) -> None:
+    kept = settings.dask_ipc_mappings     # read first: a bad value raises with nothing changed
     with _opened_lock:
         _opened[handle][1] -= 1
-        _close_unused(len(_opened) - _mappings_kept())
+        _close_unused(len(_opened) - kept)
 
 
 def _close_unused(count: int) -> int:

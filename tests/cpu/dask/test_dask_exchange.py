@@ -11,7 +11,9 @@ import pytest
 
 pytest.importorskip("dask")
 
+from cuprims import settings  # noqa: E402
 from cuprims.dask import exchange  # noqa: E402
+from cuprims.errors import ArgumentError  # noqa: E402
 from cuprims.dask.exchange import DevicePiece  # noqa: E402
 
 
@@ -37,19 +39,29 @@ def test_host_of_reads_distributeds_addresses(address, host):
 
 
 def test_only_a_recipient_on_the_senders_host_gets_a_handle():
-    assert exchange.travels_by_ipc(_context("tcp://127.0.0.1:4000", "tcp://127.0.0.1:4001"), environ={})
-    assert exchange.travels_by_ipc(_context("tcp://10.0.0.1:4000", "tcp://10.0.0.1:5000"), environ={})
-    assert not exchange.travels_by_ipc(_context("tcp://10.0.0.1:4000", "tcp://10.0.0.2:4000"), environ={})
-    assert not exchange.travels_by_ipc(_context("inproc://a/1/1", "inproc://a/1/2"), environ={})
-    assert not exchange.travels_by_ipc(None, environ={})
-    assert not exchange.travels_by_ipc({}, environ={})
-    assert not exchange.travels_by_ipc({"sender": {"address": "tcp://10.0.0.1:1"}}, environ={})
+    assert exchange.travels_by_ipc(_context("tcp://127.0.0.1:4000", "tcp://127.0.0.1:4001"))
+    assert exchange.travels_by_ipc(_context("tcp://10.0.0.1:4000", "tcp://10.0.0.1:5000"))
+    assert not exchange.travels_by_ipc(_context("tcp://10.0.0.1:4000", "tcp://10.0.0.2:4000"))
+    assert not exchange.travels_by_ipc(_context("inproc://a/1/1", "inproc://a/1/2"))
+    assert not exchange.travels_by_ipc(None)
+    assert not exchange.travels_by_ipc({})
+    assert not exchange.travels_by_ipc({"sender": {"address": "tcp://10.0.0.1:1"}})
 
 
-@pytest.mark.parametrize("value,ipc", [("0", False), (" 0 ", False), ("1", True), ("", True), ("yes", True)])
-def test_the_switch_turns_the_ipc_path_off(value, ipc):
+@pytest.mark.parametrize("value,ipc", [("0", False), (" 0 ", False), ("off", False), ("1", True), ("", True),
+                                       ("yes", True)])
+def test_the_switch_turns_the_ipc_path_off(value, ipc, monkeypatch):
     context = _context("tcp://127.0.0.1:4000", "tcp://127.0.0.1:4001")
-    assert exchange.travels_by_ipc(context, environ={exchange.IPC_SWITCH: value}) is ipc
+    monkeypatch.setenv(exchange.IPC_SWITCH, value)
+    assert exchange.travels_by_ipc(context) is ipc
+    with settings.override(dask_ipc=not ipc):     # set in code, it wins over the variable
+        assert exchange.travels_by_ipc(context) is not ipc
+
+
+def test_a_switch_it_cannot_read_names_the_variable(monkeypatch):
+    monkeypatch.setenv(exchange.IPC_SWITCH, "maybe")
+    with pytest.raises(ArgumentError, match="CUPRIMS_DASK_IPC"):
+        exchange.travels_by_ipc(_context("tcp://127.0.0.1:4000", "tcp://127.0.0.1:4001"))
 
 
 def test_the_machine_id_is_stable_and_not_empty():
@@ -141,3 +153,22 @@ def test_no_mapping_kept_when_the_limit_is_zero(runtime, monkeypatch):
     base = exchange._open(b"a")
     exchange._close(b"a")
     assert runtime.closed == [base] and not exchange._opened
+
+
+def test_the_limit_set_in_code_wins_and_a_negative_one_is_refused(runtime):
+    with settings.override(dask_ipc_mappings=0):
+        base = exchange._open(b"a")
+        exchange._close(b"a")
+        assert runtime.closed == [base]
+    with pytest.raises(ArgumentError, match="dask_ipc_mappings"):
+        settings.dask_ipc_mappings = -1
+
+
+@pytest.mark.parametrize("text", ["-1", "many", "2.5"])
+def test_a_limit_it_cannot_read_names_the_variable(runtime, monkeypatch, text):
+    monkeypatch.setenv(exchange.MAPPINGS_KEPT_SWITCH, text)
+    exchange._open(b"a")
+    with pytest.raises(ArgumentError, match="CUPRIMS_DASK_IPC_MAPPINGS") as caught:
+        exchange._close(b"a")
+    assert "a whole number >= 0" in str(caught.value)
+    assert exchange._opened[b"a"][1] == 1 and runtime.closed == []     # nothing changed
