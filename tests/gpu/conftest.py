@@ -83,7 +83,9 @@ def _a_broken_context_ends_its_process(request):
     if code not in _STICKY:
         return
     message = f"{request.node.nodeid} left the CUDA context broken: {_STICKY[code]} (CUDA error {code})"
-    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    # an xdist worker's config has workerinput; PYTEST_XDIST_WORKER would also be set in a
+    # pytest started from within a worker's test
+    worker = hasattr(request.config, "workerinput")
     sys.stderr.write(message + ("; this worker ends here\n" if worker else "; the session stops here\n"))
     sys.stderr.flush()
     if worker:
@@ -93,7 +95,6 @@ def _a_broken_context_ends_its_process(request):
     # the buffered report reaches a pipe
     request.session.shouldstop = message
     request.config.stash[_BROKEN_CONTEXT] = True
-
 
 
 def pytest_sessionfinish(session, exitstatus):

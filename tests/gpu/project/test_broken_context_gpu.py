@@ -37,7 +37,13 @@ def _run(folder: Path, *args: str) -> subprocess.CompletedProcess:
     shutil.copy(Path(__file__).resolve().parents[1] / "conftest.py", folder / "conftest.py")
     (folder / "test_fault.py").write_text(_TESTS)
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args, str(folder)],
-                          cwd=folder, capture_output=True, text=True, timeout=600, env=dict(os.environ))
+                          cwd=folder, capture_output=True, text=True, timeout=600, env=_fresh_session_environ())
+
+
+def _fresh_session_environ() -> dict[str, str]:
+    """This process's environment less xdist's worker variables: run from a test under
+    xdist, the child is still a session of its own."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST_")}
 
 
 def test_without_xdist_the_session_stops_naming_the_test(tmp_path):
