@@ -499,7 +499,7 @@ def main() -> None:
                 add(w_sort, f"IPC path: {step}, all workers, per sort", seconds * 1e3 / runs, "ms", None,
                     f"{calls / runs:.0f} calls per sort, {seconds * 1e6 / max(calls, 1):.0f} us each; "
                     f"summed over the workers (they overlap), over the {runs} sorts")
-            # the same sort with every mapping closed after its copy, as before mappings were kept
+            # the same sort with every mapping closed after its copy (settings.dask_ipc_mappings = 0)
             try:
                 client.run(_keep_mappings, 0)
                 closed_s = sort_s()
@@ -536,9 +536,10 @@ def main() -> None:
                 lap(cuts_at, False)
                 cuts = client.map(tasks.cut_chunk, sorted_, [cuts_at] * count, [False] * count, pure=False)
                 lap(cuts, False)
-                flat = client.map(tasks.chunk_piece, [sorted_[i] for j in range(count) for i in range(count)],
-                                  [cuts[i] for j in range(count) for i in range(count)],
-                                  [j for j in range(count) for i in range(count)], pure=False)
+                chunk_of = list(range(count)) * count              # piece k: chunk k % count, part k // count
+                part_of = [j for j in range(count) for _ in range(count)]
+                flat = client.map(tasks.chunk_piece, [sorted_[i] for i in chunk_of], [cuts[i] for i in chunk_of],
+                                  part_of, pure=False)
                 lap(flat, True)
                 cut_out = [flat[j * count:(j + 1) * count] for j in range(count)]
                 pieces = [client.submit(_held, cut_out[j], pure=False) for j in range(count)]
