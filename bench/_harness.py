@@ -172,12 +172,14 @@ def bench_arguments(log2n: int | None = 28) -> argparse.Namespace:
 
 def save_results(name: str, rows: list[dict[str, Any]], out: str | None, cuda_compute_ran: bool) -> None:
     """Write the results to bench/results (and to ``out``) with the device and the peers'
-    versions beside them, and print the markdown table."""
+    versions beside them (JAX's where the benchmark imported it), and print the markdown table."""
     import cupy as cp
     import torch
 
     extra = {"device": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(), "cupy": cp.__version__,
              "torch": torch.__version__, "cuda.compute": dist_version("cuda-cccl") if cuda_compute_ran else None}
+    if "jax" in sys.modules:
+        extra["jax"] = dist_version("jax")
     print(write_results(name, rows, extra, [RESULTS] + ([Path(out)] if out else [])))
 
 

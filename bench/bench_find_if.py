@@ -1,8 +1,9 @@
 """find_if over 2^28 float32: the first item equal to a value, placed at index 1,000 (the
 search should stop after about one wave of tiles) and at the last index (every item read),
-beside a read of the input (the floor: our max-reduce), and the ways CuPy and PyTorch users
-find a first match: ``cp.argmax(x == v)`` and ``torch.argmax((x == v).int())`` (neither
-stops early). Called as a user calls it: a Python predicate, an int64 index array.
+beside a read of the input (the floor: our max-reduce), and the ways CuPy, PyTorch and JAX
+users find a first match: ``cp.argmax(x == v)``, ``torch.argmax((x == v).int())`` and
+``jnp.argmax(x == v)`` (where JAX is installed, timed as ``bench/_jax_peer.py`` says); none
+stops early. cuprims is called as a user calls it: a Python predicate, an int64 index array.
 
 Each ratio is the peer's figure over cuprims' (higher is better for cuprims), or cuprims'
 over the read (1.0: the search costs a read).
@@ -17,10 +18,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import bench_arguments, device_ms, read_ms, result_rows, save_results  # noqa: E402
+from _jax_peer import from_cupy, jax_ms, load_jax, row_or_reason  # noqa: E402
 
 
 def main() -> None:
     args = bench_arguments()
+    jax = load_jax()
 
     import cupy as cp
     import numpy as np
@@ -41,6 +44,7 @@ def main() -> None:
     tmp = cp.empty(find(temp_storage=None, d_in=x, d_out_index=where, num_items=n), np.uint8)
     call = lambda: find(temp_storage=tmp, d_in=x, d_out_index=where, num_items=n)  # noqa: E731
     t_read = read_ms(x)
+    jax_find = None if jax is None else jax.jit(lambda v: jax.numpy.argmax(v == 2.0))
     for at, label in ((1000, "at index 1,000"), (n - 1, "at the last index")):
         x[at] = 2.0
         work = f"find_if == 2.0, float32, 2^{args.log2n}, first match {label}"
@@ -56,6 +60,13 @@ def main() -> None:
         add(work, "cupy.argmax(x == v)", t_cupy * 1000, "us", t_cupy / t_ours, "ratio = cupy/cuprims")
         t_torch = device_ms(lambda: torch.argmax((xt == 2.0).int()))
         add(work, "torch.argmax((x == v).int())", t_torch * 1000, "us", t_torch / t_ours, "ratio = torch/cuprims")
+        if jax is not None:
+            with row_or_reason("JAX find_if"):
+                xj = from_cupy(jax, x)   # after the match is placed: from_cupy may copy
+                assert int(jax_find(xj)) == at
+                t_jax = jax_ms(jax, lambda: jax_find(xj))
+                add(work, "jnp.argmax(x == v)", t_jax * 1000, "us", t_jax / t_ours, "ratio = jax/cuprims")
+                del xj
         x[at] = 0.5
     save_results("find_if", rows, args.out, False)
 

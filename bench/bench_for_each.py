@@ -5,7 +5,8 @@
   size (``x * 2`` into another array: the same reads and writes, the floor); once with x
   read by the operator, once with x read by for_each (``ZipIterator(index, x)``);
 * a scatter through a random permutation, ``out[perm[i]] = x[i]``, beside CuPy's and
-  PyTorch's ``out[perm] = x``.
+  PyTorch's ``out[perm] = x`` and JAX's ``out.at[perm].set(x)`` (``out`` donated, so that
+  the scatter writes in place; where JAX is installed, timed as ``bench/_jax_peer.py`` says).
 
 Each ratio is the peer's figure over cuprims' (higher is better for cuprims), or cuprims'
 over the transform (1.0: a for_each costs what the transform costs).
@@ -20,10 +21,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import bench_arguments, device_ms, result_rows, save_results  # noqa: E402
+from _jax_peer import from_cupy, jax_ms, load_jax, row_or_reason  # noqa: E402
 
 
 def main() -> None:
     args = bench_arguments()
+    jax = load_jax()
 
     import cupy as cp
     import numpy as np
@@ -87,6 +90,19 @@ def main() -> None:
     xt, outt, permt = (torch.as_tensor(a, device="cuda") for a in (x, out, perm))
     t_torch = device_ms(lambda: outt.__setitem__(permt, xt))
     add(work, "torch out[perm] = x", t_torch, "ms", t_torch / t_scatter, "ratio = torch/cuprims")
+    if jax is not None:
+        with row_or_reason("JAX for_each"):
+            xj, permj = from_cupy(jax, x), from_cupy(jax, perm)
+            jax_scatter = jax.jit(lambda o, p, v: o.at[p].set(v), donate_argnums=0)
+            held = [jax.numpy.zeros_like(xj)]
+
+            def jax_call():
+                held[0] = jax_scatter(held[0], permj, xj)
+                return held[0]
+
+            assert bool((cp.from_dlpack(jax_call())[perm] == x).all())
+            t_jax = jax_ms(jax, jax_call)
+            add(work, "jax out.at[perm].set(x) (out donated)", t_jax, "ms", t_jax / t_scatter, "ratio = jax/cuprims")
     save_results("for_each", rows, args.out, False)
 
 

@@ -1,7 +1,9 @@
 """Merge of two sorted sequences of 2^27 int32 keys each (and int32 values) beside a device
 copy of the inputs into the output (the floor: the data read once and written once),
 ``torch.sort(torch.cat(...), stable=True)`` (for pairs: the sort's indices, then a gather of
-the values) and ``cupy.sort`` of the concatenation (keys; cupy's sort is stable).
+the values), ``cupy.sort`` of the concatenation (keys; cupy's sort is stable) and JAX's
+stable sort of the concatenation (``jnp.sort``; for pairs ``jax.lax.sort`` of keys and values
+with one key), where JAX is installed, timed as ``bench/_jax_peer.py`` says.
 
 Each ratio is cuprims' figure over the copy's (1.0: a merge costs what a copy costs; target
 <= 1.3), or the peer's over cuprims' (target >= 3 for torch).
@@ -16,10 +18,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import bench_arguments, device_ms, result_rows, save_results  # noqa: E402
+from _jax_peer import from_cupy, jax_ms, load_jax, row_or_reason  # noqa: E402
 
 
 def main() -> None:
     args = bench_arguments(27)
+    jax = load_jax()
 
     import cupy as cp
     import numpy as np
@@ -80,7 +84,34 @@ def main() -> None:
         if not values:
             t_cupy = device_ms(lambda: cp.sort(cp.concatenate([k1, k2])))
             add(work, "cupy.sort(cupy.concatenate)", t_cupy, "ms", t_cupy / t_ours, "ratio = cupy/cuprims")
+        if jax is not None:
+            with row_or_reason("JAX merge"):
+                t_jax = jax_merge_ms(jax, k1, k2, (v1, v2) if values else None)
+                add(work, "jax stable sort of the concatenation", t_jax, "ms", t_jax / t_ours, "ratio = jax/cuprims")
     save_results("merge", rows, args.out, False)
+
+
+def jax_merge_ms(jax, k1, k2, values):
+    """Milliseconds of JAX's stable sort of the two key arrays' concatenation (with ``values``,
+    a pair of value arrays, carried along), checked against CuPy's sort first."""
+    import cupy as cp
+
+    jnp = jax.numpy
+    a, b = from_cupy(jax, k1), from_cupy(jax, k2)
+    if values is None:
+        sort = jax.jit(lambda x, y: jnp.sort(jnp.concatenate([x, y]), stable=True))
+        call = lambda: sort(a, b)  # noqa: E731
+        keys = call()
+    else:
+        va, vb = from_cupy(jax, values[0]), from_cupy(jax, values[1])
+        sort = jax.jit(lambda x, y, u, w: jax.lax.sort((jnp.concatenate([x, y]), jnp.concatenate([u, w])),
+                                                       num_keys=1, is_stable=True))
+        call = lambda: sort(a, b, va, vb)  # noqa: E731
+        keys, vals = call()
+        # the values are the items' positions in the concatenation
+        assert bool((cp.concatenate([k1, k2])[cp.from_dlpack(vals)] == cp.from_dlpack(keys)).all())
+    assert bool((cp.from_dlpack(keys) == cp.sort(cp.concatenate([k1, k2]))).all())
+    return jax_ms(jax, call)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """Segmented top-k of float32 rows beside ``torch.topk(x.view(rows, cols), k, dim=-1)``
-(sorted, the default) and a read of the input (the floor: every key read once): 2^14 rows
+(sorted, the default), ``jax.lax.top_k`` on the same rows (where JAX is installed, timed as
+``bench/_jax_peer.py`` says) and a read of the input (the floor: every key read once): 2^14 rows
 of 2^14 keys at k = 8 and k = 64, and 2^20 rows of 256 keys at k = 8.
 
 cuprims runs four ways: keys alone on fixed rows, pairs with int32 column indices as
@@ -18,12 +19,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import bench_arguments, device_ms, result_rows, save_results, sized_call  # noqa: E402
+from _jax_peer import from_cupy, jax_ms, load_jax, row_or_reason  # noqa: E402
 
 CASES = ((14, 14, 8), (14, 14, 64), (20, 8, 8))   # log2 rows, log2 columns, k
 
 
 def main() -> None:
     args = bench_arguments(None)
+    jax = load_jax()
+
+    import functools
 
     import cupy as cp
     import numpy as np
@@ -71,6 +76,14 @@ def main() -> None:
         add(work, "cuprims keys, int64 offset arrays", t_offsets, "ms", t_torch / t_offsets, target)
         add(work, "cuprims keys, one-shot segmented_top_k", t_one_shot, "ms", t_torch / t_one_shot, target)
         add(work, "torch.topk(dim=-1)", t_torch, "ms")
+        if jax is not None:
+            with row_or_reason("JAX segmented_top_k"):
+                xj = from_cupy(jax, x).reshape(rows, cols)
+                jax_top = jax.jit(functools.partial(jax.lax.top_k, k=k))
+                assert np.array_equal(np.asarray(jax_top(xj)[0]), values.cpu().numpy())
+                t_jax = jax_ms(jax, lambda: jax_top(xj))
+                add(work, "jax.lax.top_k (last axis)", t_jax, "ms", t_jax / t_keys, "ratio = jax/cuprims keys")
+                del xj
         add(work, "read of the input (cupy max, the floor)", t_read, "ms", t_keys / t_read,
             "ratio = cuprims keys/read")
         del x, xt, out_k, out_v, col_index, values, indices

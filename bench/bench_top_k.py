@@ -1,7 +1,8 @@
 """Top-k of 2^28 float32 (standard normal, as ``torch.randn``), k = 16, 1024 and 2^20: cuprims'
 keys alone, and pairs with the indices as values (a CountingIterator, and an int32 arange
-array), beside ``torch.topk`` (sorted, its default, and ``sorted=False``), CuPy's
-``partition`` where it runs, and a read of the keys (cuprims' max-reduce: the floor).
+array), beside ``torch.topk`` (sorted, its default, and ``sorted=False``), ``jax.lax.top_k``
+(sorted; where JAX is installed, timed as ``bench/_jax_peer.py`` says), CuPy's ``partition``
+where it runs, and a read of the keys (cuprims' max-reduce: the floor).
 cuprims' results are unsorted but for the ``sorted=True`` row; ``torch.topk`` returns
 indices (int64) with its values.
 
@@ -18,10 +19,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import bench_arguments, device_ms, read_ms, result_rows, save_results  # noqa: E402
+from _jax_peer import from_cupy, jax_ms, load_jax, row_or_reason  # noqa: E402
 
 
 def main() -> None:
     args = bench_arguments()
+    jax = load_jax()
+
+    import functools
 
     import cupy as cp
     import numpy as np
@@ -36,6 +41,7 @@ def main() -> None:
     xt = torch.as_tensor(x, device="cuda")
     t_read = read_ms(x)
     arange = cp.arange(n, dtype=np.int32)
+    xj = None if jax is None else from_cupy(jax, x)
     for k in (16, 1024, 1 << 20):
         work = f"top_k float32 2^{args.log2n}, k = {k}"
         want = np.sort(torch.topk(xt, k).values.cpu().numpy())
@@ -74,6 +80,12 @@ def main() -> None:
         t_torch_unsorted = device_ms(lambda: torch.topk(xt, k, sorted=False))
         add(work, "torch.topk(sorted=False)", t_torch_unsorted, "ms", t_torch_unsorted / t_pairs,
             "ratio = torch/cuprims pairs (target >= 1.5)")
+        if jax is not None:
+            with row_or_reason("JAX top_k"):
+                jax_top = jax.jit(functools.partial(jax.lax.top_k, k=k))
+                assert np.array_equal(np.sort(np.asarray(jax_top(xj)[0])), want)
+                t_jax = jax_ms(jax, lambda: jax_top(xj))
+                add(work, "jax.lax.top_k (sorted)", t_jax, "ms", t_jax / t_pairs, "ratio = jax/cuprims pairs")
         try:
             t_cupy = device_ms(lambda: cp.partition(x, n - k)[n - k:], inner=3, repeats=3)
             add(work, "cupy.partition", t_cupy, "ms", t_cupy / t_keys, "ratio = cupy/cuprims keys")
