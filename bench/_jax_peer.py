@@ -9,8 +9,8 @@
   dispatch overlaps the previous call's kernels, so for work of a millisecond or more the
   figure is the device's; for a few microseconds of work it is JAX's dispatch.
 
-A benchmark asks ``load_jax()`` once; where it returns None (JAX not installed, or no GPU
-backend) the JAX rows are left out. Each JAX row is measured inside ``row_or_reason``: a
+A benchmark asks ``load_jax()`` once; where it returns None (JAX not installed, no GPU
+backend, or ``CUPRIMS_BENCH_JAX=0``) the JAX rows are left out. Each JAX row is measured inside ``row_or_reason``: a
 failure there (an XLA error, JAX's memory, a wrong answer) is printed and that row left out,
 and the benchmark's other rows still come.
 """
@@ -25,7 +25,10 @@ from typing import Any, Callable, Iterator
 
 
 def load_jax() -> Any:
-    """The ``jax`` module, set up to share the GPU, or None where JAX cannot run on one."""
+    """The ``jax`` module, set up to share the GPU, or None where JAX cannot run on one or
+    ``CUPRIMS_BENCH_JAX=0`` leaves it out."""
+    if os.environ.get("CUPRIMS_BENCH_JAX", "1") == "0":
+        return None
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     try:
         import jax
