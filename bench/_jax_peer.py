@@ -10,9 +10,9 @@
   figure is the device's; for a few microseconds of work it is JAX's dispatch.
 
 A benchmark asks ``load_jax()`` once; where it returns None (JAX not installed, no GPU
-backend, or ``CUPRIMS_BENCH_JAX=0``) the JAX rows are left out. Each JAX row is measured inside ``row_or_reason``: a
-failure there (an XLA error, JAX's memory, a wrong answer) is printed and that row left out,
-and the benchmark's other rows still come.
+backend, or ``CUPRIMS_BENCH_JAX=0``) the JAX rows are left out. Each JAX row is measured
+inside ``row_or_reason``: a failure there (an XLA error, JAX's memory, a wrong answer) is
+printed and that row left out, and the benchmark's other rows still come.
 """
 
 from __future__ import annotations
