@@ -179,6 +179,11 @@ class _Setting:
         self.minimum = minimum   # the least value an int setting takes
         self.name = ""
 
+    @classmethod
+    def whole(cls, env: str, default: int, minimum: int = 1) -> _Setting:
+        """An int setting >= ``minimum``, in code and in its variable alike."""
+        return cls(env, _whole(default, minimum), int, minimum=minimum)
+
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
 
@@ -243,7 +248,7 @@ class Settings:
     cache_max_bytes = _Setting("CUPRIMS_CACHE_MAX_BYTES", _bytes, int)
     cache_lock_timeout = _Setting("CUPRIMS_CACHE_LOCK_TIMEOUT", _seconds, float)
     dump_dir = _Setting("CUPRIMS_DUMP_DIR", _path, Path, optional=True)
-    memory_cache = _Setting("CUPRIMS_MEMORY_CACHE", _whole(256, 1), int)
+    memory_cache = _Setting.whole("CUPRIMS_MEMORY_CACHE", 256)
     trace = _Setting("CUPRIMS_TRACE", _flag(False), bool)
     pdl = _Setting("CUPRIMS_PDL", _flag(True), bool)
     radix_memset = _Setting("CUPRIMS_RADIX_MEMSET", _flag(True), bool)
@@ -252,7 +257,7 @@ class Settings:
     direct_ops = _Setting("CUPRIMS_DIRECT_OPS", _flag(True), bool)
     direct_cubin = _Setting("CUPRIMS_DIRECT_CUBIN", _flag(True), bool)
     dask_ipc = _Setting("CUPRIMS_DASK_IPC", _flag(True), bool)
-    dask_ipc_mappings = _Setting("CUPRIMS_DASK_IPC_MAPPINGS", _whole(32, 0), int, minimum=0)
+    dask_ipc_mappings = _Setting.whole("CUPRIMS_DASK_IPC_MAPPINGS", 32, minimum=0)
 
     def __init__(self) -> None:
         self._overrides: dict[str, Any] = {}

@@ -37,11 +37,11 @@ from typing import Any
 
 import numpy as np
 
-from cuprims.config import settings
+from cuprims.config import Settings, settings
 from cuprims.errors import CudaError
 
 #: the environment variable behind ``settings.dask_ipc``, which turns the IPC path off ("0")
-IPC_SWITCH = "CUPRIMS_DASK_IPC"
+IPC_SWITCH: str = Settings.dask_ipc.env
 
 #: pieces this process has serialized, by the way they went ("ipc" or "host")
 sent = {"ipc": 0, "host": 0}
@@ -172,7 +172,7 @@ def _export(array: Any) -> dict:
 #: processes' allocations this process keeps open when no copy uses them (CUDA's open and
 #: close of a mapping cost about a millisecond each, and the pieces of one sorted chunk
 #: share its allocation); past it the least recently used close
-MAPPINGS_KEPT_SWITCH = "CUPRIMS_DASK_IPC_MAPPINGS"
+MAPPINGS_KEPT_SWITCH: str = Settings.dask_ipc_mappings.env
 
 # handle -> [mapped base address, copies using it], the least recently used first. A handle
 # names one allocation for its life: memory freed and allocated again gets another handle,
