@@ -38,6 +38,8 @@ def main() -> None:
     k2 = cp.sort(cp.random.randint(0, 1 << 30, n, dtype=cp.int32))
     v1, v2 = cp.arange(n, dtype=cp.int32), cp.arange(n, 2 * n, dtype=cp.int32)
     out_k, out_v = cp.empty(2 * n, cp.int32), cp.empty(2 * n, cp.int32)
+    both = cp.concatenate([k1, k2])   # the values below are positions in it
+    want = cp.sort(both)
 
     def timed(values: bool) -> float:
         kw = dict(d_in_keys1=k1, d_in_values1=v1 if values else None, d_in_keys2=k2,
@@ -46,10 +48,9 @@ def main() -> None:
         tmp = cp.empty(m(temp_storage=None, num_items1=n, num_items2=n, **kw), np.uint8)
         call = lambda: m(temp_storage=tmp, num_items1=n, num_items2=n, **kw)  # noqa: E731
         call()
-        want = cp.sort(cp.concatenate([k1, k2]))
         assert bool((out_k == want).all())
         if values:
-            assert bool((cp.concatenate([k1, k2])[out_v] == out_k).all())
+            assert bool((both[out_v] == out_k).all())
         return device_ms(call)
 
     def copy_keys() -> None:
@@ -86,14 +87,15 @@ def main() -> None:
             add(work, "cupy.sort(cupy.concatenate)", t_cupy, "ms", t_cupy / t_ours, "ratio = cupy/cuprims")
         if jax is not None:
             with row_or_reason("JAX merge"):
-                t_jax = jax_merge_ms(jax, k1, k2, (v1, v2) if values else None)
+                t_jax = jax_merge_ms(jax, k1, k2, (v1, v2) if values else None, both, want)
                 add(work, "jax stable sort of the concatenation", t_jax, "ms", t_jax / t_ours, "ratio = jax/cuprims")
     save_results("merge", rows, args.out, False)
 
 
-def jax_merge_ms(jax, k1, k2, values):
-    """Milliseconds of JAX's stable sort of the two key arrays' concatenation (with ``values``,
-    a pair of value arrays, carried along), checked against CuPy's sort first."""
+def jax_merge_ms(jax, k1, k2, values, both, want):
+    """Milliseconds of JAX's stable sort of the two key arrays' concatenation ``both`` (with
+    ``values``, a pair of value arrays holding positions in ``both``, carried along), checked
+    against ``want`` (CuPy's sort of ``both``) first."""
     import cupy as cp
 
     jnp = jax.numpy
@@ -108,9 +110,8 @@ def jax_merge_ms(jax, k1, k2, values):
                                                        num_keys=1, is_stable=True))
         call = lambda: sort(a, b, va, vb)  # noqa: E731
         keys, vals = call()
-        # the values are the items' positions in the concatenation
-        assert bool((cp.concatenate([k1, k2])[cp.from_dlpack(vals)] == cp.from_dlpack(keys)).all())
-    assert bool((cp.from_dlpack(keys) == cp.sort(cp.concatenate([k1, k2]))).all())
+        assert bool((both[cp.from_dlpack(vals)] == cp.from_dlpack(keys)).all())
+    assert bool((cp.from_dlpack(keys) == want).all())
     return jax_ms(jax, call)
 
 
