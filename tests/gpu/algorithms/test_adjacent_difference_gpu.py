@@ -12,6 +12,7 @@ cp = pytest.importorskip("cupy")
 
 import cuprims  # noqa: E402
 from cuprims import CountingIterator, OpKind  # noqa: E402
+from side_streams import side_stream  # noqa: E402
 
 DTYPES = [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64, np.float16, np.float32,
           np.float64]
@@ -48,7 +49,7 @@ def test_object_api_on_a_stream_in_place_and_not():
     x = cp.arange(n, dtype=cp.float64) ** 2
     y = cp.empty_like(x)
     d = cuprims.make_adjacent_difference(d_in=x, d_out=y, op=OpKind.MINUS)
-    stream = cp.cuda.Stream(non_blocking=True)
+    stream = side_stream()
     tmp = cp.empty(d(temp_storage=None, d_in=x, d_out=y, num_items=n), np.uint8)
     d(temp_storage=tmp, d_in=x, d_out=y, num_items=n, stream=stream)
     stream.synchronize()

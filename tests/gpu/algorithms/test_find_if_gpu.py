@@ -12,6 +12,7 @@ cp = pytest.importorskip("cupy")
 
 import cuprims  # noqa: E402
 from cuprims import CountingIterator, OpKind, TransformIterator  # noqa: E402
+from side_streams import side_stream  # noqa: E402
 
 DTYPES = [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64, np.float16, np.float32,
           np.float64]
@@ -59,13 +60,14 @@ def test_a_predicate_capturing_an_array_with_the_object_api_on_a_stream():
 
     where = cp.empty(1, np.int64)
     f = cuprims.make_find_if(d_in=x, d_out_index=where, cond=above)
-    stream = cp.cuda.Stream(non_blocking=True)
+    stream = side_stream()
     tmp = cp.empty(f(temp_storage=None, d_in=x, d_out_index=where, num_items=n, cond=above), np.uint8)
     assert tmp.size == 1
     f(temp_storage=tmp, d_in=x, d_out_index=where, num_items=n, cond=above, stream=stream)
     stream.synchronize()
     assert int(where[0]) == 999
     limit[0] = 2000                                 # the array is read at every call: nothing above now
+    side_stream(stream)                             # the write above (on the current stream) comes first
     f(temp_storage=tmp, d_in=x, d_out_index=where, num_items=n, cond=above, stream=stream)
     stream.synchronize()
     assert int(where[0]) == n

@@ -13,6 +13,7 @@ cp = pytest.importorskip("cupy")
 
 import cuprims  # noqa: E402
 from cuprims import CountingIterator, ZipIterator  # noqa: E402
+from side_streams import side_stream  # noqa: E402
 
 DTYPES = [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64, np.float16, np.float32,
           np.float64]
@@ -82,7 +83,7 @@ def test_object_api_on_a_stream_with_new_arrays_each_call():
 
     mark_a, mark_b = marker(a), marker(b)      # one operator, two arrays captured
     f = cuprims.make_for_each(d_in=CountingIterator(np.int32(0)), op=mark_a)
-    stream = cp.cuda.Stream(non_blocking=True)
+    stream = side_stream()
     tmp = cp.empty(f(temp_storage=None, d_in=CountingIterator(np.int32(0)), num_items=n, op=mark_a), np.uint8)
     assert tmp.size == 1
     f(temp_storage=tmp, d_in=CountingIterator(np.int32(0)), num_items=n, op=mark_a, stream=stream)

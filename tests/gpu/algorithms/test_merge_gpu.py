@@ -14,6 +14,7 @@ cp = pytest.importorskip("cupy")
 
 import cuprims  # noqa: E402
 from cuprims import CountingIterator, OpKind  # noqa: E402
+from side_streams import side_stream  # noqa: E402
 from twins import KEY_STRUCT, struct_less  # noqa: E402
 from struct_arrays import Structs  # noqa: E402
 
@@ -172,7 +173,7 @@ def test_object_api_temp_query_and_stream():
     nbytes = m(temp_storage=None, num_items1=n1, num_items2=n2, **d)
     tiles = -(-(n1 + n2) // (512 * 7))
     assert (tiles + 1) * 4 <= nbytes <= (tiles + 1) * 4 + 512
-    stream = cp.cuda.Stream(non_blocking=True)
+    stream = side_stream()
     with stream:
         tmp = cp.empty(nbytes, np.uint8)
     m(temp_storage=tmp, num_items1=n1, num_items2=n2, stream=stream, **d)

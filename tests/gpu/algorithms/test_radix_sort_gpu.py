@@ -16,6 +16,7 @@ import cuprims
 from cuprims import SortOrder
 from cuprims.algorithms.radix_sort.api import make_radix_sort, radix_sort
 from cuprims.algorithms.sort_common import DoubleBuffer
+from side_streams import side_stream  # noqa: E402
 from twins import STRUCT, ordered_bits, sorted_keys  # the radix order's model, test_radix_sort's too
 from twins import random_keys as _random_keys
 from struct_arrays import Structs
@@ -209,7 +210,7 @@ def test_object_api_and_streams():
     nbytes = sorter(temp_storage=None, d_in_keys=d_k, d_out_keys=out_k, d_in_values=d_v, d_out_values=out_v,
                     num_items=n)
     tmp = cp.empty(nbytes, np.uint8)
-    stream = cp.cuda.Stream(non_blocking=True)
+    stream = side_stream()
     with stream:
         for _ in range(3):
             sorter(temp_storage=tmp, d_in_keys=d_k, d_out_keys=out_k, d_in_values=d_v, d_out_values=out_v,

@@ -12,6 +12,7 @@ cp = pytest.importorskip("cupy")
 
 import cuprims  # noqa: E402
 from cuprims import ConstantIterator, CountingIterator, DiscardIterator, OpKind, TransformIterator  # noqa: E402
+from side_streams import side_stream  # noqa: E402
 
 PAIR = cuprims.gpu_struct({"lo": np.float32, "hi": np.float32})
 
@@ -164,7 +165,7 @@ def test_object_api_on_a_stream_and_a_wider_aggregate():
                                    d_out_num_runs=runs, reduction_op=OpKind.PLUS)
     call = dict(d_in_keys=k, d_in_values=v, d_out_unique_keys=uk, d_out_aggregates=agg, d_out_num_runs=runs,
                 num_items=n)
-    stream = cp.cuda.Stream(non_blocking=True)
+    stream = side_stream()
     tmp = cp.empty(r(temp_storage=None, **call), np.uint8)
     r(temp_storage=tmp, stream=stream, **call)
     stream.synchronize()
@@ -295,7 +296,7 @@ def test_non_trivial_runs_edge_shapes_nan_and_the_object_api_on_a_stream():
     x = cp.asarray(np.array([np.nan, np.nan, 1, 1, np.nan], np.float32))  # NaN != NaN: never repeated
     ntr = cuprims.make_non_trivial_runs(d_in=x, d_out_offsets=offsets, d_out_lengths=lengths, d_out_num_runs=runs)
     call = dict(d_in=x, d_out_offsets=offsets, d_out_lengths=lengths, d_out_num_runs=runs, num_items=5)
-    stream = cp.cuda.Stream(non_blocking=True)
+    stream = side_stream()
     ntr(temp_storage=cp.empty(ntr(temp_storage=None, **call), np.uint8), stream=stream, **call)
     stream.synchronize()
     assert int(runs[0]) == 1 and int(offsets[0]) == 2 and int(lengths[0]) == 2

@@ -316,6 +316,7 @@ def test_stream_kinds_accepted():
     ts = torch.cuda.Stream()
     for stream in (cs, ts, cs.ptr, None):
         out.fill(0)
+        cp.cuda.Device().synchronize()      # torch's stream does not wait for the fill
         cuprims.reduce_into(d_in=x, d_out=out, num_items=5000, op=OpKind.PLUS, h_init=np.int32(0), stream=stream)
         cp.cuda.Device().synchronize()
         assert int(out[0]) == 5000

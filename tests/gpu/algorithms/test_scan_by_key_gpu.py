@@ -13,6 +13,7 @@ cp = pytest.importorskip("cupy")
 
 import cuprims  # noqa: E402
 from cuprims import ConstantIterator, CountingIterator, OpKind, TransformIterator  # noqa: E402
+from side_streams import side_stream  # noqa: E402
 
 PAIR = cuprims.gpu_struct({"lo": np.float32, "hi": np.float32})
 
@@ -129,7 +130,7 @@ def test_device_init_value_in_place_object_api_on_a_stream():
     init = cp.asarray([7], np.int64)
     s = cuprims.make_exclusive_scan_by_key(d_in_keys=k, d_in_values=v, d_out=v, scan_op=OpKind.PLUS, init_value=init)
     call = dict(d_in_keys=k, d_in_values=v, d_out=v, init_value=init, num_items=n)
-    stream = cp.cuda.Stream(non_blocking=True)
+    stream = side_stream()
     with stream:
         tmp = cp.empty(s(temp_storage=None, **call), np.uint8)
         init[0] = 11      # read by the kernel when it runs: this value, not the one at build time

@@ -12,6 +12,7 @@ cp = pytest.importorskip("cupy")
 
 import cuprims  # noqa: E402
 from cuprims import CountingIterator, OpKind, TransformIterator, TransformOutputIterator  # noqa: E402
+from side_streams import side_stream  # noqa: E402
 
 
 def _expected_sums(values: np.ndarray, starts: np.ndarray, ends: np.ndarray, init) -> np.ndarray:
@@ -91,10 +92,11 @@ def test_warp_kernel_with_an_offset_view_a_struct_op_and_a_stream():
     host["lo"] = rng.random(host.size, dtype=np.float32)
     host["hi"] = host["lo"] + 1
     d_in = cp.asarray(host)[1:]          # 8 bytes past a 16-byte boundary
-    stream = cp.cuda.Stream(non_blocking=True)
+    d_starts, d_ends = cp.asarray(starts), cp.asarray(ends)
+    stream = side_stream()
     out = cp.empty(starts.size, pair.dtype)
-    cuprims.segmented_reduce(d_in=d_in, d_out=out, num_segments=starts.size, start_offsets_in=cp.asarray(starts),
-                             end_offsets_in=cp.asarray(ends), op=widest, h_init=pair(np.inf, -np.inf),
+    cuprims.segmented_reduce(d_in=d_in, d_out=out, num_segments=starts.size, start_offsets_in=d_starts,
+                             end_offsets_in=d_ends, op=widest, h_init=pair(np.inf, -np.inf),
                              max_segment_size=300, stream=stream)
     stream.synchronize()
     got, view = out.get(), host[1:]
@@ -160,7 +162,7 @@ def test_object_api_temp_query_int32_offsets_and_a_stream():
     nbytes = r(temp_storage=None, d_in=x, d_out=out, num_segments=3, start_offsets_in=d_s, end_offsets_in=d_e,
                h_init=np.int64(0))
     assert nbytes >= 1
-    stream = cp.cuda.Stream(non_blocking=True)
+    stream = side_stream()
     with stream:
         tmp = cp.empty(nbytes, np.uint8)
     r(temp_storage=tmp, d_in=x, d_out=out, num_segments=3, start_offsets_in=d_s, end_offsets_in=d_e,

@@ -14,6 +14,7 @@ cp = pytest.importorskip("cupy")
 
 import cuprims  # noqa: E402
 from cuprims import CountingIterator, OpKind, TransformIterator  # noqa: E402
+from side_streams import side_stream  # noqa: E402
 
 PAIR = cuprims.gpu_struct({"lo": np.float32, "hi": np.float32})
 SENTINEL = -7
@@ -156,7 +157,7 @@ def test_python_operator_capturing_an_array_struct_values_and_a_device_init():
                                               end_offsets_in=cp.asarray(ends), op=OpKind.PLUS, init_value=init)
     call = dict(d_in=d, d_out=d, start_offsets_in=cp.asarray(starts), end_offsets_in=cp.asarray(ends),
                 num_segments=len(starts), init_value=init)
-    stream = cp.cuda.Stream(non_blocking=True)
+    stream = side_stream()
     with stream:
         tmp = cp.empty(s(temp_storage=None, **call), np.uint8)
     s(temp_storage=tmp, stream=stream, **call)

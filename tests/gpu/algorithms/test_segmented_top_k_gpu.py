@@ -16,6 +16,7 @@ import cuprims  # noqa: E402
 from cuprims import CountingIterator, SortOrder, TransformIterator  # noqa: E402
 from cuprims.algorithms.segmented_top_k.source import MAX_K, TIERS  # noqa: E402
 from cuprims.errors import ArgumentError  # noqa: E402
+from side_streams import side_stream  # noqa: E402
 
 DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64, np.float16,
           np.float32, np.float64]
@@ -153,7 +154,7 @@ def test_object_api_temp_query_and_a_stream():
     topk = cuprims.make_segmented_top_k(order=ASC, **kw)
     need = topk(temp_storage=None, k=k, num_segments=rows, segment_size=size, **kw)
     assert need == 1     # no temporary storage; the query reports the least it ever does
-    stream = cp.cuda.Stream(non_blocking=True)
+    stream = side_stream()
     with stream:
         tmp = cp.empty(need, np.uint8)
     topk(temp_storage=tmp, k=k, num_segments=rows, segment_size=size, stream=stream, **kw)

@@ -11,6 +11,7 @@ cp = pytest.importorskip("cupy")
 
 import cuprims  # noqa: E402
 from cuprims import CountingIterator, TransformOutputIterator  # noqa: E402
+from side_streams import side_stream  # noqa: E402
 from twins import _even  # noqa: E402
 
 
@@ -75,7 +76,7 @@ def test_object_api_and_a_stream():
     s = cuprims.make_select(d_in=x, d_out=y, d_num_selected_out=count, cond=lambda v: v > 0.5)
     nbytes = s(temp_storage=None, d_in=x, d_out=y, d_num_selected_out=count, num_items=n)
     tmp = cp.empty(nbytes, np.uint8)
-    stream = cp.cuda.Stream(non_blocking=True)
+    stream = side_stream()
     s(temp_storage=tmp, d_in=x, d_out=y, d_num_selected_out=count, num_items=n, stream=stream)
     stream.synchronize()
     host = x.get()

@@ -14,6 +14,7 @@ cp = pytest.importorskip("cupy")
 
 import cuprims  # noqa: E402
 from cuprims import CountingIterator, SortOrder  # noqa: E402
+from side_streams import side_stream  # noqa: E402
 
 DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64, np.float16,
           np.float32, np.float64]
@@ -132,7 +133,7 @@ def test_object_api_temp_query_and_a_stream():
     idx = cp.arange(n, dtype=np.int32)
     t = cuprims.make_top_k(d_in_keys=x, d_out_keys=ok, d_in_values=idx, d_out_values=ov,
                            order=SortOrder.ASCENDING)
-    stream = cp.cuda.Stream(non_blocking=True)
+    stream = side_stream()
     need = t(temp_storage=None, d_in_keys=x, d_out_keys=ok, d_in_values=idx, d_out_values=ov, k=np.int64(k),
              num_items=np.int64(n))
     assert need > 0

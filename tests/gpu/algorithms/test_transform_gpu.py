@@ -14,6 +14,7 @@ import cuprims
 from cuprims import OpKind, ProxyArray
 from cuprims.algorithms.transform.api import (binary_transform, make_binary_transform, make_unary_transform,
                                               unary_transform)
+from side_streams import side_stream
 from twins import Pixel
 
 cp = pytest.importorskip("cupy")
@@ -342,9 +343,9 @@ def test_streams_and_producers():
         unary_transform(d_in=t, d_out=tout, op=affine, num_items=n, stream=ts)
     ts.synchronize()
     assert torch.equal(tout, t * 2 + 1)
-    s = cp.cuda.Stream(non_blocking=True)
     x = cp.zeros(n, np.float32)
     y = cp.empty(n, np.float32)
+    s = side_stream()                               # x's zeros (on the current stream) come first
     with s:
         x += 1
         unary_transform(d_in=x, d_out=y, op=affine, num_items=n, stream=s)  # ordered after x += 1

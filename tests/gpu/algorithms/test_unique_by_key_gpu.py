@@ -15,6 +15,7 @@ cp = pytest.importorskip("cupy")
 import cuprims  # noqa: E402
 from cuprims import CountingIterator, DiscardIterator, OpKind  # noqa: E402
 from cuprims import TransformIterator, TransformOutputIterator  # noqa: E402
+from side_streams import side_stream  # noqa: E402
 
 
 def _expected(keys: np.ndarray, items: np.ndarray):
@@ -100,7 +101,7 @@ def test_object_api_temp_query_and_a_stream():
     u = cuprims.make_unique_by_key(op=OpKind.EQUAL_TO, **kw)
     nbytes = u(temp_storage=None, num_items=n, **kw)
     assert nbytes >= 1
-    stream = cp.cuda.Stream(non_blocking=True)
+    stream = side_stream()
     tmp = cp.empty(nbytes, np.uint8)
     u(temp_storage=tmp, num_items=n, stream=stream, **kw)
     stream.synchronize()

@@ -125,7 +125,9 @@ print("calls", *(exchange.spent[step][0] for step in ("open", "copy", "close")))
 @pytest.mark.parametrize("dtype", [np.int8, np.float32, np.float64])
 def test_another_process_maps_and_copies_the_pieces(tmp_path, dtype):
     # pieces cut from one pair of arrays share their allocations: the child maps each
-    # allocation once, keeps the mapping for the next pieces, and closes it on request
+    # allocation once, keeps the mapping for the next pieces, and closes it on request.
+    # The keys and the values are one allocation or two: CuPy's pool may cut both from one
+    # block it had freed.
     sizes = [0, 1, 1000, 4097]
     keys = cp.asarray(np.random.default_rng(1).integers(-100, 100, sum(sizes) + 7).astype(dtype))
     vals = cp.arange(sum(sizes) + 7, dtype=np.int64)
@@ -145,8 +147,12 @@ def test_another_process_maps_and_copies_the_pieces(tmp_path, dtype):
     run = subprocess.run([sys.executable, "-c", _CHILD, str(tmp_path / "h.pkl"), str(out)], capture_output=True,
                          text=True, timeout=300, env=dict(os.environ))
     assert run.returncode == 0, run.stderr[-3000:]
-    assert "mapped 2 closed 2 left 0" in run.stdout   # the keys' and the values' allocations, kept, then closed
-    assert "calls 2 6 2" in run.stdout       # opened once each; keys and values of the three pieces not empty
+    allocations = len({a["handle"] for h in headers for a in h["arrays"] if "handle" in a})
+    assert allocations in (1, 2)
+    # each allocation mapped once, kept, then closed
+    assert f"mapped {allocations} closed {allocations} left 0" in run.stdout
+    # opened once each; keys and values copied for each of the three pieces not empty
+    assert f"calls {allocations} 6 {allocations}" in run.stdout
     got = np.load(out)
     for i, (a, b) in enumerate(zip(cuts[:-1], cuts[1:])):
         np.testing.assert_array_equal(got[f"arr_{2 * i}"], keys[a:b].get())

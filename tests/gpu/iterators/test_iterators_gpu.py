@@ -10,6 +10,7 @@ import pytest
 import cuprims
 from cuprims import (CacheModifiedInputIterator, ConstantIterator, CountingIterator, OpKind, PermutationIterator,
                      ReverseIterator, TransformIterator)
+from side_streams import side_stream
 
 cp = pytest.importorskip("cupy")
 
@@ -127,7 +128,7 @@ def test_transform_with_comparator_and_descending_data():
 
 def test_iterator_on_a_stream():
     host, d = _data(seed=14)
-    stream = cp.cuda.Stream(non_blocking=True)
+    stream = side_stream()
     out = cp.empty(4096, np.int32)
     with stream:
         cuprims.lower_bound(d_data=d, num_items=d.size, d_values=CountingIterator(np.int32(-2048)), num_values=4096,
