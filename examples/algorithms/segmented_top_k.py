@@ -38,6 +38,8 @@ def main():
     # the object: built once, called on a stream (it needs no temporary storage)
     topk = cuprims.make_segmented_top_k(d_in_keys=x, d_out_keys=top)
     stream = cp.cuda.Stream(non_blocking=True)
+    # a non-blocking stream does not wait for the default stream, where x was made
+    stream.wait_event(cp.cuda.get_current_stream().record())
     tmp = cp.empty(topk(temp_storage=None, d_in_keys=x, d_out_keys=top, k=k, num_segments=rows, segment_size=cols),
                    np.uint8)
     topk(temp_storage=tmp, d_in_keys=x, d_out_keys=top, k=k, num_segments=rows, segment_size=cols, stream=stream)
